@@ -1,0 +1,1 @@
+"""Bundled knowledge packs (data only). Importable so `importlib.resources` can find them."""

@@ -1,0 +1,551 @@
+"""Knowledge packs: load, validate and resolve the rules-as-data every check reads.
+
+A pack is a folder of TOML files (see knowledge/default/). Nothing in the code hard-codes a
+limit, a ladder or a preset: swap the pack (`--kb DIR`, `PYPTO_TUI_KB`) and the verdicts change.
+Validation is strict and happens once, at load: a bad pack is refused with the file, the key
+and the reason, so a typo never turns into a silently different verdict.
+
+A pack may say `extends = "default"` in pack.toml: any file it does not provide is then read
+from the bundled default pack. That keeps a user's pack down to the numbers they change.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pypto_tui.errors import InputError, PackError
+
+ENV_VAR = "PYPTO_TUI_KB"
+BUNDLED_ROOT = Path(__file__).resolve().parent / "knowledge"
+SCHEMA_VERSION = 1
+
+KINDS = ("hard", "heuristic")
+SEVERITIES = ("error", "warn", "info")
+STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
+AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
+RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
+FAMILIES = (
+    "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
+    "attention", "unknown",
+)
+REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
+OPTIONAL_FILES = ("presets.toml",)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    id: str
+    title: str
+    authority: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    kind: str
+    severity: str
+    step: str
+    source: str
+    authority: str
+    statement: str
+    explanation: str
+    enforced_by: tuple[str, ...]
+    advice: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_elements: int
+    max_auto_tiles: int
+    contiguous_bytes: int
+    last_dim_align_bytes: int
+    max_vec_rank: int
+    dtype_bytes: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    name: str
+    ub_bytes: int
+    reduce_ub_factor: float
+    reduce_ub_extra_bytes: int
+    elementwise_ub_factor: float
+    l1_bytes: int
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    cube_align_elements: int
+    cycles_per_us: int
+    aic_cores: int
+    aiv_cores: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ladders:
+    reduce_axis: tuple[int, ...]
+    loop_rings: tuple[tuple[int, ...], ...]
+    ub_step_down: tuple[int, ...]
+
+    @property
+    def loop_order(self) -> tuple[int, ...]:
+        """Loop counts in the order the documents try them (ring by ring)."""
+        return tuple(n for ring in self.loop_rings for n in ring)
+
+    def loop_ring_of(self, count: int) -> int | None:
+        for i, ring in enumerate(self.loop_rings):
+            if count in ring:
+                return i
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    id: str
+    families: tuple[str, ...]
+    ops: tuple[str, ...]
+    multi_axis: bool
+    reshape: str
+    rule: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    shape: tuple[int, ...]
+    dtype: str
+    reduce_dim: int | None
+    tile: tuple[int, ...]
+    rule: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartTile:
+    rank: int
+    tile: tuple[int, ...]
+    rule: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class CubeStart:
+    m: tuple[int, int]
+    k: tuple[int, ...]
+    n: tuple[int, int]
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class Flavour:
+    name: str
+    description: str
+    out_param: bool
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    name: str
+    version: str
+    description: str
+    path: Path
+    default_flavour: str
+    sources: Mapping[str, Source]
+    flavours: Mapping[str, Flavour]
+    rules: Mapping[str, Rule]
+    limits: Limits
+    chip: Chip
+    ladders: Ladders
+    strategies: tuple[Strategy, ...]
+    presets: tuple[Preset, ...] = ()
+    starts: tuple[StartTile, ...] = ()
+    cube: CubeStart | None = None
+    files: Mapping[str, Path] = field(default_factory=dict)
+
+    def rule(self, rule_id: str) -> Rule | None:
+        return self.rules.get(rule_id)
+
+    def authority_of(self, rule_id: str) -> str:
+        r = self.rules.get(rule_id)
+        return r.authority if r else "rule-docs"
+
+    def dtype_bytes(self, dtype: str) -> int:
+        try:
+            return self.limits.dtype_bytes[dtype]
+        except KeyError:
+            known = ", ".join(self.limits.dtype_bytes)
+            raise InputError(f"unknown dtype '{dtype}': use one of {known}") from None
+
+    def flavour(self, name: str | None) -> Flavour:
+        key = name or self.default_flavour
+        try:
+            return self.flavours[key]
+        except KeyError:
+            raise InputError(f"unknown flavour '{key}': this pack has {', '.join(self.flavours)}") from None
+
+    def preset_for(self, shape: tuple[int, ...], dtype: str, reduce_dim: int | None) -> Preset | None:
+        for p in self.presets:
+            if p.shape == tuple(shape) and p.dtype == dtype and p.reduce_dim == reduce_dim:
+                return p
+        return None
+
+
+# ------------------------------------------------------------------------------------ validation
+class _Reader:
+    """Typed access to one TOML table that reports problems as PackError(file, key, reason)."""
+
+    def __init__(self, file: str, table: Mapping[str, Any], prefix: str = "") -> None:
+        self.file, self.table, self.prefix = file, table, prefix
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def fail(self, key: str, reason: str) -> PackError:
+        return PackError(self.file, self._key(key), reason)
+
+    def _get(self, key: str, required: bool) -> Any:
+        if key not in self.table:
+            if required:
+                raise self.fail(key, "missing (required)")
+            return None
+        return self.table[key]
+
+    def str(self, key: str, required: bool = True, choices: tuple[str, ...] | None = None,
+            default: str = "") -> str:
+        v = self._get(key, required)
+        if v is None:
+            return default
+        if not isinstance(v, str) or (required and not v.strip()):
+            raise self.fail(key, f"must be a non-empty string, got {v!r}")
+        if choices and v not in choices:
+            raise self.fail(key, f"'{v}' is not one of {', '.join(choices)}")
+        return v
+
+    def int(self, key: str, minimum: int = 1) -> int:
+        v = self._get(key, True)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(key, f"must be an integer, got {v!r}")
+        if v < minimum:
+            raise self.fail(key, f"must be >= {minimum}, got {v}")
+        return v
+
+    def num(self, key: str, minimum: float = 0.0) -> float:
+        v = self._get(key, True)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise self.fail(key, f"must be a number, got {v!r}")
+        if v < minimum:
+            raise self.fail(key, f"must be >= {minimum}, got {v}")
+        return float(v)
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        v = self._get(key, False)
+        if v is None:
+            return default
+        if not isinstance(v, bool):
+            raise self.fail(key, f"must be true or false, got {v!r}")
+        return v
+
+    def ints(self, key: str, required: bool = True, minimum: int = 1) -> tuple[int, ...]:
+        v = self._get(key, required)
+        if v is None:
+            return ()
+        if not isinstance(v, list) or not v or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= minimum for x in v
+        ):
+            raise self.fail(key, f"must be a non-empty list of integers >= {minimum}, got {v!r}")
+        return tuple(v)
+
+    def strs(self, key: str, required: bool = True) -> tuple[str, ...]:
+        v = self._get(key, required)
+        if v is None:
+            return ()
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise self.fail(key, f"must be a list of strings, got {v!r}")
+        return tuple(v)
+
+    def sub(self, key: str, required: bool = True) -> _Reader:
+        v = self._get(key, required)
+        if v is None:
+            return _Reader(self.file, {}, f"{self._key(key)}.")
+        if not isinstance(v, dict):
+            raise self.fail(key, "must be a table")
+        return _Reader(self.file, v, f"{self._key(key)}.")
+
+    def array(self, key: str, required: bool = True) -> list[_Reader]:
+        v = self._get(key, required)
+        if v is None:
+            return []
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise self.fail(key, "must be an array of tables ([[...]])")
+        return [_Reader(self.file, x, f"{self._key(key)}[{i}].") for i, x in enumerate(v)]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise PackError(path.name, "", f"not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise PackError(path.name, "", f"cannot be read ({exc.strerror})") from None
+
+
+def _parse_sources(r: _Reader) -> dict[str, Source]:
+    out: dict[str, Source] = {}
+    for s in r.array("source"):
+        sid = s.str("id")
+        out[sid] = Source(sid, s.str("title"), s.str("authority", choices=AUTHORITIES))
+    if not out:
+        raise r.fail("source", "a pack needs at least one [[source]]")
+    return out
+
+
+def _parse_flavours(r: _Reader) -> dict[str, Flavour]:
+    out: dict[str, Flavour] = {}
+    for f in r.array("flavour"):
+        name = f.str("name")
+        out[name] = Flavour(name, f.str("description", required=False), f.bool("out_param", True))
+    if not out:
+        raise r.fail("flavour", "a pack needs at least one [[flavour]]")
+    return out
+
+
+def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for item in r.array("rule"):
+        rid = item.str("id")
+        if rid in rules:
+            raise item.fail("id", f"duplicate rule id '{rid}'")
+        src = item.str("source")
+        if src not in sources:
+            raise item.fail("source", f"'{src}' is not a [[source]] id in pack.toml ({', '.join(sources)})")
+        enforced = item.strs("enforced_by", required=False)
+        advice = item.bool("advice", False)
+        if not enforced and not advice:
+            raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
+        rules[rid] = Rule(
+            id=rid,
+            kind=item.str("kind", choices=KINDS),
+            severity=item.str("severity", choices=SEVERITIES),
+            step=item.str("step", choices=STEPS),
+            source=src,
+            authority=sources[src].authority,
+            statement=item.str("statement"),
+            explanation=item.str("explanation"),
+            enforced_by=enforced,
+            advice=advice,
+        )
+    if not rules:
+        raise r.fail("rule", "a pack needs at least one [[rule]]")
+    return rules
+
+
+def _parse_limits(r: _Reader) -> Limits:
+    t = r.sub("tile")
+    d = r.sub("dtype_bytes")
+    dtypes: dict[str, int] = {}
+    for name in d.table:
+        dtypes[name] = d.int(name)
+    if not dtypes:
+        raise r.fail("dtype_bytes", "must list at least one dtype")
+    return Limits(
+        max_elements=t.int("max_elements"),
+        max_auto_tiles=t.int("max_auto_tiles"),
+        contiguous_bytes=t.int("contiguous_bytes"),
+        last_dim_align_bytes=t.int("last_dim_align_bytes"),
+        max_vec_rank=t.int("max_vec_rank"),
+        dtype_bytes=dtypes,
+    )
+
+
+def _parse_chip(r: _Reader) -> Chip:
+    c = r.sub("chip")
+    return Chip(
+        name=c.str("name"),
+        ub_bytes=c.int("ub_bytes"),
+        reduce_ub_factor=c.num("reduce_ub_factor", 1.0),
+        reduce_ub_extra_bytes=c.int("reduce_ub_extra_bytes", 0),
+        elementwise_ub_factor=c.num("elementwise_ub_factor", 1.0),
+        l1_bytes=c.int("l1_bytes"),
+        l0a_bytes=c.int("l0a_bytes"),
+        l0b_bytes=c.int("l0b_bytes"),
+        l0c_bytes=c.int("l0c_bytes"),
+        cube_align_elements=c.int("cube_align_elements"),
+        cycles_per_us=c.int("cycles_per_us"),
+        aic_cores=c.int("aic_cores"),
+        aiv_cores=c.int("aiv_cores"),
+    )
+
+
+def _parse_ladders(r: _Reader) -> Ladders:
+    loops = r.sub("loop_count")
+    rings_raw = loops.table.get("rings")
+    if not isinstance(rings_raw, list) or not rings_raw or not all(
+        isinstance(ring, list) and ring and all(isinstance(x, int) and x >= 1 for x in ring) for ring in rings_raw
+    ):
+        raise loops.fail("rings", f"must be a list of non-empty lists of integers >= 1, got {rings_raw!r}")
+    rings = tuple(tuple(ring) for ring in rings_raw)
+    flat = [n for ring in rings for n in ring]
+    if len(set(flat)) != len(flat):
+        raise loops.fail("rings", "a loop count appears in more than one ring")
+    return Ladders(
+        reduce_axis=r.sub("reduce_axis").ints("order"),
+        loop_rings=rings,
+        ub_step_down=r.sub("ub_step_down").ints("prod"),
+    )
+
+
+def _parse_strategies(r: _Reader, rules: Mapping[str, Rule]) -> tuple[Strategy, ...]:
+    out = []
+    for s in r.array("strategy"):
+        fams = s.strs("families")
+        for f in fams:
+            if f not in FAMILIES:
+                raise s.fail("families", f"'{f}' is not a family ({', '.join(FAMILIES)})")
+        rule = s.str("rule")
+        if rule not in rules:
+            raise s.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+        out.append(Strategy(
+            id=s.str("id"), families=fams, ops=s.strs("ops", required=False),
+            multi_axis=s.bool("multi_axis", False), reshape=s.str("reshape", choices=RESHAPES),
+            rule=rule, note=s.str("note", required=False),
+        ))
+    return tuple(out)
+
+
+def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tuple[
+    tuple[Preset, ...], tuple[StartTile, ...], CubeStart | None
+]:
+    presets = []
+    for p in r.array("preset", required=False):
+        shape, tile = p.ints("shape"), p.ints("tile")
+        if len(shape) != len(tile):
+            raise p.fail("tile", f"has {len(tile)} dims but shape has {len(shape)}")
+        dtype = p.str("dtype")
+        if dtype not in limits.dtype_bytes:
+            raise p.fail("dtype", f"'{dtype}' is not in limits.toml [dtype_bytes]")
+        rd = p.table.get("reduce_dim")
+        if rd is not None and (not isinstance(rd, int) or not 0 <= rd < len(shape)):
+            raise p.fail("reduce_dim", f"must be an axis of the shape (0..{len(shape) - 1}), got {rd!r}")
+        rule = p.str("rule")
+        if rule not in rules:
+            raise p.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+        presets.append(Preset(shape, dtype, rd, tile, rule, p.str("note", required=False)))
+    starts = []
+    for s in r.array("start", required=False):
+        tile = s.ints("tile")
+        rank = s.int("rank")
+        if rank != len(tile):
+            raise s.fail("tile", f"has {len(tile)} dims but rank is {rank}")
+        starts.append(StartTile(rank, tile, s.str("rule"), s.str("note", required=False)))
+    cube = None
+    if "cube" in r.table:
+        c = r.sub("cube")
+        m, k, n = c.ints("m"), c.ints("k"), c.ints("n")
+        if len(m) != 2 or len(n) != 2 or len(k) not in (2, 3):
+            raise c.fail("m", "m and n take [L0, L1]; k takes [L0, L1] or [L0, L1a, L1b]")
+        cube = CubeStart((m[0], m[1]), k, (n[0], n[1]), c.str("rule"))
+    return tuple(presets), tuple(starts), cube
+
+
+def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
+    """Which file provides each part of the pack, following `extends` to the bundled default."""
+    pack_toml = path / "pack.toml"
+    if not pack_toml.is_file():
+        raise PackError(str(path), "", "no pack.toml here: point --kb at a folder holding pack.toml")
+    head = _read_toml(pack_toml)
+    extends = head.get("pack", {}).get("extends") if isinstance(head.get("pack"), dict) else None
+    base: Path | None = None
+    if extends is not None:
+        if not isinstance(extends, str) or not (BUNDLED_ROOT / extends / "pack.toml").is_file():
+            raise PackError("pack.toml", "pack.extends", f"'{extends}' is not a bundled pack (try \"default\")")
+        base = BUNDLED_ROOT / extends
+    files: dict[str, Path] = {}
+    for name in REQUIRED_FILES + OPTIONAL_FILES:
+        own = path / name
+        if own.is_file():
+            files[name] = own
+        elif base is not None and (base / name).is_file():
+            files[name] = base / name
+        elif name in REQUIRED_FILES:
+            raise PackError(str(path), name, "missing file (required; or set extends = \"default\" in pack.toml)")
+    return files, head
+
+
+def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
+    """Load and validate the pack in folder `path`. Raises PackError on any problem."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise PackError(str(path), "", "not a folder: --kb takes the folder that holds pack.toml")
+    files, head = _pack_files(root)
+    docs = {name: (head if name == "pack.toml" else _read_toml(p)) for name, p in files.items()}
+
+    def reader(name: str) -> _Reader:
+        return _Reader(files[name].name, docs[name])
+
+    pack = reader("pack.toml").sub("pack")
+    schema = pack.int("schema")
+    if schema != SCHEMA_VERSION:
+        raise pack.fail("schema", f"this pypto-tui reads schema {SCHEMA_VERSION}, the pack says {schema}")
+    pack_doc = reader("pack.toml")
+    # Sources and flavours may come from this pack or, when extending, from the base pack.toml.
+    base_pack = None
+    if "extends" in pack.table and "source" not in docs["pack.toml"]:
+        base_pack = _Reader("pack.toml", _read_toml(BUNDLED_ROOT / pack.table["extends"] / "pack.toml"))
+    sources = _parse_sources(base_pack if base_pack else pack_doc)
+    flavours = _parse_flavours(base_pack if (base_pack and "flavour" not in docs["pack.toml"]) else pack_doc)
+    default_flavour = pack.str("default_flavour", required=False, default=next(iter(flavours)))
+    if default_flavour not in flavours:
+        raise pack.fail("default_flavour", f"'{default_flavour}' is not a [[flavour]] name")
+    rules = _parse_rules(reader("rules.toml"), sources)
+    limits = _parse_limits(reader("limits.toml"))
+    chip = _parse_chip(reader("chip.toml"))
+    ladders = _parse_ladders(reader("ladders.toml"))
+    strategies = _parse_strategies(reader("strategies.toml"), rules)
+    presets, starts, cube = (
+        _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
+    )
+    return KnowledgeBase(
+        name=pack.str("name"), version=pack.str("version"),
+        description=pack.str("description", required=False), path=root,
+        default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
+        limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
+        starts=starts, cube=cube, files=files,
+    )
+
+
+def bundled_pack_dir(name: str = "default") -> Path:
+    return BUNDLED_ROOT / name
+
+
+def resolve_pack_dir(cli_value: str | os.PathLike[str] | None = None) -> Path:
+    """`--kb DIR`, then $PYPTO_TUI_KB, then the bundled default."""
+    if cli_value:
+        return Path(cli_value)
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    return bundled_pack_dir()
+
+
+@lru_cache(maxsize=8)
+def _cached(path: str, mtime_key: tuple[float, ...]) -> KnowledgeBase:
+    return load_pack(path)
+
+
+def get_kb(cli_value: str | os.PathLike[str] | None = None) -> KnowledgeBase:
+    """The resolved pack, cached per folder (and reloaded when one of its files changes)."""
+    root = resolve_pack_dir(cli_value)
+    try:
+        key = tuple(p.stat().st_mtime for p in sorted(root.glob("*.toml")))
+    except OSError:
+        key = ()
+    return _cached(str(root), key)
+
+
+Loader = Callable[[str | os.PathLike[str] | None], KnowledgeBase]
