@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pypto_tui.catalogue import CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
 
 ENV_VAR = "PYPTO_TUI_KB"
@@ -326,6 +327,9 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
             raise item.fail("source", f"'{src}' is not a [[source]] id in pack.toml ({', '.join(sources)})")
         enforced = item.strs("enforced_by", required=False)
         advice = item.bool("advice", False)
+        for name in enforced:
+            if name not in CHECK_NAMES:
+                raise item.fail("enforced_by", f"'{name}' is not a check this pypto-tui has (see `pypto-tui kb checks`)")
         if not enforced and not advice:
             raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
         rules[rid] = Rule(

@@ -1,0 +1,120 @@
+"""`tile` and `loop`: one-shot calculations. Thin: parse, call the core, print.
+
+Neither command imports textual or libcst unless a task file is given (then libcst reads it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.errors import InputError
+from pypto_tui.findings import has_error
+from pypto_tui.shapes import parse_dims
+
+TaskArg = Annotated[
+    Path | None,
+    typer.Argument(help="A KernelBench task file: shape, dtype and reduce dim come from its dimension plan.",
+                   show_default=False),
+]
+ShapeOpt = Annotated[str | None, typer.Option("--shape", help="Tensor shape, e.g. 16,256,256.", show_default=False)]
+DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="fp32, fp16, bf16, int8, ... (default fp32).",
+                                              show_default=False)]
+ReduceOpt = Annotated[int | None, typer.Option("--reduce-dim", help="The axis the op reduces (negative ok).",
+                                               show_default=False)]
+TileOpt = Annotated[str | None, typer.Option("--tile", help="A tile to evaluate, e.g. 1,16,256.", show_default=False)]
+
+
+def _geometry(task: Path | None, shape: str | None, dtype: str | None, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
+    """Shape/dtype/reduce dim from the flags, or from a task file's dimension plan."""
+    if task is not None:
+        if shape is not None:
+            raise InputError("give either a task file or --shape, not both")
+        from pypto_tui.design import task_geometry
+
+        g = task_geometry(task, kb)
+        return g.shape, dtype or g.dtype, g.reduce_dim if reduce_dim is None else reduce_dim, g.why
+    if shape is None:
+        raise InputError("no shape: give --shape 16,256,256 (or a task file)")
+    return parse_dims(shape), dtype or "fp32", reduce_dim, "auto"
+
+
+@handles_input_errors
+def tile(
+    task: TaskArg = None,
+    shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
+    reduce_dim: ReduceOpt = None,
+    tile: TileOpt = None,
+    top: Annotated[int, typer.Option("--top", help="How many ranked candidates to list.", min=1)] = 10,
+    candidates: Annotated[bool | None, typer.Option(
+        "--candidates/--no-candidates",
+        help="Rank candidates too (default: yes without --tile, no with it, which keeps it numpy-free).",
+        show_default=False)] = None,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Evaluate a tile (--tile) or rank the candidate tiles for a shape (rules P4, O1)."""
+    from pypto_tui.tiles import evaluate_tile, rank_candidates
+
+    pack = load_kb(kb)
+    shp, dt, rd, _why = _geometry(task, shape, dtype, reduce_dim, pack)
+    pack.dtype_bytes(dt)
+    evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
+    want_candidates = (tile is None) if candidates is None else candidates
+    plan = rank_candidates(pack, shp, dt, rd, top=top) if want_candidates else None
+    failed = has_error(evaluation.findings) if evaluation else (plan is None or plan.recommended is None)
+    if json_out:
+        doc = plan.to_dict() if plan else {
+            "shape": list(shp), "dtype": dt, "reduce_dim": rd, "candidates": [], "recommended": None}
+        doc["evaluation"] = evaluation.to_dict() if evaluation else None
+        emit_json(doc)
+    else:
+        from pypto_tui.cli import views
+
+        views.show_tiles(plan, evaluation)
+    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+
+
+@handles_input_errors
+def loop(
+    task: TaskArg = None,
+    shape: ShapeOpt = None,
+    dtype: DtypeOpt = None,
+    tile: TileOpt = None,
+    axis: Annotated[int, typer.Option("--axis", help="The loop axis (the outermost, 0, unless you must).")] = 0,
+    loop_count: Annotated[int | None, typer.Option("--loop-count", help="Evaluate this loop count first.",
+                                                   show_default=False)] = None,
+    matmul: Annotated[bool, typer.Option("--matmul", help="The axis is a matmul's M axis (always loops).")] = False,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Plan the loop: whether one is needed, and loop_count candidates on the log scale (rules P6, O2)."""
+    from pypto_tui.loops import plan_loops
+    from pypto_tui.tiles import rank_candidates
+
+    pack = load_kb(kb)
+    shp, dt, rd, why = _geometry(task, shape, dtype, None, pack)
+    if matmul:
+        why = "matmul"
+    if tile is None:
+        if task is None:
+            raise InputError("no tile: give --tile 1,4096 (`pypto-tui tile` ranks candidates)")
+        best = rank_candidates(pack, shp, dt, rd, top=1).recommended
+        if best is None:
+            raise InputError("no legal tile for this shape: pick one with --tile")
+        tile_dims = best.tile
+    else:
+        tile_dims = parse_dims(tile, "tile")
+    plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why)
+    failed = plan.recommended is None or has_error(plan.recommended.findings)
+    if json_out:
+        emit_json(plan.to_dict())
+    else:
+        from pypto_tui.cli import views
+
+        views.show_loops(plan)
+    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)

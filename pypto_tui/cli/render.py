@@ -1,0 +1,47 @@
+"""Human output: rich tables with findings coloured by level. Imported only without --json."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pypto_tui.findings import Finding
+
+LEVEL_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}
+LEVEL_MARK = {"error": "✗", "warn": "!", "info": "i", "ok": "✓"}
+
+console = Console(highlight=False)
+
+
+def level_text(level: str) -> Text:
+    return Text(f"{LEVEL_MARK.get(level, '?')} {level}", style=LEVEL_STYLE.get(level, ""))
+
+
+def findings_table(findings: Iterable[Finding], title: str = "findings") -> Table:
+    t = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    t.add_column("level", no_wrap=True)
+    t.add_column("rule", no_wrap=True, style="bold")
+    t.add_column("whose", no_wrap=True, style="dim")
+    t.add_column("message")
+    for f in findings:
+        t.add_row(level_text(f.level), f.rule, f.authority, f.message)
+    return t
+
+
+def dims(d: Sequence[int] | None) -> str:
+    if d is None:
+        return "-"
+    return "(" + ", ".join(map(str, d)) + ("," if len(d) == 1 else "") + ")"
+
+
+def kv_table(rows: Iterable[tuple[str, Any]], title: str = "") -> Table:
+    t = Table(title=title or None, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for k, v in rows:
+        t.add_row(k, v if isinstance(v, Text) else str(v))
+    return t

@@ -1,0 +1,73 @@
+"""Rich renderings of core results for the human (non --json) output."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from pypto_tui.cli.render import LEVEL_STYLE, console, dims, findings_table, kv_table, level_text
+from pypto_tui.findings import worst
+from pypto_tui.loops import LoopPlan
+from pypto_tui.tiles import TileEvaluation, TilePlan
+
+
+def show_tiles(plan: TilePlan | None, evaluation: TileEvaluation | None) -> None:
+    src = plan or evaluation
+    assert src is not None
+    head = f"shape {dims(src.shape)} {src.dtype}" + (
+        f", reduce dim {src.reduce_dim}" if src.reduce_dim is not None else "")
+    console.print(Text(head, style="bold"))
+    if evaluation is not None:
+        e = evaluation
+        console.print(kv_table([
+            ("tile", dims(e.tile)), ("prod", e.prod), ("auto_tiles", e.auto_tiles),
+            ("contiguous", f"{e.contiguous_bytes} B"),
+            ("reduce segments", e.reduce_segments if e.reduce_segments is not None else "-"),
+            ("needs loop", "yes" if e.needs_loop else "no"), ("unified buffer", f"~{e.ub_bytes} B"),
+            ("verdict", level_text(worst(e.findings))),
+        ]))
+        console.print(findings_table(e.findings))
+    if plan is None:
+        console.print(Text("(candidates: pypto-tui tile ... --candidates)", style="dim"))
+        return
+    t = Table(title=f"candidates ({plan.qualified_count} qualified of {plan.enumerated} enumerated)",
+              title_justify="left")
+    for col in ("#", "tile", "prod", "auto_tiles", "contig B", "segments", "qualified", "verdict"):
+        t.add_column(col, no_wrap=True)
+    for c in plan.candidates:
+        e = c.evaluation
+        mark = "★ " if plan.recommended is c else ""
+        t.add_row(f"{mark}{c.rank + 1}", dims(e.tile), str(e.prod), str(e.auto_tiles), str(e.contiguous_bytes),
+                  "-" if e.reduce_segments is None else str(e.reduce_segments),
+                  "yes" if c.qualified else "no",
+                  level_text(worst(f for f in e.findings if f.level != "info")))
+    console.print(t)
+    for n in plan.notes:
+        console.print(Text(n, style="dim"))
+    if plan.recommended is not None:
+        console.print(Text(f"recommended: {dims(plan.recommended.tile)}", style="bold green"))
+        for reason in plan.recommended.reasons:
+            console.print(Text(f"  - {reason}"))
+
+
+def show_loops(plan: LoopPlan) -> None:
+    console.print(Text(f"shape {dims(plan.shape)} {plan.dtype}, tile {dims(plan.tile)}, loop axis {plan.axis} "
+                       f"({plan.total}), auto_tiles {plan.auto_tiles}", style="bold"))
+    console.print(Text(("loop needed: " if plan.needs_loop else "no loop needed: ") + plan.reason,
+                       style="yellow" if plan.needs_loop else "green"))
+    t = Table(title="loop_count candidates (documents' order)", title_justify="left")
+    for col in ("loop_count", "BASIC_BATCH", "iters", "tail", "view", "tiles/iter", "verdict", "notes"):
+        t.add_column(col, no_wrap=col != "notes")
+    rows = list(plan.candidates) + list(plan.alternatives)
+    for c in rows:
+        mark = "★ " if plan.recommended is c else ""
+        lvl = worst(f for f in c.findings if f.level != "info")
+        t.add_row(f"{mark}{c.loop_count}" + (" (main+tail)" if c.tail_strategy == "main+tail" else ""),
+                  str(c.basic_batch), str(c.num_iters), str(c.tail), dims(c.view_shape), str(c.auto_tiles_per_iter),
+                  level_text(lvl), Text("; ".join(f.message for f in c.findings if f.level in ("error", "warn")),
+                                        style=LEVEL_STYLE.get(lvl, "")))
+    console.print(t)
+    if plan.recommended is not None:
+        r = plan.recommended
+        console.print(Text(f"recommended: loop_count {r.loop_count}, BASIC_BATCH {r.basic_batch}", style="bold green"))
+    console.print(findings_table(plan.findings))

@@ -1,0 +1,193 @@
+"""The lint-rule base: a libcst visitor that reports findings citing a rule of the knowledge pack.
+
+Borrowed from Fixit's pattern (not its code, and without depending on it): every rule is a
+`MatcherDecoratableVisitor` with class attributes naming its check, the pack rule it cites, and
+its own VALID / INVALID examples. The tests are generated from those examples, so a rule cannot
+exist without proof of what it catches and what it leaves alone.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+if TYPE_CHECKING:
+    from pypto_tui.kb import Flavour, KnowledgeBase, Limits
+    from pypto_tui.lint.analysis import KernelInfo, ModuleInfo
+
+
+@dataclass(frozen=True, slots=True)
+class LintFinding:
+    """One problem at one place. `col` is 1-based, like every other linter's."""
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    check: str
+    level: str
+    message: str
+    fixable: bool = False
+    authority: str = "rule-docs"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "line": self.line, "col": self.col, "rule": self.rule,
+            "check": self.check, "level": self.level, "message": self.message,
+            "fixable": self.fixable, "authority": self.authority,
+        }
+
+    def to_finding(self) -> Any:
+        """The same problem as a plain `findings.Finding` (for screens that list findings)."""
+        from pypto_tui.findings import Finding
+
+        return Finding(self.rule, self.level, f"{self.path}:{self.line}:{self.col} {self.message}",  # type: ignore[arg-type]
+                       self.authority)
+
+
+def example(code: str) -> str:
+    """Normalise an inline example: dedent it and drop the leading newline, so line 1 is code."""
+    return textwrap.dedent(code).lstrip("\n")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """A VALID example that needs more than code: a task file (init_signature) or a flavour."""
+
+    code: str
+    task: str | None = None
+    flavour: str | None = None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: exactly one finding of the rule's check at `line` (and `col` if given).
+
+    `fixed` is the whole source expected after `fix_source`; `rule` the cited id when the check
+    cites several; `message` a fragment the message must contain.
+    """
+
+    code: str
+    line: int
+    col: int | None = None
+    fixed: str | None = None
+    rule: str | None = None
+    message: str | None = None
+    task: str | None = None
+    flavour: str | None = None
+
+
+@dataclass
+class InitParam:
+    kind: str  # "posonly" | "arg" | "*args" | "kwonly" | "**kwargs"
+    name: str
+    default: str | None
+
+    def render(self) -> str:
+        prefix = {"*args": "*", "**kwargs": "**"}.get(self.kind, "")
+        return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
+
+
+@dataclass
+class InitSignature:
+    """The parameters of a `Model.__init__` after `self` (empty when the class has no __init__)."""
+
+    params: list[InitParam] = field(default_factory=list)
+
+    def render(self) -> str:
+        return "(" + ", ".join(["self", *(p.render() for p in self.params)]) + ")"
+
+    def key(self) -> list[tuple[str, str, str | None]]:
+        return [(p.kind, p.name, p.default) for p in self.params]
+
+
+@dataclass
+class LintContext:
+    """What every rule may read: the pack, the flavour, the shared module facts, the task."""
+
+    path: str
+    kb: KnowledgeBase
+    flavour: Flavour
+    info: ModuleInfo
+    task_init: InitSignature | None = None
+
+
+@dataclass
+class Fix:
+    node: cst.CSTNode
+    replacement: cst.CSTNode
+
+
+class LintRule(m.MatcherDecoratableVisitor):
+    """Base of every rule. Subclasses set CHECK, RULE, MESSAGE, VALID and INVALID."""
+
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    CHECK: ClassVar[str] = ""
+    RULE: ClassVar[str] = ""
+    ALSO_CITES: ClassVar[tuple[str, ...]] = ()
+    MESSAGE: ClassVar[str] = ""
+    VALID: ClassVar[list[str | Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+    OUT_PARAM_ONLY: ClassVar[bool] = False
+    """Run only for flavours whose kernels take output parameters (pypto 0.2.0)."""
+    NEEDS_TASK: ClassVar[bool] = False
+    """Run only when a task file was given."""
+    FIXABLE: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.RULE:
+            cls.__cites__ = (cls.RULE, *(r for r in cls.ALSO_CITES if r != cls.RULE))  # type: ignore[attr-defined]
+        cls.FIXABLE = any(inv.fixed is not None for inv in cls.INVALID)
+
+    def __init__(self, ctx: LintContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.findings: list[LintFinding] = []
+        self.fixes: list[Fix] = []
+
+    # ------------------------------------------------------------------ conveniences
+    @property
+    def info(self) -> ModuleInfo:
+        return self.ctx.info
+
+    @property
+    def limits(self) -> Limits:
+        return self.ctx.kb.limits
+
+    def kernel_of(self, node: cst.CSTNode) -> KernelInfo | None:
+        """The jit kernel that contains `node`, if any."""
+        return self.info.kernel_of(node)
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        try:
+            return self.get_metadata(ParentNodeProvider, node)
+        except KeyError:
+            return None
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        replacement: cst.CSTNode | None = None,
+        *,
+        rule: str | None = None,
+    ) -> None:
+        """Record a finding at `node`; a `replacement` node makes it fixable by `fix_source`."""
+        rid = rule or self.RULE
+        pos = self.get_metadata(PositionProvider, node).start
+        kb = self.ctx.kb
+        r = kb.rules.get(rid)
+        self.findings.append(LintFinding(
+            path=self.ctx.path, line=pos.line, col=pos.column + 1, rule=rid, check=self.CHECK,
+            level=r.severity if r else "error", message=message or self.MESSAGE,
+            fixable=replacement is not None, authority=kb.authority_of(rid),
+        ))
+        if replacement is not None:
+            self.fixes.append(Fix(node, replacement))

@@ -1,0 +1,257 @@
+"""The loop planner (rules P6, O2): whether to loop, along which axis, and how many times.
+
+Loop counts are tried in the documents' log-scale order (16, 32, then 8, 64, then 1, 128) and
+BASIC_BATCH is always derived from the count, never the other way round. A count whose batch does
+not divide the axis would make the last constant-shape view run past the end; the planner flags
+it and offers the two ways out: a count whose batch divides the axis, or a main loop plus one tail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding, Level, cites, has_error
+from pypto_tui.kb import KnowledgeBase
+from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
+
+Why = Literal["auto", "matmul", "reduce"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopCandidate:
+    loop_count: int
+    basic_batch: int
+    num_iters: int
+    tail: int
+    view_shape: Shape
+    auto_tiles_per_iter: int
+    ring: int | None
+    tail_strategy: str  # "none" | "divides" | "main+tail"
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not has_error(self.findings)
+
+    @property
+    def has_tail(self) -> bool:
+        return self.tail != self.basic_batch
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "loop_count": self.loop_count,
+            "basic_batch": self.basic_batch,
+            "num_iters": self.num_iters,
+            "tail": self.tail,
+            "view_shape": list(self.view_shape),
+            "auto_tiles_per_iter": self.auto_tiles_per_iter,
+            "ring": self.ring,
+            "tail_strategy": self.tail_strategy,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    shape: Shape
+    dtype: str
+    tile: Shape
+    needs_loop: bool
+    reason: str
+    axis: int
+    total: int
+    auto_tiles: int
+    candidates: tuple[LoopCandidate, ...]
+    recommended: LoopCandidate | None
+    alternatives: tuple[LoopCandidate, ...]
+    findings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "tile": list(self.tile),
+            "needs_loop": self.needs_loop,
+            "reason": self.reason,
+            "axis": self.axis,
+            "total": self.total,
+            "auto_tiles": self.auto_tiles,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "recommended": self.recommended.to_dict() if self.recommended else None,
+            "alternatives": [c.to_dict() for c in self.alternatives],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _finding(kb: KnowledgeBase, rule: str, message: str, level: Level | None = None) -> Finding:
+    r = kb.rule(rule)
+    lvl: Level = level or (r.severity if r else "warn")  # type: ignore[assignment]
+    return Finding(rule, lvl, message, r.authority if r else "rule-docs")
+
+
+def auto_tiles(shape: Sequence[int], tile: Sequence[int]) -> int:
+    return math.prod(ceil_div(s, t) for s, t in zip(shape, tile, strict=True))
+
+
+@cites("P6.avoid-loops")
+def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -> tuple[bool, str, Finding]:
+    """Whether a loop is needed, and the reason in words (the documents' reasons, in order)."""
+    cap = kb.limits.max_auto_tiles
+    n = auto_tiles(shape, tile)
+    if n > cap:
+        msg = f"auto_tiles {n} > {cap}: split the work into chunks with pypto.loop + view/assemble"
+        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+    if why == "matmul":
+        msg = "matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale"
+        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+    if why == "reduce":
+        msg = "a reduce axis too long for one pass: accumulate chunk results over a loop"
+        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+    msg = f"auto_tiles {n} <= {cap}: no loop needed (a loop only adds scheduling work)"
+    return False, msg, _finding(kb, "P6.avoid-loops", msg, "ok")
+
+
+@cites("P6.outermost-axis")
+def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
+    if axis != 0:
+        return _finding(kb, "P6.outermost-axis", f"looping along axis {axis}: loop along the outermost axis "
+                        f"(0) so each chunk is one contiguous block")
+    return None
+
+
+@cites("P6.loop-tail")
+def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, tail: int) -> Finding | None:
+    if tail == basic_batch:
+        return None
+    return _finding(kb, "P6.loop-tail",
+                    f"BASIC_BATCH {basic_batch} does not divide {total}: with a constant view shape the last of "
+                    f"{num_iters} chunks would read {basic_batch - tail} row(s) past the end; use a divisor count "
+                    f"or {num_iters - 1} main iterations plus a tail view of {tail}")
+
+
+@cites("P4.auto-tiles")
+def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
+    cap = kb.limits.max_auto_tiles
+    if per_iter > cap:
+        return _finding(kb, "P4.auto-tiles", f"still {per_iter} tiles per iteration (> {cap}): raise loop_count",
+                        "error")
+    return None
+
+
+@cites("O2.loop-log-scale", "CL.matmul-basic-batch")
+def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
+              tail_strategy: str | None = None) -> LoopCandidate:
+    """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles."""
+    if loop_count < 1:
+        raise InputError(f"loop count {loop_count} must be a positive whole number")
+    total = shape[axis]
+    bb = ceil_div(total, loop_count)
+    iters = ceil_div(total, bb)
+    tail = total - (iters - 1) * bb
+    view = tuple(bb if i == axis else s for i, s in enumerate(shape))
+    per_iter = auto_tiles(view, tile)
+    ring = kb.ladders.loop_ring_of(loop_count)
+    fs: list[Finding] = []
+    strategy = tail_strategy or ("divides" if tail == bb else "none")
+    if tail_strategy != "main+tail":
+        f = check_tail(kb, total, bb, iters, tail)
+        if f:
+            fs.append(f)
+    else:
+        fs.append(_finding(kb, "P6.loop-tail", f"{iters - 1} main iterations of {bb} plus one tail view of {tail}",
+                           "info"))
+    f2 = check_per_iter_tiles(kb, per_iter)
+    if f2:
+        fs.append(f2)
+    if tile[axis] > bb:
+        fs.append(_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb}: the tile is "
+                           f"cut down to the chunk"))
+    if iters < loop_count:
+        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
+                           f"ceil_div({total}, {bb}) = {iters}", "info"))
+    if ring is None:
+        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} is off the documents' ladder "
+                           f"{'/'.join(map(str, kb.ladders.loop_order))}", "info"))
+    elif ring == len(kb.ladders.loop_rings) - 1:
+        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} is an end point: try it only if the middle "
+                           f"of the scale does not work", "info"))
+    return LoopCandidate(loop_count, bb, iters, tail, view, per_iter, ring, strategy, tuple(fs))
+
+
+def divisor_near(total: int, loop_count: int) -> int | None:
+    """The loop count closest to `loop_count` on a log scale whose BASIC_BATCH divides `total` exactly."""
+    best: tuple[float, int] | None = None
+    limit = min(total, max(loop_count * 4, 1))
+    for c in range(1, limit + 1):
+        if total % c:
+            continue
+        d = abs(math.log2(c) - math.log2(loop_count))
+        if best is None or d < best[0]:
+            best = (d, c)
+    return best[1] if best else None
+
+
+@cites("P6.avoid-loops", "O2.loop-log-scale")
+def plan_loops(
+    kb: KnowledgeBase,
+    shape: Sequence[int],
+    dtype: str,
+    tile: Sequence[int] | str,
+    axis: int = 0,
+    loop_count: int | None = None,
+    why: Why = "auto",
+) -> LoopPlan:
+    """Plan one loop (never nested) along `axis`, candidates in the documents' order."""
+    shape = tuple(shape)
+    kb.dtype_bytes(dtype)
+    t = parse_tile_for(shape, tile)
+    ax = normalise_axis(axis, len(shape), "loop axis")
+    total = shape[ax]
+    needs, reason, need_finding = loop_need(kb, shape, t, why)
+    plan_findings: list[Finding] = [need_finding]
+    outer = check_outermost(kb, ax)
+    if outer:
+        plan_findings.append(outer)
+
+    counts: list[int] = []
+    if loop_count is not None:
+        if loop_count < 1:
+            raise InputError(f"--loop-count {loop_count} must be a positive whole number")
+        counts.append(loop_count)
+    counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
+    cands = tuple(candidate(kb, shape, t, ax, c) for c in counts)
+
+    alternatives: list[LoopCandidate] = []
+    for c in cands:
+        if c.has_tail:
+            d = divisor_near(total, c.loop_count)
+            if d is not None and d not in counts and all(a.loop_count != d for a in alternatives):
+                alternatives.append(candidate(kb, shape, t, ax, d))
+            alternatives.append(candidate(kb, shape, t, ax, c.loop_count, "main+tail"))
+
+    recommended: LoopCandidate | None
+    if loop_count is not None:
+        recommended = cands[0]
+    elif not needs:
+        recommended = next((c for c in cands if c.loop_count == 1), None) or candidate(kb, shape, t, ax, 1)
+    else:
+        # Documents' order, skipping the end points unless nothing in the middle works.
+        pool = [c for c in cands if c.loop_count != 1] or list(cands)
+        recommended = next((c for c in pool if c.ok), None)
+        if recommended is None:
+            recommended = next((a for a in alternatives if a.ok), None)
+    return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
+                    tuple(alternatives), tuple(plan_findings))
+
+
+CHECKS = {
+    "loops.need": loop_need,
+    "loops.ladder": candidate,
+    "loops.tail": check_tail,
+    "loops.outermost": check_outermost,
+    "loops.per_iter_tiles": check_per_iter_tiles,
+}

@@ -1,0 +1,73 @@
+"""Parsing of the shapes, tiles and axes users type: strict, with messages that say how to fix it.
+
+These run on every keystroke in the app and on every CLI call, so they are plain Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pypto_tui.errors import InputError
+from pypto_tui.findings import cites
+
+Shape = tuple[int, ...]
+
+
+def parse_dims(text: str | Sequence[int], what: str = "shape") -> Shape:
+    """'16,256,256' / '(16, 256, 256)' / '16x256' / [16, 256] -> (16, 256, 256). Dims must be >= 1."""
+    if isinstance(text, str):
+        raw = text.strip().strip("()[]").replace("x", ",").replace("×", ",").replace(" ", ",")
+        parts = [p for p in raw.split(",") if p != ""]
+        if not parts:
+            raise InputError(f"{what} is empty: write it like 16,256,256")
+        dims: list[int] = []
+        for p in parts:
+            try:
+                value = int(p)
+            except ValueError:
+                raise InputError(
+                    f"{what} '{text}' has '{p}', which is not a whole number: write it like 16,256,256"
+                ) from None
+            dims.append(value)
+    else:
+        dims = []
+        for d in text:
+            if isinstance(d, bool) or not isinstance(d, int):
+                raise InputError(f"{what} {list(text)} has {d!r}, which is not a whole number")
+            dims.append(d)
+        if not dims:
+            raise InputError(f"{what} is empty: write it like 16,256,256")
+    for d in dims:
+        if d <= 0:
+            raise InputError(f"{what} {_fmt(dims)} has {d}: every dimension must be a positive whole number")
+    return tuple(dims)
+
+
+@cites("P4.tile-rank")
+def parse_tile_for(shape: Shape, text: str | Sequence[int]) -> Shape:
+    """A tile for `shape`: same parsing, plus the rank must match (P4.tile-rank)."""
+    tile = parse_dims(text, "tile")
+    if len(tile) != len(shape):
+        raise InputError(
+            f"tile {_fmt(tile)} has {len(tile)} dims but shape {_fmt(shape)} has {len(shape)}: "
+            f"give one tile size per dimension (P4.tile-rank)"
+        )
+    return tile
+
+
+def normalise_axis(axis: int, rank: int, what: str = "reduce dim") -> int:
+    """Negative axes count from the end, as in torch; out-of-range axes are an input error."""
+    if not -rank <= axis < rank:
+        raise InputError(f"{what} {axis} is out of range for a rank-{rank} shape: use 0..{rank - 1} (or -{rank}..-1)")
+    return axis % rank
+
+
+def _fmt(dims: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+fmt_dims = _fmt
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)

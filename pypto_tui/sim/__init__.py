@@ -1,0 +1,19 @@
+"""The real compiler on the CPU: compile kernels with pypto 0.2.0 in SIM mode, read the cost
+model, and check the kernel's numbers against the torch baseline.
+
+Nothing here imports pypto or torch at module level. They are imported only inside the worker
+subprocess (`python -m pypto_tui.sim.worker`), because a compile prints to the raw file
+descriptors, writes dump folders, and a failed compile poisons the process it ran in. The parent
+side (runner, cache, sweep, compare, swim) is plain Python plus numpy.
+
+Modules, one job each:
+- availability: is the [sim] extra installed, and is it the supported pypto? (no imports)
+- jobs: the job and result records that cross the process boundary as JSON
+- shim: the version-guarded CopyToHost workaround and the calculator-library cache
+- swim: the cost-model swim file -> microseconds; plog -> the real compile-error reason
+- compare: the count-based, per-dtype tolerance check (numpy only)
+- worker: the subprocess entry point
+- cache: results on disk, keyed by what determines them
+- runner: many jobs, one subprocess each, in parallel, with a timeout
+- sweep: the documents' guided search over an ordered candidate list
+"""

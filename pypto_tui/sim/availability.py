@@ -1,0 +1,106 @@
+"""Is the simulator usable here? Answered without importing torch or pypto.
+
+Importing torch takes seconds and importing pypto switches the root logger to DEBUG, so the
+question "can I offer Sim / Verify?" must be answered from the installed metadata alone
+(`importlib.util.find_spec` + `importlib.metadata.version`). The answer carries a one-line
+message that says exactly what to install, so the CLI and the app can show it as it is.
+
+Only pypto 0.2.0 is supported: the CopyToHost workaround (see `shim`) and the file formats the
+parser reads were checked against that release and no other.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import shutil
+from dataclasses import dataclass
+
+from pypto_tui.errors import InputError
+
+SUPPORTED_PYPTO = "0.2.0"
+TORCH_PIN = "2.13.0"
+
+INSTALL_SIM = "pip install 'pypto-tui[sim]'"
+INSTALL_TORCH = f"pip install torch=={TORCH_PIN}"
+
+
+class SimUnavailable(InputError):
+    """The [sim] extra (pypto 0.2.0 + CPU torch) is missing or is the wrong version."""
+
+
+class UnsupportedPypto(SimUnavailable):
+    """pypto is installed, but not the one release this layer was checked against."""
+
+
+class VerifyToolsMissing(SimUnavailable):
+    """Verification needs cmake and a C++ compiler to build pypto's calculator library once."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimAvailability:
+    """What is installed, and whether SIM compiles can run. `message` is one line for the user."""
+
+    torch_version: str | None
+    pypto_version: str | None
+    ok: bool
+    message: str
+
+
+def _installed_version(dist: str) -> str | None:
+    """The distribution's version if the module is importable, else None (never imports it)."""
+    if importlib.util.find_spec(dist) is None:
+        return None
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def check_sim() -> SimAvailability:
+    """Report whether pypto 0.2.0 and torch are importable, with the exact install command."""
+    torch_v = _installed_version("torch")
+    pypto_v = _installed_version("pypto")
+    torch_cmd = f"{INSTALL_TORCH} (the CPU build)"
+    if pypto_v is not None and pypto_v != SUPPORTED_PYPTO:
+        msg = (
+            f"pypto {pypto_v} is installed but only pypto {SUPPORTED_PYPTO} is supported: "
+            f"{INSTALL_SIM} (it pins pypto=={SUPPORTED_PYPTO})"
+        )
+        return SimAvailability(torch_v, pypto_v, False, msg)
+    if pypto_v is None and torch_v is None:
+        msg = f"the simulator needs pypto {SUPPORTED_PYPTO} and torch: {INSTALL_SIM} and {torch_cmd}"
+        return SimAvailability(torch_v, pypto_v, False, msg)
+    if pypto_v is None:
+        msg = f"the simulator needs pypto {SUPPORTED_PYPTO}: {INSTALL_SIM}"
+        return SimAvailability(torch_v, pypto_v, False, msg)
+    if torch_v is None:
+        msg = f"the simulator needs torch (pypto {pypto_v} is installed): {torch_cmd}"
+        return SimAvailability(torch_v, pypto_v, False, msg)
+    msg = f"simulator ready: pypto {pypto_v}, torch {torch_v}"
+    return SimAvailability(torch_v, pypto_v, True, msg)
+
+
+def require_sim() -> SimAvailability:
+    """`check_sim()`, raising `SimUnavailable` (or `UnsupportedPypto`) when it is not usable."""
+    avail = check_sim()
+    if not avail.ok:
+        if avail.pypto_version not in (None, SUPPORTED_PYPTO):
+            raise UnsupportedPypto(avail.message)
+        raise SimUnavailable(avail.message)
+    return avail
+
+
+def verify_tools_message() -> str | None:
+    """None if cmake and a C++ compiler are on PATH (needed once, to build the calculator), else
+    a one-line message saying what is missing."""
+    missing = [name for name in ("cmake",) if shutil.which(name) is None]
+    if not any(shutil.which(cc) for cc in ("c++", "g++", "clang++")):
+        missing.append("a C++ compiler (g++)")
+    if not missing:
+        return None
+    return (
+        "verification builds pypto's calculator library once and needs "
+        + " and ".join(missing)
+        + " (e.g. apt-get install cmake g++)"
+    )

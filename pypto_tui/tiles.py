@@ -1,0 +1,582 @@
+"""The tile calculator (rules P4, O1): evaluate one tile live, or rank every candidate.
+
+Two paths on purpose. `evaluate_tile` is plain Python: it runs on every keystroke in the app and
+must stay in tens of microseconds, where numpy's per-call overhead would dominate. `rank_candidates`
+enumerates the whole candidate space with numpy (a 4-D shape with awkward dims has hundreds of
+thousands of combinations) and only builds full evaluations for the rows it returns.
+
+Every number a check compares against comes from the knowledge pack, and every finding cites the
+rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the rule documents').
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding, Level, cites, has_error
+from pypto_tui.kb import KnowledgeBase
+from pypto_tui.shapes import Shape, ceil_div, fmt_dims, normalise_axis, parse_tile_for
+
+
+@dataclass(frozen=True, slots=True)
+class TileEvaluation:
+    shape: Shape
+    dtype: str
+    tile: Shape
+    reduce_dim: int | None
+    prod: int
+    auto_tiles: int
+    contiguous_bytes: int
+    reduce_segments: int | None
+    needs_loop: bool
+    ub_bytes: int
+    waste_axes: tuple[int, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not has_error(self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tile": list(self.tile),
+            "prod": self.prod,
+            "auto_tiles": self.auto_tiles,
+            "contiguous_bytes": self.contiguous_bytes,
+            "reduce_segments": self.reduce_segments,
+            "needs_loop": self.needs_loop,
+            "ub_bytes": self.ub_bytes,
+            "waste_axes": list(self.waste_axes),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    rank: int
+    evaluation: TileEvaluation
+    qualified: bool
+    reasons: tuple[str, ...]
+    preset: bool = False
+
+    @property
+    def tile(self) -> Shape:
+        return self.evaluation.tile
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.evaluation.to_dict()
+        d.update(rank=self.rank, qualified=self.qualified, preset=self.preset, reasons=list(self.reasons))
+        return d
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    shape: Shape
+    dtype: str
+    reduce_dim: int | None
+    candidates: tuple[Candidate, ...]
+    recommended: Candidate | None
+    enumerated: int
+    qualified_count: int
+    below_1kb_fallback: bool
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "reduce_dim": self.reduce_dim,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "recommended": self.recommended.to_dict() if self.recommended else None,
+            "enumerated": self.enumerated,
+            "qualified": self.qualified_count,
+            "below_1kb_fallback": self.below_1kb_fallback,
+            "notes": list(self.notes),
+        }
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _finding(kb: KnowledgeBase, rule: str, message: str, level: Level | None = None) -> Finding:
+    """A violation at the pack's severity for `rule` (unless a level is forced), with its authority."""
+    r = kb.rule(rule)
+    lvl: Level = level or (r.severity if r else "warn")  # type: ignore[assignment]
+    return Finding(rule, lvl, message, r.authority if r else "rule-docs")
+
+
+def _ok(kb: KnowledgeBase, rule: str, message: str) -> Finding:
+    return _finding(kb, rule, message, "ok")
+
+
+def align_unit(kb: KnowledgeBase, dtype: str) -> int:
+    """Smallest element count whose bytes are a multiple of the alignment (fp32: 8, fp16: 16)."""
+    b = kb.dtype_bytes(dtype)
+    a = kb.limits.last_dim_align_bytes
+    return a // math.gcd(a, b)
+
+
+def ub_estimate(kb: KnowledgeBase, prod: int, dtype: str, reducing: bool) -> int:
+    """Bytes one op of this tile holds in the unified buffer (measured model, see chip.toml)."""
+    raw = prod * kb.dtype_bytes(dtype)
+    if reducing:
+        return int(raw * kb.chip.reduce_ub_factor) + kb.chip.reduce_ub_extra_bytes
+    return int(raw * kb.chip.elementwise_ub_factor)
+
+
+# ------------------------------------------------------------------------------------ checks
+@cites("P4.vec-rank-max")
+def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
+    if len(shape) > kb.limits.max_vec_rank:
+        return _finding(kb, "P4.vec-rank-max",
+                        f"rank {len(shape)} > {kb.limits.max_vec_rank}: set_vec_tile_shapes takes at most "
+                        f"{kb.limits.max_vec_rank} sizes; merge axes with a reshape in forward")
+    return None
+
+
+@cites("P4.tile-budget", "CL.limits")
+def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
+    cap = kb.limits.max_elements
+    if prod > cap:
+        return _finding(kb, "P4.tile-budget", f"prod(tile) = {prod} > {cap}: shrink the tile "
+                        f"(step down {' -> '.join(map(str, kb.ladders.ub_step_down))})")
+    return _ok(kb, "P4.tile-budget", f"prod(tile) = {prod} <= {cap}")
+
+
+@cites("P4.auto-tiles", "CL.limits")
+def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
+    cap = kb.limits.max_auto_tiles
+    if auto_tiles > cap:
+        return _finding(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} > {cap}: the op needs a loop "
+                        f"(P6; `pypto-tui loop` plans one) before the tile is tuned further")
+    return _ok(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} <= {cap}: no loop needed for tile count")
+
+
+@cites("P4.last-dim-align")
+def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
+    b = kb.dtype_bytes(dtype)
+    unit = align_unit(kb, dtype)
+    a = kb.limits.last_dim_align_bytes
+    last = tile[-1]
+    if (last * b) % a == 0:
+        return _ok(kb, "P4.last-dim-align", f"last tile dim {last} x {b} B = {last * b} B is {a}-byte aligned")
+    up = ceil_div(last, unit) * unit
+    down = (last // unit) * unit
+    hint = f"use {down} or {up}" if down > 0 else f"use {up}"
+    if shape[-1] < unit or (shape[-1] * b) % a and up > shape[-1] and down == 0:
+        hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
+                f"{up - shape[-1]} padding element(s)")
+    return _finding(kb, "P4.last-dim-align",
+                    f"last tile dim {last} x {b} B = {last * b} B is not a multiple of {a} B: {hint} "
+                    f"(pypto 0.2.0's CPU simulator accepts it; the NPU code generator does not)")
+
+
+@cites("HW.ub-capacity", "O1.ub-step-down")
+def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Finding:
+    cap = kb.chip.ub_bytes
+    what = "a reducing op holds ~1.5x its tile" if reducing else "an elementwise op holds its tile"
+    if ub_bytes > cap:
+        return _finding(kb, "HW.ub-capacity",
+                        f"~{ub_bytes} B in the unified buffer > {cap} B ({what}): the compiler will refuse it; "
+                        f"step prod(tile) down {' -> '.join(map(str, kb.ladders.ub_step_down))}")
+    return _ok(kb, "HW.ub-capacity", f"~{ub_bytes} B of {cap} B unified buffer ({what})")
+
+
+@cites("P4.no-waste", "O1.no-effective-credit")
+def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> list[Finding]:
+    unit = align_unit(kb, dtype)
+    out: list[Finding] = []
+    for axis, (s, t) in enumerate(zip(shape, tile, strict=True)):
+        if t <= s:
+            continue
+        forced = axis == len(shape) - 1 and t == ceil_div(s, unit) * unit and s % unit
+        if forced:
+            out.append(_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s}, forced by 32-byte "
+                                f"alignment ({t - s} padding element(s))", "info"))
+        else:
+            extra = " (and no 'effective' contiguity credit: O1)" if axis == len(shape) - 1 else ""
+            out.append(_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s} wastes "
+                                f"{t // s if t % s == 0 else round(t / s, 2)}x the budget on that axis{extra}"))
+    if not out:
+        out.append(_ok(kb, "P4.no-waste", "every tile dim fits its axis"))
+    return out
+
+
+@cites("O1.contiguous-1kb", "CL.contiguous-first", "O1.no-effective-credit")
+def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
+    b = kb.dtype_bytes(dtype)
+    need = kb.limits.contiguous_bytes
+    got = tile[-1] * b
+    if got >= need:
+        return _ok(kb, "O1.contiguous-1kb", f"contiguous run {tile[-1]} x {b} B = {got} B >= {need} B")
+    if shape[-1] * b < need:
+        return _finding(kb, "O1.contiguous-1kb",
+                        f"contiguous run {got} B < {need} B, but the whole last axis is only {shape[-1] * b} B: "
+                        f"1 KB cannot be reached here, so compare reduce segments and measure", "info")
+    return _finding(kb, "O1.contiguous-1kb",
+                    f"contiguous run {tile[-1]} x {b} B = {got} B < {need} B: raise the last tile dim to "
+                    f">= {ceil_div(need, b)} elements first")
+
+
+@cites("O1.reduce-axis-used")
+def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+    if rd is None or rd == len(shape) - 1 or tile[rd] > 1 or shape[rd] == 1:
+        return None
+    beside = [i for i in range(len(shape) - 1) if i != rd and tile[i] > 1]
+    if beside:
+        return _finding(kb, "O1.reduce-axis-used",
+                        f"reduce axis {rd} gets tile 1 ({shape[rd]} segments) while axis "
+                        f"{', '.join(map(str, beside))} is tiled: spend the tile on the reduce axis")
+    return None
+
+
+@cites("O1.no-nonreduce-spend")
+def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None,
+                          segments: int | None) -> Finding | None:
+    if rd is None or not segments or segments <= 1:
+        return None
+    last = len(shape) - 1
+    spend = math.prod(t for i, t in enumerate(tile) if i not in (rd, last))
+    if spend > 1:
+        return _finding(kb, "O1.no-nonreduce-spend",
+                        f"{spend}x of the budget goes to non-reduce axes while the reduce axis is still in "
+                        f"{segments} segments: fewer segments first")
+    return None
+
+
+def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+    if rd is None or rd == len(shape) - 1:
+        return None
+    order = kb.ladders.reduce_axis
+    t = tile[rd]
+    if t in order:
+        pos = order.index(t) + 1
+        return _finding(kb, "O1.reduce-sweet-spot",
+                        f"reduce-axis tile {t} is #{pos} in the {' -> '.join(map(str, order))} order: "
+                        f"measure its neighbours too", "info")
+    return None
+
+
+# ------------------------------------------------------------------------------------ evaluate
+def evaluate_tile(
+    kb: KnowledgeBase,
+    shape: Sequence[int],
+    dtype: str,
+    tile: Sequence[int] | str,
+    reduce_dim: int | None = None,
+    reducing: bool | None = None,
+) -> TileEvaluation:
+    """Every number and finding for one tile. Raises InputError for a tile of the wrong rank."""
+    shape = tuple(shape)
+    b = kb.dtype_bytes(dtype)
+    t = parse_tile_for(shape, tile)
+    rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
+    is_reducing = (rd is not None) if reducing is None else reducing
+    prod = math.prod(t)
+    auto = math.prod(ceil_div(s, x) for s, x in zip(shape, t, strict=True))
+    segments = ceil_div(shape[rd], t[rd]) if rd is not None else None
+    ub = ub_estimate(kb, prod, dtype, is_reducing)
+    findings: list[Finding] = []
+    for f in (
+        check_vec_rank(kb, shape),
+        check_prod_budget(kb, prod),
+        check_ub_capacity(kb, ub, is_reducing),
+        check_last_dim_align(kb, shape, t, dtype),
+        check_auto_tiles(kb, auto),
+        check_contiguous(kb, shape, t, dtype),
+        check_reduce_axis_used(kb, shape, t, rd),
+        check_nonreduce_spend(kb, shape, t, rd, segments),
+        _sweet_spot_note(kb, shape, t, rd),
+    ):
+        if f is not None:
+            findings.append(f)
+    findings.extend(check_no_waste(kb, shape, t, dtype))
+    return TileEvaluation(
+        shape=shape, dtype=dtype, tile=t, reduce_dim=rd, prod=prod, auto_tiles=auto,
+        contiguous_bytes=t[-1] * b, reduce_segments=segments,
+        needs_loop=auto > kb.limits.max_auto_tiles, ub_bytes=ub,
+        waste_axes=tuple(i for i, (s, x) in enumerate(zip(shape, t, strict=True)) if x > s),
+        findings=tuple(findings),
+    )
+
+
+# ------------------------------------------------------------------------------------ enumerate
+def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int]:
+    """Tile sizes worth trying on an axis of length n: powers of two and divisors up to cap.
+
+    On the last axis only 32-byte aligned sizes qualify; when the axis itself cannot be aligned,
+    the aligned round-up (a little padding) is offered too, because nothing smaller is legal.
+    """
+    limit = min(n, cap)
+    vals = {1 << k for k in range(limit.bit_length()) if (1 << k) <= limit}
+    small = 1
+    while small * small <= n:
+        if n % small == 0:
+            for d in (small, n // small):
+                if d <= limit:
+                    vals.add(d)
+        small += 1
+    if n <= cap:
+        vals.add(n)
+    if last:
+        vals = {v for v in vals if v % unit == 0}
+        if n % unit:
+            up = ceil_div(n, unit) * unit
+            if up <= cap:
+                vals.add(up)
+    return sorted(vals)
+
+
+@cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order")
+def rank_candidates(
+    kb: KnowledgeBase,
+    shape: Sequence[int],
+    dtype: str,
+    reduce_dim: int | None = None,
+    top: int | None = 10,
+    reducing: bool | None = None,
+) -> TilePlan:
+    """Enumerate and rank tiles in the documents' order.
+
+    Order: hard limits filter the space (budget, UB capacity, alignment, rank); then no tile > shape;
+    then contiguity >= 1 KB (the rest only when nothing reaches it); then fewer loops; then, while the
+    reduce axis is split, no budget on non-reduce axes; then the reduce-axis sweet spot 16 -> 32 -> 64;
+    then fewer reduce segments; then a fuller budget (fewer tiles).
+    """
+    import numpy as np
+
+    shape = tuple(shape)
+    if not shape:
+        raise InputError("shape is empty: write it like 16,256,256")
+    b = kb.dtype_bytes(dtype)
+    rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
+    is_reducing = (rd is not None) if reducing is None else reducing
+    cap = kb.limits.max_elements
+    unit = align_unit(kb, dtype)
+    last = len(shape) - 1
+    notes: list[str] = []
+    vec_rank = check_vec_rank(kb, shape)
+    if vec_rank is not None:
+        notes.append(vec_rank.message)
+
+    # Build the grid axis by axis, pruning partial products over the budget as we go.
+    grid = np.ones((1, 0), dtype=np.int64)
+    partial = np.ones(1, dtype=np.int64)
+    for axis, n in enumerate(shape):
+        vals = np.array(axis_values(n, cap, axis == last, unit), dtype=np.int64)
+        if vals.size == 0:
+            vals = np.array([ceil_div(n, unit) * unit], dtype=np.int64)
+        rows = np.repeat(np.arange(grid.shape[0]), vals.size)
+        cols = np.tile(vals, grid.shape[0])
+        new_partial = partial[rows] * cols
+        keep = new_partial <= cap
+        grid = np.concatenate([grid[rows][keep], cols[keep][:, None]], axis=1)
+        partial = new_partial[keep]
+    enumerated = int(grid.shape[0])
+    if enumerated == 0:
+        return TilePlan(shape, dtype, rd, (), None, 0, 0, False,
+                        (*notes, f"no tile fits prod <= {cap} with an aligned last dim"))
+
+    shp = np.array(shape, dtype=np.int64)
+    prod = partial
+    auto = np.prod(-(-shp // grid), axis=1)
+    contig = grid[:, last] * b
+    raw_ub = prod * b
+    ub = (raw_ub * kb.chip.reduce_ub_factor + kb.chip.reduce_ub_extra_bytes) if is_reducing else (
+        raw_ub * kb.chip.elementwise_ub_factor)
+    hard_ok = ub <= kb.chip.ub_bytes
+    grid, prod, auto, contig = grid[hard_ok], prod[hard_ok], auto[hard_ok], contig[hard_ok]
+    if grid.shape[0] == 0:
+        return TilePlan(shape, dtype, rd, (), None, enumerated, 0, False,
+                        (*notes, "every tile overflows the unified buffer"))
+
+    waste = np.any(grid > shp, axis=1)
+    forced_pad = (grid[:, last] > shp[last]) & (shape[last] % unit != 0)
+    waste_pen = (waste & ~forced_pad).astype(np.int64)
+    reachable = shape[last] * b >= kb.limits.contiguous_bytes or bool(forced_pad.any())
+    contig_ok = contig >= kb.limits.contiguous_bytes
+    fallback = not bool((contig_ok & (waste_pen == 0)).any())
+    contig_pen = (~contig_ok).astype(np.int64) if not fallback else np.zeros(len(grid), dtype=np.int64)
+    loop_pen = (auto > kb.limits.max_auto_tiles).astype(np.int64)
+    if rd is not None:
+        segments = -(-shp[rd] // grid[:, rd])
+        mask = np.ones(len(shape), dtype=bool)
+        mask[[rd, last]] = False
+        spend = np.prod(grid[:, mask], axis=1) if mask.any() else np.ones(len(grid), dtype=np.int64)
+        spend_pen = np.where(segments > 1, spend, 1)
+        if rd != last:
+            order = list(kb.ladders.reduce_axis)
+            sweet = np.full(len(grid), len(order), dtype=np.int64)
+            for i, v in enumerate(order):
+                sweet[grid[:, rd] == v] = i
+            unused = (grid[:, rd] == 1) & (shape[rd] > 1)
+        else:
+            sweet = np.zeros(len(grid), dtype=np.int64)
+            unused = np.zeros(len(grid), dtype=bool)
+    else:
+        segments = np.ones(len(grid), dtype=np.int64)
+        spend_pen = np.ones(len(grid), dtype=np.int64)
+        sweet = np.zeros(len(grid), dtype=np.int64)
+        unused = np.zeros(len(grid), dtype=bool)
+
+    # np.lexsort sorts by the LAST key first.
+    keys = [*(grid[:, i] for i in reversed(range(len(shape)))), -contig, auto, -prod, segments, sweet,
+            unused.astype(np.int64), spend_pen, loop_pen, contig_pen, waste_pen]
+    order_idx = np.lexsort(keys)
+    qualified_mask = (waste_pen == 0) & (contig_pen == 0)
+    qualified_count = int(qualified_mask.sum())
+
+    preset = kb.preset_for(shape, dtype, rd)
+    chosen = order_idx if top is None else order_idx[: max(top, 1)]
+    preset_row: int | None = None
+    if preset is not None:
+        hits = np.nonzero(np.all(grid == np.array(preset.tile), axis=1))[0]
+        if hits.size:
+            preset_row = int(hits[0])
+            if preset_row not in set(chosen.tolist()):
+                chosen = np.concatenate([[preset_row], chosen[:-1]]) if len(chosen) else np.array([preset_row])
+    if reachable is False:
+        notes.append(f"the last axis is only {shape[last] * b} B: no tile reaches "
+                     f"{kb.limits.contiguous_bytes} B contiguous, so the ranking compares the rest (O1)")
+    elif fallback:
+        notes.append("no candidate reaches 1 KB contiguous without waste: ranking the ones below it (O1)")
+
+    cands: list[Candidate] = []
+    rank_of = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
+    for row in chosen.tolist():
+        tile = tuple(int(x) for x in grid[row])
+        ev = evaluate_tile(kb, shape, dtype, tile, rd, is_reducing)
+        reasons = _reasons(kb, ev, bool(qualified_mask[row]), int(sweet[row]), int(spend_pen[row]),
+                           fallback, row == preset_row, rd)
+        cands.append(Candidate(rank_of[row], ev, bool(qualified_mask[row]), tuple(reasons), row == preset_row))
+    cands.sort(key=lambda c: c.rank)
+    recommended = next((c for c in cands if c.preset), None) or (cands[0] if cands else None)
+    return TilePlan(shape, dtype, rd, tuple(cands), recommended, enumerated, qualified_count, fallback,
+                    tuple(notes))
+
+
+def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,
+             fallback: bool, preset: bool, rd: int | None) -> list[str]:
+    out: list[str] = []
+    if preset:
+        out.append("the documents' preset for this shape (O1.reduce-sweet-spot)")
+    need = kb.limits.contiguous_bytes
+    if ev.waste_axes and not qualified:
+        out.append(f"tile > shape on axis {', '.join(map(str, ev.waste_axes))}: ranked after tiles that fit (P4.no-waste)")
+    if ev.contiguous_bytes >= need:
+        out.append(f"{ev.contiguous_bytes} B contiguous >= {need} B (O1.contiguous-1kb)")
+    elif fallback:
+        out.append(f"{ev.contiguous_bytes} B contiguous: nothing reaches {need} B, compared anyway (O1.contiguous-1kb)")
+    else:
+        out.append(f"{ev.contiguous_bytes} B contiguous < {need} B: ranked after every tile that reaches it (O1.contiguous-1kb)")
+    if ev.needs_loop:
+        out.append(f"auto_tiles {ev.auto_tiles} > {kb.limits.max_auto_tiles}: needs a loop (P4.auto-tiles)")
+    if rd is not None:
+        if spend > 1:
+            out.append(f"{spend}x budget on non-reduce axes while the reduce axis is split (O1.no-nonreduce-spend)")
+        if rd != len(ev.shape) - 1:
+            order = kb.ladders.reduce_axis
+            if sweet < len(order):
+                out.append(f"reduce tile {ev.tile[rd]}: #{sweet + 1} in the {' -> '.join(map(str, order))} order "
+                           f"(O1.reduce-sweet-spot)")
+            elif ev.tile[rd] == 1 and ev.shape[rd] > 1:
+                out.append("reduce axis not tiled (O1.reduce-axis-used)")
+        out.append(f"{ev.reduce_segments} reduce segment(s)")
+    out.append(f"prod {ev.prod}, auto_tiles {ev.auto_tiles}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ cube tiles
+@dataclass(frozen=True, slots=True)
+class CubeEvaluation:
+    m: tuple[int, int]
+    k: tuple[int, ...]
+    n: tuple[int, int]
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    l1_bytes: int
+    tasks: int
+    findings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"m": list(self.m), "k": list(self.k), "n": list(self.n), "l0a_bytes": self.l0a_bytes,
+                "l0b_bytes": self.l0b_bytes, "l0c_bytes": self.l0c_bytes, "l1_bytes": self.l1_bytes,
+                "tasks": self.tasks, "findings": [f.to_dict() for f in self.findings]}
+
+
+@cites("B.matmul-cube-tiles")
+def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequence[int],
+                  k: Sequence[int], n: Sequence[int]) -> CubeEvaluation:
+    """set_cube_tile_shapes(m, k, n) against the relations pypto 0.2.0 enforces and the L0/L1 sizes."""
+    if len(m) != 2 or len(n) != 2 or len(k) not in (2, 3):
+        raise InputError("cube tiles take m=[L0,L1], k=[L0,L1] or [L0,L1a,L1b], n=[L0,L1]")
+    b = kb.dtype_bytes(dtype)
+    rule = "B.matmul-cube-tiles"
+    fs: list[Finding] = []
+    k3 = (k[0], k[1], k[2] if len(k) == 3 else k[1])
+    for name, (l0, l1) in (("m", (m[0], m[1])), ("n", (n[0], n[1])), ("k", (k3[0], k3[1])), ("k(b)", (k3[0], k3[2]))):
+        if l0 <= 0 or l1 <= 0:
+            raise InputError(f"cube tile {name} must be positive, got [{l0}, {l1}]")
+        if not (l0 <= l1 and l1 % l0 == 0):
+            fs.append(_finding(kb, rule, f"{name}L0={l0}, {name}L1={l1}: the compiler requires L0 <= L1 and "
+                               f"L1 a multiple of L0 (FC4000)"))
+    al = kb.chip.cube_align_elements
+    for name, v in (("kL0", k3[0]), ("nL0", n[0])):
+        if v % al:
+            fs.append(_finding(kb, rule, f"{name}={v} is not a multiple of {al} elements (FC4001)"))
+    l0a, l0b, l0c = m[0] * k3[0] * b, k3[0] * n[0] * b, m[0] * n[0] * 4
+    l1 = (m[1] * k3[1] + k3[2] * n[1]) * b
+    for name, used, cap in (("L0A", l0a, kb.chip.l0a_bytes), ("L0B", l0b, kb.chip.l0b_bytes),
+                            ("L0C", l0c, kb.chip.l0c_bytes), ("L1", l1, kb.chip.l1_bytes)):
+        if used > cap:
+            fs.append(_finding(kb, rule, f"{name} needs {used} B > {cap} B: shrink the tiles"))
+    for name, t, dim in (("mL0", m[0], M), ("kL0", k3[0], K), ("nL0", n[0], N)):
+        if t > dim:
+            fs.append(_finding(kb, "P4.no-waste", f"{name}={t} > {name[0].upper()}={dim}: wasted cube tile"))
+    if not any(f.level == "error" for f in fs):
+        fs.append(_ok(kb, rule, f"L0A {l0a} B, L0B {l0b} B, L0C {l0c} B, L1 {l1} B within the chip's buffers"))
+    tasks = ceil_div(M, m[0]) * ceil_div(N, n[0])
+    return CubeEvaluation((m[0], m[1]), tuple(k), (n[0], n[1]), l0a, l0b, l0c, l1, tasks, tuple(fs))
+
+
+def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: int = 5) -> list[CubeEvaluation]:
+    """Legal cube tiles (L1 = L0, power-of-two, 16-aligned), fullest L0 use first, balanced M:N."""
+    al = kb.chip.cube_align_elements
+    pows = [1 << e for e in range(4, 10)]
+    out: list[tuple[tuple[float, ...], CubeEvaluation]] = []
+    for mm in pows:
+        if mm > max(M, al):
+            continue
+        for nn in pows:
+            if nn > max(N, al) or nn % al:
+                continue
+            for kk in pows:
+                if kk > max(K, al) or kk % al:
+                    continue
+                ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [kk, kk], [nn, nn])
+                if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
+                    continue
+                fill = ev.l0a_bytes / kb.chip.l0a_bytes + ev.l0b_bytes / kb.chip.l0b_bytes + ev.l0c_bytes / kb.chip.l0c_bytes
+                balance = abs(math.log2(mm) - math.log2(nn))
+                out.append(((-fill, balance, -kk), ev))
+    out.sort(key=lambda x: x[0])
+    return [ev for _, ev in out[:top]]
+
+
+CHECKS = {
+    "tiles.rank_match": parse_tile_for,
+    "tiles.vec_rank": check_vec_rank,
+    "tiles.prod_budget": check_prod_budget,
+    "tiles.auto_tiles": check_auto_tiles,
+    "tiles.last_dim_align": check_last_dim_align,
+    "tiles.ub_capacity": check_ub_capacity,
+    "tiles.no_waste": check_no_waste,
+    "tiles.contiguous": check_contiguous,
+    "tiles.reduce_axis_used": check_reduce_axis_used,
+    "tiles.nonreduce_spend": check_nonreduce_spend,
+    "tiles.rank_candidates": rank_candidates,
+    "tiles.cube_tiles": evaluate_cube,
+}

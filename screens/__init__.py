@@ -1,0 +1,1 @@
+"""The Textual screens (reached as `pypto_tui.screens` through the packaging link)."""
