@@ -52,7 +52,8 @@ def main() -> None:
     base = wall([sys.executable, "-c", "import numpy"])
     print(f"python -c 'import numpy': {base * 1e3:.0f} ms")
     for label, args in [
-        ("tile --tile (evaluation)", ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--tile", "1,16,256", "--json"]),
+        ("tile --tile (evaluation)",
+         ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--tile", "1,16,256", "--json"]),
         ("tile (ranked candidates)", ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--json"]),
         ("loop", ["loop", "--shape", "67108864", "--tile", "8192", "--json"]),
     ]:

@@ -123,9 +123,8 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
         shapes = dims.kernel_shapes
         out = tuple(dims.output_kernel_shape or ())
         if len(shapes) >= 2 and shapes[0] and shapes[1] and len(out) >= 2:
-            a, b = shapes[0], shapes[1]
             M, N = out[-2], out[-1]
-            K = a[-1]
+            K = shapes[0][-1]
             return Geometry(out, dtype, None, "matmul" if len(out) == 2 else "auto", (M, K, N))
     if not dims.kernel_shapes or dims.kernel_shapes[0] is None:
         raise InputError("the dimension plan has no kernel shape: fill the contract's unknown shapes first")

@@ -329,7 +329,8 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
         advice = item.bool("advice", False)
         for name in enforced:
             if name not in CHECK_NAMES:
-                raise item.fail("enforced_by", f"'{name}' is not a check this pypto-tui has (see `pypto-tui kb checks`)")
+                raise item.fail("enforced_by",
+                                f"'{name}' is not a check this pypto-tui has (see `pypto-tui kb checks`)")
         if not enforced and not advice:
             raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
         rules[rid] = Rule(

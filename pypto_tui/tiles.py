@@ -19,7 +19,7 @@ from typing import Any
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, Level, cites, has_error
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, fmt_dims, normalise_axis, parse_tile_for
+from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +165,7 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
     up = ceil_div(last, unit) * unit
     down = (last // unit) * unit
     hint = f"use {down} or {up}" if down > 0 else f"use {up}"
-    if shape[-1] < unit or (shape[-1] * b) % a and up > shape[-1] and down == 0:
+    if shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
         hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
                 f"{up - shape[-1]} padding element(s)")
     return _finding(kb, "P4.last-dim-align",
@@ -464,13 +464,15 @@ def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int,
         out.append("the documents' preset for this shape (O1.reduce-sweet-spot)")
     need = kb.limits.contiguous_bytes
     if ev.waste_axes and not qualified:
-        out.append(f"tile > shape on axis {', '.join(map(str, ev.waste_axes))}: ranked after tiles that fit (P4.no-waste)")
+        axes = ", ".join(map(str, ev.waste_axes))
+        out.append(f"tile > shape on axis {axes}: ranked after tiles that fit (P4.no-waste)")
     if ev.contiguous_bytes >= need:
         out.append(f"{ev.contiguous_bytes} B contiguous >= {need} B (O1.contiguous-1kb)")
     elif fallback:
         out.append(f"{ev.contiguous_bytes} B contiguous: nothing reaches {need} B, compared anyway (O1.contiguous-1kb)")
     else:
-        out.append(f"{ev.contiguous_bytes} B contiguous < {need} B: ranked after every tile that reaches it (O1.contiguous-1kb)")
+        out.append(f"{ev.contiguous_bytes} B contiguous < {need} B: ranked after every tile that reaches it "
+                   f"(O1.contiguous-1kb)")
     if ev.needs_loop:
         out.append(f"auto_tiles {ev.auto_tiles} > {kb.limits.max_auto_tiles}: needs a loop (P4.auto-tiles)")
     if rd is not None:
@@ -559,7 +561,8 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
                 ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [kk, kk], [nn, nn])
                 if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
                     continue
-                fill = ev.l0a_bytes / kb.chip.l0a_bytes + ev.l0b_bytes / kb.chip.l0b_bytes + ev.l0c_bytes / kb.chip.l0c_bytes
+                fill = (ev.l0a_bytes / kb.chip.l0a_bytes + ev.l0b_bytes / kb.chip.l0b_bytes
+                        + ev.l0c_bytes / kb.chip.l0c_bytes)
                 balance = abs(math.log2(mm) - math.log2(nn))
                 out.append(((-fill, balance, -kk), ev))
     out.sort(key=lambda x: x[0])

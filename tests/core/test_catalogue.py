@@ -10,7 +10,7 @@ from pypto_tui.catalogue import CHECK_NAMES, MODULES, module_of
 
 
 def _checks_of(module: str) -> dict[str, object]:
-    return dict(getattr(importlib.import_module(module), "CHECKS"))
+    return dict(importlib.import_module(module).CHECKS)
 
 
 def test_catalogue_equals_the_modules_checks():
