@@ -33,7 +33,9 @@ _NUMPY_NAMES = {
 
 def dtype_name(dtype: Any) -> str:
     """Short name (fp32, fp16, bf16, int8, ...) for a numpy dtype, torch dtype or string."""
-    s = str(dtype).removeprefix("torch.")
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        dtype = np.dtype(dtype)
+    s = dtype.name if isinstance(dtype, np.dtype) else str(dtype).removeprefix("torch.")
     aliases = {"float": "float32", "half": "float16", "bfloat16": "bf16", "double": "float64"}
     s = aliases.get(s, s)
     return _NUMPY_NAMES.get(s, s)
@@ -67,7 +69,9 @@ class Comparison:
         }
 
 
-def compare(actual: Any, expected: Any, *, dtype: str | None = None, limit: float | None = None) -> Comparison:
+def compare(
+    actual: Any, expected: Any, *, dtype: str | None = None, limit: float | None = None
+) -> Comparison:
     """Compare `actual` (the kernel's output) with `expected` (the baseline's).
 
     `dtype` names the baseline's dtype when the arrays were widened (bf16 arrives as float32);

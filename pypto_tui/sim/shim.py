@@ -23,6 +23,7 @@ import ctypes
 import fcntl
 import importlib.metadata
 import math
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -169,14 +170,22 @@ def ensure_calculator(folder: Path | None = None) -> CalculatorInfo:
         with _file_lock(folder.with_name(folder.name + ".lock")):
             if not (folder / _DONE_MARKER).exists():  # another worker may have built it meanwhile
                 t0 = time.perf_counter()
-                if folder.exists():
-                    shutil.rmtree(folder)  # a half-finished build
-                folder.mkdir(parents=True)
-                _build_calculator(folder)
-                if not lib.exists():
-                    raise RuntimeError(f"calculator build produced no {lib}")
-                shutil.rmtree(folder / "build", ignore_errors=True)  # only install/ is needed
-                (folder / _DONE_MARKER).write_text("ok\n")
+                # Build beside the final folder and rename it into place when complete, so the
+                # cache never holds a half-built library under its real name.
+                staging = folder.with_name(f".{folder.name}.building-{os.getpid()}")
+                shutil.rmtree(staging, ignore_errors=True)
+                staging.mkdir(parents=True)
+                try:
+                    _build_calculator(staging)
+                    if not (staging / CALCULATOR_LIB).exists():
+                        raise RuntimeError(f"calculator build produced no {CALCULATOR_LIB}")
+                    shutil.rmtree(staging / "build", ignore_errors=True)  # only install/ is needed
+                    (staging / _DONE_MARKER).write_text("ok\n")
+                    if folder.exists():
+                        shutil.rmtree(folder)  # an unfinished build from an older layout
+                    os.rename(staging, folder)
+                finally:
+                    shutil.rmtree(staging, ignore_errors=True)
                 built, build_s = True, time.perf_counter() - t0
     ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
     mgr.calculator_loaded = True

@@ -50,7 +50,9 @@ class SwimSummary:
         }
 
 
-def summarise_swim(cores: Sequence[dict[str, Any]], cycles_per_us: float = DEFAULT_CYCLES_PER_US) -> SwimSummary:
+def summarise_swim(
+    cores: Sequence[dict[str, Any]], cycles_per_us: float = DEFAULT_CYCLES_PER_US
+) -> SwimSummary:
     """Summarise the parsed swim JSON (a list of cores, each with `coreType` and `tasks`)."""
     if cycles_per_us <= 0:
         raise ValueError("cycles_per_us must be positive")
@@ -140,3 +142,28 @@ def read_plog_errors(log_root: str | Path) -> list[str]:
 def compile_error_reason(log_root: str | Path) -> str | None:
     """The real reason a compile failed, from the plog, or None if it logged no error."""
     return pick_reason(read_plog_errors(log_root))
+
+
+# --- exception text --------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_BACKTRACE = re.compile(r"\.so[.\d]*\(|\[0x[0-9a-f]+\]|^\s*\^+\s*$|^\s*\d+ \|")
+_WHERE = re.compile(r",\s*func \w+, file [\w.]+, line \d+\s*$")
+
+
+def summarise_exception_text(text: str, limit: int = 300) -> str:
+    """One line from pypto's multi-line exception text: ANSI codes, C++ backtraces, source
+    excerpts and the trailing "func X, file Y, line Z" dropped; the first two lines joined
+    (pypto puts the error code on one line and the message on the next)."""
+    lines = []
+    for raw in _ANSI.sub("", text).splitlines():
+        line = raw.strip()
+        if not line or _BACKTRACE.search(line):
+            continue
+        lines.append(_WHERE.sub("", line))
+        if len(lines) == 2:
+            break
+    if len(lines) == 2 and not lines[0].rstrip().endswith("!"):
+        lines = lines[:1]
+    one = " ".join(lines) or text.strip()
+    return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -1,0 +1,65 @@
+"""`lint FILE... [--fix] [--task TASK.py]`: the PyPTO lint over kernel modules.
+
+Output is `file:line:col RULE-ID message`, one per line, like every linter; exit 1 when anything
+is found. `--fix` rewrites only what is mechanical (scalar-left `-`/`/`, unary minus) and writes
+each file back atomically; what it cannot fix stays a finding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.errors import InputError
+
+
+@handles_input_errors
+def lint(
+    files: Annotated[list[Path], typer.Argument(help="Kernel modules (or folders of them) to lint.")],
+    fix: Annotated[bool, typer.Option("--fix", help="Rewrite the mechanical findings in place.")] = False,
+    task: Annotated[Path | None, typer.Option("--task", help="The task file: check ModelNew.__init__ against "
+                                              "Model.__init__.", show_default=False)] = None,
+    flavour: Annotated[str | None, typer.Option("--flavour", help="API flavour (default: the pack's).",
+                                                show_default=False)] = None,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Lint PyPTO kernel modules against the pack's rules (exit 1 when anything is found)."""
+    from pypto_tui.design import write_atomic
+    from pypto_tui.lint.engine import fix_source, format_finding, lint_paths
+
+    pack = load_kb(kb)
+    pack.flavour(flavour)
+    for f in files:
+        if not f.exists():
+            raise InputError(f"{f} does not exist: give kernel modules or folders to lint")
+    task_source = task.read_text(encoding="utf-8") if task is not None else None
+    fixed: list[str] = []
+    if fix:
+        for f in _py_files(files):
+            text = f.read_text(encoding="utf-8")
+            new, _rest = fix_source(text, pack, path=str(f), flavour=flavour, task_source=task_source)
+            if new != text:
+                write_atomic(f, new, force=True)
+                fixed.append(str(f))
+    findings = lint_paths(files, pack, flavour, task_source)
+    if json_out:
+        emit_json({"findings": [x.to_dict() for x in findings], "fixed": fixed, "count": len(findings)})
+    else:
+        for path in fixed:
+            typer.echo(f"fixed: {path}", err=True)
+        for x in findings:
+            typer.echo(format_finding(x))
+        if not findings:
+            typer.echo(f"clean: {len(_py_files(files))} file(s), no findings", err=True)
+    raise typer.Exit(Exit.FINDINGS if findings else Exit.OK)
+
+
+def _py_files(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        out.extend(sorted(p.rglob("*.py")) if p.is_dir() else [p])
+    return out

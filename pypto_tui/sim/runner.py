@@ -1,0 +1,212 @@
+"""Run many jobs, each in its own worker subprocess, a few at a time, each with a timeout.
+
+The parent never imports pypto or torch. For each job it:
+1. looks the job up in the result cache (a hit is reported at once and spawns nothing);
+2. creates the private work dir, writes JOB.json, starts
+   `sys.executable -m pypto_tui.sim.worker JOB.json RESULT.json` in a new session (so a timeout
+   can kill the worker *and* the helper scripts pypto starts, as one process group);
+3. reads RESULT.json, or, if the worker was killed or died, makes a `timeout`/`crashed`
+   result with the tail of what it printed;
+4. deletes the work dir (the worker also does, but it cannot when it is killed), and stores
+   cacheable results.
+
+Progress is reported from the calling thread as `progress(done, total, result)`, in completion
+order; the returned list is in job order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.cache import ResultCache, cache_key
+from pypto_tui.sim.worker import NOISE_FILE
+
+Progress = Callable[[int, int, J.SimResult], None]
+
+DEFAULT_TIMEOUT_S = 300.0
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+def _pypto_version() -> str | None:
+    from pypto_tui.sim.shim import pypto_version
+
+    return pypto_version()
+
+
+def _tail(path: Path, limit: int = 600) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_in_subprocess(
+    job: J.SimJob, *, timeout_s: float = DEFAULT_TIMEOUT_S, python: str | None = None
+) -> J.SimResult:
+    """One job, one fresh worker process, no cache."""
+    work = Path(tempfile.mkdtemp(prefix="pypto-tui-sim-"))
+    ctl = Path(tempfile.mkdtemp(prefix="pypto-tui-ctl-"))
+    job_path, result_path = ctl / "job.json", ctl / "result.json"
+    job_json = job.to_json()
+    job_json["work_dir"] = str(work)
+    job_path.write_text(json.dumps(job_json), encoding="utf-8")
+    t0 = time.perf_counter()
+    stderr_path = ctl / "stderr.log"
+    try:
+        with stderr_path.open("wb") as err:
+            proc = subprocess.Popen(
+                [python or sys.executable, "-m", "pypto_tui.sim.worker", str(job_path), str(result_path)],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
+                start_new_session=True,
+            )
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except BaseException as exc:  # the timeout, or the caller interrupted us
+                _kill_group(proc)
+                if not isinstance(exc, subprocess.TimeoutExpired):
+                    raise
+                return J.SimResult(
+                    kind=job.kind, status=J.TIMEOUT, label=job.label,
+                    error=f"no answer within {timeout_s:g} s; the worker was stopped",
+                    wall_s=round(time.perf_counter() - t0, 3),
+                )
+        if result_path.exists():
+            try:
+                return J.SimResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
+                detail = f"unreadable result file: {exc}"
+        else:
+            why = f"signal {-rc}" if rc < 0 else f"exit status {rc}"
+            if rc == -signal.SIGKILL:
+                why += " (killed: out of memory?)"
+            noise = _tail(work / NOISE_FILE) or _tail(stderr_path)
+            detail = f"the worker died ({why})" + (f": {noise.splitlines()[-1]}" if noise else "")
+            if job.kind == "verify" and job.memory_limit_mb:
+                detail += (
+                    f"; if the kernel is large, the worker's address-space cap ({job.memory_limit_mb} MB) "
+                    "may be too low: raise memory_limit_mb or verify a smaller shape"
+                )
+        return J.SimResult(
+            kind=job.kind, status=J.CRASHED, label=job.label, error=detail,
+            wall_s=round(time.perf_counter() - t0, 3),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a worker that is still running, with the helper scripts pypto spawned: they share
+    the new session it was started in, whose group id is the worker's pid (never ours)."""
+    if proc.poll() is None:
+        try:
+            if os.getpgid(proc.pid) == proc.pid:
+                os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    proc.wait()
+
+
+def _resolve_cache(cache: ResultCache | bool | None) -> ResultCache | None:
+    if cache is True or cache is None:
+        return ResultCache.default()
+    if cache is False:
+        return None
+    return cache
+
+
+def run_many(
+    sim_jobs: Sequence[J.SimJob],
+    *,
+    jobs: int = 2,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: Progress | None = None,
+    cache: ResultCache | bool | None = True,
+    python: str | None = None,
+) -> list[J.SimResult]:
+    """Run `sim_jobs`, at most `jobs` worker processes at once. Results come back in job order;
+    `progress(done, total, result)` is called in the calling thread as each one finishes
+    (cache hits first). `cache=False` disables the cache; a ResultCache uses that folder."""
+    store = _resolve_cache(cache)
+    total = len(sim_jobs)
+    results: list[J.SimResult | None] = [None] * total
+    keys: list[str | None] = [None] * total
+    done = 0
+    version = _pypto_version() if store is not None else None
+
+    pending: list[int] = []
+    for i, job in enumerate(sim_jobs):
+        if store is not None:
+            key = cache_key(job.cache_material(version))
+            keys[i] = key
+            hit = store.get(key)
+            if hit is not None:
+                res = J.SimResult.from_json(hit)
+                res.cached, res.key = True, key
+                results[i] = res
+                done += 1
+                if progress:
+                    progress(done, total, res)
+                continue
+        pending.append(i)
+
+    if pending:
+        with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+            futures: dict[Future[J.SimResult], int] = {
+                pool.submit(run_in_subprocess, sim_jobs[i], timeout_s=timeout_s, python=python): i
+                for i in pending
+            }
+            remaining = set(futures)
+            while remaining:
+                finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    i = futures[fut]
+                    res = fut.result()
+                    res.key = keys[i]
+                    if store is not None and res.key and res.cacheable:
+                        store.put(res.key, res.to_json())
+                    results[i] = res
+                    done += 1
+                    if progress:
+                        progress(done, total, res)
+    return [r for r in results if r is not None]
+
+
+def run_one(job: J.SimJob, **kwargs: object) -> J.SimResult:
+    """`run_many([job], **kwargs)[0]`."""
+    return run_many([job], **kwargs)[0]  # type: ignore[arg-type]
+
+
+def cost_measure(
+    make_job: Callable[[object], J.SimJob], **run_kwargs: object
+) -> Callable[[Sequence[object]], list[float | None]]:
+    """A `sweep.MeasureBatch` that compiles each candidate's job (both sides of a sweep round in
+    parallel) and returns its e2e µs, or None when it did not compile or run."""
+
+    def measure(batch: Sequence[object]) -> list[float | None]:
+        results = run_many([make_job(c) for c in batch], **run_kwargs)  # type: ignore[arg-type]
+        return [r.e2e_us if r.ok else None for r in results]
+
+    return measure

@@ -1,0 +1,457 @@
+"""The subprocess that compiles one kernel: `python -m pypto_tui.sim.worker JOB.json RESULT.json`.
+
+Why a process per compile: a failed compile leaves pypto's global state poisoned (the next
+compile fails with "function nested is not allowed"; clearing that flag made the next one hang),
+the C++ side and pypto's helper scripts print straight to fds 1 and 2, and the interpreter's
+dumps can reach gigabytes. So every job gets a fresh interpreter and a private temp dir:
+
+- TILE_FWK_OUTPUT_DIR (cost-model and verify dumps), ASCEND_PROCESS_LOG_PATH (the plog, where
+  the real compile-error reasons are) and PYPTO_HOME (run data) all point into it; the dir is
+  deleted when the job ends, whatever happened (the runner deletes it too if we were killed);
+- fds 1 and 2 are redirected with os.dup2 into a file in that dir while pypto is in use;
+- ASCEND_HOME_PATH is removed and every jit kernel is forced to `run_mode=RunMode.SIM`, since
+  this is the CPU simulator whatever the module's defaults say. Generated modules follow the
+  ecosystem's switch `AIKG_PYPTO_RUN_MODE` (0 = RunMode.NPU, 1 = RunMode.SIM, passed as the
+  int `runtime_options={"run_mode": ...}`); the worker sets it to 1 before exec'ing the module.
+
+Job kinds (see jobs.py for the JSON):
+- cost: exec the kernel module, build the inputs, `ModelNew(*init_args)(*inputs)`, and read
+  e2e time, task count and utilisation from the swim file(s); or the error and its real reason.
+- verify: the same, with the CopyToHost shim, the cached calculator and pass-verify turned on
+  for every kernel (`verify_options={"enable_pass_verify": True, "pass_verify_pass_filter": []}`,
+  injected by wrapping `pypto.frontend.jit` before the module is exec'd). The verify interpreter
+  then writes its result into the out tensors; goldens are not needed for that. The task file's
+  `Model` runs on clones of the same seeded inputs, and each output is compared (compare.py).
+  The address space is capped with RLIMIT_AS (`memory_limit_mb`); the parent applies the timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim import swim
+
+KERNEL_MODULE = "pypto_tui_sim_kernel"
+TASK_MODULE = "pypto_tui_sim_task"
+NOISE_FILE = "noise.log"
+
+_TORCH_DTYPES = {
+    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8", "int16": "int16",
+    "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool",
+}
+
+
+class _KernelFailed(Exception):
+    """A jit kernel call raised: the compiler (or its simulator) refused the kernel."""
+
+
+class _Timing:
+    def __init__(self) -> None:
+        self.compile_s = 0.0
+        self.sim_s = 0.0
+        self.in_kernel = 0
+
+
+# --- process setup ---------------------------------------------------------------------------
+
+
+def point_env_at(work: Path) -> None:
+    """Send every file pypto writes into `work`, and make SIM the only possible run mode.
+    Must run before pypto is imported (the log path is read at import)."""
+    for sub in ("out", "log", "home", "kernel"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    os.environ["TILE_FWK_OUTPUT_DIR"] = str(work / "out")
+    os.environ["ASCEND_PROCESS_LOG_PATH"] = str(work / "log")
+    os.environ["PYPTO_HOME"] = str(work / "home")
+    os.environ.pop("ASCEND_HOME_PATH", None)
+    os.environ["AIKG_PYPTO_RUN_MODE"] = "1"
+    os.environ.setdefault("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0")
+    os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+
+
+def limit_memory(mb: int | None) -> None:
+    """Cap the address space, so a runaway verify fails here instead of taking the machine."""
+    if not mb:
+        return
+    limit = int(mb) * 1024 * 1024
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+@contextlib.contextmanager
+def silenced_fds(sink: Path) -> Iterator[None]:
+    """Point fds 1 and 2 at `sink` (C++ code and child processes write there directly, so
+    redirecting sys.stdout is not enough); restore them afterwards."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(sink, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (fd, *saved):
+            os.close(f)
+
+
+# --- pypto hooks -----------------------------------------------------------------------------
+
+
+def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
+    """Wrap `pypto.frontend.jit` (force SIM; pass-verify on for verify, off for cost) and time
+    the wrapper's compile and cost-model run. Must run before the kernel module is exec'd."""
+    from pypto.frontend import parser as fparser
+    from pypto.frontend.parser import entry
+
+    orig_jit = entry.jit
+
+    def options(kw: dict[str, Any]) -> dict[str, Any]:
+        rt = dict(kw.get("runtime_options") or {})
+        rt["run_mode"] = pypto.RunMode.SIM
+        kw["runtime_options"] = rt
+        vo = dict(kw.get("verify_options") or {})
+        if verify:
+            vo.update(enable_pass_verify=True, pass_verify_pass_filter=[])
+        else:
+            vo["enable_pass_verify"] = False
+        kw["verify_options"] = vo
+        return kw
+
+    def jit(func: Any = None, **kw: Any) -> Any:
+        # Bare `@jit` and `@jit(...)` must each reach the original the way the module called
+        # it: the original captures its caller's frame locals for the parser.
+        return orig_jit(func, **options(kw))
+
+    jit.__doc__ = orig_jit.__doc__
+    for mod in (pypto.frontend, fparser, entry):
+        if getattr(mod, "jit", None) is orig_jit:
+            mod.jit = jit
+
+    W = entry.JitCallableWrapper
+    orig_call, orig_compile, orig_run = W.__call__, W.compile, W._run_with_cpu
+
+    def call(self: Any, *a: Any, **k: Any) -> Any:
+        timing.in_kernel += 1
+        try:
+            return orig_call(self, *a, **k)
+        except Exception as exc:
+            if timing.in_kernel == 1:
+                raise _KernelFailed(exc) from exc
+            raise
+        finally:
+            timing.in_kernel -= 1
+
+    def compile_(self: Any, *a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return orig_compile(self, *a, **k)
+        finally:
+            timing.compile_s += time.perf_counter() - t
+
+    def run(self: Any, *a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return orig_run(self, *a, **k)
+        finally:
+            timing.sim_s += time.perf_counter() - t
+
+    W.__call__, W.compile, W._run_with_cpu = call, compile_, run
+
+
+# --- modules and inputs ----------------------------------------------------------------------
+
+
+def load_module(name: str, path: Path) -> Any:
+    """Import a file as a fresh module (a real file, so inspect.getsource works for the parser)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build_inputs(torch: Any, specs: tuple[J.InputSpec, ...], seed: int) -> list[Any]:
+    """The forward() arguments, reproducible from the seed."""
+    gen = torch.Generator().manual_seed(int(seed))
+    out: list[Any] = []
+    for s in specs:
+        if s.is_scalar:
+            out.append(s.scalar)
+            continue
+        dtype = getattr(torch, _TORCH_DTYPES[s.dtype])
+        integer = not (dtype.is_floating_point or dtype is torch.bool)
+        fill = s.fill or ("randint" if integer or dtype is torch.bool else "randn")
+        shape = tuple(s.shape)
+        if fill == "randn":
+            t = torch.randn(shape, generator=gen, dtype=torch.float32)
+            if s.low is not None or s.high is not None:
+                t = t.clamp(s.low, s.high)
+        elif fill == "uniform":
+            lo = 0.0 if s.low is None else float(s.low)
+            hi = 1.0 if s.high is None else float(s.high)
+            t = torch.rand(shape, generator=gen, dtype=torch.float32) * (hi - lo) + lo
+        elif fill == "randint":
+            lo = int(s.low) if s.low is not None else (0 if dtype in (torch.bool, torch.uint8) else -8)
+            hi = int(s.high) if s.high is not None else (2 if dtype is torch.bool else 8)
+            t = torch.randint(lo, hi, shape, generator=gen, dtype=torch.int64)
+        elif fill == "zeros":
+            t = torch.zeros(shape)
+        elif fill == "ones":
+            t = torch.ones(shape)
+        else:  # arange
+            n = 1
+            for d in shape:
+                n *= d
+            t = torch.arange(n, dtype=torch.float32).reshape(shape)
+        out.append(t.to(dtype).contiguous())
+    return out
+
+
+def _clone(torch: Any, xs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _to_numpy(torch: Any, t: Any) -> tuple[Any, str]:
+    from pypto_tui.sim.compare import dtype_name
+
+    if not isinstance(t, torch.Tensor):
+        t = torch.as_tensor(t)
+    name = dtype_name(t.dtype)
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy(), name
+
+
+def _where(exc: BaseException, files: tuple[str, ...]) -> str:
+    """' (kernel line N)' for the innermost frame in one of our exec'd files, if any."""
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        if fs.filename in files:
+            which = "kernel" if fs.filename == files[0] else "task file"
+            return f" ({which} line {fs.lineno})"
+    return ""
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc.args[0]) if exc.args else str(exc)
+    summary = swim.summarise_exception_text(text) if text else ""
+    name = type(exc).__name__
+    if name == "RenderedParserError" or summary.startswith(f"{name}:") or summary.startswith("Errcode"):
+        return summary or name
+    return f"{name}: {summary}" if summary else name
+
+
+def _peak_memory_mb() -> tuple[float | None, float | None]:
+    """(peak resident, peak virtual) of this process in MB, from /proc (Linux only)."""
+    rss = vm = None
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                rss = round(int(line.split()[1]) / 1024, 1)
+            elif line.startswith("VmPeak:"):
+                vm = round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss, vm
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc) or "bad_alloc" in str(exc)
+
+
+# --- the job ---------------------------------------------------------------------------------
+
+
+def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
+    from pypto_tui.sim import shim
+
+    try:
+        shim.ensure_supported_pypto()
+    except Exception as exc:
+        result.status, result.error = J.UNAVAILABLE, str(exc)
+        return
+    import pypto
+    import torch
+
+    verify = job.kind == "verify"
+    timing = _Timing()
+    if verify:
+        try:
+            info = shim.ensure_calculator(Path(job.calculator_dir) if job.calculator_dir else None)
+        except Exception as exc:
+            from pypto_tui.sim.availability import verify_tools_message
+
+            result.status = J.UNAVAILABLE
+            result.error = verify_tools_message() or f"could not build pypto's calculator library: {_describe(exc)}"
+            return
+        if info.built:
+            result.calculator_built_s = round(info.build_s, 2)
+        shim.install_copy_to_host_shim()
+    hook_pypto(pypto, verify=verify, timing=timing)
+
+    kernel_path = work / "kernel" / f"{KERNEL_MODULE}.py"
+    kernel_path.write_text(job.kernel_source, encoding="utf-8")
+    task_path = str(Path(job.task_file).resolve()) if job.task_file else ""
+    files = (str(kernel_path), task_path)
+    stage = "import the kernel module"
+    try:
+        kmod = load_module(KERNEL_MODULE, kernel_path)
+        if not hasattr(kmod, "ModelNew"):
+            result.status, result.error = J.ERROR, "the kernel module defines no ModelNew"
+            return
+        task = None
+        if verify:
+            stage = "import the task file"
+            task = load_module(TASK_MODULE, Path(task_path))
+            if not hasattr(task, "Model"):
+                result.status, result.error = J.ERROR, f"the task file {job.task_file} defines no Model"
+                return
+        inputs = build_inputs(torch, job.inputs, job.seed)
+        kernel_inputs = _clone(torch, inputs)
+        stage = "build ModelNew"
+        torch.manual_seed(job.seed)
+        model_new = kmod.ModelNew(*job.init_args)
+        stage = "run ModelNew.forward"
+        with torch.no_grad():
+            got = model_new(*kernel_inputs)
+        result.compile_s = round(timing.compile_s, 3)
+        result.sim_s = round(timing.sim_s, 3)
+        _read_cost(job, work, result)
+        if not verify:
+            result.status = J.OK if result.e2e_us is not None else J.ERROR
+            if result.e2e_us is None:
+                result.error = "forward() ran but no kernel wrote a cost-model result (no jit kernel called?)"
+            return
+        pairs = zip(kernel_inputs, inputs, strict=True)
+        result.inputs_clobbered = any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in pairs)
+        stage = "run the baseline Model"
+        torch.manual_seed(job.seed)
+        model = task.Model(*job.init_args)  # type: ignore[union-attr]
+        with torch.no_grad():
+            want = model(*_clone(torch, inputs))
+        _compare(torch, job, got, want, result)
+    except _KernelFailed as wrapped:
+        cause = wrapped.__cause__ or wrapped
+        result.compile_s = round(timing.compile_s, 3)
+        if _is_oom(cause):
+            result.status = J.CRASHED
+            result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+            return
+        result.status = J.COMPILE_ERROR
+        result.error = _describe(cause)
+        result.reason = swim.compile_error_reason(work / "log") or result.error
+    except Exception as exc:
+        if _is_oom(exc):
+            result.status = J.CRASHED
+            result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+            return
+        result.status = J.ERROR
+        result.error = f"could not {stage}: {_describe(exc)}{_where(exc, files)}"
+        result.reason = swim.compile_error_reason(work / "log")
+
+
+def _read_cost(job: J.SimJob, work: Path, result: J.SimResult) -> None:
+    clock = job.cycles_per_us or swim.DEFAULT_CYCLES_PER_US
+    summaries = [swim.read_swim(p, clock) for p in swim.find_swim_files(work / "out")]
+    if not summaries:
+        return
+    result.kernels = [s.to_dict() for s in summaries]
+    result.e2e_us = round(sum(s.e2e_us for s in summaries), 4)
+    result.cycles = sum(s.cycles for s in summaries)
+    result.tasks = sum(s.tasks for s in summaries)
+    lanes_span = sum(s.lanes * s.cycles for s in summaries)
+    busy = sum(s.utilisation * s.lanes * s.cycles for s in summaries)
+    result.utilisation = round(busy / lanes_span, 6) if lanes_span else 0.0
+
+
+def _compare(torch: Any, job: J.SimJob, got: Any, want: Any, result: J.SimResult) -> None:
+    from pypto_tui.sim.compare import compare
+
+    gots, wants = _as_list(got), _as_list(want)
+    if len(gots) != len(wants):
+        result.status, result.passed = J.MISMATCH, False
+        result.reason = f"ModelNew returned {len(gots)} output(s), Model returned {len(wants)}"
+        return
+    verdicts = []
+    for g, w in zip(gots, wants, strict=True):
+        g_np, _ = _to_numpy(torch, g)
+        w_np, w_name = _to_numpy(torch, w)
+        verdicts.append(compare(g_np, w_np, dtype=w_name, limit=job.limit).to_dict())
+    result.outputs = verdicts
+    result.passed = all(v["passed"] for v in verdicts)
+    result.status = J.OK if result.passed else J.MISMATCH
+    bad = [f"output {i}: {v['reason']}" for i, v in enumerate(verdicts) if not v["passed"]]
+    result.reason = "; ".join(bad) if bad else verdicts[0]["reason"] if verdicts else None
+
+
+def run_job(job: J.SimJob) -> J.SimResult:
+    """Run one job in *this* process (which must not be reused afterwards for another kernel)."""
+    t0 = time.perf_counter()
+    result = J.SimResult(kind=job.kind, status=J.ERROR, label=job.label)
+    work = Path(job.work_dir) if job.work_dir else Path(tempfile.mkdtemp(prefix="pypto-tui-sim-"))
+    try:
+        point_env_at(work)
+        if job.kind == "verify":
+            limit_memory(job.memory_limit_mb)
+        with silenced_fds(work / NOISE_FILE):
+            try:
+                _execute(job, work, result)
+            except Exception as exc:  # a failure of ours, not the kernel's: still answer
+                result.status, result.error = J.ERROR, f"the worker failed: {_describe(exc)}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result.peak_rss_mb, result.peak_vm_mb = _peak_memory_mb()
+    result.wall_s = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def write_result(path: Path, result: J.SimResult) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result.to_json()), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m pypto_tui.sim.worker JOB.json RESULT.json", file=sys.stderr)
+        return 2
+    job_path, result_path = Path(args[0]), Path(args[1])
+    try:
+        job = J.SimJob.from_json(json.loads(job_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        write_result(result_path, J.SimResult(kind="?", status=J.ERROR, error=f"bad job file: {exc}"))
+        return 0
+    write_result(result_path, run_job(job))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Shared fixtures for the sim tests.
+
+Tests marked `sim` need pypto 0.2.0 and CPU torch; they are skipped (with the install hint as
+the reason) when either is missing. Those tests keep the result cache in a temp dir, but the
+calculator library goes to the normal cache folder, so its ~30-60 s build happens once per
+machine, not once per test run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.sim.availability import check_sim
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TASKS = FIXTURES / "tasks"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    avail = check_sim()
+    if avail.ok:
+        return
+    skip = pytest.mark.skip(reason=avail.message)
+    for item in items:
+        if "sim" in item.keywords:
+            item.add_marker(skip)
+
+
+def _kernel_source(name: str, **constants: object) -> str:
+    """The fixture module `name`, with top-level `NAME = ...` lines replaced by `constants`."""
+    text = (FIXTURES / f"{name}.py").read_text(encoding="utf-8")
+    for key, value in constants.items():
+        text, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", text, count=1, flags=re.M)
+        assert n == 1, f"{name}.py has no top-level {key} = ..."
+    return text
+
+
+@pytest.fixture(scope="session")
+def kernel_source() -> Callable[..., str]:
+    return _kernel_source
+
+
+@pytest.fixture(scope="session")
+def task_file() -> Callable[[str], str]:
+    return lambda name: str(TASKS / f"{name}.py")
