@@ -1,0 +1,980 @@
+"""Facts about one module that several rules share: imports, scopes, constants, jit kernels.
+
+Rules must not each guess what `pt.maximum` or `TILE` means, so this module answers three
+questions once per file:
+
+* which dotted name an expression refers to, through the file's imports
+  (`import pypto as pt`, `from pypto.frontend import jit`, `import torch.nn.functional as F`);
+* the compile-time value of an expression, when it is built from literals and names bound exactly
+  once in the module or an enclosing function (`N = 16384`, `TILE = (1, N // 2)`);
+* for every jit kernel, which names hold tensors, which hold scalars, the annotated shapes and
+  dtypes, and where its `pypto.loop`s are.
+
+Everything here is a heuristic over source text, tuned to miss rather than to invent: an unknown
+value is `None` and an unknown kind is `Kind.UNKNOWN`, and rules stay silent on unknowns.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+JIT_DECORATORS = frozenset({"pypto.frontend.jit", "pypto.jit"})
+LOOP_FUNCS = frozenset({"pypto.loop", "pypto.loop_unroll"})
+
+
+class Kind(enum.Enum):
+    TENSOR = "tensor"
+    SCALAR = "scalar"
+    UNKNOWN = "unknown"
+
+
+def join(kinds: list[Kind]) -> Kind:
+    """Flow-insensitive merge of a name's bindings: a tensor once is a tensor."""
+    if any(k is Kind.TENSOR for k in kinds):
+        return Kind.TENSOR
+    if kinds and all(k is Kind.SCALAR for k in kinds):
+        return Kind.SCALAR
+    return Kind.UNKNOWN
+
+
+# pypto.* callables that do not produce a tensor (configuration, control, types).
+_PYPTO_NON_TENSOR = frozenset({
+    "loop", "cond", "jit", "frontend", "dynamic", "verify", "compile", "ceil_div", "symbolic_scalar",
+})
+# pypto.min / pypto.max work on symbolic scalars (loop indices), not tensors (0.2.0 operation.py).
+_PYPTO_SCALAR = frozenset({"min", "max"})
+_PYPTO_NON_TENSOR_PREFIXES = ("set_", "get_", "is_", "frontend.", "experimental.", "config.")
+# Tensor methods whose result is not a tensor.
+_NON_TENSOR_METHODS = frozenset({
+    "dim", "size", "numel", "nelement", "ndimension", "stride", "is_contiguous", "item", "tolist",
+    "data_ptr", "element_size", "move", "assemble", "shape", "dtype",
+})
+_SCALAR_BUILTINS = frozenset({
+    "float", "int", "abs", "min", "max", "len", "round", "ceil_div", "bool", "sum", "pow",
+})
+_DTYPE_RE = re.compile(r"(?:^|\.)DT_([A-Z0-9]+)$")
+_BIG = 10**18
+
+
+# `CSTNode.children` re-visits the node to collect them, which dominated the lint's run time.
+# While a file is linted, a child table built once from the parent metadata answers instead.
+_KIDS: ContextVar[Mapping[cst.CSTNode, Sequence[cst.CSTNode]] | None] = ContextVar("pypto_lint_kids", default=None)
+
+
+def children(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    kids = _KIDS.get()
+    if kids is not None:
+        known = kids.get(node)
+        if known is not None:
+            return known
+    return node.children
+
+
+@contextmanager
+def fast_children(kids: Mapping[cst.CSTNode, Sequence[cst.CSTNode]]) -> Iterator[None]:
+    token = _KIDS.set(kids)
+    try:
+        yield
+    finally:
+        _KIDS.reset(token)
+
+
+class _Parents(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[cst.CSTNode] = []
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.order: dict[cst.CSTNode, int] = {}
+        self.end: dict[cst.CSTNode, int] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.order[node] = len(self.order)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.end[original_node] = len(self.order) - 1
+        self.stack.pop()
+
+
+@dataclass
+class Tree:
+    """Parents, and each node's source order: `order` in pre-order, `end` the last index under it."""
+
+    parents: dict[cst.CSTNode, cst.CSTNode]
+    order: dict[cst.CSTNode, int]
+    end: dict[cst.CSTNode, int]
+
+
+def tree_of(module: cst.Module) -> Tree:
+    """One traversal for what ParentNodeProvider gives (about 3x faster) plus source order."""
+    v = _Parents()
+    module.visit(v)
+    return Tree(v.parents, v.order, v.end)
+
+
+def child_table(parents: Mapping[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, list[cst.CSTNode]]:
+    """Invert ParentNodeProvider's map (it lists each parent's children in source order)."""
+    kids: dict[cst.CSTNode, list[cst.CSTNode]] = {}
+    for child, parent in parents.items():
+        kids.setdefault(parent, []).append(child)
+        kids.setdefault(child, [])
+    return kids
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted(expr.value)
+        return f"{base}.{expr.attr.value}" if base else None
+    return None
+
+
+def iter_nodes(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself included), not entering nested defs/classes/lambdas."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in reversed(children(n)):
+            if not into_defs and isinstance(child, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                continue
+            stack.append(child)
+
+
+def iter_load_names(expr: cst.CSTNode) -> Iterator[cst.Name]:
+    """Names read by an expression (not attribute names, keyword names or lambda parameters)."""
+    if isinstance(expr, cst.Name):
+        yield expr
+        return
+    if isinstance(expr, cst.Attribute):
+        yield from iter_load_names(expr.value)
+        return
+    if isinstance(expr, cst.Arg):
+        yield from iter_load_names(expr.value)
+        return
+    if isinstance(expr, cst.Lambda):
+        return
+    for child in children(expr):
+        yield from iter_load_names(child)
+
+
+def numeric_literal(expr: cst.BaseExpression) -> float | int | None:
+    """The value of `3`, `2.5`, `-1.0`, `(+4)`; None for anything else."""
+    if isinstance(expr, cst.Integer | cst.Float):
+        try:
+            return expr.evaluated_value
+        except (ValueError, SyntaxError):  # pragma: no cover - libcst validated it
+            return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus | cst.Plus):
+        v = numeric_literal(expr.expression)
+        if v is None:
+            return None
+        return -v if isinstance(expr.operator, cst.Minus) else v
+    return None
+
+
+def call_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument at positional `index` or passed as `keyword=`; None if absent or starred."""
+    pos = 0
+    for a in call.args:
+        if a.keyword is not None:
+            if a.keyword.value == keyword:
+                return a.value
+            continue
+        if a.star:
+            return None
+        if pos == index:
+            return a.value
+        pos += 1
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None]
+
+
+# ------------------------------------------------------------------------------------- scopes
+@dataclass
+class Binding:
+    """One way a name gets bound in a scope. `value` is the bound expression when known."""
+
+    value: cst.BaseExpression | None
+    node: cst.CSTNode
+    how: str  # "assign" | "aug" | "for" | "import" | "def" | "with" | "other"
+
+
+@dataclass
+class Scope:
+    node: cst.CSTNode  # cst.Module or cst.FunctionDef
+    parent: Scope | None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    params: dict[str, cst.Param] = field(default_factory=dict)
+
+    def add(self, name: str, b: Binding) -> None:
+        self.bindings.setdefault(name, []).append(b)
+
+    def binds(self, name: str) -> bool:
+        return name in self.bindings or name in self.params
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, cst.Tuple | cst.List):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def _bind_target(scope: Scope, target: cst.BaseExpression, value: cst.BaseExpression | None,
+                 node: cst.CSTNode, how: str) -> None:
+    if isinstance(target, cst.Name):
+        scope.add(target.value, Binding(value, node, how))
+        return
+    if isinstance(target, cst.Tuple | cst.List):
+        vals: list[cst.BaseExpression] | None = None
+        if isinstance(value, cst.Tuple | cst.List) and len(value.elements) == len(target.elements) and not any(
+            isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)
+        ):
+            vals = [e.value for e in value.elements]
+        for i, el in enumerate(target.elements):
+            _bind_target(scope, el.value, vals[i] if vals else None, node, how)
+        return
+    if isinstance(target, cst.StarredElement):
+        _bind_target(scope, target.value, None, node, how)
+    # attribute / subscript targets bind no name
+
+
+# ------------------------------------------------------------------------------------- kernels
+Shape = tuple[int | None, ...]
+
+# pypto functions (and tensor methods) whose result has the broadcast shape of their tensor arguments.
+_ELEMENTWISE = frozenset({
+    "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "relu", "sigmoid", "tanh", "maximum", "minimum",
+    "reciprocal", "add", "sub", "mul", "div", "neg", "pow", "clip", "clamp", "where", "cast", "lrelu", "sin",
+    "cos", "erf", "gelu", "silu", "square", "sign", "floor", "ceil", "round", "softmax", "log_softmax",
+    "logical_not", "fmod", "remainder", "hypot", "exp2", "log2",
+})
+_REDUCE_FUNCS = frozenset({"sum", "amax", "amin", "prod", "mean"})
+
+
+def broadcast(shapes: Sequence[Shape]) -> Shape:
+    """numpy-style broadcast of known shapes (a None dim stays None unless another dim is > 1)."""
+    rank = max(len(s) for s in shapes)
+    out: list[int | None] = []
+    for i in range(rank):
+        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
+        big = [d for d in dims if d is not None and d != 1]
+        if big:
+            out.append(max(big))
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+@dataclass
+class TensorShape:
+    """A tensor whose rank (and maybe shape and dtype) the source states."""
+
+    name: str
+    rank: int | None
+    shape: tuple[int | None, ...] | None
+    dtype: str | None
+    node: cst.CSTNode
+
+    @property
+    def known(self) -> tuple[int, ...] | None:
+        if self.shape is None or any(d is None for d in self.shape):
+            return None
+        return tuple(d for d in self.shape if d is not None)
+
+
+@dataclass
+class KernelInfo:
+    node: cst.FunctionDef
+    scope: Scope
+    params: list[str]
+    tensor_params: dict[str, TensorShape]
+    kinds: dict[str, Kind]
+    loops: list[cst.For]
+    local_tensors: list[TensorShape]
+    shape_env: dict[str, Shape | None] = field(default_factory=dict)
+    shape_memo: dict[cst.CSTNode, Shape | None] = field(default_factory=dict)
+
+    def all_tensors(self) -> list[TensorShape]:
+        return [*self.tensor_params.values(), *self.local_tensors]
+
+    def ranks(self) -> set[int]:
+        return {t.rank for t in self.all_tensors() if t.rank}
+
+
+class ModuleInfo:
+    """Built once per module (the wrapper's copy, so node identities match the rules')."""
+
+    def __init__(self, module: cst.Module, tree: Tree | None = None) -> None:
+        self.module = module
+        self.tree = tree or tree_of(module)
+        self._parents = self.tree.parents
+        self.kids = child_table(self._parents)
+        with fast_children(self.kids):
+            self._build(module)
+
+    def _build(self, module: cst.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        self.scopes: dict[cst.CSTNode, Scope] = {}
+        self._collect_imports(module)
+        self.module_scope = self._build_scope(module, None)
+        self.kernels: dict[cst.FunctionDef, KernelInfo] = {}
+        for fn, scope in self.scopes.items():
+            if isinstance(fn, cst.FunctionDef) and self.is_jit(fn):
+                self.kernels[fn] = self._kernel(fn, scope)
+
+    # -------------------------------------------------------------- names
+    def _collect_imports(self, module: cst.Module) -> None:
+        for node in iter_nodes(module, into_defs=True):
+            if isinstance(node, cst.Import):
+                for alias in node.names:
+                    full = dotted(alias.name) or ""
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        self.aliases[alias.asname.name.value] = full
+                    else:
+                        head = full.split(".", 1)[0]
+                        self.aliases[head] = head
+            elif isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+                base = dotted(node.module) or ""
+                if isinstance(node.names, cst.ImportStar):
+                    continue
+                for alias in node.names:
+                    name = dotted(alias.name) or ""
+                    local = name
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        local = alias.asname.name.value
+                    self.aliases[local] = f"{base}.{name}"
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        """The dotted name `expr` refers to through the imports (`pt.exp` -> `pypto.exp`)."""
+        d = dotted(expr)
+        if d is None:
+            return None
+        head, _, rest = d.partition(".")
+        target = self.aliases.get(head, head)
+        return f"{target}.{rest}" if rest else target
+
+    def pypto_name(self, expr: cst.BaseExpression) -> str | None:
+        """`exp` for `pypto.exp`/`pt.exp`, None if `expr` is not under pypto."""
+        q = self.qualify(expr)
+        if q and q.startswith("pypto."):
+            return q[len("pypto."):]
+        return None
+
+    def pypto_call(self, node: cst.CSTNode, *names: str) -> str | None:
+        """The pypto function a Call invokes (restricted to `names` when given)."""
+        if not isinstance(node, cst.Call):
+            return None
+        name = self.pypto_name(node.func)
+        if name is None or (names and name not in names):
+            return None
+        return name
+
+    def pypto_alias(self) -> str:
+        """How this file spells the pypto module (for code a fix inserts)."""
+        for local, target in sorted(self.aliases.items()):
+            if target == "pypto":
+                return local
+        return "pypto"
+
+    def is_jit(self, fn: cst.FunctionDef) -> bool:
+        for d in fn.decorators:
+            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if self.qualify(expr) in JIT_DECORATORS:
+                return True
+        return False
+
+    def is_pypto_loop(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and (
+            self.qualify(node.iter.func) in LOOP_FUNCS
+        )
+
+    # -------------------------------------------------------------- parents and order
+    def before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` starts before `b` in the source."""
+        return self.tree.order[a] < self.tree.order[b]
+
+    def after_end(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        """`a` starts after the whole of `b` (its last descendant) in the source."""
+        return self.tree.order[a] > self.tree.end[b]
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            p = self.parent(p)
+
+    def kernel_of(self, node: cst.CSTNode) -> KernelInfo | None:
+        """The innermost jit kernel around `node` (a kernel's own def line counts as inside)."""
+        if isinstance(node, cst.FunctionDef) and node in self.kernels:
+            return self.kernels[node]
+        for a in self.ancestors(node):
+            if isinstance(a, cst.FunctionDef) and a in self.kernels:
+                return self.kernels[a]
+        return None
+
+    def loops_around(self, node: cst.CSTNode) -> list[cst.For]:
+        """The pypto.loop statements whose body holds `node`, innermost first (within one def)."""
+        out: list[cst.For] = []
+        child = node
+        for a in self.ancestors(node):
+            if isinstance(a, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+                break
+            if self.is_pypto_loop(a) and child is a.body:  # type: ignore[attr-defined]
+                out.append(a)  # type: ignore[arg-type]
+            child = a
+        return out
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        for a in (node, *self.ancestors(node)):
+            if a in self.scopes:
+                return self.scopes[a]
+        return self.module_scope
+
+    # -------------------------------------------------------------- scopes
+    def _build_scope(self, owner: cst.CSTNode, parent: Scope | None) -> Scope:
+        scope = Scope(owner, parent)
+        self.scopes[owner] = scope
+        if isinstance(owner, cst.FunctionDef):
+            ps = owner.params
+            for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+                scope.params[p.name.value] = p
+            for star in (ps.star_arg, ps.star_kwarg):
+                if isinstance(star, cst.Param):
+                    scope.params[star.name.value] = star
+            body: cst.CSTNode = owner.body
+        else:
+            body = owner
+        self._walk_body(body, scope, scope)
+        return scope
+
+    def _walk_body(self, node: cst.CSTNode, scope: Scope, fn_parent: Scope) -> None:
+        for child in children(node):
+            if isinstance(child, cst.FunctionDef):
+                scope.add(child.name.value, Binding(None, child, "def"))
+                self._build_scope(child, fn_parent)
+                continue
+            if isinstance(child, cst.ClassDef):
+                scope.add(child.name.value, Binding(None, child, "def"))
+                # Methods see the enclosing function/module scope, not the class body.
+                self._walk_class(child, fn_parent)
+                continue
+            if isinstance(child, cst.Lambda):
+                continue
+            if isinstance(child, cst.Assign):
+                for t in child.targets:
+                    _bind_target(scope, t.target, child.value, child, "assign")
+            elif isinstance(child, cst.AnnAssign):
+                _bind_target(scope, child.target, child.value, child, "assign")
+            elif isinstance(child, cst.AugAssign):
+                for n in _target_names(child.target):
+                    scope.add(n.value, Binding(child.value, child, "aug"))
+            elif isinstance(child, cst.For):
+                for n in _target_names(child.target):
+                    scope.add(n.value, Binding(None, child, "for"))
+            elif isinstance(child, cst.WithItem) and child.asname is not None:
+                for n in _target_names(child.asname.name):
+                    scope.add(n.value, Binding(None, child, "with"))
+            elif isinstance(child, cst.Import | cst.ImportFrom):
+                names = child.names
+                if not isinstance(names, cst.ImportStar):
+                    for alias in names:
+                        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                            local = alias.asname.name.value
+                        else:
+                            local = (dotted(alias.name) or "").split(".", 1)[0]
+                        scope.add(local, Binding(None, child, "import"))
+            elif isinstance(child, cst.NamedExpr) and isinstance(child.target, cst.Name):
+                scope.add(child.target.value, Binding(child.value, child, "assign"))
+            elif isinstance(child, cst.ExceptHandler) and child.name is not None:
+                for n in _target_names(child.name.name):
+                    scope.add(n.value, Binding(None, child, "other"))
+            elif isinstance(child, cst.CompFor):
+                continue  # comprehension variables do not leak
+            self._walk_body(child, scope, fn_parent)
+
+    def _walk_class(self, cls: cst.ClassDef, fn_parent: Scope) -> None:
+        for child in children(cls.body):
+            self._walk_class_child(child, fn_parent)
+
+    def _walk_class_child(self, node: cst.CSTNode, fn_parent: Scope) -> None:
+        if isinstance(node, cst.FunctionDef):
+            self._build_scope(node, fn_parent)
+            return
+        if isinstance(node, cst.ClassDef):
+            self._walk_class(node, fn_parent)
+            return
+        for child in children(node):
+            self._walk_class_child(child, fn_parent)
+
+    def lookup(self, name: str, scope: Scope) -> tuple[Scope | None, list[Binding] | None]:
+        """The scope that binds `name` seen from `scope`, and its bindings (None for a param)."""
+        s: Scope | None = scope
+        while s is not None:
+            if name in s.params:
+                return s, None
+            if name in s.bindings:
+                return s, s.bindings[name]
+            s = s.parent
+        return None, None
+
+    # -------------------------------------------------------------- constants
+    def const_value(self, expr: cst.BaseExpression, scope: Scope, _seen: frozenset[Any] = frozenset()) -> Any:
+        """The compile-time value of `expr` (int, float, bool or a tuple of them), else None."""
+        try:
+            v = self._const(expr, scope, _seen)
+        except (ArithmeticError, ValueError, TypeError, RecursionError):
+            return None
+        return v
+
+    def _const(self, expr: cst.BaseExpression, scope: Scope, seen: frozenset[Any]) -> Any:
+        lit = numeric_literal(expr)
+        if lit is not None:
+            return lit
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False"):
+                return expr.value == "True"
+            owner, bindings = self.lookup(expr.value, scope)
+            if owner is None or bindings is None or len(bindings) != 1:
+                return None
+            b = bindings[0]
+            key = (id(owner), expr.value)
+            if b.how != "assign" or b.value is None or key in seen:
+                return None
+            return self._const(b.value, owner, seen | {key})
+        if isinstance(expr, cst.Tuple | cst.List):
+            out: list[Any] = []
+            for el in expr.elements:
+                if isinstance(el, cst.StarredElement):
+                    inner = self._const(el.value, scope, seen)
+                    if not isinstance(inner, tuple):
+                        return None
+                    out.extend(inner)
+                    continue
+                v = self._const(el.value, scope, seen)
+                if v is None:
+                    return None
+                out.append(v)
+            return tuple(out)
+        if isinstance(expr, cst.UnaryOperation):
+            v = self._const(expr.expression, scope, seen)
+            if not _is_num(v):
+                return None
+            if isinstance(expr.operator, cst.Minus):
+                return -v
+            if isinstance(expr.operator, cst.Plus):
+                return v
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            a = self._const(expr.left, scope, seen)
+            b = self._const(expr.right, scope, seen)
+            if not (_is_num(a) and _is_num(b)):
+                return None
+            return _small(_binop(expr.operator, a, b))
+        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+            seq = self._const(expr.value, scope, seen)
+            sl = expr.slice[0].slice
+            if isinstance(seq, tuple) and isinstance(sl, cst.Index):
+                i = self._const(sl.value, scope, seen)
+                if isinstance(i, int) and not isinstance(i, bool) and -len(seq) <= i < len(seq):
+                    return seq[i]
+            return None
+        if isinstance(expr, cst.Call):
+            fname = self.qualify(expr.func)
+            if any(a.keyword is not None or a.star for a in expr.args):
+                return None
+            args = [self._const(a.value, scope, seen) for a in expr.args]
+            if any(a is None for a in args):
+                return None
+            return _small(_call(fname, args))
+        return None
+
+    # -------------------------------------------------------------- kernels
+    def _kernel(self, fn: cst.FunctionDef, scope: Scope) -> KernelInfo:
+        outer = scope.parent or self.module_scope
+        params: list[str] = []
+        tparams: dict[str, TensorShape] = {}
+        kinds: dict[str, Kind] = {}
+        ps = fn.params
+        for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+            name = p.name.value
+            params.append(name)
+            ann = self.tensor_annotation(p, outer)
+            if ann is not None:
+                tparams[name] = ann
+                kinds[name] = Kind.TENSOR
+            elif _scalar_param(p, self.qualify):
+                kinds[name] = Kind.SCALAR
+            else:
+                kinds[name] = Kind.UNKNOWN
+        param_kinds = dict(kinds)
+        info = KernelInfo(fn, scope, params, tparams, kinds, [], [])
+        # Kinds of the kernel's own names: iterate to a fixed point (bindings may refer forward).
+        for _ in range(6):
+            changed = False
+            for name, bindings in scope.bindings.items():
+                ks = [self._binding_kind(b, info) for b in bindings]
+                if name in param_kinds:
+                    ks.append(param_kinds[name])
+                new = join(ks)
+                if kinds.get(name) is not new:
+                    kinds[name] = new
+                    changed = True
+            if not changed:
+                break
+        # Shapes of the kernel's names (two passes, so a name used before its binding settles).
+        for _ in range(2):
+            info.shape_memo.clear()
+            for name, bindings in scope.bindings.items():
+                if name in tparams:
+                    continue
+                found = {self.shape_of(b.value, info) if b.how == "assign" and b.value is not None else None
+                         for b in bindings}
+                info.shape_env[name] = found.pop() if len(found) == 1 else None
+        seen: set[tuple[Shape, str | None]] = set()
+        for node in iter_nodes(fn.body):
+            if self.is_pypto_loop(node):
+                info.loops.append(node)  # type: ignore[arg-type]
+            if not isinstance(node, cst.Call | cst.BinaryOperation | cst.UnaryOperation):
+                continue
+            made = self._local_tensor(node, scope)
+            if made is not None and made.shape is not None:
+                shape: Shape | None = made.shape
+                dtype = made.dtype
+            elif self.kind_of(node, info) is Kind.TENSOR:  # type: ignore[arg-type]
+                shape, dtype = self.shape_of(node, info), None  # type: ignore[arg-type]
+            else:
+                continue
+            if shape is None or (shape, dtype) in seen:
+                continue
+            seen.add((shape, dtype))
+            info.local_tensors.append(TensorShape("", len(shape), shape, dtype, node))
+        return info
+
+    # -------------------------------------------------------------- shapes
+    def shape_of(self, expr: cst.BaseExpression, k: KernelInfo) -> Shape | None:
+        """The shape of a tensor expression when the kernel's stated shapes determine it."""
+        if expr in k.shape_memo:
+            return k.shape_memo[expr]
+        k.shape_memo[expr] = None  # guards against cycles
+        try:
+            shape = self._shape_of(expr, k)
+        except (ArithmeticError, ValueError, TypeError, IndexError, RecursionError):
+            shape = None
+        k.shape_memo[expr] = shape
+        return shape
+
+    def _tensor_shapes(self, exprs: Sequence[cst.BaseExpression], k: KernelInfo) -> list[Shape] | None:
+        shapes = []
+        for e in exprs:
+            kind = self.kind_of(e, k)
+            if kind is Kind.SCALAR:
+                continue
+            s = self.shape_of(e, k)
+            if s is None:
+                return None
+            shapes.append(s)
+        return shapes or None
+
+    def _shape_of(self, expr: cst.BaseExpression, k: KernelInfo) -> Shape | None:
+        if isinstance(expr, cst.Name):
+            if expr.value in k.tensor_params:
+                return k.tensor_params[expr.value].shape
+            return k.shape_env.get(expr.value)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.shape_of(expr.expression, k)
+        if isinstance(expr, cst.BinaryOperation):
+            if self.kind_of(expr, k) is not Kind.TENSOR:
+                return None
+            shapes = self._tensor_shapes([expr.left, expr.right], k)
+            return broadcast(shapes) if shapes else None
+        if not isinstance(expr, cst.Call):
+            return None
+        pname = self.pypto_name(expr.func)
+        args = [a.value for a in expr.args if a.keyword is None and not a.star]
+        method = None
+        if pname is None and isinstance(expr.func, cst.Attribute) and self.kind_of(expr.func.value, k) is Kind.TENSOR:
+            method = expr.func.attr.value
+            args = [expr.func.value, *args]
+        op = pname or method
+        if op is None:
+            return None
+        if pname in ("tensor", "zeros", "ones", "full", "empty", "view"):
+            made = self._local_tensor(expr, k.scope)
+            return made.shape if made else None
+        if op in ("reshape", "expand_clone", "expand") and len(args) >= 2:
+            _rank, shape = self._shape(args[1], k.scope)
+            return shape
+        if op in _REDUCE_FUNCS:
+            if not args:
+                return None
+            src = self.shape_of(args[0], k)
+            shift = 0 if pname else 1  # a method's dim is its first argument
+            dim_e = call_arg(expr, 1 - shift, "dim")
+            keep_e = call_arg(expr, 2 - shift, "keepdim")
+            dim = self.const_value(dim_e, k.scope) if dim_e is not None else None
+            keep = self.const_value(keep_e, k.scope) if keep_e is not None else False
+            if src is None or not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(keep, bool):
+                return None
+            d = dim + len(src) if dim < 0 else dim
+            if not 0 <= d < len(src):
+                return None
+            return (*src[:d], 1, *src[d + 1:]) if keep else (*src[:d], *src[d + 1:])
+        if op == "matmul" and len(args) >= 2:
+            a, b = self.shape_of(args[0], k), self.shape_of(args[1], k)
+            if a is None or b is None or len(a) < 2 or len(b) < 2:
+                return None
+            a_t = self.const_value(call_arg(expr, 99, "a_trans") or cst.Name("False"), k.scope)
+            b_t = self.const_value(call_arg(expr, 99, "b_trans") or cst.Name("False"), k.scope)
+            rows = a[-1] if a_t else a[-2]
+            cols = b[-2] if b_t else b[-1]
+            return (*a[:-2], rows, cols)
+        if op in _ELEMENTWISE:
+            shapes = self._tensor_shapes(args, k)
+            return broadcast(shapes) if shapes else None
+        return None
+
+    def _binding_kind(self, b: Binding, info: KernelInfo) -> Kind:
+        if b.how == "for":
+            it = b.node.iter if isinstance(b.node, cst.For) else None
+            if isinstance(it, cst.Call) and (self.qualify(it.func) in LOOP_FUNCS or self.qualify(it.func) == "range"):
+                return Kind.SCALAR
+            return Kind.UNKNOWN
+        if b.value is None:
+            return Kind.UNKNOWN
+        k = self.kind_of(b.value, info)
+        if b.how == "aug" and isinstance(b.node, cst.AugAssign):
+            return join([k, self.kind_of(b.node.target, info)]) if k is not Kind.TENSOR else k
+        return k
+
+    def tensor_annotation(self, p: cst.Param, scope: Scope) -> TensorShape | None:
+        """`pypto.Tensor((16, n), pypto.DT_FP16)` on a parameter -> its rank, shape and dtype."""
+        if p.annotation is None:
+            return None
+        ann = p.annotation.annotation
+        if not isinstance(ann, cst.Call) or self.pypto_name(ann.func) != "Tensor":
+            if self.pypto_name(ann) == "Tensor":
+                return TensorShape(p.name.value, None, None, None, p)
+            return None
+        shape_expr = call_arg(ann, 0, "shape")
+        dtype_expr = call_arg(ann, 1, "dtype")
+        rank, shape = self._shape(shape_expr, scope)
+        if rank == 0:  # `pypto.Tensor([], DT)`: a dynamic shape, of any rank
+            rank, shape = None, None
+        return TensorShape(p.name.value, rank, shape, self.dtype_of(dtype_expr), p)
+
+    def _shape(self, expr: cst.BaseExpression | None, scope: Scope) -> tuple[int | None, tuple[int | None, ...] | None]:
+        if expr is None:
+            return None, None
+        if isinstance(expr, cst.Tuple | cst.List) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            dims = tuple(_as_dim(self.const_value(e.value, scope)) for e in expr.elements)
+            return len(dims), dims
+        v = self.const_value(expr, scope)
+        if isinstance(v, tuple):
+            dims = tuple(_as_dim(d) for d in v)
+            return len(dims), dims
+        if _as_dim(v) is not None:
+            return 1, (_as_dim(v),)
+        return None, None
+
+    def dtype_of(self, expr: cst.BaseExpression | None) -> str | None:
+        if expr is None:
+            return None
+        d = dotted(expr)
+        if d is None:
+            return None
+        mt = _DTYPE_RE.search(d)
+        return mt.group(1).lower() if mt else None
+
+    def _local_tensor(self, node: cst.CSTNode, scope: Scope) -> TensorShape | None:
+        """Tensors a kernel makes with a stated shape: pypto.tensor / zeros / full / view."""
+        name = self.pypto_call(node, "tensor", "zeros", "ones", "full", "empty", "view")
+        if name is None:
+            return None
+        call: cst.Call = node  # type: ignore[assignment]
+        if name == "view":
+            shape_expr = call_arg(call, 1, "shape")
+            dtype = None
+        elif name in ("zeros", "ones", "empty"):
+            pos = positional_args(call)
+            if len(pos) == 1:
+                shape_expr = pos[0].value
+            elif pos:
+                shape_expr = cst.Tuple([cst.Element(a.value) for a in pos])
+            else:
+                shape_expr = call_arg(call, 0, "size")
+            dtype = self.dtype_of(call_arg(call, 99, "dtype")) or "fp32"
+        else:
+            shape_expr = call_arg(call, 0, "shape") or call_arg(call, 0, "size")
+            dtype = self.dtype_of(call_arg(call, 1, "dtype")) if name == "tensor" else None
+        if shape_expr is None:
+            return None
+        if name != "view" and not isinstance(shape_expr, cst.Tuple | cst.List):
+            v = self.const_value(shape_expr, scope)
+            if not isinstance(v, tuple):
+                shape_expr = cst.Tuple([cst.Element(shape_expr)])
+        rank, shape = self._shape(shape_expr, scope)
+        if rank is None:
+            return None
+        return TensorShape("", rank, shape, dtype, node)
+
+    def kind_of(self, expr: cst.BaseExpression, info: KernelInfo | None) -> Kind:
+        """TENSOR / SCALAR / UNKNOWN for an expression inside kernel `info`."""
+        if numeric_literal(expr) is not None or isinstance(expr, cst.Integer | cst.Float | cst.Imaginary):
+            return Kind.SCALAR
+        if isinstance(expr, cst.Name):
+            if expr.value in ("True", "False", "None"):
+                return Kind.SCALAR
+            if info is not None and (expr.value in info.scope.bindings or expr.value in info.scope.params):
+                return info.kinds.get(expr.value, Kind.UNKNOWN)
+            # Bound outside the kernel: a Python value captured at trace time, never a pypto tensor.
+            return Kind.SCALAR
+        if isinstance(expr, cst.Attribute):
+            if self.pypto_name(expr) is not None:
+                return Kind.SCALAR
+            if expr.attr.value in ("T", "mT") and self.kind_of(expr.value, info) is Kind.TENSOR:
+                return Kind.TENSOR
+            return Kind.UNKNOWN
+        if isinstance(expr, cst.Call):
+            pname = self.pypto_name(expr.func)
+            if pname is not None:
+                if pname in _PYPTO_SCALAR:
+                    return Kind.SCALAR
+                if (pname in _PYPTO_NON_TENSOR or pname.startswith(_PYPTO_NON_TENSOR_PREFIXES)
+                        or pname[:1].isupper()):
+                    return Kind.UNKNOWN
+                return Kind.TENSOR
+            if isinstance(expr.func, cst.Attribute) and self.kind_of(expr.func.value, info) is Kind.TENSOR:
+                return Kind.UNKNOWN if expr.func.attr.value in _NON_TENSOR_METHODS else Kind.TENSOR
+            q = self.qualify(expr.func)
+            arg_kinds = [self.kind_of(a.value, info) for a in expr.args]
+            if q is not None and (q in _SCALAR_BUILTINS or q.startswith("math.")):
+                return Kind.SCALAR if Kind.TENSOR not in arg_kinds else Kind.UNKNOWN
+            return Kind.UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            return join([self.kind_of(expr.left, info), self.kind_of(expr.right, info)])
+        if isinstance(expr, cst.UnaryOperation):
+            if isinstance(expr.operator, cst.Not):
+                return Kind.SCALAR
+            return self.kind_of(expr.expression, info)
+        if isinstance(expr, cst.Subscript):
+            return Kind.TENSOR if self.kind_of(expr.value, info) is Kind.TENSOR else Kind.UNKNOWN
+        if isinstance(expr, cst.IfExp):
+            return join([self.kind_of(expr.body, info), self.kind_of(expr.orelse, info)])
+        if isinstance(expr, cst.Comparison):
+            parts = [self.kind_of(expr.left, info), *(self.kind_of(c.comparator, info) for c in expr.comparisons)]
+            return join(parts)
+        return Kind.UNKNOWN
+
+    def loop_dependent(self, loop: cst.For) -> set[str]:
+        """The loop's index names and every name the body derives from them (`off = i * B`)."""
+        names = {n.value for n in _target_names(loop.target)}
+        assigns: list[tuple[list[str], cst.BaseExpression]] = []
+        for node in iter_nodes(loop.body):
+            if isinstance(node, cst.Assign):
+                targets = [n.value for t in node.targets for n in _target_names(t.target)]
+                assigns.append((targets, node.value))
+            elif isinstance(node, cst.AnnAssign | cst.AugAssign) and node.value is not None:
+                assigns.append(([n.value for n in _target_names(node.target)], node.value))
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in assigns:
+                if set(targets) <= names:
+                    continue
+                if any(n.value in names for n in iter_load_names(value)):
+                    names.update(targets)
+                    changed = True
+        return names
+
+
+def _scalar_param(p: cst.Param, qualify: Any) -> bool:
+    """A parameter annotated int/float/bool or defaulting to a number is a scalar."""
+    if p.annotation is not None and qualify(p.annotation.annotation) in ("int", "float", "bool"):
+        return True
+    return p.default is not None and numeric_literal(p.default) is not None
+
+
+def _as_dim(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return None
+    return v if v >= 0 else None
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _small(v: Any) -> Any:
+    if _is_num(v) and (math.isnan(v) or math.isinf(v) or abs(v) > _BIG):
+        return None
+    return v
+
+
+def _binop(op: cst.BaseBinaryOp, a: Any, b: Any) -> Any:
+    if isinstance(op, cst.Add):
+        return a + b
+    if isinstance(op, cst.Subtract):
+        return a - b
+    if isinstance(op, cst.Multiply):
+        return a * b
+    if isinstance(op, cst.Divide):
+        return a / b
+    if isinstance(op, cst.FloorDivide):
+        return a // b
+    if isinstance(op, cst.Modulo):
+        return a % b
+    if isinstance(op, cst.Power):
+        if abs(b) > 64 or abs(a) > 2**20:
+            return None
+        return a**b
+    return None
+
+
+def _call(fname: str | None, args: list[Any]) -> Any:
+    if not all(_is_num(a) for a in args) and fname not in ("len", "math.prod"):
+        return None
+    if fname == "ceil_div" and len(args) == 2:
+        a, b = args
+        return (a + b - 1) // b
+    if fname in ("min", "max") and args:
+        return (min if fname == "min" else max)(args)
+    if fname == "int" and len(args) == 1:
+        return int(args[0])
+    if fname == "abs" and len(args) == 1:
+        return abs(args[0])
+    if fname == "len" and len(args) == 1 and isinstance(args[0], tuple):
+        return len(args[0])
+    if fname == "math.ceil" and len(args) == 1:
+        return math.ceil(args[0])
+    if fname == "math.floor" and len(args) == 1:
+        return math.floor(args[0])
+    if fname == "math.prod" and len(args) == 1 and isinstance(args[0], tuple) and all(_is_num(x) for x in args[0]):
+        return math.prod(args[0])
+    return None

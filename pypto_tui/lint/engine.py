@@ -1,0 +1,259 @@
+"""Run the lint rules over sources and files, apply the mechanical fixes, format findings.
+
+A file that does not parse yields one `lint.parse` finding, never a traceback; a rule that
+crashes on odd code yields one `lint.internal` finding and the other rules still run. Findings
+can be silenced where a deviation is deliberate (the documents' BatchNorm loops over channels)
+with a trailing or preceding comment: `# pypto-lint: ignore` or
+`# pypto-lint: ignore[lint.loop_axis, P6.outermost-axis]`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider
+
+from pypto_tui.errors import InputError, TaskFileError
+from pypto_tui.kb import KnowledgeBase, get_kb
+from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
+from pypto_tui.lint.base import Fix, InitSignature, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.rules import ALL_RULES
+from pypto_tui.lint.rules.forward import find_class, init_signature
+
+RULES: tuple[type[LintRule], ...] = ALL_RULES
+CHECKS: dict[str, type[LintRule]] = {r.CHECK: r for r in RULES}
+
+PARSE_CHECK, PARSE_RULE = "lint.parse", "syntax-error"
+INTERNAL_CHECK, INTERNAL_RULE = "lint.internal", "internal-error"
+IO_CHECK, IO_RULE = "lint.io", "io-error"
+MAX_FIX_PASSES = 8
+
+_IGNORE = re.compile(r"#\s*pypto-lint:\s*ignore(?:\[([^\]]*)\])?")
+
+
+@dataclass
+class _Run:
+    findings: list[LintFinding]
+    fixes: list[Fix] = field(default_factory=list)
+    module: cst.Module | None = None
+
+
+def format_finding(f: LintFinding) -> str:
+    """`file:line:col RULE-ID message`, the line every linter prints."""
+    return f"{f.path}:{f.line}:{f.col} {f.rule} {f.message}"
+
+
+def task_init_signature(task_source: str) -> InitSignature:
+    """`Model.__init__`'s parameters from a task file's source."""
+    try:
+        module = cst.parse_module(task_source)
+    except cst.ParserSyntaxError as exc:
+        raise TaskFileError(f"the task file is not valid Python ({_first_line(exc.message)})") from None
+    cls = find_class(module, "Model")
+    if cls is None:
+        raise TaskFileError("the task file has no `class Model`: --task takes a KernelBench task file")
+    return init_signature(cls)
+
+
+def lint_source(
+    source: str,
+    path: str = "<string>",
+    kb: KnowledgeBase | None = None,
+    flavour: str | None = None,
+    task_source: str | None = None,
+    *,
+    checks: Iterable[str] | None = None,
+) -> list[LintFinding]:
+    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default."""
+    return _run(source, path, kb, flavour, task_source, checks).findings
+
+
+def lint_paths(
+    paths: Iterable[str | Path],
+    kb: KnowledgeBase | None = None,
+    flavour: str | None = None,
+    task_source: str | None = None,
+    *,
+    checks: Iterable[str] | None = None,
+) -> list[LintFinding]:
+    """Lint files (folders are searched for *.py, in sorted order)."""
+    kb = kb or get_kb()
+    task_init = task_init_signature(task_source) if task_source is not None else None
+    out: list[LintFinding] = []
+    for file in _expand(paths):
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {reason}"))
+            continue
+        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init).findings)
+    return out
+
+
+def fix_source(
+    source: str,
+    kb: KnowledgeBase | None = None,
+    *,
+    path: str = "<string>",
+    flavour: str | None = None,
+    task_source: str | None = None,
+) -> tuple[str, list[LintFinding]]:
+    """Apply the mechanical fixes (scalar-left forms, unary minus) until none is left.
+
+    Returns the new source and the findings that remain in it. Fixes are applied innermost
+    first, one layer per pass, so a fix never rebuilds a node from a stale child.
+    """
+    kb = kb or get_kb()
+    task_init = task_init_signature(task_source) if task_source is not None else None
+    current = source
+    run = _run(current, path, kb, flavour, None, None, task_init=task_init)
+    for _ in range(MAX_FIX_PASSES):
+        if not run.fixes or run.module is None:
+            break
+        new_module = run.module.visit(_Apply(run.fixes))
+        new = new_module.code
+        if new == current:
+            break
+        after = _run(new, path, kb, flavour, None, None, task_init=task_init)
+        if after.module is None:  # a fix must never break the file: keep the last good source
+            break
+        current, run = new, after
+    return current, run.findings
+
+
+# --------------------------------------------------------------------------------- internals
+def _expand(paths: Iterable[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            out.extend(sorted(q for q in path.rglob("*.py") if q.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+def _first_line(msg: str) -> str:
+    return msg.strip().splitlines()[0] if msg.strip() else "syntax error"
+
+
+def _parse_error(source: str, path: str, exc: cst.ParserSyntaxError) -> LintFinding:
+    line, col, msg = exc.raw_line, exc.raw_column + 1, _first_line(exc.message)
+    try:
+        ast.parse(source)
+    except SyntaxError as err:  # Python's own message is the one users know
+        line, col, msg = err.lineno or line, err.offset or col, err.msg
+    except (ValueError, RecursionError):
+        pass
+    return LintFinding(path, line, col, PARSE_RULE, PARSE_CHECK, "error", f"syntax error: {msg}")
+
+
+def _selected(checks: Iterable[str] | None) -> list[type[LintRule]]:
+    if checks is None:
+        return list(RULES)
+    wanted = set(checks)
+    unknown = wanted - set(CHECKS)
+    if unknown:
+        raise InputError(f"unknown check(s) {', '.join(sorted(unknown))}: use one of {', '.join(CHECKS)}")
+    return [r for r in RULES if r.CHECK in wanted]
+
+
+def _run(
+    source: str,
+    path: str,
+    kb: KnowledgeBase | None,
+    flavour: str | None,
+    task_source: str | None,
+    checks: Iterable[str] | None,
+    *,
+    task_init: InitSignature | None = None,
+) -> _Run:
+    kb = kb or get_kb()
+    flav = kb.flavour(flavour)
+    if task_source is not None and task_init is None:
+        task_init = task_init_signature(task_source)
+    rules = _selected(checks)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return _Run([_parse_error(source, path, exc)])
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)  # freshly parsed: nobody else holds it
+    tree = tree_of(wrapper.module)
+    parents = tree.parents
+    try:
+        info = ModuleInfo(wrapper.module, tree)
+    except Exception as err:
+        return _Run([LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "error",
+                                 f"could not analyse this file: {type(err).__name__}: {err}")])
+
+    def resolve(provider: type) -> Mapping[cst.CSTNode, Any]:
+        return parents if provider is ParentNodeProvider else wrapper.resolve(provider)  # type: ignore[arg-type]
+
+    ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve)
+    findings: list[LintFinding] = []
+    fixes: list[Fix] = []
+    lines = source.splitlines()
+    active = [
+        rule_cls(ctx) for rule_cls in rules
+        if not (rule_cls.OUT_PARAM_ONLY and not flav.out_param) and not (rule_cls.NEEDS_TASK and task_init is None)
+    ]
+    with fast_children(info.kids):
+        crashed = run_batched(wrapper, active)
+    for rule in active:
+        if rule in crashed:
+            crash = crashed[rule]
+            findings.append(LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "error",
+                                        f"{rule.CHECK} failed on this file: {type(crash).__name__}: {crash}"))
+            continue
+        for f, fix in _pair(rule):
+            if f.rule not in kb.rules or _ignored(lines, f):
+                continue  # the pack decides which rules exist; a comment may silence one
+            findings.append(f)
+            if fix is not None:
+                fixes.append(fix)
+    findings.sort(key=lambda f: (f.line, f.col, f.check, f.rule, f.message))
+    return _Run(findings, fixes, wrapper.module)
+
+
+def _pair(rule: LintRule) -> list[tuple[LintFinding, Fix | None]]:
+    fixes = iter(rule.fixes)
+    return [(f, next(fixes) if f.fixable else None) for f in rule.findings]
+
+
+def _ignored(lines: Sequence[str], f: LintFinding) -> bool:
+    candidates = []
+    if 0 < f.line <= len(lines):
+        candidates.append(lines[f.line - 1])
+    if 1 < f.line <= len(lines) + 1 and lines[f.line - 2].lstrip().startswith("#"):
+        candidates.append(lines[f.line - 2])
+    for text in candidates:
+        mt = _IGNORE.search(text)
+        if mt is None:
+            continue
+        if mt.group(1) is None:
+            return True
+        names = {n.strip() for n in mt.group(1).split(",") if n.strip()}
+        if f.check in names or f.rule in names:
+            return True
+    return False
+
+
+class _Apply(cst.CSTTransformer):
+    """Swap each reported node for its replacement, but only where its children are unchanged."""
+
+    def __init__(self, fixes: Sequence[Fix]) -> None:
+        super().__init__()
+        self._repl = {fx.node: fx.replacement for fx in fixes}
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def, override]
+        repl = self._repl.get(original_node)
+        if repl is not None and updated_node.deep_equals(original_node):
+            return repl
+        return updated_node

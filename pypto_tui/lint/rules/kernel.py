@@ -1,0 +1,266 @@
+"""Kernel-body rules: no reshape (P2), one dim per kernel (P1), the reduction API, no pypto.cond.
+
+Each of these is a construct the documents or the 0.2.0 compiler rule out inside a jit kernel;
+outside kernels (forward, factories, helpers) they are ordinary Python and are left alone.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import libcst.matchers as m
+
+from pypto_tui.lint.analysis import Kind, call_arg, children, dotted, iter_load_names, positional_args
+from pypto_tui.lint.base import Invalid, LintRule, example
+
+_HEAD = """\
+import pypto
+
+R, C = 16, 256
+
+
+@pypto.frontend.jit
+def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, 1), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 256)
+"""
+# Kernel bodies start on line 9.
+
+
+def _k(body: str) -> str:
+    return _HEAD + textwrap.indent(example(body), "    ")
+
+
+_RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
+
+
+class KernelReshape(LintRule):
+    CHECK = "lint.kernel_reshape"
+    RULE = "P2.no-kernel-reshape"
+    MESSAGE = "a kernel cannot reshape: reshape in forward before the call"
+    VALID = (
+        _k("""\
+            out.move(pypto.sum(x, 1, keepdim=True))
+        """),
+        # pypto.view with a constant shape is the documented way to take a flat view
+        _k("""\
+            flat = pypto.view(x, [R * C], [0])
+            out.move(pypto.sum(pypto.view(flat, [R, C], [0, 0]), 1, keepdim=True))
+        """),
+        # reshape in ModelNew.forward is the right place
+        "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return x.reshape(-1)\n",
+    )
+    INVALID = (
+        Invalid(_k("""\
+            flat = x.reshape([R * C])
+            out.move(pypto.sum(flat, 0, keepdim=True))
+        """), line=9, col=12),
+        Invalid(_k("""\
+            out.move(pypto.reshape(pypto.sum(x, 1), [R, 1]))
+        """), line=9),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        k = self.kernel_of(node)
+        if k is None:
+            return
+        name = self.info.pypto_call(node, *_RESHAPES)
+        if name is not None:
+            what = f"pypto.{name}(...)"
+        elif (isinstance(node.func, cst.Attribute) and node.func.attr.value in _RESHAPES
+              and self.info.kind_of(node.func.value, k) is Kind.TENSOR):
+            what = f".{node.func.attr.value}(...)"
+        else:
+            return
+        self.report(node, f"`{what}` inside a jit kernel: reshape in ModelNew.forward and hand the kernel "
+                          "tensors of the rank it was written for")
+
+
+_DIM_NAMES = frozenset({
+    "dim", "dims", "axis", "axes", "reduce_dim", "reduce_axis", "reduction_dim", "reduction_axis",
+})
+
+
+class DimBranch(LintRule):
+    CHECK = "lint.dim_branch"
+    RULE = "P1.single-dim-kernel"
+    MESSAGE = "a branch on the reduction dim inside a kernel: write one kernel per dim"
+    VALID = (
+        _k("""\
+            out.move(pypto.amax(x, 1, keepdim=True))
+        """),
+        # the factory picks the axis; the kernel itself has no branch
+        """\
+import pypto
+
+
+def create_kernel(r, c, dim):
+    @pypto.frontend.jit
+    def kernel(x: pypto.Tensor((r, c), pypto.DT_FP32), out: pypto.Tensor((r, 1), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 256)
+        out.move(pypto.amax(x, dim, keepdim=True))
+
+    return kernel
+""",
+        # a branch on the loop position is not a dim branch
+        _k("""\
+            for i in pypto.loop(2):
+                if pypto.is_loop_begin(i):
+                    out.move(pypto.sum(pypto.view(x, [8, C], [0, 0]), 1, keepdim=True))
+        """),
+    )
+    INVALID = (
+        Invalid("""\
+import pypto
+
+
+def create_kernel(r, c, dim):
+    @pypto.frontend.jit
+    def kernel(x: pypto.Tensor((r, c), pypto.DT_FP32), out: pypto.Tensor((r, 1), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 256)
+        if dim == 1:
+            out.move(pypto.amax(x, 1, keepdim=True))
+        elif dim == 0:
+            out.move(pypto.amax(x, 0, keepdim=True))
+
+    return kernel
+""", line=8, col=9),
+        Invalid(_k("""\
+            out.move(pypto.sum(x, 1, keepdim=True) if self.dim == 1 else pypto.sum(x, 0, keepdim=True))
+        """), line=9),
+    )
+
+    @m.visit(m.If() | m.IfExp())
+    def check_if(self, node: cst.If | cst.IfExp) -> None:
+        if self.kernel_of(node) is None:
+            return
+        parent = self.parent(node)
+        if isinstance(parent, cst.If) and parent.orelse is node:
+            return  # an elif: the chain was reported at its `if`
+        named = _dim_name(node.test)
+        if named is None:
+            return
+        self.report(node, f"branch on `{named}` inside a jit kernel: generate one kernel per fixed dim "
+                          "(one factory per axis), not branches in one kernel")
+
+
+def _dim_name(test: cst.BaseExpression) -> str | None:
+    for n in _walk(test):
+        if isinstance(n, cst.Attribute) and n.attr.value in _DIM_NAMES:
+            return dotted(n) or n.attr.value
+    for name in iter_load_names(test):
+        if name.value in _DIM_NAMES:
+            return name.value
+    return None
+
+
+def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]
+    yield node
+    for child in children(node):
+        yield from _walk(child)
+
+
+_REDUCTIONS = ("sum", "amax", "amin", "prod")
+
+
+class ReduceApi(LintRule):
+    CHECK = "lint.reduce_api"
+    RULE = "API.single-dim-reduce"
+    MESSAGE = "reductions take one int dim; there is no pypto.mean"
+    VALID = (
+        _k("""\
+            out.move(pypto.sum(x, 1, keepdim=True) * (1.0 / C))
+        """),
+        _k("""\
+            out.move(pypto.amax(x, dim=-1, keepdim=True))
+        """),
+        _k("""\
+            out.move(x.sum(1, keepdim=True))
+        """),
+        # torch.mean in the baseline or forward is not a kernel
+        "import torch\n\n\ndef reference(x):\n    return torch.mean(x, dim=(1, 2))\n",
+    )
+    INVALID = (
+        Invalid(_k("""\
+            out.move(pypto.mean(x, 1, keepdim=True))
+        """), line=9, col=14, message="sum"),
+        Invalid(_k("""\
+            out.move(pypto.sum(x, (0, 1)))
+        """), line=9, message="one int dim"),
+        Invalid(_k("""\
+            out.move(pypto.amax(x, dim=[1]))
+        """), line=9),
+        Invalid(_k("""\
+            out.move(x.mean(1, keepdim=True))
+        """), line=9),
+        Invalid(_k("""\
+            out.move(pypto.sum(x))
+        """), line=9, message="needs one int dim"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        name = self.info.pypto_call(node)
+        k = self.kernel_of(node)
+        if name == "mean":
+            self.report(node, "there is no pypto.mean: write `pypto.sum(x, dim, keepdim=...) * (1.0 / count)`")
+            return
+        if name in _REDUCTIONS:
+            if any(a.star for a in node.args):
+                return
+            dim = call_arg(node, 1, "dim")
+            if dim is None:
+                self.report(node, f"pypto.{name} needs one int dim: `pypto.{name}(x, dim, keepdim=...)`")
+                return
+            self._check_dim(node, f"pypto.{name}", dim, k)
+            return
+        if k is None or not isinstance(node.func, cst.Attribute):
+            return
+        meth = node.func.attr.value
+        if self.info.kind_of(node.func.value, k) is not Kind.TENSOR:
+            return
+        if meth == "mean":
+            self.report(node, "there is no tensor mean in pypto: write `x.sum(dim, keepdim=...) * (1.0 / count)`")
+        elif meth in _REDUCTIONS:
+            pos = positional_args(node)
+            dim = pos[0].value if pos else call_arg(node, 99, "dim")
+            if dim is not None:
+                self._check_dim(node, f".{meth}", dim, k)
+
+    def _check_dim(self, node: cst.Call, what: str, dim: cst.BaseExpression, k: object) -> None:
+        scope = self.info.scope_of(node)
+        value = self.info.const_value(dim, scope)
+        if isinstance(dim, cst.Tuple | cst.List) or isinstance(value, tuple):
+            self.report(node, f"{what} takes one int dim, not `{cst.Module([]).code_for_node(dim)}`: merge "
+                              "adjacent axes with a reshape in forward (O3) and reduce once, or reduce "
+                              "one axis at a time")
+
+
+class Cond(LintRule):
+    CHECK = "lint.cond"
+    RULE = "V020.no-cond"
+    MESSAGE = "pypto.cond fails in a frontend jit kernel"
+    VALID = (
+        _k("""\
+            for i in pypto.loop(2):
+                if pypto.is_loop_begin(i):
+                    out.move(pypto.sum(pypto.view(x, [8, C], [0, 0]), 1, keepdim=True))
+        """),
+    )
+    INVALID = (
+        Invalid(_k("""\
+            for i in pypto.loop(2):
+                if pypto.cond(i == 0):
+                    out.move(pypto.sum(pypto.view(x, [8, C], [0, 0]), 1, keepdim=True))
+        """), line=10, col=12),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        if self.info.pypto_call(node, "cond") is None or self.kernel_of(node) is None:
+            return
+        self.report(node, "pypto.cond(...) in a frontend jit kernel raises 'Test condition must be a "
+                          "symbolic scalar or boolean' in 0.2.0: use a plain `if` on a symbolic scalar "
+                          "(e.g. `if pypto.is_loop_begin(i):`)")

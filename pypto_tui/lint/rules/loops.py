@@ -1,0 +1,310 @@
+"""Loop rules (P6): one loop, along the outermost axis, with compile-time view shapes.
+
+A `pypto.loop` index is a symbolic scalar: it may move a view's *offsets* but never its *shape*
+(the compiler fails with 'Not concrete value'). Nested loops compile in 0.2.0 but the documents
+forbid them; a loop whose index moves an inner axis reads strided chunks.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import PositionProvider
+
+from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names
+from pypto_tui.lint.base import Invalid, LintRule, example
+
+_HEAD = """\
+import pypto
+
+M, N = 64, 4096
+B = 16
+
+
+@pypto.frontend.jit
+def kernel(x: pypto.Tensor((M, N), pypto.DT_FP32), out: pypto.Tensor((M, N), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 1024)
+"""
+# Kernel bodies start on line 10.
+
+
+def _k(body: str) -> str:
+    return _HEAD + textwrap.indent(example(body), "    ")
+
+
+class NestedLoop(LintRule):
+    CHECK = "lint.nested_loop"
+    RULE = "P6.no-nested-loops"
+    MESSAGE = "pypto.loop nested in another pypto.loop"
+    VALID = (
+        _k("""\
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [B, N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
+        # a Python range inside a pypto.loop is unrolled at parse time, not a second loop
+        _k("""\
+            for i in pypto.loop(M // B):
+                for j in range(2):
+                    chunk = pypto.view(x, [B, N // 2], [i * B, j * (N // 2)])
+                    pypto.assemble(pypto.exp(chunk), [i * B, j * (N // 2)], out)
+        """),
+        # two loops one after the other
+        _k("""\
+            for i in pypto.loop(2):
+                pypto.assemble(pypto.view(x, [32, N], [i * 32, 0]) * 2.0, [i * 32, 0], out)
+            for i in pypto.loop(2):
+                pypto.assemble(pypto.view(x, [32, N], [i * 32, 0]) * 3.0, [i * 32, 0], out)
+        """),
+    )
+    INVALID = (
+        Invalid(_k("""\
+            for i in pypto.loop(4):
+                for j in pypto.loop(4):
+                    chunk = pypto.view(x, [B, 1024], [i * B, j * 1024])
+                    pypto.assemble(pypto.exp(chunk), [i * B, j * 1024], out)
+        """), line=11, col=9),
+    )
+
+    @m.visit(m.For())
+    def check_for(self, node: cst.For) -> None:
+        if not self.info.is_pypto_loop(node):
+            return
+        outer = self.info.loops_around(node)
+        if not outer:
+            return
+        line = self.get_metadata(PositionProvider, outer[0]).start.line
+        self.report(
+            node,
+            f"pypto.loop nested inside the pypto.loop on line {line}: use one loop along the outermost "
+            "axis (scheduling grows with the product of the counts)",
+        )
+
+
+class _LoopRule(LintRule):
+    """Shared: names that depend on the index of the pypto.loops around a node."""
+
+    def __init__(self, ctx):  # type: ignore[no-untyped-def]
+        super().__init__(ctx)
+        self._dep_cache: dict[cst.For, set[str]] = {}
+
+    def dependent_names(self, node: cst.CSTNode) -> tuple[set[str], list[cst.For]]:
+        loops = self.info.loops_around(node)
+        names: set[str] = set()
+        for loop in loops:
+            if loop not in self._dep_cache:
+                self._dep_cache[loop] = self.info.loop_dependent(loop)
+            names |= self._dep_cache[loop]
+        return names, loops
+
+
+class LoopAxis(_LoopRule):
+    CHECK = "lint.loop_axis"
+    RULE = "P6.outermost-axis"
+    MESSAGE = "the loop index moves an inner axis: loop along the outermost axis"
+    VALID = (
+        _k("""\
+            for i in pypto.loop(M // B):
+                off = i * B
+                chunk = pypto.view(x, [B, N], [off, 0])
+                pypto.assemble(pypto.exp(chunk), [off, 0], out)
+        """),
+        # a 1-D view has only axis 0
+        _k("""\
+            flat = pypto.view(x, [M * N], [0])
+            for i in pypto.loop(8):
+                chunk = pypto.view(flat, [M * N // 8], [i * (M * N // 8)])
+                pypto.assemble(pypto.exp(chunk), [i * (M // 8), 0], out)
+        """),
+        # constant inner offsets are fine
+        _k("""\
+            for i in pypto.loop(M // B):
+                left = pypto.view(x, [B, N // 2], [i * B, N // 2])
+                pypto.assemble(pypto.exp(left), [i * B, N // 2], out)
+        """),
+    )
+    INVALID = (
+        Invalid(_k("""\
+            for j in pypto.loop(4):
+                chunk = pypto.view(x, [M, 1024], [0, j * 1024])
+                pypto.assemble(pypto.exp(chunk), [0, j * 1024], out)
+        """), line=11, col=17, message="axis 1"),
+        Invalid(_k("""\
+            for j in pypto.loop(4):
+                col = j * 1024
+                chunk = pypto.view(x, [M, 1024], offsets=[0, col])
+                pypto.assemble(pypto.exp(chunk), [0, col], out)
+        """), line=12),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        if self.info.pypto_call(node, "view") is None:
+            return
+        offsets = call_arg(node, 2, "offsets")
+        if not isinstance(offsets, cst.List | cst.Tuple):
+            return
+        names, loops = self.dependent_names(node)
+        if not loops:
+            return
+        axes = [
+            i for i, el in enumerate(offsets.elements)
+            if any(n.value in names for n in iter_load_names(el.value))
+        ]
+        if not axes or 0 in axes:
+            return
+        which = ", ".join(str(a) for a in axes)
+        self.report(
+            node,
+            f"the pypto.loop index moves axis {which} of this view, not axis 0: chunks along an inner "
+            "axis are strided; loop along the outermost axis (reshape in forward if needed)",
+        )
+
+
+class ViewConstant(_LoopRule):
+    CHECK = "lint.view_constant"
+    RULE = "P6.const-view-shape"
+    ALSO_CITES = ("P1.static-shape",)
+    MESSAGE = "a view shape must be a compile-time constant"
+    VALID = (
+        _k("""\
+            for i in pypto.loop(M // B):
+                off = i * B
+                chunk = pypto.view(x, [B, N], [off, 0])
+                pypto.assemble(pypto.exp(chunk), [off, 0], out)
+        """),
+        _k("""\
+            CHUNK = [B, N]
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, CHUNK, [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
+        # a main loop plus a constant-shape tail view
+        _k("""\
+            for i in pypto.loop(3):
+                pypto.assemble(pypto.exp(pypto.view(x, [20, N], [i * 20, 0])), [i * 20, 0], out)
+            tail = pypto.view(x, [M - 60, N], [60, 0])
+            pypto.assemble(pypto.exp(tail), [60, 0], out)
+        """),
+        # Python range loops are unrolled: their index is a concrete int
+        _k("""\
+            for j in range(4):
+                part = pypto.view(x, [M, (j + 1) * 256], [0, 0])
+                pypto.assemble(pypto.exp(part), [0, 0], out)
+        """),
+        # valid_shape may be dynamic: that is what it is for
+        _k("""\
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [B, N], [i * B, 0], valid_shape=[pypto.min(B, M - i * B), N])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
+    )
+    INVALID = (
+        Invalid(_k("""\
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [i * B, N], [0, 0])
+                pypto.assemble(pypto.exp(chunk), [0, 0], out)
+        """), line=11, col=17, message="loop index 'i'"),
+        Invalid(_k("""\
+            for i in pypto.loop(5):
+                off = i * 13
+                rows = min(13, M - off)
+                chunk = pypto.view(x, [rows, N], [off, 0])
+                pypto.assemble(pypto.exp(chunk), [off, 0], out)
+        """), line=13, message="'rows'"),
+        Invalid(_k("""\
+            n = pypto.amax(x, 1)
+            part = pypto.view(x, [n, N], [0, 0])
+            pypto.assemble(part, [0, 0], out)
+        """), line=11, rule="P1.static-shape", message="'n' is a tensor"),
+        Invalid(_k("""\
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [pypto.min(B, M - i * B), N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """), line=11, message="loop index 'i'"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        if self.info.pypto_call(node, "view") is None:
+            return
+        k = self.kernel_of(node)
+        shape = call_arg(node, 1, "shape")
+        if k is None or shape is None:
+            return
+        elements = [e.value for e in shape.elements] if isinstance(shape, cst.List | cst.Tuple) else [shape]
+        reasons = [r for r in (self._reason(el, k, set()) for el in elements) if r is not None]
+        if not reasons:
+            return
+        # A shape moved by the loop index is P6's case; any other run-time value breaks P1.
+        reason, by_loop = next((r for r in reasons if r[1]), reasons[0])
+        code = cst.Module([]).code_for_node(shape)
+        if by_loop:
+            self.report(node, f"view shape `{code}` is not a compile-time constant: {reason}; keep the shape "
+                              "constant and move the index into the offsets (valid_shape takes a ragged tail)")
+        else:
+            self.report(node, f"view shape `{code}` is not a compile-time constant: {reason}; compute shapes "
+                              "in the factory from the static sizes it closes over", rule="P1.static-shape")
+
+    def _reason(self, expr: cst.BaseExpression, k: KernelInfo, seen: set[str]) -> tuple[str, bool] | None:
+        """Why `expr` is not a compile-time constant, and whether a pypto.loop index is the cause."""
+        other: tuple[str, bool] | None = None
+        for n in _names_skipping_shape(expr):
+            name = n.value
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in k.tensor_params or k.kinds.get(name) is Kind.TENSOR:
+                other = other or (f"'{name}' is a tensor", False)
+                continue
+            owner, bindings = self.info.lookup(name, k.scope)
+            if owner is not k.scope or bindings is None:
+                continue  # a closure/module constant or a scalar parameter: fixed at compile time
+            for b in bindings:
+                if b.how == "for" and self.info.is_pypto_loop(b.node):
+                    return f"it depends on the loop index '{name}'", True
+                if b.value is not None and b.how in ("assign", "aug"):
+                    inner = self._reason(b.value, k, seen)
+                    if inner is None:
+                        continue
+                    text, by_loop = inner
+                    if text.startswith("it depends"):
+                        text = f"'{name}' {text[3:]}"
+                    else:
+                        text = f"'{name}' depends on a run-time value ({text})"
+                    if by_loop:
+                        return text, True
+                    other = other or (text, False)
+        if other is not None:
+            return other
+        for sub in _calls(expr):
+            fname = self.info.pypto_name(sub.func)
+            if fname is not None:
+                return f"`pypto.{fname}(...)` is computed when the kernel runs", False
+        return None
+
+
+def _calls(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
+    if isinstance(expr, cst.Call):
+        yield expr
+    for child in children(expr):
+        yield from _calls(child)
+
+
+def _names_skipping_shape(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
+    """Names an expression reads, except `t` in `t.shape[...]` (a static annotation's shape)."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value in ("shape", "dtype"):
+        return
+    if isinstance(expr, cst.Name):
+        yield expr
+        return
+    if isinstance(expr, cst.Attribute):
+        yield from _names_skipping_shape(expr.value)
+        return
+    if isinstance(expr, cst.Arg):
+        yield from _names_skipping_shape(expr.value)
+        return
+    for child in children(expr):
+        yield from _names_skipping_shape(child)

@@ -1,0 +1,279 @@
+"""Tile rules (P4) on literal `pypto.set_vec_tile_shapes(...)` calls.
+
+Only tiles whose every entry is a literal or a resolvable constant are judged, against the
+shapes the kernel states in its `pypto.Tensor((...), DT)` annotations and its `pypto.tensor`,
+`pypto.zeros` and `pypto.view` shapes. The numbers (16384 elements, 2048 tiles, 32-byte
+alignment, rank 4) come from the knowledge pack's limits, never from this file.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from pypto_tui.lint.analysis import KernelInfo, TensorShape
+from pypto_tui.lint.base import Invalid, LintRule, example
+
+
+def _k(shape: str, tile: str, body: str = "out.move(pypto.exp(x))\n", dtype: str = "DT_FP32") -> str:
+    """A kernel on tensors of `shape` whose tile call is on line 6, followed by `body`."""
+    return example(f"""\
+        import pypto
+
+
+        @pypto.frontend.jit
+        def kernel(x: pypto.Tensor({shape}, pypto.{dtype}), out: pypto.Tensor({shape}, pypto.{dtype})):
+            pypto.set_vec_tile_shapes({tile})
+        """) + textwrap.indent(example(body), "    ")
+
+
+@dataclass
+class TileSite:
+    """A literal tile and what the kernel around it says about its tensors."""
+
+    tile: tuple[int, ...]
+    kernel: KernelInfo | None
+    same_rank: list[TensorShape]
+    ranks: set[int]
+    dtype_bytes: int
+    dtype: str
+
+
+class _TileRule(LintRule):
+    def site(self, node: cst.Call) -> TileSite | None:
+        if self.info.pypto_call(node, "set_vec_tile_shapes") is None:
+            return None
+        tile = self._tile(node)
+        if tile is None:
+            return None
+        k = self.kernel_of(node)
+        tensors = k.all_tensors() if k else []
+        same = [t for t in tensors if t.rank == len(tile)]
+        sizes = self.ctx.kb.limits.dtype_bytes
+        dtypes = {t.dtype for t in same if t.dtype is not None and t.dtype in sizes}
+        dtype = min(dtypes, key=lambda d: (sizes[d], d)) if dtypes else "fp32"
+        return TileSite(tile, k, same, k.ranks() if k else set(), sizes.get(dtype, 4), dtype)
+
+    def _tile(self, node: cst.Call) -> tuple[int, ...] | None:
+        scope = self.info.scope_of(node)
+        dims: list[int] = []
+        for a in node.args:
+            if a.keyword is not None:
+                return None
+            v = self.info.const_value(a.value, scope)
+            if a.star == "*" or (len(node.args) == 1 and isinstance(v, tuple)):
+                if not isinstance(v, tuple):
+                    return None
+                vals = list(v)
+            elif a.star:
+                return None
+            else:
+                vals = [v]
+            for d in vals:
+                if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+                    return None
+                dims.append(d)
+        return tuple(dims) if dims else None
+
+    def aligned_up(self, n: int, nbytes: int) -> int:
+        """The smallest tile >= n whose bytes are a multiple of the alignment."""
+        align = self.limits.last_dim_align_bytes
+        step = align // math.gcd(align, nbytes)
+        return -(-n // step) * step
+
+
+def _fmt(t: tuple[int, ...] | tuple[int | None, ...]) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in t) + ("," if len(t) == 1 else "") + ")"
+
+
+class LiteralTiles(_TileRule):
+    CHECK = "lint.literal_tiles"
+    RULE = "P4.last-dim-align"
+    ALSO_CITES = ("P4.tile-budget", "P4.auto-tiles", "P4.vec-rank-max", "P4.tile-rank")
+    MESSAGE = "a literal tile breaks the pack's limits"
+    VALID = (
+        _k("(16, 16384)", "1, 8192", "out.move(pypto.softmax(x, dim=1))\n"),
+        _k("(262144,)", "8192"),
+        _k("(16, 16)", "16, 16", dtype="DT_FP16"),
+        # big tensor, but the kernel loops: auto_tiles is per iteration
+        _k("(16384, 4096)", "4, 4096", """\
+            for i in pypto.loop(32):
+                chunk = pypto.view(x, [512, 4096], [i * 512, 0])
+                pypto.assemble(chunk * 2.0, [i * 512, 0], out)
+            """),
+        # unresolvable shapes (factory parameters) are not judged
+        example("""\
+            import pypto
+
+
+            def create(m, n):
+                @pypto.frontend.jit
+                def kernel(x: pypto.Tensor((m, n), pypto.DT_FP32), out: pypto.Tensor((m, n), pypto.DT_FP32)):
+                    pypto.set_vec_tile_shapes(1, 8192)
+                    out.move(pypto.exp(x))
+
+                return kernel
+            """),
+        # a 1-D tile for the flat view of a 2-D input
+        _k("(4096, 4096)", "8192", """\
+            flat = pypto.view(x, [4096 * 4096], [0])
+            for i in pypto.loop(32):
+                chunk = pypto.view(flat, [524288], [i * 524288])
+                pypto.assemble(pypto.view(chunk * 2.0, [128, 4096], [0, 0]), [i * 128, 0], out)
+            """),
+    )
+    INVALID = (
+        Invalid(_k("(16, 70)", "16, 7"), line=6, col=5, rule="P4.last-dim-align", message="28 bytes"),
+        Invalid(_k("(16, 16)", "16, 8", dtype="DT_FP16"), line=6, rule="P4.last-dim-align", message="fp16"),
+        Invalid(_k("(64, 32768)", "1, 32768"), line=6, rule="P4.tile-budget"),
+        Invalid(_k("(1024, 2048, 8)", "1, 2, 1, 2, 8", "out.move(x)\n"), line=6, rule="P4.vec-rank-max"),
+        Invalid(_k("(16384, 4096)", "1, 4096", "out.move(x * 2.0)\n"), line=6, rule="P4.auto-tiles",
+                message="16384"),
+        Invalid(_k("(16, 1024)", "1024"), line=6, rule="P4.tile-rank", message="fewer"),
+        Invalid(example("""\
+            import pypto
+
+            SHAPE = (16384 * 256,)
+            TILE = 1024
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor(SHAPE, pypto.DT_FP32), out: pypto.Tensor(SHAPE, pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(TILE)
+                out.move(pypto.exp(x))
+            """), line=9, rule="P4.auto-tiles", message="4096"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        site = self.site(node)
+        if site is None:
+            return
+        lim = self.limits
+        tile = site.tile
+        if len(tile) > lim.max_vec_rank:
+            self.report(node, f"tile {_fmt(tile)} has {len(tile)} dims; set_vec_tile_shapes takes at most "
+                              f"{lim.max_vec_rank}: reshape in forward", rule="P4.vec-rank-max")
+        prod = math.prod(tile)
+        if prod > lim.max_elements:
+            self.report(node, f"prod(tile {_fmt(tile)}) = {prod} exceeds {lim.max_elements} elements",
+                        rule="P4.tile-budget")
+        last_bytes = tile[-1] * site.dtype_bytes
+        if last_bytes % lim.last_dim_align_bytes:
+            self.report(
+                node,
+                f"last tile dim {tile[-1]} x {site.dtype_bytes} B ({site.dtype}) = {last_bytes} bytes is not a "
+                f"multiple of {lim.last_dim_align_bytes}: use {self.aligned_up(tile[-1], site.dtype_bytes)} "
+                "(the CPU simulator accepts it, the NPU code generator does not)",
+                rule="P4.last-dim-align",
+            )
+        if site.ranks and len(tile) < min(site.ranks):
+            self.report(node, f"tile {_fmt(tile)} has fewer dims than the kernel's tensors (rank "
+                              f"{min(site.ranks)}): the compiler rejects it; give one entry per dim",
+                        rule="P4.tile-rank")
+        if site.kernel is not None and not site.kernel.loops:
+            worst: tuple[int, TensorShape] | None = None
+            for t in site.same_rank:
+                shape = t.known
+                if shape is None:
+                    continue
+                n = math.prod(-(-s // d) for s, d in zip(shape, tile, strict=True))
+                if worst is None or n > worst[0]:
+                    worst = (n, t)
+            if worst is not None and worst[0] > lim.max_auto_tiles:
+                n, t = worst
+                what = f"'{t.name}' {_fmt(t.known or ())}" if t.name else _fmt(t.known or ())
+                self.report(node, f"auto_tiles = {n} for {what} with tile {_fmt(tile)} exceeds "
+                                  f"{lim.max_auto_tiles} and the kernel has no pypto.loop: split the work "
+                                  "with pypto.loop + view/assemble", rule="P4.auto-tiles")
+
+
+class TileWaste(_TileRule):
+    CHECK = "lint.tile_waste"
+    RULE = "P4.no-waste"
+    ALSO_CITES = ("P4.no-copied-constants",)
+    MESSAGE = "a tile dim larger than the tensor's dim wastes the budget"
+    VALID = (
+        _k("(16, 16384)", "1, 8192", "out.move(pypto.softmax(x, dim=1))\n"),
+        _k("(128, 4096)", "4, 4096"),
+        # rounding a short last axis up to 32 bytes is alignment, not waste
+        _k("(16, 7)", "16, 8"),
+        _k("(16, 3)", "16, 16", dtype="DT_FP16"),
+    )
+    INVALID = (
+        Invalid(_k("(128, 4096)", "1, 16384"), line=6, col=5, rule="P4.no-copied-constants",
+                message="16384 > 4096"),
+        Invalid(_k("(16, 256, 256)", "1, 32, 512"), line=6, rule="P4.no-waste", message="axis 2"),
+        Invalid(_k("(1000,)", "1024"), line=6, rule="P4.no-waste"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        site = self.site(node)
+        if site is None or not site.same_rank:
+            return
+        copied = set(self.ctx.kb.ladders.ub_step_down) | {
+            d for s in self.ctx.kb.starts for d in s.tile if d > 1
+        }
+        waste: list[tuple[int, int, int]] = []
+        for i, d in enumerate(site.tile):
+            dims = [t.shape[i] if t.shape is not None else None for t in site.same_rank]
+            if any(d2 is None for d2 in dims):
+                continue  # a tensor of this rank with an unknown dim here may be as large as the tile
+            biggest = max(d2 for d2 in dims if d2 is not None)
+            if d <= biggest:
+                continue
+            if i == len(site.tile) - 1 and d == self.aligned_up(biggest, site.dtype_bytes):
+                continue
+            waste.append((i, d, biggest))
+        if not waste:
+            return
+        parts = ", ".join(f"axis {i}: {d} > {s}" for i, d, s in waste)
+        if any(d in copied for _, d, _ in waste):
+            self.report(node, f"tile {_fmt(site.tile)} is larger than the tensor ({parts}): a constant copied "
+                              "from the documents' examples; recompute the tile for this shape",
+                        rule="P4.no-copied-constants")
+        else:
+            self.report(node, f"tile {_fmt(site.tile)} is larger than the tensor ({parts}): it buys no "
+                              "parallelism and spends the budget", rule="P4.no-waste")
+
+
+class TileExtraDims(_TileRule):
+    CHECK = "lint.tile_extra_dims"
+    RULE = "P4.tile-rank"
+    MESSAGE = "more tile dims than the tensor's rank: the compiler silently uses the leading ones"
+    VALID = (
+        _k("(16384,)", "8192"),
+        _k("(16, 1024)", "16, 512"),
+        # the kernel mixes ranks: a 2-D tile is fine for its 2-D tensors
+        example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor((16, 1024), pypto.DT_FP32), out: pypto.Tensor((16,), pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(16, 1024)
+                out.move(pypto.sum(x, 1))
+            """),
+    )
+    INVALID = (
+        Invalid(_k("(16384,)", "1, 8, 8192"), line=6, col=5, message="(1,)"),
+        Invalid(_k("(16, 1024)", "1, 16, 512"), line=6, message="(1, 16)"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        site = self.site(node)
+        if site is None or not site.ranks:
+            return
+        top = max(site.ranks)
+        if len(site.tile) <= top:
+            return
+        used = site.tile[:top]
+        self.report(node, f"tile {_fmt(site.tile)} has {len(site.tile)} dims but the kernel's tensors have at "
+                          f"most {top}: the compiler silently uses the leading ones {_fmt(used)}, not the "
+                          "trailing ones; give exactly one entry per dim")
