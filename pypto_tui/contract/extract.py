@@ -1,0 +1,119 @@
+"""`extract_contract`: a task file in, a checked Contract out, without running the file.
+
+The steps are: read the file statically (reader), recognise the operator (recognise), derive
+the reduction, output shape, formula and asymmetry (semantics), then run the P0/P1 checks.
+
+Bad input policy (documented in the CLI help): a file that is not Python, has no `class Model`,
+no `forward` or no `get_inputs()` raises `TaskFileError`. An input whose shape cannot be
+resolved also raises it when `strict=True` (the CLI's default: exit 2 with the fix); with
+`strict=False` (the app) it becomes a partial contract whose `unknown` names the missing
+fields, so the user can fill them in.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pypto_tui.contract import checks, semantics
+from pypto_tui.contract.model import Contract, Input, freeze
+from pypto_tui.contract.reader import TaskFacts, read_task
+from pypto_tui.contract.recognise import recognise
+from pypto_tui.contract.values import TensorSpec, Unknown, find_unknown, plain
+from pypto_tui.errors import TaskFileError
+
+
+def _load(path_or_source: str | os.PathLike[str]) -> tuple[str, str | None]:
+    if isinstance(path_or_source, os.PathLike) or (
+        isinstance(path_or_source, str) and "\n" not in path_or_source and len(path_or_source) < 4096
+    ):
+        path = os.fspath(path_or_source)
+        try:
+            return Path(path).read_text(encoding="utf-8"), path
+        except FileNotFoundError:
+            raise TaskFileError(f"{path}: no such file; give the path of a KernelBench task file") from None
+        except IsADirectoryError:
+            raise TaskFileError(f"{path} is a folder; give one task file (export takes folders)") from None
+        except UnicodeDecodeError:
+            raise TaskFileError(f"{path} is not UTF-8 text; a task file is a Python source file") from None
+        except OSError as exc:
+            raise TaskFileError(f"{path} cannot be read ({exc.strerror})") from None
+    return str(path_or_source), None
+
+
+def _scalar_dtype(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int64"
+    return "fp32"
+
+
+def _inputs(facts: TaskFacts, strict: bool) -> tuple[list[Input], dict[str, str]]:
+    where = facts.path or "the task file"
+    unknown: dict[str, str] = {}
+    if facts.inputs_problem is not None:
+        if strict:
+            raise TaskFileError(f"{where}: get_inputs() cannot be read statically ({facts.inputs_problem}); "
+                                "return a list of torch.randn(...) built from literal sizes or module constants")
+        unknown["inputs"] = facts.inputs_problem
+        return [Input(name, "tensor", None, None) for name in facts.forward_params], unknown
+    params = facts.forward_params
+    items = facts.inputs
+    if len(items) != len(params):
+        unknown["inputs"] = (f"get_inputs() returns {len(items)} values but forward takes {len(params)} "
+                             f"({', '.join(params)})")
+    out: list[Input] = []
+    for i, item in enumerate(items):
+        name = params[i] if i < len(params) else f"input{i}"
+        if isinstance(item, TensorSpec):
+            out.append(Input(name, "tensor", item.shape, item.dtype, None, freeze(item.recipe)))
+        elif isinstance(item, bool | int | float):
+            out.append(Input(name, "scalar", None, _scalar_dtype(item), item))
+        else:
+            reason = item.reason if isinstance(item, Unknown) else f"get_inputs() item {i + 1} is {type(item).__name__}"
+            if strict:
+                raise TaskFileError(f"{where}: the shape of input '{name}' (get_inputs() item {i + 1}) cannot be "
+                                    f"resolved: {reason}; use literal sizes or module constants")
+            out.append(Input(name, "tensor", None, None))
+            unknown[f"inputs.{name}.shape"] = reason
+            unknown[f"inputs.{name}.dtype"] = reason
+    for name in params[len(items):]:
+        out.append(Input(name, "tensor", None, None))
+        unknown[f"inputs.{name}.shape"] = "get_inputs() gives no value for it"
+    return out, unknown
+
+
+def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, strict: bool = True) -> Contract:
+    """Read a task file (a path, or its source text) into a checked Contract. Never executes it."""
+    source, path = _load(path_or_source)
+    facts = read_task(source, path)
+    inputs, unknown = _inputs(facts, strict)
+
+    init_params: dict[str, Any] = {}
+    for k, v in facts.init_values.items():
+        bad = find_unknown(v)
+        if bad is not None:
+            unknown[f"init_params.{k}"] = bad.reason
+        init_params[k] = plain(v)
+    for problem in facts.init_problems:
+        if not any(k.startswith("init_params.") for k in unknown):
+            unknown["init_params"] = problem
+    attributes: dict[str, Any] = {}
+    for k, v in facts.attributes.items():
+        attributes[k] = ({"type": "unknown", "reason": v.reason} if isinstance(v, Unknown) else plain(v))
+
+    rec = recognise(facts.root, {i.name: i for i in inputs})
+    unknown.update(rec.unknown)
+    if rec.family == "unknown":
+        unknown["family"] = rec.reason
+        unknown["op"] = rec.reason
+    contract = Contract(
+        task_path=path, family=rec.family, op=rec.op, supported=not rec.reason, reason=rec.reason,
+        inputs=tuple(inputs), init_params=freeze(init_params), attributes=freeze(attributes),
+        op_args=freeze(rec.op_args), unknown=unknown, forward_source=facts.forward_source,
+        noise_comments=tuple(facts.noise_comments),
+    )
+    contract = semantics.derive(contract)
+    return checks.with_findings(contract, kb)

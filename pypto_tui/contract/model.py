@@ -1,0 +1,391 @@
+"""The semantic contract (rule P0) as plain data: what a task computes, before any kernel exists.
+
+Everything here is a dataclass that survives a JSON round trip (`to_dict` / `from_dict`), so a
+session can save a contract, the app can edit it field by field and the CLI can print it. The
+contract separates *facts read from the file* (inputs, init parameters, the op and its
+arguments) from *what follows from them* (the reduction, the output shape, the formula,
+asymmetry); `with_edits` lets a user override either and re-derives the rest, so fixing one
+unknown field (say the `dim` of a reduction) also fixes the fields that depend on it.
+
+No libcst here: `pypto_tui.dims` and the one-shot CLI import this module on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding
+
+Kind = Literal["tensor", "scalar"]
+Scaling = Literal["sum", "mean", "batchmean", "none"]
+
+FAMILIES = (
+    "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
+    "attention", "unknown",
+)
+SCALINGS = ("sum", "mean", "batchmean", "none")
+
+
+def freeze(value: Any) -> Any:
+    """Lists become tuples (recursively) so values compare equal after a JSON round trip."""
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return {k: freeze(v) for k, v in value.items()}
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Tuples become lists (recursively): the JSON form."""
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): thaw(v) for k, v in value.items()}
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    return tuple(int(v) for v in value)
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """One argument of `forward`, in order. `recipe` records how get_inputs() built it.
+
+    The recipe (base generator, its arguments and the chained calls after it) lets the
+    self-check rebuild the same *kind* of data at a smaller size: `randn(...).softmax(-1)` must
+    stay a probability distribution when it shrinks, or kl_div would be checked on garbage.
+    """
+
+    name: str
+    kind: Kind
+    shape: tuple[int, ...] | None
+    dtype: str | None
+    value: float | int | bool | None = None
+    recipe: Mapping[str, Any] | None = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "kind": self.kind,
+            "shape": list(self.shape) if self.shape is not None else None,
+            "dtype": self.dtype, "value": self.value,
+            "recipe": thaw(dict(self.recipe)) if self.recipe is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Input:
+        kind = d.get("kind", "tensor")
+        if kind not in ("tensor", "scalar"):
+            raise InputError(f"input '{d.get('name')}': kind must be tensor or scalar, got {kind!r}")
+        recipe = d.get("recipe")
+        return cls(
+            name=str(d["name"]), kind=kind, shape=_shape(d.get("shape")), dtype=d.get("dtype"),
+            value=d.get("value"), recipe=freeze(recipe) if recipe is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """The reduction contract (P0.reduction-contract).
+
+    `axes` are non-negative axes of the (first) operand; `scaling` says what the sum is divided
+    by: nothing (`sum`), the element count over `axes` (`mean`), the batch size (`batchmean`),
+    or it does not apply (`none`: max, argmax, softmax, scans). `count` is that divisor as a
+    number. Per-sample losses reduce twice: first over `inner_axes` per sample (`inner_op`, e.g.
+    the pairwise distance of a triplet loss), then over `axes`.
+    """
+
+    op: str
+    axes: tuple[int, ...]
+    keepdim: bool
+    scaling: Scaling
+    count: int | None = None
+    inner_op: str | None = None
+    inner_axes: tuple[int, ...] = ()
+
+    @property
+    def all_axes(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.axes) | set(self.inner_axes)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op, "axes": list(self.axes), "keepdim": self.keepdim,
+            "scaling": self.scaling, "count": self.count, "inner_op": self.inner_op,
+            "inner_axes": list(self.inner_axes),
+        }
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d = self.to_dict()
+        if not self.inner_axes:
+            d.pop("inner_op")
+            d.pop("inner_axes")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Reduction:
+        scaling = d.get("scaling", "none")
+        if scaling not in SCALINGS:
+            raise InputError(f"reduction scaling must be one of {', '.join(SCALINGS)}, got {scaling!r}")
+        axes = d.get("axes", ())
+        if isinstance(axes, int):
+            axes = (axes,)
+        return cls(
+            op=str(d.get("op", "sum")), axes=tuple(int(a) for a in axes),
+            keepdim=bool(d.get("keepdim", False)), scaling=scaling,
+            count=None if d.get("count") is None else int(d["count"]),
+            inner_op=d.get("inner_op"), inner_axes=tuple(int(a) for a in d.get("inner_axes", ()) or ()),
+        )
+
+
+# Fields a user may edit directly (the rest are bookkeeping).
+EDITABLE = (
+    "family", "op", "supported", "reason", "inputs", "init_params", "attributes", "op_args",
+    "reduction", "asymmetric", "direction", "formula", "output_shape", "output_dtype",
+)
+# Fields computed from the facts (family, op, op_args, inputs); re-derived after an edit.
+DERIVED = (
+    "supported", "reason", "reduction", "asymmetric", "direction", "formula", "output_shape",
+    "output_dtype",
+)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What the task computes. `unknown` maps a field name to why it could not be determined."""
+
+    task_path: str | None
+    family: str
+    op: str | None
+    supported: bool
+    reason: str
+    inputs: tuple[Input, ...]
+    init_params: Mapping[str, Any] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    op_args: Mapping[str, Any] = field(default_factory=dict)
+    reduction: Reduction | None = None
+    asymmetric: bool | None = None
+    direction: str | None = None
+    formula: str | None = None
+    output_shape: tuple[int, ...] | None = None
+    output_dtype: str | None = None
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    edited: tuple[str, ...] = ()
+    forward_source: str | None = None
+    noise_comments: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ convenience
+    @property
+    def tensor_inputs(self) -> tuple[Input, ...]:
+        return tuple(i for i in self.inputs if i.is_tensor)
+
+    @property
+    def scalar_inputs(self) -> tuple[Input, ...]:
+        return tuple(i for i in self.inputs if not i.is_tensor)
+
+    def input(self, name: str) -> Input | None:
+        for i in self.inputs:
+            if i.name == name:
+                return i
+        return None
+
+    @property
+    def operands(self) -> tuple[Input, ...]:
+        """Tensor inputs in the order the op uses them (op_args['operands']), else input order."""
+        names = self.op_args.get("operands")
+        if names:
+            found = [self.input(n) for n in names]
+            if all(f is not None and f.is_tensor for f in found):
+                return tuple(f for f in found if f is not None)
+        return self.tensor_inputs
+
+    @property
+    def is_complete(self) -> bool:
+        return not self.unknown
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict[str, Any]:
+        """The full record (every field), for sessions. Inverse of `from_dict`."""
+        return {
+            "task_path": self.task_path, "family": self.family, "op": self.op,
+            "supported": self.supported, "reason": self.reason,
+            "inputs": [i.to_dict() for i in self.inputs],
+            "init_params": thaw(dict(self.init_params)), "attributes": thaw(dict(self.attributes)),
+            "op_args": thaw(dict(self.op_args)),
+            "reduction": self.reduction.to_dict() if self.reduction else None,
+            "asymmetric": self.asymmetric, "direction": self.direction, "formula": self.formula,
+            "output_shape": list(self.output_shape) if self.output_shape is not None else None,
+            "output_dtype": self.output_dtype, "unknown": dict(self.unknown),
+            "findings": [f.to_dict() for f in self.findings], "edited": list(self.edited),
+            "forward_source": self.forward_source, "noise_comments": list(self.noise_comments),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Contract:
+        family = d.get("family", "unknown")
+        if family not in FAMILIES:
+            raise InputError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
+        red = d.get("reduction")
+        return cls(
+            task_path=d.get("task_path"), family=family, op=d.get("op"),
+            supported=bool(d.get("supported", False)), reason=str(d.get("reason", "")),
+            inputs=tuple(Input.from_dict(i) for i in d.get("inputs", ())),
+            init_params=freeze(dict(d.get("init_params") or {})),
+            attributes=freeze(dict(d.get("attributes") or {})),
+            op_args=freeze(dict(d.get("op_args") or {})),
+            reduction=Reduction.from_dict(red) if red else None,
+            asymmetric=d.get("asymmetric"), direction=d.get("direction"), formula=d.get("formula"),
+            output_shape=_shape(d.get("output_shape")), output_dtype=d.get("output_dtype"),
+            unknown=dict(d.get("unknown") or {}),
+            findings=tuple(Finding(**f) for f in d.get("findings", ())),
+            edited=tuple(d.get("edited", ())), forward_source=d.get("forward_source"),
+            noise_comments=tuple(d.get("noise_comments", ())),
+        )
+
+    def to_json_dict(self, dims: Any = None) -> dict[str, Any]:
+        """The CLI's JSON (issue 3's keys, then extras). `dims` is a DimPlan or its dict."""
+        if dims is not None and hasattr(dims, "to_json_dict"):
+            dims = dims.to_json_dict()
+        return {
+            "family": self.family,
+            "op": self.op,
+            "supported": self.supported,
+            "reason": self.reason,
+            "inputs": [
+                {"name": i.name, "kind": i.kind,
+                 "shape": list(i.shape) if i.shape is not None else None,
+                 "dtype": i.dtype, "value": i.value}
+                for i in self.inputs
+            ],
+            "init_params": thaw(dict(self.init_params)),
+            "reduction": self.reduction.to_json_dict() if self.reduction else None,
+            "asymmetric": self.asymmetric,
+            "direction": self.direction,
+            "formula": self.formula,
+            "output_shape": list(self.output_shape) if self.output_shape is not None else None,
+            "unknown": sorted(self.unknown),
+            "dims": dims,
+            # extras
+            "output_dtype": self.output_dtype,
+            "op_args": {k: v for k, v in thaw(dict(self.op_args)).items() if k != "expr"},
+            "attributes": thaw(dict(self.attributes)),
+            "unknown_reasons": dict(sorted(self.unknown.items())),
+            "edited": list(self.edited),
+            "findings": [f.to_dict() for f in self.findings],
+            "task_path": self.task_path,
+        }
+
+    # ------------------------------------------------------------------ editing
+    def with_edits(self, edits: Mapping[str, Any], kb: Any = None) -> Contract:
+        """A new contract with the user's values; edited fields leave `unknown` and stay put.
+
+        Keys are field names (`family`, `op`, `formula`, `reduction`, ...) or dotted paths into
+        them: `reduction.axes`, `op_args.dim`, `init_params.eps`, `inputs.x.shape`. Fields the
+        user did not touch are re-derived from the edited facts (an edited `op_args.dim`
+        recomputes the reduction axes and the output shape), then the checks run again.
+        """
+        from pypto_tui.contract import checks, semantics  # lazy: avoids an import cycle
+
+        base = self.to_dict()
+        for key, value in edits.items():
+            _apply_edit(base, key, value)
+        _reduction_to_args(base, edits)
+        edited = tuple(dict.fromkeys([*self.edited, *edits]))
+        facts = Contract.from_dict({**base, "findings": [], "edited": list(edited)})
+        derived = semantics.derive(facts)
+        # Derived fields the user set explicitly win over re-derivation; for a reduction edited
+        # field by field, only those sub-fields win (the count follows the new axes).
+        explicit = {k: getattr(facts, k) for k in DERIVED if k in edited}
+        red_fields = {e.split(".", 1)[1] for e in edited if e.startswith("reduction.")}
+        if red_fields and "reduction" not in edited and facts.reduction is not None:
+            if derived.reduction is None:
+                explicit["reduction"] = facts.reduction
+            else:
+                explicit["reduction"] = replace(
+                    derived.reduction, **{f: getattr(facts.reduction, f) for f in red_fields})
+        out = replace(derived, **explicit)
+        unknown = {k: v for k, v in out.unknown.items() if not _covers(k, edited)}
+        out = replace(out, unknown=unknown, edited=edited)
+        return checks.with_findings(out, kb)
+
+
+# Ops whose reduction axes and keepdim are their own `dim` / `keepdim` arguments.
+_DIM_FAMILIES = ("reduction", "softmax", "scan")
+_DIM_NORMS = ("rms_norm", "l1_norm", "l2_norm")
+
+
+def _reduction_to_args(d: dict[str, Any], edits: Mapping[str, Any]) -> None:
+    """An edited reduction axis/keepdim is the op's own dim/keepdim: write it back to op_args, so
+    re-derivation (output shape, formula) follows the edit instead of contradicting it."""
+    if not (d.get("family") in _DIM_FAMILIES or d.get("op") in _DIM_NORMS):
+        return
+    red = d.get("reduction") or {}
+    touched = {k for k in edits if k == "reduction" or k.startswith("reduction.")}
+    if not touched:
+        return
+    args = dict(d.get("op_args") or {})
+    if "reduction" in touched or "reduction.axes" in touched:
+        axes = red.get("axes")
+        if axes is not None:
+            args["dim"] = axes[0] if len(axes) == 1 else list(axes)
+    if ("reduction" in touched or "reduction.keepdim" in touched) and d.get("family") != "softmax":
+        args["keepdim"] = bool(red.get("keepdim", False))
+    d["op_args"] = args
+
+
+def _covers(unknown_key: str, edited: tuple[str, ...]) -> bool:
+    """An edit of `reduction` covers `reduction.axes`; an edit of `inputs.x.shape` covers it."""
+    return any(unknown_key == e or unknown_key.startswith(e + ".") or e.startswith(unknown_key + ".")
+               for e in edited)
+
+
+def _apply_edit(d: dict[str, Any], key: str, value: Any) -> None:
+    head, _, rest = key.partition(".")
+    if head not in EDITABLE:
+        raise InputError(f"cannot edit '{key}': editable fields are {', '.join(EDITABLE)}")
+    if head == "family" and value not in FAMILIES:
+        raise InputError(f"family must be one of {', '.join(FAMILIES)}, got {value!r}")
+    if not rest:
+        if head == "reduction" and isinstance(value, Reduction):
+            value = value.to_dict()
+        if head == "inputs":
+            value = [i.to_dict() if isinstance(i, Input) else dict(i) for i in value]
+        d[head] = thaw(value) if head in ("output_shape",) else value
+        return
+    if head == "inputs":
+        name, _, attr = rest.partition(".")
+        for item in d["inputs"]:
+            if item["name"] == name or (name.isdigit() and d["inputs"].index(item) == int(name)):
+                if attr not in ("shape", "dtype", "value", "kind"):
+                    raise InputError(f"cannot edit '{key}': an input has shape, dtype, value and kind")
+                item[attr] = thaw(value)
+                return
+        raise InputError(f"cannot edit '{key}': no input named '{name}'")
+    if head == "reduction":
+        red = d.get("reduction") or {"op": "sum", "axes": [], "keepdim": False, "scaling": "sum"}
+        if rest not in ("op", "axes", "keepdim", "scaling", "count", "inner_op", "inner_axes"):
+            raise InputError(f"cannot edit '{key}': a reduction has op, axes, keepdim, scaling, count")
+        red[rest] = thaw(value)
+        d["reduction"] = red
+        return
+    if head in ("op_args", "init_params", "attributes"):
+        target = dict(d.get(head) or {})
+        target[rest] = thaw(value)
+        d[head] = target
+        return
+    raise InputError(f"cannot edit '{key}': '{head}' has no sub-fields")
+
+
+def contract_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Contract))

@@ -1,0 +1,691 @@
+"""Which operator a forward computes: pattern matching on the expression tree (no libcst).
+
+The matchers read the *call* (P0.api-semantics): arguments are bound to the torch signature by
+position and keyword, transforms applied to an argument are recorded (`kl_div(log(p), t)` has
+`input_transform = "log"`), and the roles of the inputs come from their positions in the call,
+never from their names. What no matcher claims is `unknown`, with the forward's expression in
+the reason, so the user can fill it in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto_tui.contract import ir
+from pypto_tui.contract.ir import Node
+from pypto_tui.contract.model import Input
+from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
+
+# Elementwise unary ops with their parameters (besides the input).
+ACTIVATIONS: dict[str, tuple[str, ...]] = {
+    "relu": (), "relu6": (), "leaky_relu": ("negative_slope",), "sigmoid": (), "tanh": (),
+    "gelu": ("approximate",), "elu": ("alpha",), "celu": ("alpha",), "selu": (),
+    "softplus": ("beta", "threshold"), "softsign": (), "hardtanh": ("min_val", "max_val"),
+    "hardsigmoid": (), "hardswish": (), "swish": (), "mish": (), "logsigmoid": (),
+    "softshrink": ("lambd",), "hardshrink": ("lambd",), "tanhshrink": (),
+    "exp": (), "log": (), "abs": (), "neg": (), "sqrt": (), "rsqrt": (), "square": (),
+    "reciprocal": (), "sin": (), "cos": (), "erf": (), "log1p": (), "expm1": (), "sign": (),
+    "clamp": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",), "floor": (), "ceil": (),
+    "round": (),
+}
+# Functions allowed inside a generic elementwise expression.
+ELEMENTWISE_FUNCS = set(ACTIVATIONS) | {"maximum", "minimum", "where", "pow", "float", "half",
+                                        "contiguous", "clone", "detach"}
+REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std",
+              "nansum", "max", "min")
+SCANS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+MODULE_ACTIVATIONS = {
+    "ReLU": "relu", "ReLU6": "relu6", "LeakyReLU": "leaky_relu", "ELU": "elu", "CELU": "celu",
+    "SELU": "selu", "GELU": "gelu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus",
+    "Softsign": "softsign", "Hardtanh": "hardtanh", "Hardsigmoid": "hardsigmoid",
+    "Hardswish": "hardswish", "SiLU": "swish", "Mish": "mish", "LogSigmoid": "logsigmoid",
+}
+MODULE_LOSSES = {
+    "MSELoss": "mse_loss", "L1Loss": "l1_loss", "SmoothL1Loss": "smooth_l1_loss", "HuberLoss": "huber_loss",
+    "KLDivLoss": "kl_div", "TripletMarginLoss": "triplet_margin_loss", "CrossEntropyLoss": "cross_entropy",
+    "HingeEmbeddingLoss": "hinge_embedding_loss", "CosineEmbeddingLoss": "cosine_embedding_loss",
+    "CosineSimilarity": "cosine_similarity",
+}
+FUNC_LOSSES = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
+               "cross_entropy", "hinge_embedding_loss", "cosine_embedding_loss", "cosine_similarity"}
+CONV_NAMES = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+POOL_NAMES = ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+              "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+              "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d")
+ATTENTION_NAMES = ("scaled_dot_product_attention", "multi_head_attention_forward")
+
+
+@dataclass
+class Recognition:
+    family: str
+    op: str | None
+    op_args: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    unknown: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class _NotConst(Exception):
+    pass
+
+
+class Ctx:
+    def __init__(self, inputs: Mapping[str, Input]) -> None:
+        self.inputs = inputs
+
+    def is_tensor(self, n: Node) -> bool:
+        return n.kind == "in" and n.name in self.inputs and self.inputs[n.name].is_tensor
+
+    def is_scalar(self, n: Node) -> bool:
+        return n.kind == "in" and n.name in self.inputs and not self.inputs[n.name].is_tensor
+
+    def rank(self, n: Node) -> int | None:
+        if n.kind == "in" and n.name in self.inputs and self.inputs[n.name].shape is not None:
+            return len(self.inputs[n.name].shape or ())
+        return None
+
+
+def _val(n: Node | Any) -> Any:
+    if not isinstance(n, Node):
+        return n
+    if n.kind == "const":
+        return n.value
+    raise _NotConst(ir.render(n) if n.kind != "unknown" else str(n.value))
+
+
+def _bound(call: Node) -> dict[str, Any]:
+    """Arguments of a call bound to its torch signature (Nodes or default values)."""
+    params = FUNC_SIGS.get(call.name, ())
+    bound, _ = bind(params, call.args, call.kw(), FUNC_DEFAULTS.get(call.name))
+    return bound
+
+
+def _params(call: Node, names: tuple[str, ...], rec: Recognition, prefix: str = "") -> dict[str, Any]:
+    """Constant values of the named parameters; non-constants go to rec.unknown."""
+    b = _bound(call)
+    out: dict[str, Any] = {}
+    for p in names:
+        if p not in b:
+            continue
+        try:
+            out[p] = _val(b[p])
+        except _NotConst as exc:
+            rec.unknown[f"op_args.{prefix}{p}"] = f"'{p}' is not a constant ({exc})"
+    return out
+
+
+def _is_call(n: Node, *names: str) -> bool:
+    return n.kind == "call" and n.name in names
+
+
+def _square_of(n: Node) -> Node | None:
+    """x ** 2, x * x, x.pow(2), torch.pow(x, 2), torch.square(x) -> x."""
+    if n.kind == "bin" and n.name == "pow" and n.args[1].is_const and n.args[1].value == 2:
+        return n.args[0]
+    if n.kind == "bin" and n.name == "mul" and n.args[0] == n.args[1]:
+        return n.args[0]
+    if _is_call(n, "square"):
+        return n.args[0]
+    if _is_call(n, "pow") and len(n.args) == 2 and n.args[1].is_const and n.args[1].value == 2:
+        return n.args[0]
+    return None
+
+
+def _abs_of(n: Node) -> Node | None:
+    return n.args[0] if _is_call(n, "abs") and n.args else None
+
+
+def _plus_eps(n: Node) -> tuple[Node, Any]:
+    """S + eps -> (S, eps); S -> (S, None)."""
+    if n.kind == "bin" and n.name == "add":
+        a, b = n.args
+        if b.is_const:
+            return a, b.value
+        if a.is_const:
+            return b, a.value
+    return n, None
+
+
+# ================================================================================= matchers
+def _module(n: Node, ctx: Ctx) -> Recognition | None:
+    if n.kind != "module":
+        return None
+    spec = n.value
+    t = n.name
+    params = {k: v for k, v in spec.params.items() if k not in ("inplace",)}
+    rec = Recognition("unknown", None)
+    for k, v in params.items():
+        if _has_unknown(v):
+            rec.unknown[f"op_args.{k}"] = f"nn.{t}({k}=...) could not be read statically"
+    for problem in spec.problems:
+        rec.notes.append(f"nn.{t}: {problem}")
+    params = {k: _plain(v) for k, v in params.items()}
+    first = n.args[0] if n.args else None
+    direct = first is not None and ctx.is_tensor(first)
+    if t in MODULE_ACTIVATIONS:
+        return _finish(rec, "elementwise", MODULE_ACTIVATIONS[t], params, [first], direct, n)
+    if t in ("Softmax", "LogSoftmax"):
+        return _finish(rec, "softmax", "softmax" if t == "Softmax" else "log_softmax", params, [first], direct, n)
+    norm = {"GroupNorm": "group_norm", "LayerNorm": "layer_norm", "RMSNorm": "rms_norm"}.get(t)
+    if t.startswith("BatchNorm"):
+        norm = "batch_norm"
+        params["training"] = True
+    elif t.startswith("InstanceNorm"):
+        norm = "instance_norm"
+    if norm:
+        params["module"] = t
+        return _finish(rec, "norm", norm, params, [first], direct, n)
+    if t in MODULE_LOSSES:
+        op = MODULE_LOSSES[t]
+        return _loss_from_args(rec, op, params, list(n.args), ctx, n)
+    if t.startswith(("Conv", "ConvTranspose")):
+        return _finish(rec, "conv", "conv_transpose" if "Transpose" in t else "conv", {**params, "module": t},
+                       [first], direct, n)
+    if "Pool" in t:
+        kind = ("adaptive_" if t.startswith("Adaptive") else "") + ("max_pool" if "Max" in t else "avg_pool")
+        return _finish(rec, "pool", kind, {**params, "module": t}, [first], direct, n)
+    if t == "MultiheadAttention":
+        return _finish(rec, "attention", "multihead_attention", params, list(n.args), True, n)
+    if t == "Linear":
+        return _finish(rec, "matmul", "linear", params, [first], direct, n)
+    rec.reason = f"self.{t}-module call: nn.{t} is not a module pypto-tui knows"
+    return rec
+
+
+def _has_unknown(v: Any) -> bool:
+    from pypto_tui.contract.values import find_unknown
+
+    return find_unknown(v) is not None
+
+
+def _plain(v: Any) -> Any:
+    from pypto_tui.contract.values import plain
+
+    return plain(v)
+
+
+def _finish(rec: Recognition, family: str, op: str, op_args: dict[str, Any], operands: list[Node | None],
+            direct: bool, n: Node) -> Recognition:
+    rec.family, rec.op = family, op
+    rec.op_args.update(op_args)
+    names = [o.name for o in operands if o is not None and o.kind == "in"]
+    rec.op_args["operands"] = tuple(names)
+    if not direct:
+        rec.reason = (f"{op} is applied to an expression ({ir.render(n)}), not to an input: fused "
+                      "pre-processing has no scaffold")
+        rec.op_args["fused"] = True
+    return rec
+
+
+def _transform(n: Node, ctx: Ctx) -> tuple[Node | None, str | None, dict[str, Any]]:
+    """An input, possibly under log / log_softmax / softmax / exp: (input, transform, args)."""
+    if ctx.is_tensor(n):
+        return n, None, {}
+    if _is_call(n, "log", "exp", "sigmoid") and n.args and ctx.is_tensor(n.args[0]):
+        return n.args[0], n.name, {}
+    if _is_call(n, "log_softmax", "softmax") and n.args and ctx.is_tensor(n.args[0]):
+        b = _bound(n)
+        try:
+            dim = _val(b.get("dim"))
+        except _NotConst:
+            dim = None
+        return n.args[0], n.name, {"transform_dim": dim}
+    return None, None, {}
+
+
+def _loss_from_args(rec: Recognition, op: str, params: dict[str, Any], args: list[Node], ctx: Ctx,
+                    n: Node) -> Recognition:
+    """A loss given its (bound) parameters and the Nodes passed as its tensors."""
+    rec.family, rec.op = "loss", op
+    rec.op_args.update({k: v for k, v in params.items() if k not in ("size_average", "reduce")})
+    for legacy in ("size_average", "reduce"):
+        if params.get(legacy) is not None:
+            rec.unknown["op_args.reduction"] = f"the legacy '{legacy}=' argument is set; use reduction="
+    operands: list[str] = []
+    fused = False
+    for i, a in enumerate(args):
+        base, tf, extra = _transform(a, ctx)
+        if base is None:
+            if ctx.is_scalar(a) or a.is_const:
+                continue
+            fused = True
+            continue
+        operands.append(base.name)
+        if tf is not None:
+            if op == "kl_div" and i == 0:
+                rec.op_args["input_transform"] = tf
+                rec.op_args.update(extra)
+            else:
+                fused = True
+    if op == "kl_div":
+        rec.op_args.setdefault("input_transform", None)
+    rec.op_args["operands"] = tuple(operands)
+    if fused:
+        rec.op_args["fused"] = True
+        rec.reason = f"{op} is applied to computed tensors ({ir.render(n)}): fused pre-processing has no scaffold"
+    return rec
+
+
+def _functional(n: Node, ctx: Ctx) -> Recognition | None:
+    if n.kind != "call":
+        return None
+    name = n.name
+    rec = Recognition("unknown", None)
+    if name in FUNC_LOSSES:
+        b = _bound(n)
+        params = FUNC_SIGS[name]
+        tensor_params = {"input", "target", "anchor", "positive", "negative", "x1", "x2", "input1", "input2"}
+        tensors = [b[p] for p in params if p in tensor_params and isinstance(b.get(p), Node)]
+        consts = _params(n, tuple(p for p in params if p not in tensor_params), rec)
+        return _loss_from_args(rec, name, consts, tensors, ctx, n)
+    if name.endswith("_loss") or name in ("binary_cross_entropy", "nll_loss", "margin_ranking_loss"):
+        rec.family, rec.op = "loss", name
+        rec.reason = f"{name} is recognised but pypto-tui has no contract template for it"
+        rec.op_args["operands"] = tuple(ir.inputs_of(n))
+        return rec
+    if name in ACTIVATIONS and n.args:
+        direct = ctx.is_tensor(n.args[0])
+        if not direct:
+            return None  # part of a bigger elementwise expression, or something else
+        return _finish(rec, "elementwise", name, _params(n, ACTIVATIONS[name], rec), [n.args[0]], True, n)
+    if name in ("softmax", "log_softmax") and n.args:
+        args = _params(n, ("dim",), rec)
+        return _finish(rec, "softmax", name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
+    if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"):
+        return _functional_norm(n, ctx, rec)
+    if name in CONV_NAMES or name in POOL_NAMES or name in ATTENTION_NAMES:
+        fam = "conv" if name in CONV_NAMES else "pool" if name in POOL_NAMES else "attention"
+        tensors = [a for a in n.args if a.kind == "in"]
+        return _finish(rec, fam, name, {}, tensors, bool(tensors), n)
+    return None
+
+
+def _functional_norm(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
+    name = n.name
+    first = n.args[0]
+    if name == "normalize":
+        args = _params(n, ("p", "dim", "eps"), rec)
+        op = "l1_norm" if args.get("p") == 1 else "l2_norm" if args.get("p") in (2, 2.0) else "lp_norm"
+        args.update({"keepdim": True, "clamp_eps": True})
+        return _finish(rec, "norm", op, args, [first], ctx.is_tensor(first), n)
+    names = {"layer_norm": ("normalized_shape", "eps"), "group_norm": ("num_groups", "eps"),
+             "instance_norm": ("use_input_stats", "eps"), "batch_norm": ("training", "eps"),
+             "rms_norm": ("normalized_shape", "eps")}[name]
+    args = _params(n, names, rec)
+    b = _bound(n)
+    for p in ("weight", "bias", "running_mean", "running_var"):
+        v = b.get(p)
+        if isinstance(v, Node) and not (v.is_const and v.value is None):
+            args[p] = ir.render(v)
+    if name == "batch_norm" and not args.get("training"):
+        rec.reason = "F.batch_norm with training=False normalises with running statistics the file does not fix"
+    return _finish(rec, "norm", name, args, [first], ctx.is_tensor(first), n)
+
+
+def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
+    """torch.sum(x, dim=...), x.mean((2, 3)), torch.max(x, dim=d)[0], x.argmax(1), ..."""
+    pick = None
+    if n.kind == "index" and isinstance(n.value, int) and n.args[0].kind == "call":
+        pick, n = ("values" if n.value == 0 else "indices"), n.args[0]
+    elif n.kind == "attr" and n.name in ("values", "indices") and n.args[0].kind == "call":
+        pick, n = n.name, n.args[0]
+    if n.kind != "call" or n.name not in REDUCTIONS or not n.args:
+        return None
+    rec = Recognition("reduction", n.name)
+    b = _bound(n)
+    x = n.args[0]
+    if n.name in ("max", "min"):
+        other = b.get("dim")
+        if isinstance(other, Node) and not other.is_const and ctx.is_tensor(other):  # torch.max(a, b)
+            return _finish(Recognition("unknown", None), "elementwise",
+                           "maximum" if n.name == "max" else "minimum", {}, [x, other], ctx.is_tensor(x), n)
+        has_dim = not (isinstance(other, Node) and other.is_const and other.value is None) and other is not None
+        if has_dim:
+            if pick == "indices":
+                rec.op = "argmax" if n.name == "max" else "argmin"
+            elif pick is None:
+                rec.op_args["returns"] = "values+indices"
+                rec.reason = f"torch.{n.name}(x, dim) returns (values, indices); index it with [0] or .values"
+    args = _params(n, ("dim", "keepdim", "unbiased", "correction"), rec)
+    if n.name in ("amax", "amin") and args.get("dim") == ():
+        args["dim"] = None
+    rec.op_args.update(args)
+    if "dim" in rec.op_args and isinstance(rec.op_args["dim"], list):
+        rec.op_args["dim"] = tuple(rec.op_args["dim"])
+    if ctx.is_tensor(x):
+        rec.op_args["operands"] = (x.name,)
+        return rec
+    rec.op_args["operands"] = tuple(ir.inputs_of(x))
+    rec.op_args["operand_expr"] = ir.to_data(x)
+    rec.op_args["fused"] = True
+    rec.reason = f"the reduced value is an expression ({ir.render(x)}): fused reductions have no scaffold"
+    return rec
+
+
+def _norm_expression(n: Node, ctx: Ctx) -> Recognition | None:
+    """x / statistic(x) and x * rsqrt(...): rms, frobenius, l1 and l2 norms written out."""
+    if n.kind != "bin" or n.name not in ("div", "mul"):
+        return None
+    x, d = n.args
+    if not ctx.is_tensor(x):
+        return None
+    rec = Recognition("norm", None)
+    if n.name == "mul":
+        if not _is_call(d, "rsqrt"):
+            return None
+        inner, eps = _plus_eps(d.args[0])
+        if _is_call(inner, "mean") and inner.args and _square_of(inner.args[0]) == x:
+            rec.op = "rms_norm"
+            rec.op_args.update({**_params(inner, ("dim", "keepdim"), rec), "eps": eps or 0.0})
+            rec.op_args["operands"] = (x.name,)
+            return rec
+        return None
+    # division: d is a statistic of x
+    stat, eps_out = _plus_eps(d)
+    if _is_call(stat, "sqrt"):
+        inner, eps = _plus_eps(stat.args[0])
+        if _is_call(inner, "mean", "sum") and inner.args and _square_of(inner.args[0]) == x:
+            args = _params(inner, ("dim", "keepdim"), rec)
+            if inner.name == "mean":
+                rec.op = "rms_norm"
+                args["eps"] = eps or 0.0
+            elif args.get("dim") is None:
+                rec.op = "frobenius_norm"
+                args = {"eps": eps} if eps else {}
+            else:
+                rec.op = "l2_norm"
+                args["eps"] = eps or 0.0
+            rec.op_args.update(args)
+            rec.op_args["operands"] = (x.name,)
+            return rec
+        return None
+    if _is_call(stat, "norm", "linalg.norm", "linalg.vector_norm") and stat.args and stat.args[0] == x:
+        pname = "p" if stat.name == "norm" else "ord"
+        args = _params(stat, (pname, "dim", "keepdim"), rec)
+        p = args.pop(pname, None)
+        if p in (None, "fro", 2, 2.0) and args.get("dim") is None:
+            rec.op, rec.op_args = "frobenius_norm", ({"eps": eps_out} if eps_out else {})
+        elif p in (None, "fro", 2, 2.0):
+            rec.op = "l2_norm"
+            rec.op_args.update({**args, "eps": eps_out or 0.0})
+        elif p in (1, 1.0):
+            rec.op = "l1_norm"
+            rec.op_args.update({**args, "eps": eps_out or 0.0})
+        else:
+            return None
+        rec.op_args["operands"] = (x.name,)
+        return rec
+    if _is_call(stat, "sum", "mean") and stat.args and _abs_of(stat.args[0]) == x:
+        rec.op = "l1_norm"
+        rec.op_args.update({**_params(stat, ("dim", "keepdim"), rec), "eps": eps_out or 0.0})
+        if stat.name == "mean":
+            rec.op_args["mean"] = True
+        rec.op_args["operands"] = (x.name,)
+        return rec
+    return None
+
+
+def _loss_expression(n: Node, ctx: Ctx) -> Recognition | None:
+    """mean((a - b) ** 2), mean(|a - b|), mean(clamp(1 - a * b, min=0)), mean(1 - cos(a, b))."""
+    if not (_is_call(n, "mean", "sum") and n.args):
+        return None
+    b = _bound(n)
+    if not (b.get("dim") is None or (isinstance(b.get("dim"), Node) and b["dim"].is_const and b["dim"].value is None)):
+        return None
+    reduction = n.name
+    body = n.args[0]
+    rec = Recognition("loss", None)
+    sq = _square_of(body)
+    if sq is not None and sq.kind == "bin" and sq.name == "sub" and all(ctx.is_tensor(a) for a in sq.args):
+        rec.op = "mse_loss"
+        rec.op_args = {"reduction": reduction, "operands": tuple(a.name for a in sq.args)}
+        return rec
+    ab = _abs_of(body)
+    if ab is not None and ab.kind == "bin" and ab.name == "sub" and all(ctx.is_tensor(a) for a in ab.args):
+        rec.op = "l1_loss"
+        rec.op_args = {"reduction": reduction, "operands": tuple(a.name for a in ab.args)}
+        return rec
+    hinge = _hinge(body, ctx)
+    if hinge is not None:
+        rec.op = "hinge_loss"
+        rec.op_args = {"reduction": reduction, "margin": hinge[0], "operands": hinge[1]}
+        return rec
+    if (body.kind == "bin" and body.name == "sub" and body.args[0].is_const
+            and _is_call(body.args[1], "cosine_similarity")):
+        cos = body.args[1]
+        inner = Recognition("loss", None)
+        args = _params(cos, ("dim", "eps"), inner)
+        tensors = [a for a in cos.args[:2] if ctx.is_tensor(a)]
+        if len(tensors) == 2:
+            rec.op = "cosine_similarity"
+            rec.op_args = {**args, "form": f"{reduction}({body.args[0].value} - cos)",
+                           "reduction": reduction, "offset": body.args[0].value,
+                           "operands": tuple(t.name for t in tensors)}
+            rec.unknown.update(inner.unknown)
+            return rec
+    return None
+
+
+def _hinge(body: Node, ctx: Ctx) -> tuple[Any, tuple[str, ...]] | None:
+    """clamp(m - a * b, min=0) | relu(m - a * b) | clamp_min(m - a * b, 0) -> (m, (a, b))."""
+    inner = None
+    if _is_call(body, "clamp", "clamp_min") and body.args:
+        b = _bound(body)
+        lo = b.get("min")
+        if isinstance(lo, Node) and lo.is_const and lo.value == 0 and (
+            body.name == "clamp_min" or not isinstance(b.get("max"), Node) or b["max"].value is None
+        ):
+            inner = body.args[0]
+    elif _is_call(body, "relu") and body.args:
+        inner = body.args[0]
+    if inner is None or inner.kind != "bin" or inner.name != "sub" or not inner.args[0].is_const:
+        return None
+    prod = inner.args[1]
+    if prod.kind == "bin" and prod.name == "mul" and all(ctx.is_tensor(a) for a in prod.args):
+        return inner.args[0].value, tuple(a.name for a in prod.args)
+    return None
+
+
+def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
+    post = None
+    if _is_call(n, "tril", "triu") and n.args:
+        post = n.name
+        b = _bound(n)
+        diag = b.get("diagonal", 0)
+        if isinstance(diag, Node):
+            diag = diag.value if diag.is_const else None
+        inner = n.args[0]
+    else:
+        inner = n
+        diag = 0
+    if inner.kind == "bin" and inner.name == "matmul":
+        a, b_ = inner.args
+        name = "matmul"
+    elif _is_call(inner, "matmul", "mm", "bmm", "mv") and len(inner.args) >= 2:
+        a, b_ = inner.args[:2]
+        name = inner.name
+    else:
+        return None
+    rec = Recognition("matmul", "bmm" if name == "bmm" else "matmul")
+    ops: list[str] = []
+    flags = {}
+    for key, side in (("a", a), ("b", b_)):
+        base, transposed, diag_of = _matmul_operand(side, ctx)
+        if base is None:
+            rec.reason = (f"operand '{ir.render(side)}' of the matmul is an expression: fused pre-processing "
+                          "has no scaffold")
+            rec.op_args["fused"] = True
+            ops.extend(ir.inputs_of(side))
+            continue
+        ops.append(base.name)
+        flags[f"transpose_{key}"] = transposed
+        if diag_of:
+            flags[f"diag_{key}"] = True
+    rec.op_args.update({"transpose_a": False, "transpose_b": False, **flags, "operands": tuple(ops)})
+    if flags.get("diag_a") or flags.get("diag_b"):
+        rec.op = "diag_matmul"
+    if post:
+        rec.op_args["post"] = post
+        rec.op_args["post_diagonal"] = diag
+    if name == "mv":
+        rec.op_args["variant"] = "matvec"
+    return rec
+
+
+def _matmul_operand(n: Node, ctx: Ctx) -> tuple[Node | None, bool, bool]:
+    if ctx.is_tensor(n):
+        return n, False, False
+    if n.kind == "attr" and n.name in ("T", "mT") and ctx.is_tensor(n.args[0]):
+        return n.args[0], True, False
+    if _is_call(n, "t") and ctx.is_tensor(n.args[0]):
+        return n.args[0], True, False
+    if _is_call(n, "transpose") and len(n.args) == 3 and ctx.is_tensor(n.args[0]):
+        try:
+            d0, d1 = _val(n.args[1]), _val(n.args[2])
+        except _NotConst:
+            return None, False, False
+        rank = ctx.rank(n.args[0]) or 2
+        if sorted(((d0 % rank), (d1 % rank))) == [rank - 2, rank - 1]:
+            return n.args[0], True, False
+        return None, False, False
+    if _is_call(n, "diag") and n.args and ctx.is_tensor(n.args[0]) and ctx.rank(n.args[0]) == 1:
+        return n.args[0], False, True
+    return None, False, False
+
+
+def _scan(n: Node, ctx: Ctx) -> Recognition | None:
+    rec = Recognition("scan", None)
+    target = n
+    flipped = False
+    if _is_call(n, "flip") and n.args and _is_call(n.args[0], *SCANS):
+        target, flipped = n.args[0], True
+    if _is_call(target, *SCANS) and target.args:
+        x = target.args[0]
+        args = _params(target, ("dim",), rec)
+        if flipped and _is_call(x, "flip") and x.args and ctx.is_tensor(x.args[0]):
+            rec.op = "reverse_" + target.name
+            rec.op_args = {**args, "operands": (x.args[0].name,)}
+            return rec
+        if ctx.is_tensor(x) and not flipped:
+            rec.op = target.name
+            rec.op_args = {**args, "operands": (x.name,)}
+            return rec
+        if x.kind == "bin" and x.name == "mul" and all(ctx.is_tensor(a) for a in x.args) and not flipped:
+            rec.op = "masked_" + target.name
+            rec.op_args = {**args, "operands": tuple(a.name for a in x.args)}
+            return rec
+    # a scan somewhere inside a bigger expression
+    for sub in n.walk():
+        if _is_call(sub, *SCANS):
+            rec.op = sub.name
+            rec.op_args = {"operands": tuple(ir.inputs_of(n)), "composite": True}
+            rec.reason = f"a {sub.name} inside a larger expression ({ir.render(n)})"
+            rec.unknown["formula"] = "the scan is part of a larger expression"
+            return rec
+    return None
+
+
+def _nested_unsupported(n: Node, ctx: Ctx) -> Recognition | None:
+    """A conv, pool or attention anywhere in the tree decides the family."""
+    for sub in n.walk():
+        fam = None
+        if sub.kind == "module" and sub.name.startswith(("Conv", "ConvTranspose")):
+            fam = "conv"
+        elif sub.kind == "module" and "Pool" in sub.name:
+            fam = "pool"
+        elif sub.kind == "module" and sub.name == "MultiheadAttention":
+            fam = "attention"
+        elif sub.kind == "call" and sub.name in CONV_NAMES:
+            fam = "conv"
+        elif sub.kind == "call" and sub.name in POOL_NAMES:
+            fam = "pool"
+        elif sub.kind == "call" and sub.name in ATTENTION_NAMES:
+            fam = "attention"
+        if fam:
+            rec = Recognition(fam, sub.name if sub.kind == "call" else sub.name.lower())
+            rec.op_args = {"operands": tuple(ir.inputs_of(n)), "composite": True}
+            rec.reason = f"{fam} inside a larger expression ({ir.render(n)})"
+            rec.unknown["formula"] = f"the {fam} is part of a larger expression"
+            return rec
+    return None
+
+
+def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
+    for sub in n.walk():
+        if sub.kind == "in":
+            if sub.name not in ctx.inputs:
+                return None
+            continue
+        if sub.kind == "const":
+            continue
+        if sub.kind == "bin" and sub.name != "matmul":
+            continue
+        if sub.kind == "neg":
+            continue
+        if sub.kind == "call" and sub.name in ELEMENTWISE_FUNCS:
+            continue
+        return None
+    tensors = [name for name in ir.inputs_of(n) if ctx.inputs[name].is_tensor]
+    if not tensors:
+        return None
+    rec = Recognition("elementwise", "expression")
+    rec.op_args["operands"] = tuple(tensors)
+    # named shapes of small expressions
+    if n.kind == "bin" and n.name in ("add", "sub", "mul", "div", "pow"):
+        a, b = n.args
+        if ctx.is_tensor(a) and (b.is_const or ctx.is_scalar(b)):
+            rec.op = n.name
+            rec.op_args.update({"scalar": b.value if b.is_const else None,
+                                "scalar_input": b.name if ctx.is_scalar(b) else None, "scalar_side": "right"})
+            return rec
+        if ctx.is_tensor(b) and (a.is_const or ctx.is_scalar(a)) and n.name != "pow":
+            rec.op = n.name
+            rec.op_args.update({"scalar": a.value if a.is_const else None,
+                                "scalar_input": a.name if ctx.is_scalar(a) else None, "scalar_side": "left"})
+            return rec
+        if ctx.is_tensor(a) and ctx.is_tensor(b):
+            rec.op = n.name
+            rec.op_args["operands"] = (a.name, b.name)
+            return rec
+        if n.name == "mul" and ctx.is_tensor(a) and _is_call(b, "sigmoid") and b.args[0] == a:
+            rec.op = "swish"
+            return rec
+        if n.name == "mul" and ctx.is_tensor(b) and _is_call(a, "sigmoid") and a.args[0] == b:
+            rec.op = "swish"
+            return rec
+        if (n.name == "div" and ctx.is_tensor(a) and b.kind == "bin" and b.name == "add"
+                and b.args[0].is_const and b.args[0].value == 1 and _abs_of(b.args[1]) == a):
+            rec.op = "softsign"
+            return rec
+    if n.kind == "call" and n.name in ("maximum", "minimum") and len(n.args) == 2 and all(
+            ctx.is_tensor(a) for a in n.args):
+        rec.op = n.name
+        rec.op_args["operands"] = tuple(a.name for a in n.args)
+        return rec
+    rec.op_args["expr"] = ir.to_data(n)
+    return rec
+
+
+MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
+    _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
+    _nested_unsupported, _elementwise,
+)
+
+
+def recognise(root: Node, inputs: Mapping[str, Input]) -> Recognition:
+    if root.kind == "unknown":
+        return Recognition("unknown", None, reason=f"forward could not be read: {root.value}")
+    ctx = Ctx(inputs)
+    for matcher in MATCHERS:
+        try:
+            rec = matcher(root, ctx)
+        except _NotConst as exc:
+            rec = Recognition("unknown", None, reason=f"a non-constant argument ({exc})")
+        if rec is not None:
+            return rec
+    bad = next((s for s in root.walk() if s.kind == "unknown"), None)
+    detail = f" ({bad.value})" if bad is not None else ""
+    return Recognition("unknown", None, reason=f"forward returns `{ir.render(root)}`, which matches no "
+                                                f"operator pattern pypto-tui knows{detail}")

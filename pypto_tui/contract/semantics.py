@@ -1,0 +1,786 @@
+"""From the facts (family, op, op_args, input shapes) to everything that follows from them.
+
+`derive` computes the reduction contract, the output shape and dtype, the formula, asymmetry
+(with the direction of a divergence) and whether pypto-tui can scaffold the op. It is pure and
+cheap, so `Contract.with_edits` re-runs it after every user edit: change `op_args.dim` and the
+axes, the count of a mean and the output shape follow.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling
+
+IDX = "ijklmnopq"
+
+UNSUPPORTED_FAMILIES = {
+    "conv": "convolutions have no pattern in the rule documents (patterns A-E)",
+    "pool": "pooling has no pattern in the rule documents (patterns A-E)",
+    "attention": "attention has no pattern in the rule documents (patterns A-E)",
+    "scan": "scans (cumsum and relatives) have no pattern in the rule documents (patterns A-E)",
+}
+SUPPORTED_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "prod")
+SUPPORTED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
+                    "hinge_loss", "cosine_similarity")
+SUPPORTED_NORMS = ("batch_norm", "instance_norm", "group_norm", "layer_norm", "rms_norm", "frobenius_norm",
+                   "l1_norm", "l2_norm")
+# Functions a generic elementwise expression may use and still be scaffolded.
+KERNEL_FUNCS = {"exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sigmoid", "tanh", "relu",
+                "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "square", "pow", "float",
+                "contiguous", "clone", "detach"}
+
+UNARY_FORMULA = {
+    "relu": "max({x}, 0)",
+    "relu6": "min(max({x}, 0), 6)",
+    "leaky_relu": "{x} if {x} > 0 else {negative_slope} * {x}",
+    "sigmoid": "1 / (1 + exp(-{x}))",
+    "tanh": "tanh({x})",
+    "gelu": "{x} * Phi({x})  (Phi: the standard normal CDF; approximate={approximate})",
+    "elu": "{x} if {x} > 0 else {alpha} * (exp({x}) - 1)",
+    "celu": "max(0, {x}) + min(0, {alpha} * (exp({x} / {alpha}) - 1))",
+    "selu": "1.0507010 * ({x} if {x} > 0 else 1.6732632 * (exp({x}) - 1))",
+    "softplus": "log(1 + exp({beta} * {x})) / {beta}  ({x} where {beta} * {x} > {threshold})",
+    "softsign": "{x} / (1 + |{x}|)",
+    "hardtanh": "clamp({x}, {min_val}, {max_val})",
+    "hardsigmoid": "clamp({x} / 6 + 0.5, 0, 1)",
+    "hardswish": "{x} * clamp({x} + 3, 0, 6) / 6",
+    "swish": "{x} * sigmoid({x})",
+    "mish": "{x} * tanh(log(1 + exp({x})))",
+    "logsigmoid": "log(1 / (1 + exp(-{x})))",
+    "clamp": "clamp({x}, {min}, {max})",
+    "softshrink": "{x} - {lambd} if {x} > {lambd} else {x} + {lambd} if {x} < -{lambd} else 0",
+    "hardshrink": "{x} if |{x}| > {lambd} else 0",
+    "tanhshrink": "{x} - tanh({x})",
+}
+BIN_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+
+
+@dataclass
+class _Out:
+    reduction: Reduction | None = None
+    asymmetric: bool | None = None
+    direction: str | None = None
+    formula: str | None = None
+    output_shape: tuple[int, ...] | None = None
+    output_dtype: str | None = None
+    supported: bool = True
+    reason: str = ""
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+def _is_derived_key(key: str) -> bool:
+    return key.split(".")[0] in DERIVED
+
+
+def derive(c: Contract) -> Contract:
+    """Recompute the derived fields of `c` from its facts (family, op, op_args, inputs)."""
+    out = _Out()
+    ops = list(c.operands)
+    try:
+        _dispatch(c, ops, out)
+    except _Missing as exc:
+        out.unknown.setdefault(exc.field, exc.reason)
+    carried = {k: v for k, v in c.unknown.items() if not _is_derived_key(k)}
+    # Recogniser reasons (fused pre-processing, composite ops) stay in force.
+    if c.op_args.get("fused") or c.op_args.get("composite") or c.op_args.get("returns"):
+        out.supported = False
+        out.reason = out.reason or c.reason or "the op is part of a larger computation"
+    if c.family == "unknown":
+        out.supported = False
+        out.reason = c.reason or out.reason or "the operator was not recognised"
+    elif c.family in UNSUPPORTED_FAMILIES:
+        out.supported = False
+        out.reason = out.reason or UNSUPPORTED_FAMILIES[c.family]
+    if out.supported:
+        out.reason = ""
+    return replace(
+        c, reduction=out.reduction, asymmetric=out.asymmetric, direction=out.direction,
+        formula=out.formula, output_shape=out.output_shape, output_dtype=out.output_dtype,
+        supported=out.supported, reason=out.reason, unknown={**carried, **out.unknown},
+    )
+
+
+class _Missing(Exception):
+    def __init__(self, field_name: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field, self.reason = field_name, reason
+
+
+def _need_shape(inp: Input | None, what: str = "output_shape") -> tuple[int, ...]:
+    if inp is None:
+        raise _Missing(what, "the op has no tensor input")
+    if inp.shape is None:
+        raise _Missing(what, f"the shape of input '{inp.name}' is unknown")
+    return inp.shape
+
+
+def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:
+    """Non-negative, sorted axes for dim=int | tuple | None (None: all axes)."""
+    if dim is None:
+        return tuple(range(rank))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
+            return None
+        out.append(d % rank if rank else 0)
+    return tuple(sorted(set(out)))
+
+
+def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _ix(rank: int) -> list[str]:
+    return list(IDX[:rank])
+
+
+def _at(name: str, letters: Sequence[str]) -> str:
+    return f"{name}[{', '.join(letters)}]" if letters else name
+
+
+def _dim(c: Contract, rank: int, key: str = "dim", default: Any = "__missing__") -> tuple[int, ...]:
+    if f"op_args.{key}" in c.unknown:
+        raise _Missing("reduction", c.unknown[f"op_args.{key}"])
+    dim = c.op_args.get(key, default)
+    if dim == "__missing__":
+        raise _Missing("reduction", f"'{key}' of {c.op} is not known")
+    axes = norm_axes(dim, rank)
+    if axes is None:
+        raise _Missing("reduction", f"{key}={dim!r} is not an axis of a rank-{rank} input")
+    return axes
+
+
+# ================================================================================ dispatch
+def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
+    fam = c.family
+    if fam == "unknown":
+        for f in ("formula", "reduction", "asymmetric", "output_shape"):
+            out.unknown[f] = c.reason or "the operator was not recognised"
+        return
+    if not ops and fam != "unknown":
+        raise _Missing("output_shape", "the op reads no tensor input")
+    x = ops[0]
+    out.output_dtype = x.dtype
+    handler = {
+        "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
+        "loss": _loss, "matmul": _matmul, "scan": _scan, "conv": _conv_pool, "pool": _conv_pool,
+        "attention": _attention,
+    }[fam]
+    handler(c, ops, out)
+
+
+def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
+    from pypto_tui.contract.values import broadcast
+
+    shapes = [_need_shape(o) for o in ops]
+    shape = shapes[0]
+    for s in shapes[1:]:
+        b = broadcast(shape, s)
+        if b is None:
+            raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
+        shape = b
+    out.output_shape = shape
+    out.output_dtype = _promote_all([o.dtype for o in ops])
+    names = [o.name for o in ops]
+    x = names[0]
+    op = c.op or ""
+    args = dict(c.op_args)
+    if op in UNARY_FORMULA:
+        try:
+            body = UNARY_FORMULA[op].format(x=x, **{k: _fmt(v) for k, v in args.items()})
+        except (KeyError, IndexError):
+            body = f"{op}({x})"
+        out.formula = f"out = {body}  (elementwise over {shape})"
+    elif op in BIN_SYMBOL:
+        if args.get("scalar_input") or args.get("scalar") is not None:
+            sc = args.get("scalar_input") or _fmt(args.get("scalar"))
+            lhs, rhs = (x, sc) if args.get("scalar_side", "right") == "right" else (sc, x)
+            extra = ""
+            sc = c.input(args["scalar_input"]) if args.get("scalar_input") else None
+            if sc is not None and sc.value is not None:
+                extra = f", {sc.name} = {_fmt(sc.value)}"
+            out.formula = f"out = {lhs} {BIN_SYMBOL[op]} {rhs}  (elementwise over {shape}{extra})"
+        else:
+            out.formula = f"out = {names[0]} {BIN_SYMBOL[op]} {names[-1]}  (elementwise over {shape})"
+    elif op in ("maximum", "minimum"):
+        out.formula = f"out = {op}({', '.join(names)})  (elementwise over {shape})"
+    elif op == "expression" and "expr" in args:
+        from pypto_tui.contract import ir
+
+        tree = ir.from_data(_unfreeze(args["expr"]))
+        out.formula = f"out = {ir.render(tree)}  (elementwise over {shape})"
+        funcs = {n.name for n in tree.walk() if n.kind == "call"} - KERNEL_FUNCS
+        if funcs:
+            out.supported = False
+            out.reason = f"the expression uses {', '.join(sorted(funcs))}, which the scaffolds do not translate"
+    else:
+        out.formula = f"out = {op}({x})  (elementwise over {shape})"
+    # asymmetry
+    if len(ops) < 2 or op in ("add", "mul", "maximum", "minimum"):
+        out.asymmetric = False
+    elif op in ("sub", "div", "pow"):
+        out.asymmetric = True
+    else:
+        out.asymmetric = _numeric_asymmetry(c, ops)
+        if out.asymmetric is None:
+            out.unknown["asymmetric"] = "the inputs have different shapes: swapping them is not defined"
+
+
+def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:
+    shape = _need_shape(ops[0])
+    rank = len(shape)
+    dim = c.op_args.get("dim")
+    if dim is None and "op_args.dim" not in c.unknown:
+        # torch's legacy implicit dim (with a deprecation warning): 0 for rank 0, 1, 3; else 1
+        dim = 0 if rank in (0, 1, 3) else 1
+        out.unknown.setdefault("reduction", "softmax without dim= uses torch's deprecated implicit dim "
+                                            f"({dim} here); confirm it")
+    axes = _dim(c, rank, default=dim) if dim is not None else _dim(c, rank)
+    if len(axes) != 1:
+        raise _Missing("reduction", "softmax takes one dim")
+    a = axes[0]
+    out.reduction = Reduction(c.op or "softmax", axes, True, "none")
+    out.output_shape = shape
+    L = _ix(rank)
+    x = ops[0].name
+    sub = L.copy()
+    sub[a] = "r"
+    body = f"exp({_at(x, L)}) / sum_r exp({_at(x, sub)})"
+    if c.op == "log_softmax":
+        body = f"{_at(x, L)} - log(sum_r exp({_at(x, sub)}))"
+    out.formula = f"out[{', '.join(L)}] = {body}  (over axis {a}, size {shape[a]})"
+    out.asymmetric = False
+
+
+def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
+    x = ops[0]
+    shape = _need_shape(x)
+    rank = len(shape)
+    op = c.op or "sum"
+    dim = c.op_args.get("dim")
+    if "op_args.dim" in c.unknown:
+        raise _Missing("reduction", c.unknown["op_args.dim"])
+    axes = norm_axes(dim, rank)
+    if axes is None:
+        raise _Missing("reduction", f"dim={dim!r} is not an axis of a rank-{rank} input")
+    keepdim = bool(c.op_args.get("keepdim", False))
+    if op in ("argmax", "argmin") and dim is None:
+        keepdim = False
+    count = math.prod(shape[a] for a in axes) if axes else 1
+    scalings = {"sum": "sum", "nansum": "sum", "mean": "mean", "var": "mean", "std": "mean"}
+    scaling = cast(Scaling, scalings.get(op, "none"))
+    out.reduction = Reduction(op, axes, keepdim, scaling, count if scaling == "mean" else None)
+    out.output_shape = _reduced_shape(shape, axes, keepdim) if dim is not None or op not in ("argmax", "argmin") else ()
+    if op in ("argmax", "argmin"):
+        out.output_dtype = "int64"
+    out.asymmetric = False
+    L = _ix(rank)
+    kept = [("0" if i in axes else letter) for i, letter in enumerate(L)] if keepdim else [
+        letter for i, letter in enumerate(L) if i not in axes]
+    red = ",".join(L[a] for a in axes)
+    lhs = _at("out", kept)
+    src = _at(x.name, L)
+    if c.op_args.get("operand_expr") is not None:
+        from pypto_tui.contract import ir
+
+        src = ir.render(ir.from_data(_unfreeze(c.op_args["operand_expr"])))
+    body = {
+        "sum": f"sum_{{{red}}} {src}", "nansum": f"sum_{{{red}}} {src} (NaN as 0)",
+        "mean": f"sum_{{{red}}} {src} / {count}", "prod": f"prod_{{{red}}} {src}",
+        "max": f"max_{{{red}}} {src}", "amax": f"max_{{{red}}} {src}", "min": f"min_{{{red}}} {src}",
+        "amin": f"min_{{{red}}} {src}", "argmax": f"argmax_{{{red}}} {src}", "argmin": f"argmin_{{{red}}} {src}",
+        "logsumexp": f"log sum_{{{red}}} exp({src})",
+        "var": f"var_{{{red}}} {src}", "std": f"std_{{{red}}} {src}",
+    }.get(op, f"{op}_{{{red}}} {src}")
+    out.formula = f"{lhs} = {body}"
+    if op in ("var", "std"):
+        corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
+        out.formula += f"  (divisor {count} - {corr})"
+    if op not in SUPPORTED_REDUCTIONS:
+        out.supported = False
+        out.reason = (f"{op} has no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"
+                      if op in ("argmax", "argmin", "logsumexp", "var", "std", "nansum") else f"{op} is not supported")
+
+
+def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
+    x = ops[0]
+    shape = _need_shape(x)
+    rank = len(shape)
+    op = c.op or ""
+    a = c.op_args
+    eps = a.get("eps")
+    n = x.name
+    out.output_shape = shape
+    out.asymmetric = False
+    if op == "batch_norm":
+        if rank < 2:
+            raise _Missing("reduction", "BatchNorm needs at least (N, C)")
+        axes = (0, *range(2, rank))
+        count = math.prod(shape[i] for i in axes)
+        out.reduction = Reduction("mean_var", axes, True, "mean", count)
+        mode = "batch statistics (training mode)" if a.get("training", True) else "running statistics"
+        out.formula = (f"out = ({n} - mean_c) / sqrt(var_c + {_fmt(eps)}), mean/var per channel c over "
+                       f"(N, {', '.join('HWD'[: rank - 2]) or '-'}) = {count} values, biased var, {mode}"
+                       + _affine_note(a))
+        _check_channels(a, shape, "num_features", out)
+        if not a.get("training", True):
+            out.supported = False
+            out.reason = "normalising with running statistics: their values are not in the task file"
+    elif op == "instance_norm":
+        axes = tuple(range(2, rank))
+        count = math.prod(shape[i] for i in axes) if axes else 1
+        out.reduction = Reduction("mean_var", axes, True, "mean", count)
+        out.formula = (f"out = ({n} - mean_nc) / sqrt(var_nc + {_fmt(eps)}), per (n, c) over the "
+                       f"{count} spatial values, biased var" + _affine_note(a))
+        if a.get("track_running_stats"):
+            out.unknown["formula"] = "track_running_stats=True: in training mode batch statistics are used"
+    elif op == "group_norm":
+        g = a.get("num_groups")
+        if not isinstance(g, int) or g <= 0:
+            raise _Missing("reduction", "num_groups is not known")
+        if rank < 2 or shape[1] % g:
+            raise _Missing("reduction", f"{shape[1] if rank > 1 else '?'} channels do not split into {g} groups")
+        _check_channels(a, shape, "num_channels", out)
+        axes = tuple(range(1, rank))
+        count = shape[1] // g * math.prod(shape[2:])
+        out.reduction = Reduction("mean_var", axes, True, "mean", count)
+        out.formula = (f"out = ({n} - mean_ng) / sqrt(var_ng + {_fmt(eps)}), per sample n and group g over "
+                       f"(C/G={shape[1] // g}{''.join(', ' + str(s) for s in shape[2:])}) = {count} values, "
+                       f"G = {g}, biased var" + _affine_note(a))
+    elif op in ("layer_norm", "rms_norm") and "normalized_shape" in a:
+        ns = a["normalized_shape"]
+        ns = (ns,) if isinstance(ns, int) else tuple(ns or ())
+        if tuple(shape[rank - len(ns):]) != ns:
+            raise _Missing("reduction", f"normalized_shape {ns} does not match the trailing dims of {shape}")
+        axes = tuple(range(rank - len(ns), rank))
+        count = math.prod(ns)
+        if op == "layer_norm":
+            out.reduction = Reduction("mean_var", axes, True, "mean", count)
+            out.formula = (f"out = ({n} - mean) / sqrt(var + {_fmt(eps)}), over the last {len(ns)} axes "
+                           f"({count} values), biased var" + _affine_note(a, "elementwise_affine"))
+        else:
+            out.reduction = Reduction("mean_square", axes, True, "mean", count)
+            e = "machine eps" if eps is None else _fmt(eps)
+            out.formula = f"out = {n} / sqrt(mean({n}^2 over axes {list(axes)}) + {e})"
+    elif op == "rms_norm":
+        axes = _dim(c, rank)
+        count = math.prod(shape[i] for i in axes)
+        out.reduction = Reduction("mean_square", axes, bool(a.get("keepdim", False)), "mean", count)
+        L = _ix(rank)
+        red = ",".join(L[i] for i in axes)
+        out.formula = f"out = {n} / sqrt(sum_{{{red}}} {_at(n, L)}^2 / {count} + {_fmt(eps)})  (over axis {list(axes)})"
+        _need_keepdim(a, axes, rank, out)
+    elif op == "frobenius_norm":
+        axes = tuple(range(rank))
+        out.reduction = Reduction("sum_square", axes, True, "sum")
+        e = f" + {_fmt(eps)}" if eps else ""
+        out.formula = f"out = {n} / sqrt(sum over all {math.prod(shape)} elements of {n}^2{e})"
+    elif op in ("l1_norm", "l2_norm"):
+        axes = _dim(c, rank)
+        mean = bool(a.get("mean"))
+        count = math.prod(shape[i] for i in axes)
+        kind = "sum_abs" if op == "l1_norm" else "sum_square"
+        out.reduction = Reduction(kind, axes, bool(a.get("keepdim", False)), "mean" if mean else "sum",
+                                  count if mean else None)
+        stat = f"sum |{n}|" if op == "l1_norm" else f"sqrt(sum {n}^2)"
+        if mean:
+            stat = f"mean |{n}|"
+        if a.get("clamp_eps"):
+            out.formula = f"out = {n} / max({stat} over axis {list(axes)}, {_fmt(eps)})"
+        else:
+            e = f" + {_fmt(eps)}" if eps else ""
+            out.formula = f"out = {n} / ({stat} over axis {list(axes)}{e})"
+        if not a.get("clamp_eps"):
+            _need_keepdim(a, axes, rank, out)
+    else:
+        out.supported = False
+        out.reason = f"{op} is not a norm pypto-tui knows"
+        out.unknown["formula"] = out.reason
+        return
+    if op not in SUPPORTED_NORMS:
+        out.supported = False
+        out.reason = f"{op} is not supported"
+    for p in ("running_mean", "running_var", "weight", "bias"):
+        if isinstance(a.get(p), str):  # a tensor passed to F.*_norm (module flags are bools)
+            out.supported = False
+            out.reason = f"the norm takes {p}={a[p]}, a tensor the contract does not model"
+
+
+def _affine_note(a: Mapping[str, Any], key: str = "affine") -> str:
+    return "; affine weight=1, bias=0 at init" if a.get(key) else ""
+
+
+def _check_channels(a: Mapping[str, Any], shape: tuple[int, ...], key: str, out: _Out) -> None:
+    want = a.get(key)
+    if isinstance(want, int) and len(shape) > 1 and shape[1] != want:
+        out.unknown["output_shape"] = f"{key}={want} but the input has {shape[1]} channels: the baseline fails"
+
+
+def _need_keepdim(a: Mapping[str, Any], axes: tuple[int, ...], rank: int, out: _Out) -> None:
+    if not a.get("keepdim") and any(i != rank - 1 for i in axes):
+        out.unknown["formula"] = ("the statistic is not kept (keepdim=False), so dividing broadcasts it "
+                                  "against other axes; check the baseline")
+
+
+def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
+    op = c.op or ""
+    a = c.op_args
+    names = [o.name for o in ops]
+    shapes = [_need_shape(o) for o in ops]
+    shape = shapes[0]
+    rank = len(shape)
+    numel = math.prod(shape)
+    red = a.get("reduction", "mean")
+    out.output_dtype = _promote_all([o.dtype for o in ops if o.dtype not in ("int64", "int32")]) or ops[0].dtype
+    all_axes = tuple(range(rank))
+    if op in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "hinge_loss"):
+        if len(ops) < 2:
+            raise _Missing("reduction", f"{op} needs two tensors")
+        if shapes[0] != shapes[1]:
+            out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
+        L = _ix(rank)
+        sub = "".join(L)
+        p, t = (f"{names[0]}_{sub}", f"{names[1]}_{sub}") if rank else (names[0], names[1])
+        if op == "kl_div":
+            term, _ = _kl_terms(a, p, t)
+            _, out.direction = _kl_terms(a, names[0], names[1])
+            out.asymmetric = True
+        elif op == "mse_loss":
+            term, out.asymmetric = f"({p} - {t})^2", False
+        elif op == "l1_loss":
+            term, out.asymmetric = f"|{p} - {t}|", False
+        elif op == "hinge_loss":
+            term, out.asymmetric = f"max({_fmt(a.get('margin', 1))} - {p} * {t}, 0)", False
+        elif op == "smooth_l1_loss":
+            b = a.get("beta", 1.0)
+            term, out.asymmetric = f"smooth_l1({p} - {t}; beta={_fmt(b)})", False
+        else:
+            d = a.get("delta", 1.0)
+            term, out.asymmetric = f"huber({p} - {t}; delta={_fmt(d)})", False
+        if red == "batchmean":
+            out.reduction = Reduction("sum", all_axes, False, "batchmean", shape[0] if rank else 1)
+            out.formula = f"sum_{sub} {term} / {shape[0] if rank else 1}  (batchmean: divided by the batch size)"
+            out.output_shape = ()
+        elif red == "mean":
+            out.reduction = Reduction("mean", all_axes, False, "mean", numel)
+            out.formula = f"sum_{sub} {term} / {numel}  (mean over all {numel} elements)"
+            out.output_shape = ()
+        elif red == "sum":
+            out.reduction = Reduction("sum", all_axes, False, "sum")
+            out.formula = f"sum_{sub} {term}"
+            out.output_shape = ()
+        elif red == "none":
+            out.reduction = None
+            out.formula = f"out_{sub} = {term}  (no reduction)"
+            out.output_shape = shape
+        else:
+            raise _Missing("reduction", f"reduction={red!r} is not one of mean, sum, batchmean, none")
+        if op == "kl_div" and red == "mean":
+            out.unknown.setdefault("reduction", "kl_div with reduction='mean' divides by the element count, "
+                                                "not the batch (torch warns); confirm it is intended")
+        return
+    if op == "triplet_margin_loss":
+        if len(ops) < 3:
+            raise _Missing("reduction", "triplet_margin_loss needs anchor, positive and negative")
+        an, po, ne = names[:3]
+        pnorm, eps, margin = a.get("p", 2.0), a.get("eps", 1e-6), a.get("margin", 1.0)
+        last = rank - 1
+        outer = tuple(range(last))
+        per = f"max(d({an}_i, {po}_i) - d({an}_i, {ne}_i) + {_fmt(margin)}, 0)"
+        dist = f"d(u, v) = ||u - v + {_fmt(eps)}||_{_fmt(pnorm)} over axis {last} (size {shape[last]})"
+        if a.get("swap"):
+            per = per.replace(f"d({an}_i, {ne}_i)", f"min(d({an}_i, {ne}_i), d({po}_i, {ne}_i))")
+        out.asymmetric = True
+        out.direction = (f"'{an}' is the anchor: pulled towards '{po}' (positive) and pushed away from "
+                         f"'{ne}' (negative); swapping '{po}' and '{ne}' changes the loss")
+        count = math.prod(shape[:last]) if outer else 1
+        if red == "mean":
+            out.reduction = Reduction("mean", outer, False, "mean", count, "pairwise_distance", (last,))
+            out.formula = f"sum_i {per} / {count}, {dist}"
+            out.output_shape = ()
+        elif red == "sum":
+            out.reduction = Reduction("sum", outer, False, "sum", None, "pairwise_distance", (last,))
+            out.formula = f"sum_i {per}, {dist}"
+            out.output_shape = ()
+        else:
+            out.reduction = Reduction("pairwise_distance", (last,), False, "none")
+            out.formula = f"out_i = {per}, {dist}"
+            out.output_shape = shape[:last]
+        return
+    if op == "cosine_similarity":
+        if len(ops) < 2:
+            raise _Missing("reduction", "cosine_similarity needs two tensors")
+        axes = _dim(c, rank)
+        (d,) = axes
+        x1, x2 = names[:2]
+        eps = a.get("eps", 1e-8)
+        cos = f"cos_i = sum_d {x1}*{x2} / max(||{x1}|| * ||{x2}||, {_fmt(eps)}) over axis {d}"
+        out.asymmetric = False
+        rest = tuple(i for i in range(rank) if i != d)
+        if a.get("reduction") in ("mean", "sum"):
+            off = a.get("offset", 1)
+            count = math.prod(shape[i] for i in rest) if rest else 1
+            scaling = cast(Scaling, "mean" if a["reduction"] == "mean" else "sum")
+            out.reduction = Reduction(scaling, rest, False, scaling, count if scaling == "mean" else None,
+                                      "cosine_similarity", axes)
+            div = f" / {count}" if scaling == "mean" else ""
+            out.formula = f"sum_i ({_fmt(off)} - cos_i){div}, {cos}"
+            out.output_shape = ()
+        else:
+            out.reduction = Reduction("cosine_similarity", axes, False, "none")
+            out.formula = cos
+            out.output_shape = tuple(s for i, s in enumerate(shape) if i != d)
+        return
+    if op == "cross_entropy":
+        out.asymmetric = True
+        out.direction = f"'{names[0]}' are logits, '{names[1] if len(names) > 1 else 'target'}' class indices"
+        if rank < 2:
+            raise _Missing("reduction", "cross_entropy expects (N, C) logits")
+        rest = tuple(i for i in range(rank) if i != 1)
+        count = math.prod(shape[i] for i in rest)
+        out.reduction = Reduction("mean", rest, False, "mean", count, "log_softmax", (1,))
+        out.formula = f"-sum_i log_softmax({names[0]}_i)[target_i] / {count}"
+        out.output_shape = () if red != "none" else tuple(shape[i] for i in rest)
+        out.supported = False
+        out.reason = "cross_entropy gathers by class index, which no pattern in the rule documents covers"
+        return
+    out.supported = False
+    out.reason = c.reason or f"{op} has no contract template"
+    out.unknown["formula"] = out.reason
+    out.unknown["reduction"] = out.reason
+    out.unknown["asymmetric"] = out.reason
+    out.unknown["output_shape"] = out.reason
+
+
+def _kl_terms(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str]:
+    """The pointwise term of kl_div and the direction in words. `p` is the first argument's input."""
+    tf = a.get("input_transform")
+    if tf == "log":
+        q, qlog = p, f"log {p}"
+    elif tf == "log_softmax":
+        q, qlog = f"softmax({p})", f"log_softmax({p})"
+    elif tf is None:
+        q, qlog = f"exp({p})", p
+    else:
+        q, qlog = f"{tf}({p})", f"log {tf}({p})"
+    if a.get("log_target"):
+        return f"exp({t}) * ({t} - {qlog})", f"KL(exp({t}) || {q})"
+    return f"{t} * (log {t} - {qlog})", f"KL({t} || {q})"
+
+
+def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
+    a = c.op_args
+    if c.op == "linear":
+        x = _need_shape(ops[0])
+        n_out = a.get("out_features")
+        out.output_shape = (*x[:-1], n_out) if isinstance(n_out, int) else None
+        out.formula = f"out = {ops[0].name} @ W^T + b  (W: ({n_out}, {a.get('in_features')}) learned)"
+        out.asymmetric = False
+        out.supported = False
+        out.reason = "nn.Linear has learned weights the task file does not fix"
+        return
+    if len(ops) < 2:
+        raise _Missing("output_shape", "a matmul needs two tensor operands")
+    A, B = ops[0], ops[1]
+    sa, sb = _need_shape(A), _need_shape(B)
+    out.output_dtype = _promote_all([A.dtype, B.dtype])
+    out.asymmetric = True
+    ta, tb = bool(a.get("transpose_a")), bool(a.get("transpose_b"))
+    ea = _swap_last(sa) if ta else sa
+    eb = _swap_last(sb) if tb else sb
+    an = f"{A.name}^T" if ta else A.name
+    bn = f"{B.name}^T" if tb else B.name
+    if c.op == "diag_matmul":
+        if len(sa) != 1 or len(sb) != 2 or sa[0] != sb[0]:
+            raise _Missing("output_shape", f"diag({A.name}) @ {B.name} needs ({sb[0] if sb else 'N'},) and (N, M)")
+        out.output_shape = sb
+        out.formula = f"out[i, j] = {A.name}[i] * {B.name}[i, j]  (diag({A.name}) @ {B.name})"
+        out.supported = False
+        out.reason = "diag(A) @ B is a row scaling; no scaffold builds the diagonal matrix"
+        return
+    ra, rb = len(ea), len(eb)
+    variant = a.get("variant")
+    shape: tuple[int, ...]
+    if ra == 2 and rb == 2:
+        variant = "matvec" if eb[1] == 1 else "2d"
+        k_ok = ea[1] == eb[0]
+        shape = (ea[0], eb[1])
+        formula = f"out[m, n] = sum_k {_mm(A.name, ta, 'm', 'k')} * {_mm(B.name, tb, 'k', 'n')}"
+    elif ra == 3 and rb == 3:
+        variant = "batched"
+        k_ok = ea[2] == eb[1] and ea[0] == eb[0]
+        shape = (ea[0], ea[1], eb[2])
+        formula = f"out[b, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', 'b')} * {_mm(B.name, tb, 'k', 'n', 'b')}"
+    elif ra == 3 and rb == 2:
+        variant = "3d_2d"
+        k_ok = ea[2] == eb[0]
+        shape = (ea[0], ea[1], eb[1])
+        formula = f"out[b, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', 'b')} * {_mm(B.name, tb, 'k', 'n')}"
+    elif ra == 2 and rb == 1:
+        variant = "matvec"
+        k_ok = ea[1] == eb[0]
+        shape = (ea[0],)
+        formula = f"out[m] = sum_k {A.name}[m, k] * {B.name}[k]"
+    else:
+        raise _Missing("output_shape", f"matmul of rank {ra} and rank {rb} operands is not modelled")
+    if not k_ok:
+        raise _Missing("output_shape", f"{an} {ea} and {bn} {eb} do not chain (inner dims differ)")
+    out.output_shape = shape
+    post = a.get("post")
+    out.formula = formula
+    if post:
+        out.formula += f", then {post}(out, diagonal={a.get('post_diagonal', 0)})"
+        ok = all(_recipe_has(o, post) for o in (A, B)) and not ta and not tb and a.get("post_diagonal", 0) == 0
+        if ok:
+            out.formula += f"  (both operands are {post} already, so the product is: a plain matmul)"
+        else:
+            out.supported = False
+            out.reason = f"masking the product with {post} has no scaffold"
+    if c.op == "bmm" and variant != "batched":
+        raise _Missing("output_shape", "torch.bmm needs two 3-D operands")
+
+
+def _recipe_has(inp: Input, op: str) -> bool:
+    post = (inp.recipe or {}).get("post", ())
+    return any(step and step[0] == op for step in post)
+
+
+def _mm(name: str, transposed: bool, r: str, c: str, batch: str = "") -> str:
+    idx = [batch] if batch else []
+    idx += [c, r] if transposed else [r, c]
+    return f"{name}[{', '.join(idx)}]"
+
+
+def _swap_last(s: tuple[int, ...]) -> tuple[int, ...]:
+    return (*s[:-2], s[-1], s[-2]) if len(s) >= 2 else s
+
+
+def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
+    shape = _need_shape(ops[0])
+    out.output_shape = shape
+    out.asymmetric = False if len(ops) < 2 else None
+    if len(ops) >= 2:
+        out.asymmetric = False  # masked scans multiply the operands elementwise
+    if c.op_args.get("composite"):
+        out.unknown.setdefault("reduction", "the scan is part of a larger expression")
+        return
+    axes = _dim(c, len(shape))
+    out.reduction = Reduction(c.op or "cumsum", axes, True, "none")
+    x = ops[0].name
+    (d,) = axes
+    body = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
+            "logcumsumexp": "logsumexp"}.get((c.op or "").replace("reverse_", "").replace("masked_", ""), "scan")
+    rng = "r >= t" if (c.op or "").startswith("reverse_") else "r <= t"
+    src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
+    out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
+
+
+def _conv_pool(c: Contract, ops: list[Input], out: _Out) -> None:
+    shape = _need_shape(ops[0])
+    a = c.op_args
+    out.asymmetric = False
+    module = a.get("module", "")
+    nd = int(module[-2]) if module[-2:-1].isdigit() else max(len(shape) - 2, 1)
+    try:
+        if c.family == "conv" and c.op == "conv":
+            k, s, p, d = (_tup(a.get(x, dv), nd) for x, dv in
+                          (("kernel_size", None), ("stride", 1), ("padding", 0), ("dilation", 1)))
+            sp = tuple((shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd))
+            out.output_shape = (shape[0], a["out_channels"], *sp)
+            out.formula = (f"out = conv{nd}d({ops[0].name}, W), "
+                           f"W: ({a['out_channels']}, {a['in_channels']}, {k}) learned")
+        elif c.family == "pool" and c.op in ("max_pool", "avg_pool"):
+            k = _tup(a.get("kernel_size"), nd)
+            s = _tup(a.get("stride") or a.get("kernel_size"), nd)
+            p = _tup(a.get("padding", 0), nd)
+            d = _tup(a.get("dilation", 1), nd)
+            ceil = bool(a.get("ceil_mode"))
+            rnd = math.ceil if ceil else math.floor
+            sp = tuple(int(rnd((shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i])) + 1 for i in range(nd))
+            out.output_shape = (*shape[:2], *sp)
+            out.formula = f"out = {c.op}{nd}d({ops[0].name}, kernel {k}, stride {s}, padding {p})"
+        else:
+            raise _Missing("output_shape", f"the output shape of {c.op} is not modelled")
+    except (TypeError, KeyError, IndexError, ValueError):
+        raise _Missing("output_shape", f"the parameters of {c.op} are not all known") from None
+
+
+def _tup(v: Any, n: int) -> tuple[int, ...]:
+    if isinstance(v, int):
+        return (v,) * n
+    if isinstance(v, tuple | list) and len(v) == n:
+        return tuple(int(x) for x in v)
+    raise TypeError(v)
+
+
+def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
+    out.asymmetric = True
+    if c.op == "scaled_dot_product_attention" and len(ops) >= 3 and not c.op_args.get("composite"):
+        q, v = _need_shape(ops[0]), _need_shape(ops[2])
+        out.output_shape = (*q[:-1], v[-1])
+        out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T / sqrt(d)) @ {ops[2].name}")
+        return
+    out.unknown["output_shape"] = "attention output shapes are not modelled"
+    out.unknown["formula"] = "attention is not modelled"
+
+
+# ================================================================================ helpers
+def _promote_all(dtypes: Sequence[str | None]) -> str | None:
+    from pypto_tui.contract.values import _promote
+
+    known = [d for d in dtypes if d]
+    if not known:
+        return None
+    res = known[0]
+    for d in known[1:]:
+        res = _promote(res, d, "add")
+    return res
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, tuple | list):
+        return "(" + ", ".join(_fmt(x) for x in v) + ")"
+    return str(v)
+
+
+def _unfreeze(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_unfreeze(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _unfreeze(x) for k, x in v.items()}
+    return v
+
+
+def _numeric_asymmetry(c: Contract, ops: list[Input]) -> bool | None:
+    """Does swapping the first two tensor inputs change the result? Evaluated on random data."""
+    if len(ops) < 2 or ops[0].shape != ops[1].shape:
+        return None
+    try:
+        import numpy as np
+
+        from pypto_tui.contract.reference import reference
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return None
+    rng = np.random.default_rng(1)
+    small = (3, 5)
+    arrays = {o.name: rng.uniform(0.5, 2.0, size=small) for o in c.tensor_inputs}
+    ordered = [arrays[o.name] for o in c.tensor_inputs]
+    swapped_map = dict(arrays)
+    swapped_map[ops[0].name], swapped_map[ops[1].name] = arrays[ops[1].name], arrays[ops[0].name]
+    swapped = [swapped_map[o.name] for o in c.tensor_inputs]
+    small_c = replace(c, inputs=tuple(replace(i, shape=small) if i.is_tensor else i for i in c.inputs))
+    try:
+        r1 = reference(small_c, ordered)
+        r2 = reference(small_c, swapped)
+    except Exception:
+        return None
+    return not bool(np.allclose(r1, r2, rtol=1e-9, atol=1e-12, equal_nan=True))

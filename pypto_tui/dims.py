@@ -1,0 +1,485 @@
+"""The dimension plan (rules P1-P3, O3): kernel rank and the reshapes `forward` does around the call.
+
+The strategy comes from the pack's rank-strategy table (strategies.toml), matched on the
+contract's family, op and whether the reduction spans several axes; the code only knows the
+*reshape vocabulary* (flatten, keep, groups, batch_channel_rest, rows, merge_reduce, matmul). A
+reshape is applied only when it keeps the contract: every kernel axis must group original axes
+of one role (kept, reduced per sample, reduced across samples), so flattening a softmax or
+merging non-adjacent reduce axes is refused with the reason. A user may pick another strategy;
+the findings then say which rule the choice breaks.
+
+No libcst here: the one-shot `tile`/`loop` commands import this module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto_tui.contract.model import Contract
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding, cites
+
+Shape = tuple[int, ...]
+MERGEABLE = ("sum", "nansum", "mean", "max", "min", "amax", "amin", "prod", "logsumexp", "var", "std")
+
+
+@dataclass
+class DimPlan:
+    """How the forward reshapes the inputs, and what the kernel sees.
+
+    `axis_map[k]` lists the original axes (of the first operand) that kernel axis k covers;
+    `merged_axes` are the entries that cover more than one. `reduce_axis` is the kernel axis to
+    reduce (for two-phase losses the per-sample one; for BatchNorm the innermost of `reduce_axes`).
+    """
+
+    strategy: str | None
+    reshape: str | None
+    kernel_rank: int | None
+    forward_reshape: list[Shape | None] = field(default_factory=list)
+    kernel_shapes: list[Shape] = field(default_factory=list)
+    output_kernel_shape: Shape | None = None
+    output_reshape: Shape | None = None
+    reduce_axis: int | None = None
+    reduce_axes: list[int] = field(default_factory=list)
+    axis_map: list[list[int]] = field(default_factory=list)
+    merged_axes: list[list[int]] = field(default_factory=list)
+    merge_reason: str = ""
+    alternatives: list[str] = field(default_factory=list)
+    dtype: str | None = None
+    matmul: dict[str, Any] | None = None
+    rule: str | None = None
+    note: str = ""
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def shape(self) -> Shape | None:
+        """The main kernel input shape (what `tile`/`loop` take as --shape)."""
+        return self.kernel_shapes[0] if self.kernel_shapes else None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy, "reshape": self.reshape, "kernel_rank": self.kernel_rank,
+            "forward_reshape": [list(s) if s is not None else None for s in self.forward_reshape],
+            "kernel_shapes": [list(s) for s in self.kernel_shapes],
+            "output_kernel_shape": list(self.output_kernel_shape) if self.output_kernel_shape is not None else None,
+            "output_reshape": list(self.output_reshape) if self.output_reshape is not None else None,
+            "reduce_axis": self.reduce_axis, "reduce_axes": list(self.reduce_axes),
+            "merged_axes": [list(m) for m in self.merged_axes], "merge_reason": self.merge_reason,
+            "axis_map": [list(m) for m in self.axis_map], "alternatives": list(self.alternatives),
+            "dtype": self.dtype, "matmul": self.matmul, "rule": self.rule, "note": self.note,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.to_json_dict()
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DimPlan:
+        def shp(v: Any) -> Shape | None:
+            return None if v is None else tuple(int(x) for x in v)
+
+        return cls(
+            strategy=d.get("strategy"), reshape=d.get("reshape"), kernel_rank=d.get("kernel_rank"),
+            forward_reshape=[shp(s) for s in d.get("forward_reshape", [])],
+            kernel_shapes=[shp(s) or () for s in d.get("kernel_shapes", [])],
+            output_kernel_shape=shp(d.get("output_kernel_shape")), output_reshape=shp(d.get("output_reshape")),
+            reduce_axis=d.get("reduce_axis"), reduce_axes=list(d.get("reduce_axes", [])),
+            axis_map=[list(m) for m in d.get("axis_map", [])], merged_axes=[list(m) for m in d.get("merged_axes", [])],
+            merge_reason=d.get("merge_reason", ""), alternatives=list(d.get("alternatives", [])),
+            dtype=d.get("dtype"), matmul=d.get("matmul"), rule=d.get("rule"), note=d.get("note", ""),
+            findings=[Finding(**f) for f in d.get("findings", [])],
+        )
+
+
+class _NotApplicable(Exception):
+    """This reshape would change what the contract computes (the message says how)."""
+
+
+@dataclass
+class _Layout:
+    kernel_shapes: list[Shape]
+    forward_reshape: list[Shape | None]
+    axis_map: list[list[int]]
+    reduce_axes: list[int]
+    reduce_axis: int | None
+    output_kernel_shape: Shape | None
+    matmul: dict[str, Any] | None = None
+    merge_reason: str = ""
+
+
+# ================================================================================ roles
+def _roles(c: Contract, rank: int) -> list[str]:
+    """Per original axis: kept | outer (reduced across samples) | inner (reduced per sample)."""
+    roles = ["kept"] * rank
+    r = c.reduction
+    if r is None:
+        return roles
+    for a in r.axes:
+        if 0 <= a < rank:
+            roles[a] = "outer" if r.inner_axes else "reduced"
+    for a in r.inner_axes:
+        if 0 <= a < rank:
+            roles[a] = "inner"
+    if c.op == "group_norm" and rank > 1:
+        g = c.op_args.get("num_groups")
+        if isinstance(g, int) and g > 1:
+            roles[1] = "split"  # the channel axis is cut between samples' groups and their statistics
+    return roles
+
+
+def _check_groups(axis_map: Sequence[Sequence[int]], roles: Sequence[str], what: str) -> None:
+    if "split" in roles:
+        raise _NotApplicable(f"{what} cannot express groups: the channel axis is split between the rows "
+                             "and the statistics (use the groups reshape)")
+    for group in axis_map:
+        kinds = {roles[a] for a in group}
+        if len(kinds) > 1:
+            axes = ", ".join(str(a) for a in group)
+            raise _NotApplicable(f"{what} would merge axes {axes}, which play different roles "
+                                 f"({', '.join(roles[a] for a in group)}): the result would change")
+
+
+def _kernel_reduce(axis_map: Sequence[Sequence[int]], roles: Sequence[str]) -> list[int]:
+    return [k for k, group in enumerate(axis_map) if group and roles[group[0]] != "kept"]
+
+
+def _primary_reduce(axis_map: Sequence[Sequence[int]], roles: Sequence[str]) -> int | None:
+    """The kernel axis to reduce first: the per-sample one, else the innermost reduced one."""
+    inner = [k for k, g in enumerate(axis_map) if g and roles[g[0]] == "inner"]
+    if inner:
+        return inner[-1]
+    red = _kernel_reduce(axis_map, roles)
+    return red[-1] if red else None
+
+
+def _shape_of(shape: Shape, axis_map: Sequence[Sequence[int]]) -> Shape:
+    return tuple(math.prod(shape[a] for a in group) for group in axis_map)
+
+
+def _output_kernel(c: Contract, kernel: Shape, axis_map: Sequence[Sequence[int]], roles: Sequence[str]) -> Shape:
+    """The kernel's output in the kernel's own layout."""
+    out = c.output_shape
+    if out is None:
+        return kernel
+    if math.prod(out) == math.prod(kernel) and c.family in ("elementwise", "norm", "softmax", "scan"):
+        return kernel
+    if not out:
+        return (1,)
+    red = set(_kernel_reduce(axis_map, roles))
+    keep = c.reduction.keepdim if c.reduction else False
+    shaped = tuple((1 if k in red else s) for k, s in enumerate(kernel)) if keep else tuple(
+        s for k, s in enumerate(kernel) if k not in red)
+    return shaped or (1,)
+
+
+# ================================================================================ reshapes
+def _same_shapes(c: Contract) -> Shape:
+    shapes = [t.shape for t in c.operands]
+    if any(s is None for s in shapes):
+        raise _NotApplicable("an input shape is unknown")
+    first = shapes[0] or ()
+    if any(s != first for s in shapes[1:]):
+        raise _NotApplicable(f"the inputs have different shapes {shapes}: a reshape would break broadcasting")
+    return first
+
+
+def _apply(c: Contract, axis_map: list[list[int]], what: str) -> _Layout:
+    shape = _same_shapes(c)
+    roles = _roles(c, len(shape))
+    _check_groups(axis_map, roles, what)
+    kernel = _shape_of(shape, axis_map)
+    fwd: list[Shape | None] = [(kernel if kernel != shape else None) if t.is_tensor else None for t in c.inputs]
+    return _Layout([kernel] * len(c.tensor_inputs), fwd, axis_map, _kernel_reduce(axis_map, roles),
+                   _primary_reduce(axis_map, roles), _output_kernel(c, kernel, axis_map, roles))
+
+
+def _flatten(c: Contract) -> _Layout:
+    shape = _same_shapes(c)
+    return _apply(c, [list(range(len(shape)))], "flattening")
+
+
+def _keep(c: Contract) -> _Layout:
+    if c.family == "matmul":
+        return _matmul(c)
+    shapes = [t.shape for t in c.operands]
+    if any(s is None for s in shapes):
+        raise _NotApplicable("an input shape is unknown")
+    shape = shapes[0] or ()
+    roles = _roles(c, len(shape))
+    axis_map = [[a] for a in range(len(shape))]
+    kernel_shapes = [t.shape or () for t in c.tensor_inputs]
+    return _Layout(kernel_shapes, [None] * len(c.inputs), axis_map, _kernel_reduce(axis_map, roles),
+                   _primary_reduce(axis_map, roles), _output_kernel(c, shape, axis_map, roles))
+
+
+def _groups(c: Contract) -> _Layout:
+    shape = _same_shapes(c)
+    if c.op not in ("group_norm", "instance_norm") or len(shape) < 2:
+        raise _NotApplicable("the group reshape (N*G, C/G*rest) is for GroupNorm and InstanceNorm")
+    channels = shape[1]
+    g = channels if c.op == "instance_norm" else c.op_args.get("num_groups")
+    if not isinstance(g, int) or g <= 0 or channels % g:
+        raise _NotApplicable(f"{channels} channels do not split into {g} groups")
+    kernel = (shape[0] * g, channels // g * math.prod(shape[2:]))
+    # GroupNorm splits C between the two kernel axes (G goes to the rows, C/G to the hidden axis).
+    rest = list(range(2, len(shape)))
+    axis_map = [[0, 1], rest] if c.op == "instance_norm" else [[0, 1], [1, *rest]]
+    fwd: list[Shape | None] = [kernel if t.is_tensor else None for t in c.inputs]
+    return _Layout([kernel] * len(c.tensor_inputs), fwd, axis_map, [1], 1, kernel)
+
+
+def _batch_channel_rest(c: Contract) -> _Layout:
+    shape = _same_shapes(c)
+    if len(shape) < 3:
+        return _keep(c)
+    return _apply(c, [[0], [1], list(range(2, len(shape)))], "the (B, C, rest) reshape")
+
+
+def _rows(c: Contract) -> _Layout:
+    shape = _same_shapes(c)
+    rank = len(shape)
+    r = c.reduction
+    if r is None:
+        raise _NotApplicable("the rows reshape needs a reduction over the trailing axes")
+    trailing = tuple(r.inner_axes) or tuple(r.axes)
+    if not trailing or trailing != tuple(range(rank - len(trailing), rank)):
+        raise _NotApplicable(f"the reduced axes {list(trailing)} are not the trailing axes of a rank-{rank} input")
+    lead = list(range(rank - len(trailing)))
+    if not lead:
+        raise _NotApplicable("every axis is reduced: there are no rows to keep (flatten instead)")
+    axis_map = [lead, list(trailing)]
+    roles = _roles(c, rank)
+    _check_groups(axis_map, roles, "the rows reshape")
+    kernel = (math.prod(shape[a] for a in lead), math.prod(shape[a] for a in trailing))
+    fwd: list[Shape | None] = [(kernel if kernel != shape else None) if t.is_tensor else None for t in c.inputs]
+    red = [k for k, g in enumerate(axis_map) if roles[g[0]] != "kept"]
+    return _Layout([kernel] * len(c.tensor_inputs), fwd, axis_map, red, 1,
+                   _output_kernel(c, kernel, axis_map, roles))
+
+
+def merge_conditions(c: Contract) -> tuple[bool, str]:
+    """O3's three conditions for merging the reduce axes into one: (safe, reason)."""
+    r = c.reduction
+    if r is None or len(r.axes) < 2:
+        return False, "not a multi-axis reduction: nothing to merge"
+    axes = sorted(r.axes)
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        return False, (f"axes {axes} are not adjacent: merging them needs a permutation, not a reshape "
+                       "(O3 condition 1)")
+    if c.family != "reduction" or c.op_args.get("fused") or c.op_args.get("operand_expr"):
+        return False, "the partial reductions feed other computations (O3 condition 2)"
+    if (c.op or r.op) not in MERGEABLE:
+        return False, (f"{c.op} over merged axes would change its result (an index into the merged axis is "
+                       "not an index into the original ones) (O3 condition 3)")
+    shape = c.operands[0].shape if c.operands else None
+    size = math.prod(shape[a] for a in axes) if shape else "?"
+    return True, (f"axes {axes} are adjacent, no partial result is used elsewhere, and {c.op} over the merged "
+                  f"axis of size {size} has the same definition, scaling ({r.scaling}) and output shape "
+                  f"{c.output_shape}")
+
+
+def _merge_reduce(c: Contract) -> _Layout:
+    ok, reason = merge_conditions(c)
+    if not ok:
+        raise _NotApplicable(reason)
+    shape = _same_shapes(c)
+    assert c.reduction is not None
+    axes = sorted(c.reduction.axes)
+    axis_map: list[list[int]] = []
+    for a in range(len(shape)):
+        if a in axes[1:]:
+            continue
+        axis_map.append(list(axes) if a == axes[0] else [a])
+    layout = _apply(c, axis_map, "merging the reduce axes")
+    layout.merge_reason = reason
+    return layout
+
+
+def _matmul(c: Contract) -> _Layout:
+    if c.family != "matmul" or c.op not in ("matmul", "bmm") or len(c.operands) < 2:
+        raise _NotApplicable("the matmul layout is for matmul and bmm")
+    A, B = c.operands[0], c.operands[1]
+    if A.shape is None or B.shape is None:
+        raise _NotApplicable("an input shape is unknown")
+    sa, sb = A.shape, B.shape
+    ta, tb = bool(c.op_args.get("transpose_a")), bool(c.op_args.get("transpose_b"))
+    fwd: dict[str, Shape | None] = {A.name: None, B.name: None}
+    ka, kb_ = sa, sb
+    out_shape = c.output_shape
+    if len(sa) == 3 and len(sb) == 2 and not ta:
+        ka = (sa[0] * sa[1], sa[2])
+        fwd[A.name] = ka
+    if len(sb) == 1:
+        kb_ = (sb[0], 1)
+        fwd[B.name] = kb_
+    m = ka[-1] if ta else ka[-2]
+    k = ka[-2] if ta else ka[-1]
+    n = kb_[-2] if tb else kb_[-1]
+    batch = ka[0] if len(ka) == 3 else None
+    kernel_out: Shape = (batch, m, n) if batch is not None else (m, n)
+    info = {"m": m, "k": k, "n": n, "batch": batch, "a_trans": ta, "b_trans": tb}
+    shapes = {A.name: ka, B.name: kb_}
+    rank = len(ka)
+    return _Layout(
+        [shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
+        [fwd.get(t.name) if t.is_tensor else None for t in c.inputs],
+        [[a] for a in range(rank)] if ka == sa else [[0, 1], [2]], [], None,
+        kernel_out if out_shape is None or kernel_out != out_shape else out_shape, info,
+    )
+
+
+RESHAPERS = {
+    "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
+    "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul,
+}
+
+
+# ================================================================================ selection
+def _multi_axis(c: Contract) -> bool:
+    return c.reduction is not None and len(c.reduction.axes) > 1
+
+
+def candidates(c: Contract, kb: Any) -> list[Any]:
+    """Strategies of the pack that match the contract, most specific first."""
+    multi = _multi_axis(c)
+    scored = []
+    for i, s in enumerate(kb.strategies):
+        if c.family not in s.families:
+            continue
+        if s.ops and c.op not in s.ops:
+            continue
+        if s.multi_axis and not multi:
+            continue
+        scored.append(((2 if s.ops else 0) + (1 if s.multi_axis else 0), -i, s))
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return [s for _, _, s in scored]
+
+
+def _finding(kb: Any, rule: str, level: str, message: str) -> Finding:
+    return Finding(rule, level, message, kb.authority_of(rule))  # type: ignore[arg-type]
+
+
+@cites("P3.rank-strategy", "P3.flatten-elementwise")
+def rank_strategy(c: Contract, kb: Any, chosen: Any, recommended: Any) -> list[Finding]:
+    """Does the chosen strategy follow P3's table? (A user's pick may not.)"""
+    if chosen is None:
+        return [_finding(kb, "P3.rank-strategy", "warn",
+                         f"the pack has no rank strategy for {c.family} / {c.op}: set the kernel shapes by hand")]
+    if recommended is None or chosen.id == recommended.id:
+        return []
+    if c.family == "elementwise" and chosen.reshape != "flatten":
+        return [_finding(kb, "P3.flatten-elementwise", "warn",
+                         f"'{chosen.id}' keeps elementwise work at a higher rank; flatten to 1-D "
+                         f"('{recommended.id}'): there is no data dependence, and the loop depends only on auto_tiles")]
+    return [_finding(kb, "P3.rank-strategy", "warn",
+                     f"'{chosen.id}' ({chosen.reshape}) is not the table's choice for {c.family} / {c.op}: "
+                     f"'{recommended.id}' ({recommended.reshape}); keep a different rank only when the semantics "
+                     "need it")]
+
+
+@cites("O3.merge-reduce-axes", "CL.merge-evaluated")
+def merge_reduce(c: Contract, kb: Any, merged: bool) -> list[Finding]:
+    """O3: was merging the reduce axes evaluated, and why was it done or not?"""
+    if not _multi_axis(c) or c.family != "reduction":
+        return []
+    ok, reason = merge_conditions(c)
+    if merged:
+        return [_finding(kb, "CL.merge-evaluated", "info", f"reduce axes merged: {reason}")]
+    if ok:
+        return [_finding(kb, "O3.merge-reduce-axes", "warn",
+                         f"the reduce axes can be merged ({reason}) but the plan reduces them one at a time")]
+    return [_finding(kb, "CL.merge-evaluated", "info", f"reduce axes not merged: {reason}")]
+
+
+def plan_dims(contract: Contract, kb: Any = None, strategy: str | None = None) -> DimPlan:
+    """The dimension plan for `contract`. `strategy` is a strategy id from the pack (the user's pick)."""
+    if kb is None:
+        from pypto_tui.kb import get_kb
+
+        kb = get_kb()
+    c = contract
+    by_id = {s.id: s for s in kb.strategies}
+    if strategy is not None and strategy not in by_id:
+        raise InputError(f"unknown strategy '{strategy}': this pack has {', '.join(by_id)}")
+    cands = candidates(c, kb)
+    findings: list[Finding] = []
+    layout: _Layout | None = None
+    recommended = None
+    rejected: list[str] = []
+    for s in cands:  # the first applicable candidate is the table's choice
+        try:
+            layout = RESHAPERS[s.reshape](c)
+            recommended = s
+            break
+        except _NotApplicable as exc:
+            rejected.append(f"'{s.id}': {exc}")
+    chosen = recommended
+    if strategy is not None and (recommended is None or strategy != recommended.id):
+        pick = by_id[strategy]
+        try:
+            layout = RESHAPERS[pick.reshape](c)
+            chosen = pick
+        except _NotApplicable as exc:
+            findings.append(_finding(kb, pick.rule if pick.rule in ("O3.merge-reduce-axes",) else "P3.rank-strategy",
+                                     "error", f"strategy '{pick.id}' cannot be applied: {exc}; "
+                                     + (f"kept '{recommended.id}'" if recommended else "no plan")))
+    if layout is None:
+        why = "; ".join(rejected) if rejected else f"no strategy in the pack matches {c.family} / {c.op}"
+        findings.extend(rank_strategy(c, kb, None, None))
+        if rejected:
+            findings.append(_finding(kb, "P3.rank-strategy", "warn", f"no strategy applies: {why}"))
+        return DimPlan(strategy=None, reshape=None, kernel_rank=None, output_reshape=c.output_shape,
+                       dtype=c.operands[0].dtype if c.operands else None, findings=findings,
+                       merge_reason=merge_conditions(c)[1] if _multi_axis(c) else "")
+    assert chosen is not None
+    findings.extend(rank_strategy(c, kb, chosen, recommended))
+    merged = [g for g in layout.axis_map if len(g) > 1]
+    merged_reduce = chosen.reshape == "merge_reduce"
+    findings.extend(merge_reduce(c, kb, merged_reduce))
+    if layout.merge_reason:
+        merge_reason = layout.merge_reason
+    elif _multi_axis(c) and c.family == "reduction":
+        merge_reason = merge_conditions(c)[1]
+    elif merged and c.reduction is not None:
+        merge_reason = (f"the '{chosen.reshape}' reshape lays the statistics' axes out as "
+                        f"{' and '.join(str(g) for g in merged)}; O3's merge is for reductions")
+    else:
+        merge_reason = ""
+    kernel_rank = len(layout.kernel_shapes[0]) if layout.kernel_shapes else None
+    alternatives: list[str] = []
+    for s in kb.strategies:
+        if s.id == chosen.id or s.reshape == chosen.reshape or not (c.family in s.families or s.reshape == "keep"):
+            continue
+        try:
+            alt = RESHAPERS[s.reshape](c)
+        except _NotApplicable:
+            continue
+        same = alt.kernel_shapes == layout.kernel_shapes and alt.axis_map == layout.axis_map
+        if not same and s.reshape not in [by_id[a].reshape for a in alternatives]:
+            alternatives.append(s.id)
+    describe = ", ".join(
+        f"{t.name} {t.shape} -> {k}" for t, k in zip(c.tensor_inputs, layout.kernel_shapes, strict=False)
+    )
+    findings.insert(0, _finding(kb, chosen.rule if chosen.rule.startswith(("P3", "O3")) else "P3.rank-strategy",
+                                "info", f"'{chosen.id}': {describe}; kernel rank {kernel_rank}"
+                                + (f", reduce axis {layout.reduce_axis}" if layout.reduce_axis is not None else "")))
+    max_rank = kb.limits.max_vec_rank
+    if kernel_rank is not None and kernel_rank > max_rank and c.family != "matmul":
+        findings.append(_finding(kb, "P3.rank-strategy", "warn",
+                                 f"kernel rank {kernel_rank} exceeds the vec tile's {max_rank} dims: merge axes "
+                                 "in forward (pick a strategy that reshapes)"))
+    return DimPlan(
+        strategy=chosen.id, reshape=chosen.reshape, kernel_rank=kernel_rank,
+        forward_reshape=layout.forward_reshape, kernel_shapes=layout.kernel_shapes,
+        output_kernel_shape=layout.output_kernel_shape, output_reshape=c.output_shape,
+        reduce_axis=layout.reduce_axis, reduce_axes=layout.reduce_axes, axis_map=layout.axis_map,
+        merged_axes=merged, merge_reason=merge_reason, alternatives=alternatives,
+        dtype=c.operands[0].dtype if c.operands else None, matmul=layout.matmul, rule=chosen.rule,
+        note=chosen.note, findings=findings,
+    )
+
+
+CHECKS = {"dims.rank_strategy": rank_strategy, "dims.merge_reduce": merge_reduce}

@@ -1,0 +1,133 @@
+"""P0.self-check: the baseline (run in a subprocess) against the contract's numpy reference.
+
+With torch (marked `torch`): every supported fixture agrees, swaps show asymmetry, and a wrong
+contract is caught. Without torch (simulated by a fake module that fails to import, and by the
+availability check): the result says so and how to install it; nothing raises.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.contract import CHECKS, selfcheck
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.contract.selfcheck import INSTALL_HINT, self_check
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+TASKS = sorted(p.stem for p in (FIX / "tasks").glob("*.py"))
+EXTRA_SUPPORTED = ["neg_dim_log_softmax", "tuple_dims_sum", "layer_norm_kwonly", "group_norm_positional",
+                   "gelu_fp16", "full_bf16_add", "hinge_randint", "kl_log_softmax_sum", "cosine_loss",
+                   "expression_two_inputs", "matmul_3d_2d", "rms_rsqrt_last", "argmax_neg", "cumsum_dim"]
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+def test_reference_agrees_with_baseline(task, contracts, kb):
+    c = contracts[task]
+    res = self_check(c, FIX / "tasks" / f"{task}.py", kb=kb)
+    assert res.status == "agree", res.message
+    assert res.max_abs_err is not None and res.baseline_shape == res.reference_shape
+    assert all(len(s) == len(c.input(n).shape) for n, s in res.shapes.items())  # same rank, scaled
+    if res.swapped:
+        assert res.baseline_swap_changes is c.asymmetric
+    assert [f.rule for f in res.findings] == ["P0.self-check"] and res.findings[0].level == "info"
+
+
+@pytest.mark.parametrize("name", EXTRA_SUPPORTED)
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+def test_reference_agrees_on_hard_corners(name, kb):
+    path = FIX / "tasks_extra" / f"{name}.py"
+    res = self_check(extract_contract(path, kb), path, kb=kb)
+    assert res.status == "agree", res.message
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+def test_a_wrong_contract_is_an_error(contracts, kb):
+    path = FIX / "tasks" / "kl_div_batchmean.py"
+    wrong = contracts["kl_div_batchmean"].with_edits({"op_args.reduction": "mean"}, kb)  # /numel, not /B
+    res = self_check(wrong, path, kb=kb)
+    assert res.status == "disagree" and res.findings[0].level == "error"
+    assert res.findings[0].rule == "P0.self-check"
+    swapped = contracts["kl_div_batchmean"].with_edits({"op_args.operands": ["targets", "predictions"]}, kb)
+    assert self_check(swapped, path, kb=kb).status == "disagree"
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+def test_wrong_keepdim_and_wrong_symmetry_are_caught(contracts, kb):
+    res = self_check(contracts["sum_over_channels"].with_edits({"reduction.keepdim": False}, kb),
+                     FIX / "tasks" / "sum_over_channels.py", kb=kb)
+    assert res.status == "disagree" and "output shapes differ" in res.message
+    res = self_check(contracts["mse_loss"].with_edits({"asymmetric": True}, kb), FIX / "tasks" / "mse_loss.py", kb=kb)
+    assert res.status == "disagree" and "does not change" in res.message
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+def test_timeout(tmp_path, kb):
+    task = tmp_path / "slow.py"
+    task.write_text((FIX / "tasks" / "elu.py").read_text() + "\nimport time\ntime.sleep(30)\n")
+    res = self_check(extract_contract(task, kb), task, timeout=1, kb=kb)
+    assert res.status == "timeout" and res.findings[0].level == "warn"
+
+
+def _fake_torch(tmp_path: Path) -> dict[str, str]:
+    fake = tmp_path / "hide_torch"
+    fake.mkdir()
+    (fake / "torch.py").write_text("raise ImportError(\"No module named 'torch' (hidden by the test)\")\n")
+    return {**os.environ, "PYTHONPATH": str(fake)}
+
+
+def test_without_torch_in_the_subprocess(tmp_path, contracts, kb):
+    res = self_check(contracts["elu"], FIX / "tasks" / "elu.py", env=_fake_torch(tmp_path), kb=kb)
+    assert res.status == "no-torch" and res.torch_available is False
+    assert res.install_hint == INSTALL_HINT and "pip install torch==2.13.0" in res.message
+    assert [(f.rule, f.level) for f in res.findings] == [("P0.self-check", "warn")]
+
+
+def test_without_torch_by_the_availability_check(monkeypatch, contracts, kb):
+    monkeypatch.setattr(selfcheck, "torch_available", lambda python=None: False)
+    monkeypatch.setattr(selfcheck.subprocess, "run", lambda *a, **k: pytest.fail("no subprocess without torch"))
+    res = self_check(contracts["softmax_rows"], FIX / "tasks" / "softmax_rows.py", kb=kb)
+    assert res.status == "no-torch" and "pip install torch==2.13.0" in res.message
+    assert res.to_json_dict()["status"] == "no-torch"
+
+
+def test_no_reference_and_no_file(kb, contracts):
+    conv = extract_contract(FIX / "tasks_extra" / "conv2d_module.py", kb)
+    assert self_check(conv, FIX / "tasks_extra" / "conv2d_module.py", kb=kb).status == "no-reference"
+    c = extract_contract((FIX / "tasks" / "elu.py").read_text(), kb)  # from source: no path
+    assert self_check(c, None, kb=kb).status == "error"
+
+
+def test_recipes_rebuild_distributions(contracts):
+    arrays, shapes, replayed = selfcheck.make_inputs(contracts["kl_div_batchmean"])
+    assert replayed and shapes == {"predictions": (3, 4), "targets": (3, 4)}
+    for a in arrays:
+        assert (a > 0).all() and abs(a.sum(axis=-1) - 1).max() < 1e-5
+    assert not (arrays[0] == arrays[1]).all()  # independent draws: a swap shows
+
+
+def test_catalogue_names_resolve():
+    """Every contract.* / dims.* name in rules.toml resolves to code that cites that rule."""
+    from pypto_tui import dims
+    from pypto_tui.kb import get_kb
+
+    seen = set()
+    for rule in get_kb().rules.values():
+        for name in rule.enforced_by:
+            table = CHECKS if name.startswith("contract.") else dims.CHECKS if name.startswith("dims.") else None
+            if table is None:
+                continue
+            assert rule.id in table[name].__cites__, (name, rule.id)
+            seen.add(name)
+    assert seen == set(CHECKS) | set(dims.CHECKS)
