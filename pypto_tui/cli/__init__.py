@@ -14,6 +14,7 @@ import typer
 
 from pypto_tui.cli import calc
 from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
+from pypto_tui.cli.contract_cmd import contract
 from pypto_tui.cli.kb_cmd import kb_app
 from pypto_tui.cli.lint_cmd import lint
 
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 app.command("tile")(calc.tile)
 app.command("loop")(calc.loop)
+app.command("contract")(contract)
 app.command("lint")(lint)
 app.add_typer(kb_app, name="kb")
 

@@ -32,12 +32,12 @@ def show_tiles(plan: TilePlan | None, evaluation: TileEvaluation | None) -> None
         return
     t = Table(title=f"candidates ({plan.qualified_count} qualified of {plan.enumerated} enumerated)",
               title_justify="left")
-    for col in ("#", "tile", "prod", "auto_tiles", "contig B", "segments", "qualified", "verdict"):
-        t.add_column(col, no_wrap=True)
+    for col in ("#", "tile", "prod", "tiles", "contig B", "segs", "qualified", "verdict"):
+        t.add_column(col, no_wrap=True, min_width=len(col))
     for c in plan.candidates:
         e = c.evaluation
-        mark = "★ " if plan.recommended is c else ""
-        t.add_row(f"{mark}{c.rank + 1}", dims(e.tile), str(e.prod), str(e.auto_tiles), str(e.contiguous_bytes),
+        mark = "★" if plan.recommended is c else ""
+        t.add_row(f"{c.rank + 1}{mark}", dims(e.tile), str(e.prod), str(e.auto_tiles), str(e.contiguous_bytes),
                   "-" if e.reduce_segments is None else str(e.reduce_segments),
                   "yes" if c.qualified else "no",
                   level_text(worst(f for f in e.findings if f.level != "info")))

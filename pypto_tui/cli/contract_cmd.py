@@ -1,0 +1,101 @@
+"""`contract TASK.py [--run]`: the semantic contract and the dimension plan of a task file.
+
+The task file is read statically (libcst); `--run` is the only thing that executes it, and then
+only in a subprocess with a timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.findings import Finding, has_error
+
+
+@handles_input_errors
+def contract(
+    task: Annotated[Path, typer.Argument(help="A KernelBench task file (read statically, never imported).")],
+    run: Annotated[bool, typer.Option("--run", help="Self-check: run the baseline in a subprocess on small "
+                                      "asymmetric inputs and compare it with the contract.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds the --run subprocess may take.",
+                                           min=1)] = 60.0,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="Pick another rank strategy (see dims "
+                                                 "alternatives).", show_default=False)] = None,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Print the contract (formula, inputs, reduction, asymmetry) and the dimension plan (rules P0-P3, O3)."""
+    from pypto_tui.contract.extract import extract_contract
+    from pypto_tui.dims import plan_dims
+
+    pack = load_kb(kb)
+    if not task.is_file():
+        raise FileNotFoundError(2, "no such task file", str(task))
+    c = extract_contract(task, pack)
+    plan = plan_dims(c, pack, strategy)
+    check = None
+    if run:
+        from pypto_tui.contract.selfcheck import self_check
+
+        check = self_check(c, task, timeout, kb=pack)
+    findings: list[Finding] = [*c.findings, *plan.findings, *(check.findings if check else ())]
+    doc = c.to_json_dict(plan)
+    doc["selfcheck"] = check.to_json_dict() if check else None
+    doc["findings"] = [f.to_dict() for f in findings]
+    if json_out:
+        emit_json(doc)
+    else:
+        _show(doc, findings)
+    raise typer.Exit(Exit.FINDINGS if has_error(findings) else Exit.OK)
+
+
+def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from pypto_tui.cli.render import console, dims, findings_table, kv_table
+
+    red = doc.get("reduction")
+    rows: list[tuple[str, Any]] = [
+        ("family / op", f"{doc['family']} / {doc['op']}"),
+        ("supported", "yes" if doc["supported"] else Text(f"no: {doc['reason']}", style="yellow")),
+        ("formula", doc.get("formula") or Text("unknown", style="yellow")),
+        ("reduction", "-" if not red else
+         f"{red['op']} over axes {red['axes']}, keepdim={red['keepdim']}, scaling={red['scaling']}"),
+        ("asymmetric", {True: "yes", False: "no", None: "unknown"}[doc.get("asymmetric")]
+         + (f" ({doc['direction']})" if doc.get("direction") else "")),
+        ("output shape", dims(doc.get("output_shape"))),
+        ("init params", ", ".join(f"{k}={v!r}" for k, v in (doc.get("init_params") or {}).items()) or "-"),
+    ]
+    if doc.get("unknown"):
+        rows.append(("unknown", Text(", ".join(doc["unknown"]), style="bold yellow")))
+    console.print(kv_table(rows, title=f"contract: {doc.get('task_path') or ''}"))
+    t = Table(title="inputs", title_justify="left")
+    for col in ("name", "kind", "shape", "dtype"):
+        t.add_column(col)
+    for i in doc["inputs"]:
+        t.add_row(i["name"], i["kind"], dims(i["shape"]) if i["kind"] == "tensor" else repr(i.get("value")),
+                  str(i["dtype"]))
+    console.print(t)
+    d = doc.get("dims") or {}
+    if d:
+        console.print(kv_table([
+            ("strategy", f"{d.get('strategy')} ({d.get('reshape')})"),
+            ("kernel rank", d.get("kernel_rank")),
+            ("forward reshape", ", ".join(dims(s) for s in d.get("forward_reshape") or []) or "-"),
+            ("kernel shapes", ", ".join(dims(s) for s in d.get("kernel_shapes") or []) or "-"),
+            ("reduce axis (kernel)", d.get("reduce_axis") if d.get("reduce_axis") is not None else "-"),
+            ("merged axes", d.get("merged_axes") or "-"),
+            ("merge", d.get("merge_reason") or "-"),
+            ("alternatives", ", ".join(d.get("alternatives") or []) or "-"),
+        ], title="dimension plan"))
+    sc = doc.get("selfcheck")
+    if sc:
+        style = {"agree": "green", "disagree": "bold red"}.get(sc["status"], "yellow")
+        console.print(Text(f"self-check: {sc['status']}: {sc['message']}", style=style))
+    shown = [f for f in findings if f.level != "ok"]
+    if shown:
+        console.print(findings_table(shown))
