@@ -222,11 +222,13 @@ class Pipeline:
                                              g.why))  # type: ignore[arg-type]
 
     def chosen_loop_count(self) -> int | None:
+        """The loop count the kernel uses: the user's explicit choice (1 means no loop), else the
+        planner's recommendation when a loop is needed, else None (no loop)."""
+        if self.design.loop_count:
+            return self.design.loop_count if self.design.loop_count > 1 else None
         plan = self.loop_plan()
         if plan is None or not plan.needs_loop:
             return None
-        if self.design.loop_count:
-            return self.design.loop_count
         return plan.recommended.loop_count if plan.recommended else None
 
 

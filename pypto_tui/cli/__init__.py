@@ -17,6 +17,7 @@ from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
 from pypto_tui.cli.contract_cmd import contract
 from pypto_tui.cli.kb_cmd import kb_app
 from pypto_tui.cli.lint_cmd import lint
+from pypto_tui.cli.sim_cmd import sim, verify
 
 app = typer.Typer(
     name="pypto-tui",
@@ -30,6 +31,8 @@ app.command("tile")(calc.tile)
 app.command("loop")(calc.loop)
 app.command("contract")(contract)
 app.command("lint")(lint)
+app.command("sim")(sim)
+app.command("verify")(verify)
 app.add_typer(kb_app, name="kb")
 
 

@@ -96,6 +96,7 @@ class InputSpec:
     low: float | None = None
     high: float | None = None
     scalar: float | int | bool | None = None
+    recipe: dict[str, Any] | None = None  # the task's get_inputs() recipe (contract Input.recipe)
 
     def __post_init__(self) -> None:
         if self.scalar is not None:
@@ -115,7 +116,7 @@ class InputSpec:
         if self.scalar is not None:
             return {"scalar": self.scalar}
         d: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
-        for k in ("fill", "low", "high"):
+        for k in ("fill", "low", "high", "recipe"):
             v = getattr(self, k)
             if v is not None:
                 d[k] = v
@@ -133,7 +134,7 @@ class InputSpec:
             raise JobError(f"input {d!r} has neither 'shape' nor 'scalar'")
         return cls(
             shape=tuple(d["shape"]), dtype=d.get("dtype", "fp32"), fill=d.get("fill"),
-            low=d.get("low"), high=d.get("high"),
+            low=d.get("low"), high=d.get("high"), recipe=d.get("recipe"),
         )
 
 

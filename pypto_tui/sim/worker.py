@@ -197,11 +197,14 @@ def build_inputs(torch: Any, specs: tuple[J.InputSpec, ...], seed: int) -> list[
     """The forward() arguments, reproducible from the seed."""
     gen = torch.Generator().manual_seed(int(seed))
     out: list[Any] = []
-    for s in specs:
+    for index, s in enumerate(specs):
         if s.is_scalar:
             out.append(s.scalar)
             continue
         dtype = getattr(torch, _TORCH_DTYPES[s.dtype])
+        if s.recipe:
+            out.append(_from_recipe(torch, s, dtype, seed, index))
+            continue
         integer = not (dtype.is_floating_point or dtype is torch.bool)
         fill = s.fill or ("randint" if integer or dtype is torch.bool else "randn")
         shape = tuple(s.shape)
@@ -228,6 +231,18 @@ def build_inputs(torch: Any, specs: tuple[J.InputSpec, ...], seed: int) -> list[
             t = torch.arange(n, dtype=torch.float32).reshape(shape)
         out.append(t.to(dtype).contiguous())
     return out
+
+
+def _from_recipe(torch: Any, s: J.InputSpec, dtype: Any, seed: int, index: int) -> Any:
+    """Replay the task's own recipe (e.g. randn(...).softmax(-1)) at the job's shape: a kl_div must
+    be verified on probability distributions, not on raw normals."""
+    import numpy as np
+
+    from pypto_tui.contract.selfcheck import build_array
+
+    sizes = {int(d): int(d) for d in (*s.shape, *(s.recipe or {}).get("shape", ()))}
+    arr, _ = build_array(s.recipe, s.shape, s.dtype, sizes, np.random.default_rng(int(seed) * 1009 + index))
+    return torch.from_numpy(np.ascontiguousarray(arr)).to(dtype).contiguous()
 
 
 def _clone(torch: Any, xs: list[Any]) -> list[Any]:

@@ -1,0 +1,198 @@
+"""`sim` and `verify`: the real pypto 0.2.0 compiler on the CPU, one subprocess per candidate.
+
+Both say exactly what to install when pypto or torch is missing (exit 2), and never leave the
+compiler's output folders behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.errors import InputError
+
+TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
+
+
+def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None, flavour: str | None = None):  # type: ignore[no-untyped-def]
+    from pypto_tui.design import Design, Pipeline
+    from pypto_tui.shapes import parse_dims
+
+    if not task.is_file():
+        raise FileNotFoundError(2, "no such task file", str(task))
+    pack = load_kb(kb)
+    design = Design(task=str(task), kb=str(kb) if kb else None, flavour=flavour,
+                    tile=list(parse_dims(tile, "tile")) if tile else None, loop_count=loop_count)
+    p = Pipeline(pack, design)
+    if tile:
+        from pypto_tui.shapes import parse_tile_for
+
+        parse_tile_for(p.geometry().shape, tile)
+    return p
+
+
+def _require_sim() -> None:
+    from pypto_tui.sim.availability import require_sim
+
+    require_sim()
+
+
+def _progress(enabled: bool):  # type: ignore[no-untyped-def]
+    """A progress bar on stderr (stdout stays data)."""
+    if not enabled:
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task_id = bar.add_task("simulating", total=None)
+
+    def tick(done: int, total: int, result: Any) -> None:
+        label = getattr(result, "label", "")
+        bar.update(task_id, completed=done, total=total, description=f"simulating {label}")
+
+    return bar, tick
+
+
+@handles_input_errors
+def sim(
+    task: TaskArg,
+    tile: Annotated[str | None, typer.Option("--tile", help="Simulate this tile (default: the recommended one).",
+                                             show_default=False)] = None,
+    loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
+                                                   show_default=False)] = None,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="tiles, loops or both: measure candidates with "
+                                              "the documents' guided sweep.", show_default=False)] = None,
+    budget: Annotated[int, typer.Option("--budget", help="Most simulations per sweep.", min=1)] = 8,
+    jobs: Annotated[int, typer.Option("--jobs", help="Compiles in parallel.", min=1)] = 2,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per compile.", min=1)] = 300.0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate."""
+    from pypto_tui.sim import design_runs as R
+    from pypto_tui.sim.runner import run_one
+
+    if sweep not in (None, "tiles", "loops", "both"):
+        raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
+    p = _pipeline(task, kb, tile, loop_count)
+    _require_sim()
+    bar, tick = _progress(not json_out)
+    doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []), "loop_count": p.chosen_loop_count()}
+    reports = []
+    try:
+        if bar:
+            bar.start()
+        if sweep is None:
+            r = run_one(R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
+                        progress=tick, cache=not no_cache)
+            doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
+        else:
+            if sweep in ("tiles", "both"):
+                reports.append(R.sweep_tiles(p, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
+                                             cache=not no_cache))
+            if sweep in ("loops", "both"):
+                reports.append(R.sweep_loops(p, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
+                                             cache=not no_cache))
+            doc["sweeps"] = [x.to_dict() for x in reports]
+    finally:
+        if bar:
+            bar.stop()
+    failed = False
+    if sweep is None:
+        failed = doc["result"].get("status") != "ok"
+    else:
+        failed = not any(x.best_by_cost for x in reports)
+    if json_out:
+        emit_json(doc)
+    else:
+        _show_sim(doc, reports)
+    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+
+
+def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from pypto_tui.cli.render import console
+
+    if "result" in doc:
+        r = doc["result"]
+        if r.get("status") == "ok":
+            console.print(Text(f"tile {tuple(doc['tile'])}, loop_count {doc['loop_count'] or '-'}: "
+                               f"{r['e2e_us']:.2f} µs, {r['tasks']} tasks (compile {r.get('compile_s') or 0:.2f} s, "
+                               f"wall {r.get('wall_s') or 0:.1f} s)", style="bold green"))
+        else:
+            console.print(Text(f"{r.get('status')}: {r.get('reason') or r.get('error')}", style="bold red"))
+        return
+    for rep in reports:
+        t = Table(title=f"{rep.sweep} sweep: {rep.simulations} simulation(s), {rep.qualified} qualified",
+                  title_justify="left")
+        for col in ("candidate", "rules' verdict", "cost model", "tasks", "compile s"):
+            t.add_column(col, no_wrap=col != "rules' verdict")
+        for row in rep.rows:
+            if not row.measured:
+                continue
+            mark = ""
+            if rep.best_by_cost is row:
+                mark += " ⚡fastest"
+            if rep.best_by_rules is row:
+                mark += " ★rules"
+            cost = (f"{row.e2e_us:.2f} µs" if row.e2e_us is not None else
+                    Text(f"{row.status}: {row.reason or ''}"[:60], style="red"))
+            t.add_row(row.label + mark, Text(row.rule_verdict, style="green" if row.qualified else "yellow"), cost,
+                      str(row.tasks or "-"), f"{row.compile_s:.2f}" if row.compile_s else "-")
+        console.print(t)
+        for line in rep.disagreements:
+            console.print(Text("disagreement: " + line, style="bold yellow"))
+        for line in rep.notes:
+            console.print(Text(line, style="dim"))
+
+
+@handles_input_errors
+def verify(
+    task: TaskArg,
+    scale: Annotated[str, typer.Option("--scale", help="small (reduced shapes, default) or full.")] = "small",
+    tile: Annotated[str | None, typer.Option("--tile", help="Verify this tile (default: the recommended one).",
+                                             show_default=False)] = None,
+    loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
+                                                   show_default=False)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds the verification may take.", min=1)] = 600.0,
+    memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Address-space cap of the worker.",
+                                                  show_default=False)] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Run the generated kernel through pypto's interpreter and compare it with the torch baseline."""
+    from pypto_tui.sim.design_runs import verify as run_verify
+
+    if scale not in ("small", "full"):
+        raise InputError(f"--scale {scale!r}: use small or full")
+    p = _pipeline(task, kb, tile, loop_count)
+    contract = p.contract()
+    if contract.supported:
+        _require_sim()
+    report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb)
+    if json_out:
+        emit_json(report.to_dict())
+    else:
+        from rich.text import Text
+
+        from pypto_tui.cli.render import console, kv_table
+
+        verdict = Text("PASS" if report.passed else ("FAIL" if report.supported else "UNSUPPORTED"),
+                       style="bold green" if report.passed else "bold red")
+        console.print(kv_table([
+            ("verdict", verdict), ("reason", report.reason),
+            ("shapes run", ", ".join(f"{k}={tuple(v)}" for k, v in report.shapes.items()) or "-"),
+            ("tile / loop", f"{tuple(report.tile or ())} / {report.loop_count or '-'}"),
+            ("max abs err", report.max_abs_err), ("max rel err", report.max_rel_err),
+            ("failing share", report.fail_share),
+        ], title=f"verify {task}"))
+    raise typer.Exit(Exit.OK if report.passed else Exit.FINDINGS)

@@ -1,0 +1,413 @@
+"""The compiler in the loop for a whole design: cost sweeps and verification of generated kernels.
+
+This is where the pure design pipeline meets the subprocess runner: every candidate (a tile or a
+loop count) becomes a design variant, the code generator turns it into a module, and the runner
+compiles it in SIM mode in its own process. Verification rebuilds the design at reduced shapes
+(same rank, tiles clamped to the smaller axes, the same loop structure) so the interpreter's
+memory stays small, and runs the task's torch baseline on the same inputs.
+
+The sweeps follow the documents: filter by the rules, measure the qualified candidates from the
+middle of a log scale outwards, stop when both sides get worse. A few candidates the rules reject
+are measured too, so a disagreement between the cost model and a rule is shown, never hidden.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pypto_tui.design import Pipeline
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.sweep import guided_sweep_batched
+
+Progress = Callable[[int, int, J.SimResult], None]
+VERIFY_ELEMENTS = 1 << 16
+MIN_LAST = 64
+
+
+@dataclass
+class SweepRow:
+    label: str
+    value: Any                      # the tile (list) or the loop count
+    rule_rank: int | None
+    qualified: bool
+    rule_verdict: str
+    measured: bool = False
+    status: str | None = None
+    e2e_us: float | None = None
+    tasks: int | None = None
+    compile_s: float | None = None
+    wall_s: float | None = None
+    reason: str | None = None
+    cost_rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class SweepReport:
+    sweep: str                      # "tiles" | "loops"
+    rows: list[SweepRow]
+    qualified: int
+    simulations: int
+    best_by_rules: SweepRow | None
+    best_by_cost: SweepRow | None
+    best_qualified: SweepRow | None = None
+    disagreements: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sweep": self.sweep, "qualified": self.qualified, "simulations": self.simulations,
+            "candidates": [r.to_dict() for r in self.rows],
+            "best_by_rules": self.best_by_rules.to_dict() if self.best_by_rules else None,
+            "best_by_cost": self.best_by_cost.to_dict() if self.best_by_cost else None,
+            "best_qualified": self.best_qualified.to_dict() if self.best_qualified else None,
+            "disagreements": self.disagreements, "notes": self.notes,
+        }
+
+
+@dataclass
+class VerifyReport:
+    supported: bool
+    passed: bool
+    reason: str
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    fail_share: float | None = None
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    scale: str = "small"
+    tile: list[int] | None = None
+    loop_count: int | None = None
+    status: str | None = None
+    wall_s: float | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["findings"] = [f.to_dict() for f in self.findings]
+        return d
+
+
+# ------------------------------------------------------------------------------ jobs from designs
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict) or hasattr(v, "items"):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+def input_specs(pipeline: Pipeline, fill: str | None = None, with_recipe: bool = False) -> list[J.InputSpec]:
+    """forward()'s arguments as the worker builds them: tensors by shape/dtype, scalars by value."""
+    specs: list[J.InputSpec] = []
+    for i in pipeline.contract().inputs:
+        if not i.is_tensor:
+            if i.value is None:
+                raise InputError(f"scalar input '{i.name}' has no value: fill it in the contract")
+            specs.append(J.InputSpec(scalar=i.value))
+            continue
+        if i.shape is None:
+            raise InputError(f"input '{i.name}' has no shape: fill it in the contract")
+        recipe = None
+        if with_recipe and i.recipe and i.recipe.get("replayable", True):
+            recipe = _plain(i.recipe)
+            recipe["shape"] = list(i.shape)
+        specs.append(J.InputSpec(shape=tuple(i.shape), dtype=i.dtype or "fp32", fill=fill, recipe=recipe))
+    return specs
+
+
+def init_args(pipeline: Pipeline) -> list[Any]:
+    return [_plain(v) for v in pipeline.contract().init_params.values()]
+
+
+def kernel_source(pipeline: Pipeline) -> str:
+    from pypto_tui.design import kernel_of
+
+    k = kernel_of(pipeline)
+    if not k.supported:
+        raise InputError(f"cannot scaffold this task: {k.reason}")
+    return str(k.source)
+
+
+def variant(pipeline: Pipeline, **changes: Any) -> Pipeline:
+    """The same design with some decisions changed (a tile, a loop count), as a fresh pipeline."""
+    return Pipeline(pipeline.kb, replace(pipeline.design, **changes))
+
+
+def cost_job(pipeline: Pipeline, label: str) -> J.SimJob:
+    # The cost model does not look at the data: zeros are the cheapest inputs to build.
+    return J.SimJob(kind="cost", kernel_source=kernel_source(pipeline), inputs=tuple(input_specs(pipeline, "zeros")),
+                    init_args=tuple(init_args(pipeline)), label=label,
+                    cycles_per_us=float(pipeline.kb.chip.cycles_per_us))
+
+
+# ------------------------------------------------------------------------------ sweeps
+def _rule_verdict(c: Any) -> str:
+    if c.qualified:
+        return f"qualified (#{c.rank + 1} by the rules)"
+    bad = [f.rule for f in c.evaluation.findings if f.level in ("warn", "error")]
+    return "rejected: " + (", ".join(dict.fromkeys(bad)) or "ranked low")
+
+
+def sweep_line(plan: Any, pick: tuple[int, ...] | None) -> tuple[int, list[Any]]:
+    """The qualified tiles on the line through the rules' pick that varies one axis (the reduce
+    axis, else the last): the documents' 16 -> 32 -> 64 search is a walk along that line."""
+    qualified = [c for c in plan.candidates if c.qualified]
+    if pick is None or not qualified:
+        return -1, qualified
+    axis = plan.reduce_dim if plan.reduce_dim is not None else len(pick) - 1
+    line = [c for c in qualified if all(t == p for i, (t, p) in enumerate(zip(c.tile, pick, strict=True))
+                                        if i != axis)]
+    return axis, sorted(line, key=lambda c: c.tile[axis])
+
+
+def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jobs: int = 2,
+                timeout_s: float = 300.0, progress: Progress | None = None, cache: bool = True) -> SweepReport:
+    """Walk the sweep line from its middle (guided), then measure the rules' pick and a few
+    candidates the rules reject, so both verdicts stand side by side."""
+    from pypto_tui.sim.runner import run_many
+
+    plan = pipeline.tile_plan(top=400)
+    pick = pipeline.chosen_tile()
+    axis, line = sweep_line(plan, pick)
+    qualified = [c for c in plan.candidates if c.qualified]
+    rejected = sorted((c for c in plan.candidates if not c.qualified and not c.evaluation.waste_axes),
+                      key=lambda c: (c.evaluation.reduce_segments or 1, -c.evaluation.prod, c.rank))[:challengers]
+    by_tile = {c.tile: c for c in plan.candidates}
+    rows: dict[tuple[int, ...], SweepRow] = {
+        c.tile: SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified, _rule_verdict(c))
+        for c in [*line, *rejected]}
+    done = 0
+    total_hint = min(budget, len(line)) + len(rejected) + 1
+
+    def measure(batch: list[Any]) -> list[float | None]:
+        nonlocal done
+        js = [cost_job(variant(pipeline, tile=list(c.tile)), str(tuple(c.tile))) for c in batch]
+
+        def tick(_d: int, _t: int, r: J.SimResult) -> None:
+            nonlocal done
+            done += 1
+            if progress:
+                progress(done, max(total_hint, done), r)
+
+        results = run_many(js, jobs=jobs, timeout_s=timeout_s, progress=tick, cache=cache)
+        for c, r in zip(batch, results, strict=True):
+            row = rows.setdefault(c.tile, SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified,
+                                                   _rule_verdict(c)))
+            _fill(row, r)
+        return [r.e2e_us if r.ok else None for r in results]
+
+    result = guided_sweep_batched(line, measure, max_measurements=budget) if line else None
+    extra = [c for c in rejected if not rows[c.tile].measured]
+    if pick is not None and pick in by_tile and not (pick in rows and rows[pick].measured):
+        extra.insert(0, by_tile[pick])
+    if extra:
+        measure(extra)
+    report = _report("tiles", rows, len(qualified), done, pick, result)
+    if axis >= 0:
+        report.notes.insert(0, f"sweep line: axis {axis} varied through the rules' pick {tuple(pick or ())} "
+                               f"({len(line)} qualified tiles on it)")
+    return report
+
+
+def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s: float = 300.0,
+                progress: Progress | None = None, cache: bool = True) -> SweepReport:
+    """Measure loop counts from the middle of the log scale outwards (O2)."""
+    from pypto_tui.sim.runner import run_many
+
+    plan = pipeline.loop_plan()
+    if plan is None:
+        raise InputError("no tile chosen: pick a tile before sweeping loop counts")
+    counts = sorted({c.loop_count for c in plan.candidates if c.ok and c.loop_count <= plan.total})
+    qualified = [c for c in counts if c > 1] or counts
+    rows = {(n,): SweepRow(f"loop_count {n}", n, plan.candidates.index(next(c for c in plan.candidates
+                                                                           if c.loop_count == n)),
+                           True, f"ring {plan.candidates[0].ring if n == plan.candidates[0].loop_count else ''}"
+                           .strip()) for n in qualified}
+    for n, row in rows.items():
+        cand = next(c for c in plan.candidates if c.loop_count == n[0])
+        ring = pipeline.kb.ladders.loop_ring_of(n[0])
+        row.rule_verdict = (f"ring {ring + 1} of the log scale" if ring is not None else "off the ladder") + (
+            f", BASIC_BATCH {cand.basic_batch}")
+    done = 0
+
+    def measure(batch: list[int]) -> list[float | None]:
+        nonlocal done
+        js = [cost_job(variant(pipeline, loop_count=n), f"loop_count {n}") for n in batch]
+
+        def tick(_d: int, _t: int, r: J.SimResult) -> None:
+            nonlocal done
+            done += 1
+            if progress:
+                progress(done, max(budget, done), r)
+
+        results = run_many(js, jobs=jobs, timeout_s=timeout_s, progress=tick, cache=cache)
+        for n, r in zip(batch, results, strict=True):
+            _fill(rows[(n,)], r)
+        return [r.e2e_us if r.ok else None for r in results]
+
+    result = guided_sweep_batched(qualified, measure, max_measurements=budget) if qualified else None
+    rec = plan.recommended.loop_count if plan.recommended else None
+    report = _report("loops", rows, len(qualified), done, (rec,) if rec else None, result)
+    if not plan.needs_loop:
+        report.notes.append(f"no loop is needed ({plan.reason}); the sweep forces one to compare")
+    return report
+
+
+def _fill(row: SweepRow, r: J.SimResult) -> None:
+    row.measured = True
+    row.status, row.e2e_us, row.tasks = r.status, r.e2e_us, r.tasks
+    row.compile_s, row.wall_s = r.compile_s, r.wall_s
+    row.reason = r.reason or r.error
+
+
+def _report(kind: str, rows: dict[tuple[int, ...], SweepRow], qualified: int, simulations: int,
+            rules_key: tuple[int, ...] | None, result: Any) -> SweepReport:
+    measured = sorted((r for r in rows.values() if r.measured and r.e2e_us is not None), key=lambda r: r.e2e_us)
+    for i, r in enumerate(measured):
+        r.cost_rank = i
+    ordered = sorted(rows.values(), key=lambda r: (not r.measured, r.rule_rank if r.rule_rank is not None else 1e9))
+    best_rules = rows.get(tuple(rules_key)) if rules_key else None
+    best_cost = measured[0] if measured else None
+    best_ok = next((r for r in measured if r.qualified), None)
+    report = SweepReport(kind, [r for r in ordered if r.measured] + [r for r in ordered if not r.measured],
+                         qualified, simulations, best_rules, best_cost, best_ok)
+    if best_cost is not None and best_rules is not None and best_cost is not best_rules:
+        if best_rules.e2e_us is None:
+            report.disagreements.append(f"the rules pick {best_rules.label} (not measured); the cost model's "
+                                        f"fastest is {best_cost.label} at {best_cost.e2e_us:.2f} us")
+        else:
+            report.disagreements.append(
+                f"the cost model prefers {best_cost.label} ({best_cost.e2e_us:.2f} us, {best_cost.rule_verdict}) "
+                f"over the rules' pick {best_rules.label} ({best_rules.e2e_us:.2f} us)")
+    for r in measured:
+        if not r.qualified and best_cost is r:
+            report.notes.append(f"{r.label} is fastest in the cost model but {r.rule_verdict}: "
+                                "the rules target the NPU's memory moves, which the cost model may not weigh")
+    if result is not None:
+        report.notes.append(f"guided sweep: {simulations} simulation(s) for {qualified} qualified candidate(s)")
+    return report
+
+
+# ------------------------------------------------------------------------------ verification
+def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[str, tuple[int, ...]]:
+    """Smaller shapes of the same rank: halve the largest free axis until the biggest input fits.
+
+    Sizes a module is built for (norm channels, normalized shapes, group counts) are kept, and the
+    last axis stays >= 64 elements so 32-byte aligned tiles and 1 KB moves still make sense.
+    """
+    from pypto_tui.contract.selfcheck import _keep_values
+
+    c = pipeline.contract()
+    keep = _keep_values(c)
+    groups = c.op_args.get("num_groups") or c.attributes.get("num_groups")
+    shapes = {i.name: list(i.shape) for i in c.tensor_inputs if i.shape is not None}
+    mapping: dict[int, int] = {}
+    values = sorted({d for s in shapes.values() for d in s}, reverse=True)
+
+    def largest() -> int:
+        return max((math.prod(mapping.get(d, d) for d in s) for s in shapes.values()), default=0)
+
+    while largest() > budget:
+        changed = False
+        for v in values:
+            cur = mapping.get(v, v)
+            floor = MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2
+            if v in keep or cur % 2 or cur // 2 < floor:
+                continue
+            if isinstance(groups, int) and groups > 1 and (cur // 2) % groups and v % groups == 0:
+                continue
+            mapping[v] = cur // 2
+            changed = True
+            break
+        if not changed:
+            break
+    return {n: tuple(mapping.get(d, d) for d in s) for n, s in shapes.items()}
+
+
+def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
+           memory_limit_mb: int | None = None, progress: Progress | None = None) -> VerifyReport:
+    """Build the kernel at test shapes, run it through the interpreter and compare with torch."""
+    from pypto_tui.sim.runner import run_one
+
+    c = pipeline.contract()
+    if not c.supported:
+        return VerifyReport(False, False, c.reason or "this task cannot be scaffolded")
+    if scale not in ("small", "full"):
+        raise InputError(f"--scale {scale!r}: use small or full")
+    full_loop = pipeline.chosen_loop_count()
+    if scale == "small":
+        shapes = reduced_shapes(pipeline)
+        edits = dict(pipeline.design.contract_edits)
+        for name, s in shapes.items():
+            edits[f"inputs.{name}.shape"] = list(s)
+        test = Pipeline(pipeline.kb, replace(pipeline.design, contract_edits=edits, tile=None, loop_count=None))
+        tile = _clamped_tile(pipeline, test)
+        loop = None
+        if full_loop:
+            g = test.geometry()
+            loop = max(1, min(full_loop, g.shape[0]))
+        test = Pipeline(pipeline.kb, replace(test.design, tile=list(tile) if tile else None, loop_count=loop))
+    else:
+        test = pipeline
+        shapes = {i.name: tuple(i.shape) for i in c.tensor_inputs if i.shape is not None}
+    try:
+        gen = _generated(test)
+    except InputError as exc:
+        return VerifyReport(False, False, str(exc), shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
+    if not gen.supported:
+        return VerifyReport(False, False, gen.reason, shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
+    job = J.SimJob(kind="verify", kernel_source=gen.source, inputs=tuple(input_specs(test, with_recipe=True)),
+                   init_args=tuple(init_args(test)), label="verify", task_file=str(pipeline.design.task),
+                   cycles_per_us=float(pipeline.kb.chip.cycles_per_us),
+                   memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB)
+    r = run_one(job, timeout_s=timeout_s, cache=cache, progress=progress)
+    worst = _worst_output(r.outputs)
+    passed = bool(r.ok and r.passed)
+    reason = ("the kernel matches the torch baseline" if passed else
+              (worst.get("reason") if worst else None) or r.reason or r.error or r.status)
+    return VerifyReport(
+        supported=True, passed=passed, reason=str(reason), status=r.status,
+        max_abs_err=worst.get("max_abs_err") if worst else None,
+        max_rel_err=worst.get("max_rel_err") if worst else None,
+        fail_share=worst.get("fail_share") if worst else None,
+        shapes={k: list(v) for k, v in shapes.items()}, scale=scale,
+        tile=list(test.chosen_tile() or []) or None, loop_count=test.chosen_loop_count(),
+        wall_s=r.wall_s, outputs=r.outputs)
+
+
+def _generated(p: Pipeline) -> Any:
+    from pypto_tui.design import kernel_of
+
+    return kernel_of(p)
+
+
+def _clamped_tile(full: Pipeline, test: Pipeline) -> tuple[int, ...] | None:
+    """The design's tile, each axis cut to the smaller shape (the last kept 32-byte aligned)."""
+    from pypto_tui.tiles import align_unit
+
+    tile = full.chosen_tile()
+    if tile is None:
+        return None
+    g = test.geometry()
+    if len(g.shape) != len(tile):
+        return None
+    unit = align_unit(test.kb, g.dtype)
+    out = [min(t, s) for t, s in zip(tile, g.shape, strict=True)]
+    if out[-1] % unit:
+        out[-1] = max(unit, (out[-1] // unit) * unit)
+    return tuple(out)
+
+
+def _worst_output(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not outputs:
+        return None
+    return max(outputs, key=lambda o: (not o.get("passed", False), o.get("fail_share") or 0.0,
+                                       o.get("max_rel_err") or 0.0))
