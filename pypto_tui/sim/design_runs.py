@@ -26,7 +26,7 @@ from pypto_tui.sim.sweep import guided_sweep_batched
 
 Progress = Callable[[int, int, J.SimResult], None]
 VERIFY_ELEMENTS = 1 << 16
-MIN_LAST = 64
+MIN_LAST = 32
 
 
 @dataclass
@@ -300,8 +300,9 @@ def _report(kind: str, rows: dict[tuple[int, ...], SweepRow], qualified: int, si
 def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[str, tuple[int, ...]]:
     """Smaller shapes of the same rank: halve the largest free axis until the biggest input fits.
 
+    Distinct sizes stay distinct (M != K keeps a transposed operand detectable).
     Sizes a module is built for (norm channels, normalized shapes, group counts) are kept, and the
-    last axis stays >= 64 elements so 32-byte aligned tiles and 1 KB moves still make sense.
+    last axis stays >= 32 elements so 32-byte aligned tiles and 1 KB moves still make sense.
     """
     from pypto_tui.contract.selfcheck import _keep_values
 
@@ -317,16 +318,22 @@ def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[st
 
     while largest() > budget:
         changed = False
-        for v in values:
+        for v in sorted(values, key=lambda d: -mapping.get(d, d)):
             cur = mapping.get(v, v)
             floor = MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2
-            if v in keep or cur % 2 or cur // 2 < floor:
+            if v in keep:
                 continue
-            if isinstance(groups, int) and groups > 1 and (cur // 2) % groups and v % groups == 0:
-                continue
-            mapping[v] = cur // 2
-            changed = True
-            break
+            taken = {mapping.get(o, o) for o in values if o != v}
+            for new in (cur // 2, cur // 4):  # distinct sizes stay distinct: a swapped axis shows
+                if cur % (cur // new if new else 1) or new < floor or new in taken:
+                    continue
+                if isinstance(groups, int) and groups > 1 and new % groups and v % groups == 0:
+                    continue
+                mapping[v] = new
+                changed = True
+                break
+            if changed:
+                break
         if not changed:
             break
     return {n: tuple(mapping.get(d, d) for d in s) for n, s in shapes.items()}
