@@ -216,7 +216,7 @@ class _Reader:
             return None
         return self.table[key]
 
-    def str(self, key: str, required: bool = True, choices: tuple[str, ...] | None = None,
+    def text(self, key: str, required: bool = True, choices: tuple[str, ...] | None = None,
             default: str = "") -> str:
         v = self._get(key, required)
         if v is None:
@@ -227,7 +227,7 @@ class _Reader:
             raise self.fail(key, f"'{v}' is not one of {', '.join(choices)}")
         return v
 
-    def int(self, key: str, minimum: int = 1) -> int:
+    def integer(self, key: str, minimum: int = 1) -> int:
         v = self._get(key, True)
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(key, f"must be an integer, got {v!r}")
@@ -235,7 +235,7 @@ class _Reader:
             raise self.fail(key, f"must be >= {minimum}, got {v}")
         return v
 
-    def num(self, key: str, minimum: float = 0.0) -> float:
+    def number(self, key: str, minimum: float = 0.0) -> float:
         v = self._get(key, True)
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise self.fail(key, f"must be a number, got {v!r}")
@@ -243,7 +243,7 @@ class _Reader:
             raise self.fail(key, f"must be >= {minimum}, got {v}")
         return float(v)
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def flag(self, key: str, default: bool = False) -> bool:
         v = self._get(key, False)
         if v is None:
             return default
@@ -299,8 +299,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _parse_sources(r: _Reader) -> dict[str, Source]:
     out: dict[str, Source] = {}
     for s in r.array("source"):
-        sid = s.str("id")
-        out[sid] = Source(sid, s.str("title"), s.str("authority", choices=AUTHORITIES))
+        sid = s.text("id")
+        out[sid] = Source(sid, s.text("title"), s.text("authority", choices=AUTHORITIES))
     if not out:
         raise r.fail("source", "a pack needs at least one [[source]]")
     return out
@@ -309,8 +309,8 @@ def _parse_sources(r: _Reader) -> dict[str, Source]:
 def _parse_flavours(r: _Reader) -> dict[str, Flavour]:
     out: dict[str, Flavour] = {}
     for f in r.array("flavour"):
-        name = f.str("name")
-        out[name] = Flavour(name, f.str("description", required=False), f.bool("out_param", True))
+        name = f.text("name")
+        out[name] = Flavour(name, f.text("description", required=False), f.flag("out_param", True))
     if not out:
         raise r.fail("flavour", "a pack needs at least one [[flavour]]")
     return out
@@ -319,14 +319,14 @@ def _parse_flavours(r: _Reader) -> dict[str, Flavour]:
 def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for item in r.array("rule"):
-        rid = item.str("id")
+        rid = item.text("id")
         if rid in rules:
             raise item.fail("id", f"duplicate rule id '{rid}'")
-        src = item.str("source")
+        src = item.text("source")
         if src not in sources:
             raise item.fail("source", f"'{src}' is not a [[source]] id in pack.toml ({', '.join(sources)})")
         enforced = item.strs("enforced_by", required=False)
-        advice = item.bool("advice", False)
+        advice = item.flag("advice", False)
         for name in enforced:
             if name not in CHECK_NAMES:
                 raise item.fail("enforced_by",
@@ -335,13 +335,13 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
             raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
         rules[rid] = Rule(
             id=rid,
-            kind=item.str("kind", choices=KINDS),
-            severity=item.str("severity", choices=SEVERITIES),
-            step=item.str("step", choices=STEPS),
+            kind=item.text("kind", choices=KINDS),
+            severity=item.text("severity", choices=SEVERITIES),
+            step=item.text("step", choices=STEPS),
             source=src,
             authority=sources[src].authority,
-            statement=item.str("statement"),
-            explanation=item.str("explanation"),
+            statement=item.text("statement"),
+            explanation=item.text("explanation"),
             enforced_by=enforced,
             advice=advice,
         )
@@ -355,15 +355,15 @@ def _parse_limits(r: _Reader) -> Limits:
     d = r.sub("dtype_bytes")
     dtypes: dict[str, int] = {}
     for name in d.table:
-        dtypes[name] = d.int(name)
+        dtypes[name] = d.integer(name)
     if not dtypes:
         raise r.fail("dtype_bytes", "must list at least one dtype")
     return Limits(
-        max_elements=t.int("max_elements"),
-        max_auto_tiles=t.int("max_auto_tiles"),
-        contiguous_bytes=t.int("contiguous_bytes"),
-        last_dim_align_bytes=t.int("last_dim_align_bytes"),
-        max_vec_rank=t.int("max_vec_rank"),
+        max_elements=t.integer("max_elements"),
+        max_auto_tiles=t.integer("max_auto_tiles"),
+        contiguous_bytes=t.integer("contiguous_bytes"),
+        last_dim_align_bytes=t.integer("last_dim_align_bytes"),
+        max_vec_rank=t.integer("max_vec_rank"),
         dtype_bytes=dtypes,
     )
 
@@ -371,19 +371,19 @@ def _parse_limits(r: _Reader) -> Limits:
 def _parse_chip(r: _Reader) -> Chip:
     c = r.sub("chip")
     return Chip(
-        name=c.str("name"),
-        ub_bytes=c.int("ub_bytes"),
-        reduce_ub_factor=c.num("reduce_ub_factor", 1.0),
-        reduce_ub_extra_bytes=c.int("reduce_ub_extra_bytes", 0),
-        elementwise_ub_factor=c.num("elementwise_ub_factor", 1.0),
-        l1_bytes=c.int("l1_bytes"),
-        l0a_bytes=c.int("l0a_bytes"),
-        l0b_bytes=c.int("l0b_bytes"),
-        l0c_bytes=c.int("l0c_bytes"),
-        cube_align_elements=c.int("cube_align_elements"),
-        cycles_per_us=c.int("cycles_per_us"),
-        aic_cores=c.int("aic_cores"),
-        aiv_cores=c.int("aiv_cores"),
+        name=c.text("name"),
+        ub_bytes=c.integer("ub_bytes"),
+        reduce_ub_factor=c.number("reduce_ub_factor", 1.0),
+        reduce_ub_extra_bytes=c.integer("reduce_ub_extra_bytes", 0),
+        elementwise_ub_factor=c.number("elementwise_ub_factor", 1.0),
+        l1_bytes=c.integer("l1_bytes"),
+        l0a_bytes=c.integer("l0a_bytes"),
+        l0b_bytes=c.integer("l0b_bytes"),
+        l0c_bytes=c.integer("l0c_bytes"),
+        cube_align_elements=c.integer("cube_align_elements"),
+        cycles_per_us=c.integer("cycles_per_us"),
+        aic_cores=c.integer("aic_cores"),
+        aiv_cores=c.integer("aiv_cores"),
     )
 
 
@@ -412,13 +412,13 @@ def _parse_strategies(r: _Reader, rules: Mapping[str, Rule]) -> tuple[Strategy, 
         for f in fams:
             if f not in FAMILIES:
                 raise s.fail("families", f"'{f}' is not a family ({', '.join(FAMILIES)})")
-        rule = s.str("rule")
+        rule = s.text("rule")
         if rule not in rules:
             raise s.fail("rule", f"'{rule}' is not a rule id in rules.toml")
         out.append(Strategy(
-            id=s.str("id"), families=fams, ops=s.strs("ops", required=False),
-            multi_axis=s.bool("multi_axis", False), reshape=s.str("reshape", choices=RESHAPES),
-            rule=rule, note=s.str("note", required=False),
+            id=s.text("id"), families=fams, ops=s.strs("ops", required=False),
+            multi_axis=s.flag("multi_axis", False), reshape=s.text("reshape", choices=RESHAPES),
+            rule=rule, note=s.text("note", required=False),
         ))
     return tuple(out)
 
@@ -431,30 +431,30 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
         shape, tile = p.ints("shape"), p.ints("tile")
         if len(shape) != len(tile):
             raise p.fail("tile", f"has {len(tile)} dims but shape has {len(shape)}")
-        dtype = p.str("dtype")
+        dtype = p.text("dtype")
         if dtype not in limits.dtype_bytes:
             raise p.fail("dtype", f"'{dtype}' is not in limits.toml [dtype_bytes]")
         rd = p.table.get("reduce_dim")
         if rd is not None and (not isinstance(rd, int) or not 0 <= rd < len(shape)):
             raise p.fail("reduce_dim", f"must be an axis of the shape (0..{len(shape) - 1}), got {rd!r}")
-        rule = p.str("rule")
+        rule = p.text("rule")
         if rule not in rules:
             raise p.fail("rule", f"'{rule}' is not a rule id in rules.toml")
-        presets.append(Preset(shape, dtype, rd, tile, rule, p.str("note", required=False)))
+        presets.append(Preset(shape, dtype, rd, tile, rule, p.text("note", required=False)))
     starts = []
     for s in r.array("start", required=False):
         tile = s.ints("tile")
-        rank = s.int("rank")
+        rank = s.integer("rank")
         if rank != len(tile):
             raise s.fail("tile", f"has {len(tile)} dims but rank is {rank}")
-        starts.append(StartTile(rank, tile, s.str("rule"), s.str("note", required=False)))
+        starts.append(StartTile(rank, tile, s.text("rule"), s.text("note", required=False)))
     cube = None
     if "cube" in r.table:
         c = r.sub("cube")
         m, k, n = c.ints("m"), c.ints("k"), c.ints("n")
         if len(m) != 2 or len(n) != 2 or len(k) not in (2, 3):
             raise c.fail("m", "m and n take [L0, L1]; k takes [L0, L1] or [L0, L1a, L1b]")
-        cube = CubeStart((m[0], m[1]), k, (n[0], n[1]), c.str("rule"))
+        cube = CubeStart((m[0], m[1]), k, (n[0], n[1]), c.text("rule"))
     return tuple(presets), tuple(starts), cube
 
 
@@ -494,7 +494,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         return _Reader(files[name].name, docs[name])
 
     pack = reader("pack.toml").sub("pack")
-    schema = pack.int("schema")
+    schema = pack.integer("schema")
     if schema != SCHEMA_VERSION:
         raise pack.fail("schema", f"this pypto-tui reads schema {SCHEMA_VERSION}, the pack says {schema}")
     pack_doc = reader("pack.toml")
@@ -504,7 +504,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         base_pack = _Reader("pack.toml", _read_toml(BUNDLED_ROOT / pack.table["extends"] / "pack.toml"))
     sources = _parse_sources(base_pack if base_pack else pack_doc)
     flavours = _parse_flavours(base_pack if (base_pack and "flavour" not in docs["pack.toml"]) else pack_doc)
-    default_flavour = pack.str("default_flavour", required=False, default=next(iter(flavours)))
+    default_flavour = pack.text("default_flavour", required=False, default=next(iter(flavours)))
     if default_flavour not in flavours:
         raise pack.fail("default_flavour", f"'{default_flavour}' is not a [[flavour]] name")
     rules = _parse_rules(reader("rules.toml"), sources)
@@ -516,8 +516,8 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
     )
     return KnowledgeBase(
-        name=pack.str("name"), version=pack.str("version"),
-        description=pack.str("description", required=False), path=root,
+        name=pack.text("name"), version=pack.text("version"),
+        description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
         starts=starts, cube=cube, files=files,

@@ -14,7 +14,7 @@ are measured too, so a disagreement between the cost model and a rule is shown, 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -187,7 +187,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     done = 0
     total_hint = min(budget, len(line)) + len(rejected) + 1
 
-    def measure(batch: list[Any]) -> list[float | None]:
+    def measure(batch: Sequence[Any]) -> list[float | None]:
         nonlocal done
         js = [cost_job(variant(pipeline, tile=list(c.tile)), str(tuple(c.tile))) for c in batch]
 
@@ -227,7 +227,7 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
         raise InputError("no tile chosen: pick a tile before sweeping loop counts")
     counts = sorted({c.loop_count for c in plan.candidates if c.ok and c.loop_count <= plan.total})
     qualified = [c for c in counts if c > 1] or counts
-    rows = {(n,): SweepRow(f"loop_count {n}", n, plan.candidates.index(next(c for c in plan.candidates
+    rows: dict[tuple[int, ...], SweepRow] = {(n,): SweepRow(f"loop_count {n}", n, plan.candidates.index(next(c for c in plan.candidates
                                                                            if c.loop_count == n)),
                            True, f"ring {plan.candidates[0].ring if n == plan.candidates[0].loop_count else ''}"
                            .strip()) for n in qualified}
@@ -238,7 +238,7 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
             f", BASIC_BATCH {cand.basic_batch}")
     done = 0
 
-    def measure(batch: list[int]) -> list[float | None]:
+    def measure(batch: Sequence[int]) -> list[float | None]:
         nonlocal done
         js = [cost_job(variant(pipeline, loop_count=n), f"loop_count {n}") for n in batch]
 
@@ -270,7 +270,7 @@ def _fill(row: SweepRow, r: J.SimResult) -> None:
 
 def _report(kind: str, rows: dict[tuple[int, ...], SweepRow], qualified: int, simulations: int,
             rules_key: tuple[int, ...] | None, result: Any) -> SweepReport:
-    measured = sorted((r for r in rows.values() if r.measured and r.e2e_us is not None), key=lambda r: r.e2e_us)
+    measured = sorted((r for r in rows.values() if r.measured and r.e2e_us is not None), key=lambda r: r.e2e_us or 0.0)
     for i, r in enumerate(measured):
         r.cost_rank = i
     ordered = sorted(rows.values(), key=lambda r: (not r.measured, r.rule_rank if r.rule_rank is not None else 1e9))
@@ -318,7 +318,7 @@ def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[st
 
     while largest() > budget:
         changed = False
-        for v in sorted(values, key=lambda d: -mapping.get(d, d)):
+        for v in sorted(values, key=lambda d: -mapping.get(d, d)):  # type: ignore[operator]
             cur = mapping.get(v, v)
             floor = MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2
             if v in keep:

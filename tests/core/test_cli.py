@@ -100,7 +100,7 @@ def test_kb_commands(tmp_path):
     r, d = run_json("kb", "list")
     assert r.exit_code == 0 and len(d["rules"]) >= 50
     rule = next(x for x in d["rules"] if x["id"] == "P4.tile-budget")
-    assert rule["enforced_by"] == ["tiles.prod_budget"] and rule["where"]
+    assert rule["enforced_by"] == ["tiles.prod_budget", "lint.literal_tiles"] and rule["where"]
     r = run("kb", "show", "O1.contiguous-1kb")
     assert r.exit_code == 0 and "1 KB" in r.stdout
     r, d = run_json("kb", "validate")
