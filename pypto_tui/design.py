@@ -244,6 +244,10 @@ def kernel_of(pipeline: Pipeline) -> Any:
     from pypto_tui.codegen import generate
 
     d = pipeline.design
-    key = (id(pipeline.contract()), pipeline.chosen_tile(), pipeline.chosen_loop_count(), d.flavour,
-           json.dumps(d.cube, sort_keys=True), d.loop_tail, d.strategy)
+    try:
+        key = (id(pipeline.contract()), pipeline.chosen_tile(), pipeline.chosen_loop_count(), d.flavour,
+               json.dumps(d.cube, sort_keys=True), d.loop_tail, d.strategy)
+    except InputError:
+        # No kernel layout (an unsupported contract): the generator itself says why.
+        return generate(pipeline)
     return pipeline._memo("kernel", key, lambda: generate(pipeline))

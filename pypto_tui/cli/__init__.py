@@ -15,6 +15,7 @@ import typer
 from pypto_tui.cli import calc
 from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
 from pypto_tui.cli.contract_cmd import contract
+from pypto_tui.cli.export_cmd import export, scaffold
 from pypto_tui.cli.kb_cmd import kb_app
 from pypto_tui.cli.lint_cmd import lint
 from pypto_tui.cli.sim_cmd import sim, verify
@@ -30,6 +31,8 @@ app = typer.Typer(
 app.command("tile")(calc.tile)
 app.command("loop")(calc.loop)
 app.command("contract")(contract)
+app.command("scaffold")(scaffold)
+app.command("export")(export)
 app.command("lint")(lint)
 app.command("sim")(sim)
 app.command("verify")(verify)

@@ -1,0 +1,440 @@
+"""The shared machinery every pattern uses: templates, named constants, loops, kernels, forward.
+
+A pattern (patterns/*.py) decides *what* the kernel computes; the Builder knows *how* a kernel is
+written for the pack's flavour: it fills the pack's templates, expands the `WRITE(dst, value)`
+macro with the flavour's write fragment, registers the tile / loop / cube choices as named
+constants with the rule ids and numbers behind them, emits loops whose tail never reads past the
+end (P6.loop-tail), and builds the statements of ModelNew.forward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import libcst as cst
+
+from pypto_tui.codegen.context import GenContext
+from pypto_tui.codegen.expr import Ex, number_node
+from pypto_tui.codegen.spec import Constant, ForwardSpec, KernelSpec, Scalar, Unsupported
+from pypto_tui.codegen.templates import fill_expression, fill_statements, find_template
+from pypto_tui.findings import Finding, cites
+from pypto_tui.shapes import fmt_dims
+
+PYPTO_DTYPES = {"fp32": "DT_FP32", "fp16": "DT_FP16", "bf16": "DT_BF16", "int8": "DT_INT8", "int16": "DT_INT16",
+                "int32": "DT_INT32", "int64": "DT_INT64", "fp64": "DT_DOUBLE", "bool": "DT_BOOL"}
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8", "int16": "int16",
+                "int32": "int32", "int64": "int64", "fp64": "float64", "bool": "bool"}
+
+
+def name(n: str) -> cst.Name:
+    return cst.Name(n)
+
+
+def attr(dotted: str) -> cst.BaseExpression:
+    parts = dotted.split(".")
+    node: cst.BaseExpression = cst.Name(parts[0])
+    for p in parts[1:]:
+        node = cst.Attribute(node, cst.Name(p))
+    return node
+
+
+def literal(value: Any) -> cst.BaseExpression:
+    """Python data (ints, floats, tuples, lists, strings, None) as an expression node."""
+    if isinstance(value, cst.BaseExpression):
+        return value
+    if isinstance(value, Ex):
+        return value.node
+    if value is None:
+        return cst.Name("None")
+    if isinstance(value, bool | int | float):
+        return number_node(value)
+    if isinstance(value, str):
+        return cst.SimpleString(quote(value))
+    if isinstance(value, tuple):
+        elems = [cst.Element(literal(v)) for v in value]
+        if len(elems) == 1:
+            elems = [elems[0].with_changes(comma=cst.Comma())]
+        return cst.Tuple(elems)
+    if isinstance(value, list):
+        return cst.List([cst.Element(literal(v)) for v in value])
+    raise TypeError(f"no literal for {value!r}")
+
+
+def quote(text: str) -> str:
+    """A double-quoted string literal (the style of the rest of the module)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def dim_expr(d: str | int | Ex | cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(d, str):
+        return cst.Name(d)
+    return literal(d)
+
+
+def dims_list(items: Sequence[Any]) -> cst.List:
+    """`[BASIC_BATCH, 0]`-style lists of shape / offset entries."""
+    return cst.List([cst.Element(dim_expr(i)) for i in items])
+
+
+def comment_lines(lines: Sequence[str], width: int = 108) -> list[cst.EmptyLine]:
+    """Comment lines, wrapped to the width; continuation lines keep the line's indent + 2."""
+    import textwrap
+
+    out: list[cst.EmptyLine] = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()))
+        wrapped = textwrap.wrap(line, width - 2, subsequent_indent=indent + "  ", break_long_words=False,
+                                break_on_hyphens=False) or [""]
+        out += [cst.EmptyLine(comment=cst.Comment("# " + w if w else "#")) for w in wrapped]
+    return out
+
+
+class _ExpandWrite(cst.CSTTransformer):
+    """`WRITE(dst, value)` statements -> the flavour's write fragment."""
+
+    def __init__(self, fragment: str) -> None:
+        self.fragment = fragment
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine) -> Any:
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
+            return updated
+        call = updated.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "WRITE"):
+            return updated
+        if len(call.args) != 2:
+            raise ValueError("WRITE takes (dst, value)")
+        out = fill_statements(self.fragment, None, dst=call.args[0].value, value=call.args[1].value)
+        if updated.leading_lines and out:
+            out[0] = out[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel(out)
+
+
+class Builder:
+    """Collects constants, kernels and the forward for one generated module."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+        self.kb = ctx.kb
+        self.flavour = ctx.flavour.name
+        self.constants: list[Constant] = []
+        self.kernels: list[KernelSpec] = []
+        self.forward = ForwardSpec()
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+        self.pattern = ""
+        self.summary = ""
+        self._write = find_template(self.kb, self.flavour, "write").text
+
+    # ------------------------------------------------------------------ templates
+    def tmpl(self, template: str, **replacements: Any) -> list[cst.BaseStatement]:
+        """Fill a pack template (nodes, Ex values or statement lists) and expand WRITE macros."""
+        repl = {k: (v.node if isinstance(v, Ex) else v) for k, v in replacements.items()}
+        text = find_template(self.kb, self.flavour, template).text
+        expand = _ExpandWrite(self._write) if "WRITE(" in text else None
+        return fill_statements(text, expand, **repl)
+
+    def write(self, dst: str, value: Ex | cst.BaseExpression) -> list[cst.BaseStatement]:
+        v = value.node if isinstance(value, Ex) else value
+        return fill_statements(self._write, None, dst=name(dst), value=v)
+
+    # ------------------------------------------------------------------ dtypes
+    def pdtype(self, dtype: str | None = None) -> cst.BaseExpression:
+        dt = dtype or self.ctx.dtype
+        if dt not in PYPTO_DTYPES:
+            raise Unsupported(f"dtype {dt} has no pypto equivalent")
+        return attr(f"pypto.{PYPTO_DTYPES[dt]}")
+
+    def tdtype(self, dtype: str | None = None) -> cst.BaseExpression:
+        return attr(f"torch.{TORCH_DTYPES[dtype or self.ctx.dtype]}")
+
+    # ------------------------------------------------------------------ constants
+    def add_constant(self, c: Constant) -> Ex:
+        if any(k.name == c.name for k in self.constants):
+            raise ValueError(f"constant {c.name} defined twice")
+        self.constants.append(c)
+        return Ex.name(c.name, tensor=False)
+
+    def step_down(self, tile: Sequence[int], live_buffers: int) -> tuple[tuple[int, ...], str | None]:
+        """O1.ub-step-down for an op chain that holds `live_buffers` tile-sized buffers in one op
+        (e.g. x, an expanded scale, an expanded shift and the result): shrink prod(tile) along the
+        pack's ladder until they fit the unified buffer. Only the design's default tile is changed;
+        a tile the user chose is kept and reported."""
+        tile = tuple(tile)
+        bytes_ = self.kb.dtype_bytes(self.ctx.dtype)
+        cap = self.kb.chip.ub_bytes
+
+        def fits(t: Sequence[int]) -> bool:
+            return math.prod(t) * bytes_ * live_buffers <= cap
+
+        if fits(tile):
+            return tile, None
+        if self.ctx.tile_is_users:
+            each = math.prod(tile) * bytes_
+            ladder = " -> ".join(map(str, self.kb.ladders.ub_step_down))
+            self.findings.append(Finding("O1.ub-step-down", "warn",
+                                         f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B exceed the "
+                                         f"{cap} B unified buffer; step prod(tile) down {ladder}",
+                                         self.kb.authority_of("O1.ub-step-down")))
+            return tile, None
+        new = list(tile)
+        for target in self.kb.ladders.ub_step_down:
+            while math.prod(new) > target:
+                axis = max(range(len(new)), key=lambda i: (new[i], i))
+                if new[axis] <= 1:
+                    break
+                new[axis] = new[axis] // 2
+            if fits(new):
+                break
+        note = (f"stepped down from {fmt_dims(tile)} (O1.ub-step-down): this op chain holds {live_buffers} "
+                f"tile-sized buffers, {live_buffers} x {math.prod(tile) * bytes_} B > {cap} B of unified buffer")
+        self.findings.append(Finding("O1.ub-step-down", "info", f"tile {fmt_dims(tuple(new))} used: {note}",
+                                     self.kb.authority_of("O1.ub-step-down")))
+        return tuple(new), note
+
+    def tile_constant(self, const: str, shape: Sequence[int], tile: Sequence[int], reduce_dim: int | None,
+                      what: str, reducing: bool | None = None, loop_note: str | None = None,
+                      live_buffers: int | None = None) -> Ex:
+        """A vec tile as a named constant, with the numbers behind it (rules P4, O1)."""
+        from pypto_tui.tiles import evaluate_tile
+
+        shape, tile = tuple(shape), tuple(tile)
+        step_note = None
+        if live_buffers:
+            tile, step_note = self.step_down(tile, live_buffers)
+        ev = evaluate_tile(self.kb, shape, self.ctx.dtype, tile, reduce_dim, reducing)
+        cap_e, cap_t = self.kb.limits.max_elements, self.kb.limits.max_auto_tiles
+        need = self.kb.limits.contiguous_bytes
+        nums = (f"prod {ev.prod} (limit {cap_e}), auto_tiles {ev.auto_tiles} (limit {cap_t}), "
+                f"contiguous {ev.contiguous_bytes} B (target {need} B)")
+        if ev.reduce_segments is not None:
+            nums += f", {ev.reduce_segments} reduce segment(s) on axis {ev.reduce_dim}"
+        rules = ["P4.tile-budget", "P4.auto-tiles", "O1.contiguous-1kb"]
+        if ev.reduce_dim is not None:
+            rules.append("O1.reduce-sweet-spot")
+        if step_note:
+            rules.append("O1.ub-step-down")
+        lines = [f"{const}: vec tile for {what} {fmt_dims(shape)} {self.ctx.dtype} ({', '.join(rules)}):",
+                 f"  {nums}."]
+        if step_note:
+            lines.append(f"  {step_note}.")
+        for f in ev.findings:
+            if f.level in ("warn", "error"):
+                text = f.message
+                if f.rule == "P4.auto-tiles" and loop_note:
+                    text = f"{text.split(':')[0]}: {loop_note}"
+                lines.append(f"  {f.level} {f.rule}: {text}")
+                if f.rule not in rules:
+                    rules.append(f.rule)
+                if not (f.rule == "P4.auto-tiles" and loop_note):
+                    self.findings.append(f)
+        numbers = {"shape": list(shape), "prod": ev.prod, "auto_tiles": ev.auto_tiles,
+                   "contiguous_bytes": ev.contiguous_bytes, "reduce_segments": ev.reduce_segments,
+                   "ub_bytes": ev.ub_bytes}
+        return self.add_constant(Constant(const, tile, lines, tuple(rules), numbers))
+
+    @cites("B.matmul-cube-tiles")
+    def cube_constants(self, M: int, K: int, N: int) -> tuple[Ex, Ex, Ex]:
+        """set_cube_tile_shapes(m, k, n): the design's, else the pack's start, else the best candidate."""
+        from pypto_tui.findings import has_error
+        from pypto_tui.tiles import cube_candidates, evaluate_cube
+
+        dt = self.ctx.dtype
+        chosen = None
+        source = ""
+        d = self.ctx.cube
+        if d and all(k in d for k in ("m", "k", "n")):
+            chosen = evaluate_cube(self.kb, M, K, N, dt, d["m"], d["k"], d["n"])
+            source = "the design's cube tiles"
+        elif self.kb.cube is not None:
+            c = self.kb.cube
+            ev = evaluate_cube(self.kb, M, K, N, dt, list(c.m), list(c.k), list(c.n))
+            if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
+                chosen, source = ev, "the pack's starting cube tiles (presets.toml [cube])"
+        if chosen is None:
+            cands = cube_candidates(self.kb, M, K, N, dt, top=1)
+            if not cands:
+                raise Unsupported(f"no legal cube tiles for M={M}, K={K}, N={N} {dt}")
+            chosen, source = cands[0], "the best legal candidate (tiles.cube_candidates)"
+        for f in chosen.findings:
+            if f.level in ("warn", "error"):
+                self.findings.append(f)
+        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {source} "
+                 "(B.matmul-cube-tiles):",
+                 f"  L0A {chosen.l0a_bytes} B, L0B {chosen.l0b_bytes} B, L0C {chosen.l0c_bytes} B, "
+                 f"L1 {chosen.l1_bytes} B; {chosen.tasks} cube task(s) over the output."]
+        numbers = {"M": M, "K": K, "N": N, "l0a_bytes": chosen.l0a_bytes, "l0b_bytes": chosen.l0b_bytes,
+                   "l0c_bytes": chosen.l0c_bytes, "l1_bytes": chosen.l1_bytes, "tasks": chosen.tasks}
+        m = self.add_constant(Constant("CUBE_M", list(chosen.m), lines, ("B.matmul-cube-tiles",), numbers))
+        k = self.add_constant(Constant("CUBE_K", list(chosen.k), [], ("B.matmul-cube-tiles",), {}))
+        n = self.add_constant(Constant("CUBE_N", list(chosen.n), [], ("B.matmul-cube-tiles",), {}))
+        return m, k, n
+
+    # ------------------------------------------------------------------ loops
+    @cites("P6.loop-tail")
+    def loop_constant(self, shape: Sequence[int], tile: Sequence[int], axis: int, why: str = "auto",
+                      note: str = "") -> Ex:
+        """LOOP_COUNT for a loop along `axis`: the design's count (or a divisor near it when the
+        design asks for one), with BASIC_BATCH, iterations, tail and per-iteration tiles.
+        `why` is the loop planner's reason kind (auto | matmul | reduce)."""
+        from pypto_tui.loops import candidate, divisor_near, loop_need
+
+        shape, tile = tuple(shape), tuple(tile)
+        reason = loop_need(self.kb, shape, tile, why)[1] + (f"; {note}" if note else "")  # type: ignore[arg-type]
+        count = self.ctx.loop_count or (self.ctx.loop_plan.recommended.loop_count
+                                        if self.ctx.loop_plan and self.ctx.loop_plan.recommended else 16)
+        total = shape[axis]
+        count = max(1, min(count, total))
+        tail_pref = (self.ctx.loop_tail or "").lower()
+        cand = candidate(self.kb, shape, tile, axis, count)
+        if cand.has_tail and tail_pref in ("divisor", "divides"):
+            d = divisor_near(total, count)
+            if d is not None:
+                count = d
+                cand = candidate(self.kb, shape, tile, axis, count)
+        tail_text = ("no tail" if not cand.has_tail else
+                     f"{cand.num_iters - 1} full chunks + a tail view of {cand.tail} (never past the end)")
+        lines = [f"LOOP_COUNT: one pypto.loop along axis {axis} of {fmt_dims(shape)} "
+                 "(P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):",
+                 f"  {reason}; BASIC_BATCH = ceil_div({total}, {count}) = {cand.basic_batch}, "
+                 f"{cand.num_iters} iteration(s), {tail_text}"
+                 + ("." if why == "matmul" else f", {cand.auto_tiles_per_iter} tile(s) per iteration.")]
+        for f in cand.findings:
+            if f.level in ("warn", "error") and f.rule != "P6.loop-tail":
+                lines.append(f"  {f.level} {f.rule}: {f.message}")
+                self.findings.append(f)
+        numbers = {"axis": axis, "total": total, "basic_batch": cand.basic_batch, "iterations": cand.num_iters,
+                   "tail": cand.tail if cand.has_tail else 0, "auto_tiles_per_iter": cand.auto_tiles_per_iter}
+        return self.add_constant(Constant("LOOP_COUNT", count, lines,
+                                          ("P6.avoid-loops", "O2.loop-log-scale", "P6.loop-tail"), numbers))
+
+    def why(self) -> str:
+        """The loop planner's reason kind for this design's geometry (auto | matmul | reduce)."""
+        return self.ctx.geometry.why if self.ctx.geometry else "auto"
+
+    def loop_prelude(self, total: str, count: Ex) -> list[cst.BaseStatement]:
+        return self.tmpl("loop_prelude", total=name(total), count=count)
+
+    def loop(self, idx: str, loop_name: str, main: list[cst.BaseStatement],
+             tail: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        return self.tmpl("loop", idx=name(idx), name=literal(loop_name), idx_name=literal(idx), main=main, tail=tail)
+
+    def view(self, chunk: str, src: str, shape: Sequence[Any], offsets: Sequence[Any],
+             pragma: str | None = None) -> list[cst.BaseStatement]:
+        stmts = self.tmpl("view", chunk=name(chunk), src=name(src),
+                          shape=cst.List([cst.Element(dim_expr(d)) for d in shape]),
+                          offsets=cst.List([cst.Element(dim_expr(d)) for d in offsets]))
+        if pragma:
+            s = stmts[0]
+            assert isinstance(s, cst.SimpleStatementLine)
+            stmts[0] = s.with_changes(trailing_whitespace=cst.TrailingWhitespace(
+                whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(pragma)))
+        return stmts
+
+    @staticmethod
+    def chunk_shape(shape: Sequence[str | int], axis: int, size: str) -> list[str | int]:
+        return [size if i == axis else d for i, d in enumerate(shape)]
+
+    @staticmethod
+    def chunk_offsets(rank: int, axis: int, off: str) -> list[str | int]:
+        return [off if i == axis else 0 for i in range(rank)]
+
+    # ------------------------------------------------------------------ kernels
+    def tensor_type(self, shape: Sequence[str | int], dtype: str | None = None) -> cst.BaseExpression:
+        dims = [dim_expr(d) for d in shape]
+        elems = [cst.Element(d) for d in dims]
+        if len(elems) == 1:
+            elems = [elems[0].with_changes(comma=cst.Comma())]
+        return fill_expression("pypto.Tensor({shape}, {dtype})", shape=cst.Tuple(elems), dtype=self.pdtype(dtype))
+
+    def add_kernel(self, spec: KernelSpec) -> None:
+        self.kernels.append(spec)
+
+    # ------------------------------------------------------------------ forward
+    def fwd(self, text: str, **repl: Any) -> list[cst.BaseStatement]:
+        """A forward statement from a small inline template filled with nodes."""
+        return fill_statements(text, None, **{k: (v.node if isinstance(v, Ex) else v) for k, v in repl.items()})
+
+    def expr(self, text: str, **repl: Any) -> cst.BaseExpression:
+        """An expression from a small inline template filled with nodes."""
+        return fill_expression(text, **{k: (v.node if isinstance(v, Ex) else v) for k, v in repl.items()})
+
+    def assert_rank(self, tensor: str, rank: int) -> None:
+        self.forward.asserts += self.fwd(
+            "assert {t}.dim() == {r}, {msg}", t=name(tensor), r=literal(rank),
+            msg=literal(f"{tensor}: expected a rank-{rank} tensor"))
+
+    def assert_same_shape(self, a: str, b: str) -> None:
+        self.forward.asserts += self.fwd(
+            "assert {a}.shape == {b}.shape, {msg}", a=name(a), b=name(b),
+            msg=literal(f"{b} must have the shape of {a}"))
+
+    def assert_expr(self, test: cst.BaseExpression, message: str) -> None:
+        self.forward.asserts += self.fwd("assert {test}, {msg}", test=test, msg=literal(message))
+
+    def prepare(self, tensor: str, reshape: Sequence[cst.BaseExpression] | None, suffix: str) -> str:
+        """`x_flat = x.reshape(...).contiguous()`, or `x = x.contiguous()` when no reshape."""
+        if reshape is None:
+            self.forward.prepare += self.fwd("{t} = {t}.contiguous()", t=name(tensor))
+            return tensor
+        new = f"{tensor}_{suffix}"
+        args = [cst.Arg(e) for e in reshape]
+        self.forward.prepare += self.fwd("{n} = {t}.reshape({args}).contiguous()", n=name(new), t=name(tensor),
+                                         args=args)
+        return new
+
+    def reshape_args(self, tensor: str, axis_map: Sequence[Sequence[int]]) -> list[cst.BaseExpression]:
+        """The forward reshape for a dims plan, written on the tensor's own shape so it holds at
+        any size: one kernel axis per group of original axes; the first merged group is -1, any
+        other merged group the product of its axes."""
+        out: list[cst.BaseExpression] = []
+        used_minus = False
+        for group in axis_map:
+            if len(group) == 1:
+                out.append(self.expr("{t}.shape[{a}]", t=name(tensor), a=literal(group[0])))
+            elif not used_minus:
+                used_minus = True
+                out.append(number_node(-1, paren=False))
+            else:
+                e = self.expr("{t}.shape[{a}]", t=name(tensor), a=literal(group[0]))
+                for a in group[1:]:
+                    e = self.expr("{e} * {t}.shape[{a}]", e=e, t=name(tensor), a=literal(a))
+                out.append(e)
+        return out
+
+    def unpack_dims(self, tensor: str, dims: Sequence[str]) -> None:
+        targets = [cst.Element(name(d)) for d in dims]
+        if len(targets) == 1:
+            targets = [targets[0].with_changes(comma=cst.Comma())]
+        self.forward.prepare += self.fwd("{targets} = {t}.shape", targets=cst.Tuple(targets, lpar=[], rpar=[])
+                                         if len(dims) > 1 else cst.Tuple(targets), t=name(tensor))
+
+    def call_kernel(self, spec: KernelSpec, inputs: Sequence[str], out: str = "out",
+                    device_of: str | None = None) -> None:
+        """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment."""
+        fargs = [cst.Arg(name(d)) for d in spec.dims] + [cst.Arg(s.source) for s in spec.scalars]
+        self.forward.calls += self.fwd("kernel = {factory}({args})", factory=name(spec.factory), args=fargs) \
+            if fargs else self.fwd("kernel = {factory}()", factory=name(spec.factory))
+        args = [cst.Arg(name(i)) for i in inputs]
+        if self.ctx.out_param:
+            args.append(cst.Arg(name(out)))
+        shape = literal(tuple(dim_expr(d) for d in spec.output.shape))
+        text = find_template(self.kb, self.flavour, "call").text
+        self.forward.calls += fill_statements(
+            text, None, out=name(out), shape=shape, dtype=self.tdtype(spec.output.dtype),
+            device=attr(f"{device_of or inputs[0]}.device"), kernel=name("kernel"), args=args)
+
+    def scalar(self, sname: str, value: Any, init_key: str | None = None, forward_input: str | None = None,
+               cast: str = "float") -> Scalar:
+        """A factory scalar: from an init parameter (self.<param>), a forward input, or a literal."""
+        prov = self.ctx.task.provenance
+        if forward_input is not None:
+            src: cst.BaseExpression = fill_expression("{cast}({v})", cast=name(cast), v=name(forward_input))
+        elif init_key is not None and init_key in prov:
+            src = fill_expression("{cast}(self.{p})", cast=name(cast), p=name(prov[init_key]))
+        else:
+            if value is None:
+                raise Unsupported(f"the value of {sname} is unknown")
+            src = literal(float(value) if cast == "float" else int(value))
+        return Scalar(sname, src, value)

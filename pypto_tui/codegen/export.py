@@ -1,0 +1,157 @@
+"""Scaffold one task, or every task in a folder, to PyPTO kernel modules on disk.
+
+Writing is deterministic (the same design gives the same bytes) and atomic (a temporary file in
+the target folder, then a rename: `pypto_tui.design.write_atomic`), and refuses to replace an
+existing file unless `force`. In a folder export one task failing never stops the others: every
+task gets a row (ok | unsupported | error, with the reason), and the report is plain data that
+serialises to JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pypto_tui.codegen.result import GeneratedKernel
+from pypto_tui.design import Design, Pipeline, write_atomic
+from pypto_tui.errors import InputError
+from pypto_tui.kb import KnowledgeBase
+
+Status = Literal["ok", "unsupported", "error"]
+
+
+@dataclass
+class ScaffoldResult:
+    """One task's outcome. `output` is the written path (None when nothing was written)."""
+
+    task: str
+    status: Status
+    reason: str = ""
+    family: str | None = None
+    op: str | None = None
+    pattern: str = ""
+    flavour: str = ""
+    output: str | None = None
+    seconds: float = 0.0
+    kernel: GeneratedKernel | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def source(self) -> str:
+        return self.kernel.source if self.kernel else ""
+
+    def to_dict(self, with_source: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "task": self.task, "family": self.family, "op": self.op, "status": self.status,
+            "reason": self.reason, "pattern": self.pattern, "flavour": self.flavour, "output": self.output,
+            "seconds": round(self.seconds, 4),
+        }
+        if self.kernel is not None:
+            d["constants"] = self.kernel.constants
+            d["findings"] = [f.to_dict() for f in self.kernel.findings]
+            if with_source:
+                d["source"] = self.kernel.source
+        return d
+
+
+@dataclass
+class ExportReport:
+    tasks_dir: str
+    out_dir: str
+    rows: list[ScaffoldResult]
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"ok": 0, "unsupported": 0, "error": 0}
+        for r in self.rows:
+            out[r.status] += 1
+        return out
+
+    @property
+    def failed(self) -> bool:
+        """True when any task was not scaffolded (the CLI exits 1)."""
+        return any(r.status != "ok" for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks_dir": self.tasks_dir, "out_dir": self.out_dir, "counts": self.counts,
+                "seconds": round(self.seconds, 4), "tasks": [r.to_dict() for r in self.rows]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+
+def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None) -> tuple[Pipeline, GeneratedKernel]:
+    # generate() directly, not design.kernel_of: kernel_of's cache key asks for the chosen tile,
+    # which raises for a contract with no kernel layout before generate can report "unsupported".
+    from pypto_tui.codegen.generate import generate
+
+    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour))
+    return pipeline, generate(pipeline)
+
+
+def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
+                  force: bool = False, flavour: str | None = None) -> ScaffoldResult:
+    """Generate the module for one task file; write it to `out_path` when given.
+
+    Bad input (no such file, not a task file, an unknown flavour) raises InputError as every
+    command does; a task that cannot be scaffolded returns status "unsupported" with the reason;
+    an existing `out_path` without `force` raises InputError and nothing is written.
+    """
+    task = Path(task_path)
+    if not task.is_file():
+        raise InputError(f"{task}: no such task file")
+    fl = kb.flavour(flavour).name
+    if out_path is not None:
+        out = Path(out_path)
+        if out.exists() and not force:
+            raise InputError(f"{out} exists: pass --force to overwrite it")
+        if out.resolve() == task.resolve():
+            raise InputError(f"{out} is the task file itself: choose another output path")
+    t0 = time.perf_counter()
+    pipeline, kernel = _generate(task, kb, fl)
+    c = pipeline.contract()
+    result = ScaffoldResult(task=str(task), status="ok" if kernel.supported else "unsupported",
+                            reason=kernel.reason, family=c.family, op=c.op, pattern=kernel.pattern,
+                            flavour=kernel.flavour, kernel=kernel)
+    if kernel.supported and out_path is not None:
+        result.output = str(write_atomic(Path(out_path), kernel.source, force=force))
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def task_files(tasks_dir: str | Path) -> list[Path]:
+    """The task files of a folder: every *.py except private ones (`_*.py`, `__init__.py`), sorted."""
+    d = Path(tasks_dir)
+    if not d.is_dir():
+        raise InputError(f"{d} is not a folder: export takes a folder of task files (scaffold takes one)")
+    return sorted(p for p in d.glob("*.py") if p.is_file() and not p.name.startswith("_"))
+
+
+def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, force: bool = False,
+               flavour: str | None = None) -> ExportReport:
+    """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task."""
+    src, dst = Path(tasks_dir), Path(out_dir)
+    files = task_files(src)
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise InputError(f"{dst} is the tasks folder: write the modules to another folder")
+    kb.flavour(flavour)  # an unknown flavour is bad input for the whole export
+    t0 = time.perf_counter()
+    rows: list[ScaffoldResult] = []
+    for task in files:
+        t1 = time.perf_counter()
+        try:
+            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour)
+        except InputError as exc:
+            row = ScaffoldResult(task=str(task), status="error", reason=str(exc))
+        except Exception as exc:  # one broken task never stops the others
+            row = ScaffoldResult(task=str(task), status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
+        row.seconds = time.perf_counter() - t1
+        rows.append(row)
+    return ExportReport(str(src), str(dst), rows, time.perf_counter() - t0)

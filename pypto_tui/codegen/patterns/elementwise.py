@@ -1,0 +1,195 @@
+"""Pattern A: elementwise work on the flattened inputs; a loop only when auto_tiles is too high.
+
+The documents' rule (P3.flatten-elementwise, A.elementwise-flat): there is no data dependence,
+so every input is flattened to 1-D in forward and the kernel runs one op chain over it; whether
+a loop is needed depends on auto_tiles alone. The op chain comes from the activation table, from
+a scalar/tensor binary op, or from the contract's expression tree for an unnamed expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pypto_tui.codegen import activations
+from pypto_tui.codegen.builder import Builder, dims_list, name
+from pypto_tui.codegen.expr import Ex, call, number_node
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam, Unsupported
+from pypto_tui.findings import cites
+
+Value = Callable[[Mapping[str, Ex]], Ex]
+
+_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
+
+
+def _expression(b: Builder, data: Mapping[str, Any], scalars: dict[str, Scalar]) -> Value:
+    """The contract's expression tree (op_args['expr']) as a pypto expression builder."""
+    from pypto_tui.contract import ir
+
+    root = ir.from_data(data)
+    c = b.ctx.contract
+    tensor_names = {t.name for t in c.tensor_inputs}
+    scalar_inputs = {t.name: t for t in c.scalar_inputs}
+
+    def conv(n: Any, env: Mapping[str, Ex]) -> Ex:
+        if n.kind == "in":
+            if n.name in tensor_names:
+                return env[n.name]
+            if n.name in scalar_inputs:
+                if n.name not in scalars:
+                    scalars[n.name] = b.scalar(n.name, scalar_inputs[n.name].value, forward_input=n.name)
+                return Ex.name(n.name, tensor=False)
+            raise Unsupported(f"the expression reads '{n.name}', which is not a forward input")
+        if n.kind == "const":
+            v = n.value
+            origin = n.name or ""
+            if origin.startswith("self.") and isinstance(v, int | float) and not isinstance(v, bool):
+                key = origin[5:]
+                if key in b.ctx.task.provenance:
+                    pname = _safe(key)
+                    if pname not in scalars:
+                        scalars[pname] = b.scalar(pname, v, init_key=key)
+                    return Ex.name(pname, tensor=False)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise Unsupported(f"the constant {v!r} in the expression has no pypto form")
+            return Ex.num(float(v) if isinstance(v, float) else v)
+        if n.kind == "bin" and n.name in _BINARY:
+            return _BINARY[n.name](conv(n.args[0], env), conv(n.args[1], env))
+        if n.kind == "neg":
+            return -conv(n.args[0], env)
+        if n.kind == "call":
+            if n.name in ("maximum", "minimum") and len(n.args) == 2:
+                return call(n.name, conv(n.args[0], env), conv(n.args[1], env))
+            if n.name == "pow" and len(n.args) == 2:
+                return conv(n.args[0], env) ** conv(n.args[1], env)
+            if activations.supports(n.name) and n.args:
+                params: dict[str, Ex] = {}
+                defaults = activations.DEFAULTS.get(n.name, {})
+                kw = dict(n.kwargs)
+                keys = activations.SCALAR_PARAMS.get(n.name, ())
+                for i, key in enumerate(keys):
+                    node = kw.get(key) or (n.args[i + 1] if len(n.args) > i + 1 else None)
+                    if node is not None:
+                        params[key] = conv(node, env)
+                    elif defaults.get(key) is not None:
+                        params[key] = Ex.num(float(defaults[key]))
+                return activations.ACTIVATIONS[n.name](conv(n.args[0], env), params)
+            raise Unsupported(f"{n.name}(...) in the expression: {activations.why_not(n.name)}")
+        raise Unsupported(f"'{ir.render(n)}' in the expression has no pypto form")
+
+    return lambda env: conv(root, env)
+
+
+def _safe(key: str) -> str:
+    return key.replace(".", "_")
+
+
+def value_builder(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
+    """(tensor operands, value builder, factory scalars) for the contract's elementwise op."""
+    c = b.ctx.contract
+    op = c.op or ""
+    args = dict(c.op_args)
+    operands = [t.name for t in c.operands]
+    scalars: dict[str, Scalar] = {}
+    if "expr" in args:
+        fn = _expression(b, args["expr"], scalars)
+        return operands, fn, list(scalars.values())
+    if activations.supports(op):
+        keys = activations.SCALAR_PARAMS.get(op, ())
+        defaults = activations.DEFAULTS.get(op, {})
+        params: dict[str, Ex] = {}
+        for key in keys:
+            value = args.get(key, defaults.get(key))
+            if value is None:
+                continue
+            scalars[key] = b.scalar(key, value, init_key=b.ctx.task.op_arg_source(op, key, keys))
+            params[key] = Ex.name(key, tensor=False)
+        first = operands[0]
+        return operands[:1], (lambda env: activations.ACTIVATIONS[op](env[first], params)), list(scalars.values())
+    if op in _BINARY and (args.get("scalar") is not None or args.get("scalar_input")):
+        # a forward input (scalar-multiply's `s`) is a factory parameter; a literal stays a literal
+        found: list[Scalar] = []
+        if args.get("scalar_input"):
+            sname = args["scalar_input"]
+            inp = c.input(sname)
+            found.append(b.scalar(sname, inp.value if inp is not None else None, forward_input=sname))
+            sx = Ex.name(sname, tensor=False)
+        else:
+            value = args["scalar"]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise Unsupported(f"the scalar {value!r} has no pypto form")
+            sx = Ex.num(value)
+        first = operands[0]
+        binop = _BINARY[op]
+        if args.get("scalar_side") == "left":
+            return operands[:1], (lambda env: binop(sx, env[first])), found
+        return operands[:1], (lambda env: binop(env[first], sx)), found
+    if op in _BINARY and len(operands) == 2:
+        a0, a1 = operands
+        binop2 = _BINARY[op]
+        return operands, (lambda env: binop2(env[a0], env[a1])), []
+    if op in ("maximum", "minimum") and len(operands) == 2:
+        a0, a1 = operands
+        return operands, (lambda env: call(op, env[a0], env[a1])), []
+    raise Unsupported(f"elementwise op '{op}': {activations.why_not(op)}")
+
+
+@cites("A.elementwise-flat")
+def build_elementwise(b: Builder) -> None:
+    """Pattern A: flatten, one op chain, `pypto.loop` + view/assemble only past the tile limit."""
+    ctx = b.ctx
+    c = ctx.contract
+    operands, value, scalars = value_builder(b)
+    if not operands:
+        raise Unsupported("the elementwise expression reads no tensor")
+    shapes = {t.name: t.shape for t in c.tensor_inputs}
+    first = operands[0]
+    if any(shapes.get(o) != shapes.get(first) for o in operands):
+        raise Unsupported("the elementwise inputs have different shapes (broadcasting is not scaffolded)")
+    assert ctx.geometry is not None and ctx.tile is not None
+    flat = ctx.geometry.shape
+    loop = ctx.loop_count is not None
+    b.pattern = "A"
+    b.summary = "Pattern A: elementwise on the flattened input" + (" with a loop" if loop else "")
+    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, None, "the flattened input",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    env = {o: Ex.name(o) for o in operands}
+    prelude = []
+    if not loop:
+        body = b.tmpl("elementwise", tile=tile, out=name("out"), value=value(env))
+    else:
+        count = b.loop_constant(flat, ctx.tile, 0, b.why())
+        prelude = b.loop_prelude("flat_size", count)
+
+        def step(size: str, off: str, suffix: str) -> list:
+            views = []
+            chunks = {}
+            for o in operands:
+                views += b.view(f"{o}_{suffix}", o, [size], [off])
+                chunks[o] = Ex.name(f"{o}_{suffix}")
+            return b.tmpl("elementwise_step", views=views, value=value(chunks),
+                          offsets=dims_list([off]), out=name("out"))
+
+        body = b.tmpl("vec_setup", tile=tile) + b.loop(
+            "bi", "LOOP", step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+    op = c.op if c.op and c.op != "expression" else "elementwise"
+    spec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=["flat_size"], scalars=scalars,
+        inputs=[TensorParam(o, ("flat_size",), ctx.dtype) for o in operands],
+        output=TensorParam("out", ("flat_size",), c.output_dtype or ctx.dtype),
+        prelude=prelude, body=body,
+        doc=f"Pattern A (A.elementwise-flat): {c.formula or op} on the flattened input"
+            + (", in LOOP_COUNT chunks." if loop else ", no loop (auto_tiles within the limit)."),
+    )
+    b.add_kernel(spec)
+    # forward: assert, flatten, call, reshape back
+    rank = len(shapes[first] or ())
+    for o in operands:
+        b.assert_rank(o, rank)
+    for o in operands[1:]:
+        b.assert_same_shape(first, o)
+    flat_names = [b.prepare(o, [number_node(-1, paren=False)], "flat") for o in operands]
+    b.unpack_dims(flat_names[0], ["flat_size"])
+    b.call_kernel(spec, flat_names)
+    b.forward.result = b.expr("out.reshape({x}.shape)", x=name(first))

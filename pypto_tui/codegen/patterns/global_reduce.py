@@ -1,0 +1,78 @@
+"""Pattern E: a global statistic of a large tensor, accumulated over a loop, then applied.
+
+The Frobenius-norm scaling `x / sqrt(sum(x^2))`: forward flattens; the kernel starts a `zeros`
+accumulator, adds each chunk's partial sum of squares inside one `pypto.loop` (the accumulator is
+written with the flavour's whole-tensor write inside the loop, never moved into the output after
+it: V020.move-after-loop), then a second loop divides every chunk by the norm and assembles it
+into the output (E.global-accumulator). The loops run one after the other, never nested.
+"""
+
+from __future__ import annotations
+
+from pypto_tui.codegen.builder import Builder, dims_list, name
+from pypto_tui.codegen.expr import Ex, call, reduce
+from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.findings import cites
+
+
+@cites("E.global-accumulator")
+def build_global_norm(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    if c.op != "frobenius_norm":
+        raise Unsupported(f"'{c.op}' is not a global statistic pattern E scaffolds")
+    if len(c.operands) != 1 or ctx.geometry is None or ctx.tile is None or len(ctx.geometry.shape) != 1:
+        raise Unsupported("the Frobenius scaling needs one input flattened to 1-D")
+    x = c.operands[0].name
+    flat = ctx.geometry.shape
+    eps_value = c.op_args.get("eps")
+    scalars = [b.scalar("eps", float(eps_value), init_key="eps")] if eps_value else []
+    loop = ctx.loop_count is not None
+    b.pattern = "E"
+    b.summary = "Pattern E: global sum of squares in a zeros accumulator" + (
+        " over a loop, then a second loop scales every chunk" if loop else "")
+    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, 0, "the flattened input",
+                           loop_note="handled by the pypto.loops below (LOOP_COUNT)" if loop else None)
+    acc = Ex.name("sq_sum")
+
+    def norm() -> Ex:
+        s = acc + Ex.name("eps", tensor=False) if scalars else acc
+        return call("sqrt", s)
+
+    prelude: list = []
+    if not loop:
+        part = reduce("sum", Ex.name(x) * Ex.name(x), 0, True)
+        body = b.tmpl("global", tile=tile, acc=name("sq_sum"), part=part, out=name("out"), value=Ex.name(x) / norm())
+    else:
+        count = b.loop_constant(flat, ctx.tile, 0, b.why())
+        prelude = b.loop_prelude("flat_size", count)
+
+        def sum_step(size: str, off: str, suffix: str) -> list:
+            chunk = f"{x}_{suffix}"
+            ch = Ex.name(chunk)
+            return b.tmpl("global_sum_step", views=b.view(chunk, x, [size], [off]), acc=name("sq_sum"),
+                          part=reduce("sum", ch * ch, 0, True))
+
+        def apply_step(size: str, off: str, suffix: str) -> list:
+            chunk = f"{x}_{suffix}"
+            return b.tmpl("global_apply_step", views=b.view(chunk, x, [size], [off]),
+                          value=Ex.name(chunk) / Ex.name("norm"), offsets=dims_list([off]), out=name("out"))
+
+        body = (b.tmpl("global_setup", tile=tile, acc=name("sq_sum"), dtype=b.pdtype())
+                + b.loop("bi", "SUM_LOOP", sum_step("BASIC_BATCH", "off", "chunk"),
+                         sum_step("TAIL", "TAIL_OFFSET", "tail"))
+                + b.fwd("norm = {v}", v=norm().node)
+                + b.loop("bj", "SCALE_LOOP", apply_step("BASIC_BATCH", "off", "chunk"),
+                         apply_step("TAIL", "TAIL_OFFSET", "tail")))
+    spec = KernelSpec(
+        factory="create_frobenius_norm_kernel", kernel="frobenius_norm_kernel", dims=["flat_size"], scalars=scalars,
+        inputs=[TensorParam(x, ("flat_size",), ctx.dtype)],
+        output=TensorParam("out", ("flat_size",), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc="Pattern E (E.global-accumulator): x / sqrt(sum(x^2)) over the whole tensor.",
+    )
+    b.add_kernel(spec)
+    b.assert_rank(x, len(c.operands[0].shape or ()))
+    xn = b.prepare(x, [b.expr("-1")], "flat")
+    b.unpack_dims(xn, ["flat_size"])
+    b.call_kernel(spec, [xn])
+    b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))

@@ -1,0 +1,231 @@
+"""Pattern D: losses to one value.
+
+Simple losses (MSE, L1, KL divergence, hinge) flatten every input to 1-D, compute the elementwise
+term, sum it and scale it as the contract says: `mean` by 1/count, `batchmean` by 1/batch (the
+batch of the *original* first input, passed to the factory), `sum` not at all (D.loss-scalar).
+Asymmetric losses follow the contract's direction: `kl_div(log(p), t)` is KL(t || p),
+t * (log t - log p), never the other way round (P0.asymmetry).
+
+Per-sample losses (triplet margin) keep (batch, features) and run in two phases, each with its
+own tile (D.two-phase): phase 1 reduces every row, phase 2 the per-sample values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import libcst as cst
+
+from pypto_tui.codegen.builder import Builder, literal, name
+from pypto_tui.codegen.expr import Ex, call, reduce
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam, Unsupported
+from pypto_tui.findings import cites
+from pypto_tui.shapes import fmt_dims
+
+Terms = Callable[[Mapping[str, Ex]], tuple[list[cst.BaseStatement], Ex]]
+SIMPLE = ("mse_loss", "l1_loss", "kl_div", "hinge_loss")
+
+
+@cites("D.loss-scalar", "D.two-phase")
+def build_loss(b: Builder) -> None:
+    c = b.ctx.contract
+    if c.op in SIMPLE:
+        _simple(b)
+    elif c.op == "triplet_margin_loss":
+        _triplet(b)
+    else:
+        raise Unsupported(f"the loss '{c.op}' has no scaffold yet (MSE, L1, KL, hinge and triplet margin do)")
+
+
+def _scale(b: Builder) -> tuple[list[cst.BaseStatement], Ex | None, str | None]:
+    """(prelude statements, the scale expression, an extra factory dim) for the reduction."""
+    r = b.ctx.contract.reduction
+    scaling = r.scaling if r else (b.ctx.contract.op_args.get("reduction") or "mean")
+    if scaling == "mean":
+        return b.fwd("INV_COUNT = 1.0 / flat_size"), Ex.name("INV_COUNT", tensor=False), None
+    if scaling == "batchmean":
+        return b.fwd("INV_BATCH = 1.0 / batch"), Ex.name("INV_BATCH", tensor=False), "batch"
+    if scaling == "sum":
+        return [], None, None
+    raise Unsupported(f"reduction '{scaling}' returns a tensor, not one value: not a pattern D loss")
+
+
+def _terms(b: Builder, ops: list[str]) -> tuple[Terms, list[Scalar]]:
+    c = b.ctx.contract
+    args = c.op_args
+    if c.op == "mse_loss":
+        p, t = ops
+
+        def mse(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+            stmts = b.fwd("diff = {d}", d=(env[p] - env[t]).node)
+            d = Ex.name("diff")
+            return stmts, d * d
+        return mse, []
+    if c.op == "l1_loss":
+        p, t = ops
+        return (lambda env: ([], call("abs", env[p] - env[t]))), []
+    if c.op == "kl_div":
+        inp, t = ops
+        transform = args.get("input_transform")
+        if args.get("log_target"):
+            def kl_log_target(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+                log_q = call("log", env[inp]) if transform == "log" else env[inp]
+                return [], call("exp", env[t]) * (env[t] - log_q)
+            return kl_log_target, []
+        if transform not in ("log", None):
+            raise Unsupported(f"kl_div of {transform}(input) is not scaffolded")
+
+        def kl(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+            log_q = call("log", env[inp]) if transform == "log" else env[inp]
+            return [], env[t] * (call("log", env[t]) - log_q)
+        return kl, []
+    if c.op == "hinge_loss":
+        a, y = ops
+        margin = b.scalar("margin", args.get("margin", 1.0), init_key=b.ctx.task.op_arg_source("hinge_loss", "margin"))
+        m = Ex.name("margin", tensor=False)
+        return (lambda env: ([], call("maximum", m - env[a] * env[y], 0.0))), [margin]
+    raise Unsupported(f"no term for {c.op}")
+
+
+def _simple(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    ops = [t.name for t in c.operands]
+    if len(ops) != 2:
+        raise Unsupported(f"{c.op} needs two tensor operands")
+    shapes = {t.name: t.shape for t in c.tensor_inputs}
+    if shapes[ops[0]] != shapes[ops[1]]:
+        raise Unsupported("the loss inputs have different shapes (broadcasting is not scaffolded)")
+    if ctx.geometry is None or ctx.tile is None:
+        raise Unsupported("no tile for this loss")
+    flat = ctx.geometry.shape
+    terms, scalars = _terms(b, ops)
+    prelude, scale, extra_dim = _scale(b)
+    loop = ctx.loop_count is not None
+    b.pattern = "D"
+    b.summary = f"Pattern D: {c.op} over the flattened inputs to one value"
+    if loop:
+        b.summary += ", accumulated over a loop"
+    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, 0, "the flattened inputs",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+
+    def part(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+        stmts, term = terms(env)
+        total = reduce("sum", term, 0, True)
+        return stmts, (total * scale if scale is not None else total)
+
+    if not loop:
+        stmts, total = part({o: Ex.name(o) for o in ops})
+        body = b.tmpl("loss", tile=tile, terms=stmts, out=name("out"), total=total)
+    else:
+        count = b.loop_constant(flat, ctx.tile, 0, b.why())
+        prelude += b.loop_prelude("flat_size", count)
+
+        def step(size: str, off: str, suffix: str) -> list:
+            views: list = []
+            env = {}
+            for o in ops:
+                views += b.view(f"{o}_{suffix}", o, [size], [off])
+                env[o] = Ex.name(f"{o}_{suffix}")
+            stmts, p = part(env)
+            return b.tmpl("loss_step", views=views, terms=stmts, out=name("out"), part=p)
+
+        body = b.tmpl("loss_setup", tile=tile, out=name("out"), dtype=b.pdtype(c.output_dtype)) + b.loop(
+            "bi", "LOOP", step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+    dims = ["flat_size"] + ([extra_dim] if extra_dim else [])
+    direction = f" ({c.direction})" if c.direction else ""
+    spec = KernelSpec(
+        factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=scalars,
+        inputs=[TensorParam(o, ("flat_size",), ctx.dtype) for o in ops],
+        output=TensorParam("out", (1,), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"Pattern D (D.loss-scalar): {c.formula or c.op}{direction}; "
+            f"reduction {c.reduction.scaling if c.reduction else 'mean'}.",
+    )
+    b.add_kernel(spec)
+    rank = len(shapes[ops[0]] or ())
+    for o in ops:
+        b.assert_rank(o, rank)
+    b.assert_same_shape(ops[0], ops[1])
+    names = [b.prepare(o, [b.expr("-1")], "flat") for o in ops]
+    b.unpack_dims(names[0], ["flat_size"])
+    if extra_dim:
+        b.forward.prepare += b.fwd("batch = {x}.shape[0]", x=name(ops[0]))
+    b.call_kernel(spec, names)
+    b.forward.result = _scalar_result(b)
+
+
+def _scalar_result(b: Builder) -> cst.BaseExpression:
+    out = b.ctx.contract.output_shape
+    if out is not None and len(out) == 0:
+        return b.expr("out.reshape(())")
+    if out is not None:
+        return b.expr("out.reshape({s})", s=literal(tuple(out)))
+    return name("out")
+
+
+def _triplet(b: Builder) -> None:
+    from pypto_tui.tiles import rank_candidates
+
+    ctx = b.ctx
+    c = ctx.contract
+    args = c.op_args
+    if float(args.get("p", 2.0)) != 2.0:
+        raise Unsupported("triplet margin loss is scaffolded for p=2 (the Euclidean distance) only")
+    if args.get("swap"):
+        raise Unsupported("triplet margin loss with swap=True is not scaffolded")
+    ops = [t.name for t in c.operands]
+    if len(ops) != 3 or ctx.geometry is None or ctx.tile is None or len(ctx.geometry.shape) != 2:
+        raise Unsupported("triplet margin loss needs three (batch, features) operands")
+    shape = ctx.geometry.shape
+    rows = shape[0]
+    anchor, positive, negative = ops
+    src = b.ctx.task.op_arg_source
+    margin = b.scalar("margin", args.get("margin", 1.0), init_key=src("triplet_margin_loss", "margin"))
+    eps = b.scalar("eps", args.get("eps", 1e-6), init_key=src("triplet_margin_loss", "eps"))
+    scaling = c.reduction.scaling if c.reduction else args.get("reduction", "mean")
+    if scaling not in ("mean", "sum"):
+        raise Unsupported(f"triplet margin loss with reduction '{scaling}' returns a tensor: not scaffolded")
+    b.pattern = "D"
+    b.summary = "Pattern D: triplet margin loss in two phases (per-sample distances, then the batch)"
+    if ctx.loop_count is not None:
+        b.notes.append(f"Phase 1 has auto_tiles above the limit at {fmt_dims(shape)}; it runs without a loop "
+                       "(a per-sample loop is not scaffolded).")
+    t1 = b.tile_constant("PHASE1_TILE_SHAPE", shape, ctx.tile, 1, "phase 1 (per-sample distances) on")
+    plan2 = rank_candidates(ctx.kb, (rows,), ctx.dtype, 0, top=1)
+    if plan2.recommended is None:
+        raise Unsupported(f"no legal phase-2 tile for ({rows},)")
+    t2 = b.tile_constant("PHASE2_TILE_SHAPE", (rows,), plan2.recommended.tile, 0, "phase 2 (the batch) on")
+    eps_e, m_e = Ex.name("eps", tensor=False), Ex.name("margin", tensor=False)
+    a, p, n = Ex.name(anchor), Ex.name(positive), Ex.name(negative)
+    phase1 = (b.fwd("d_pos = {v}", v=(a - p + eps_e).node) + b.fwd("d_neg = {v}", v=(a - n + eps_e).node)
+              + b.fwd("sq_pos = {v}", v=reduce("sum", Ex.name("d_pos") * Ex.name("d_pos"), 1, False).node)
+              + b.fwd("sq_neg = {v}", v=reduce("sum", Ex.name("d_neg") * Ex.name("d_neg"), 1, False).node))
+    per_sample = call("maximum", call("sqrt", Ex.name("sq_pos")) - call("sqrt", Ex.name("sq_neg")) + m_e, 0.0)
+    phase2 = b.fwd("per_sample = {v}", v=per_sample.node)
+    total = reduce("sum", Ex.name("per_sample"), 0, True)
+    prelude = []
+    if scaling == "mean":
+        prelude = b.fwd("INV_BATCH = 1.0 / rows")
+        total = total * Ex.name("INV_BATCH", tensor=False)
+    body = b.tmpl("per_sample_loss", phase1_tile=t1, phase1=phase1, phase2_tile=t2, phase2=phase2,
+                  out=name("out"), total=total)
+    spec = KernelSpec(
+        factory="create_triplet_margin_loss_kernel", kernel="triplet_margin_loss_kernel",
+        dims=["rows", "features"], scalars=[margin, eps],
+        inputs=[TensorParam(o, ("rows", "features"), ctx.dtype) for o in ops],
+        output=TensorParam("out", (1,), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc="Pattern D (D.two-phase): max(||a - p + eps|| - ||a - n + eps|| + margin, 0) per sample, "
+            f"then the batch {scaling}.",
+    )
+    b.add_kernel(spec)
+    rank = len(c.operands[0].shape or shape)
+    for o in ops:
+        b.assert_rank(o, rank)
+    for o in ops[1:]:
+        b.assert_same_shape(anchor, o)
+    reshape = ctx.dims.forward_reshape[0] if ctx.dims.forward_reshape else None
+    names = [b.prepare(o, b.reshape_args(o, ctx.dims.axis_map) if reshape is not None else None, "rows")
+             for o in ops]
+    b.unpack_dims(names[0], ["rows", "features"])
+    b.call_kernel(spec, names)
+    b.forward.result = _scalar_result(b)

@@ -1,0 +1,101 @@
+"""Pattern B: matmul. A 2-D matmul loops along M (view -> matmul -> assemble); a same-batch 3-D
+matmul is one call without a loop; a transposed right operand is read as stored (b_trans=True).
+
+BASIC_BATCH always comes from LOOP_COUNT (O2.loop-log-scale, CL.matmul-basic-batch), and the cube
+tiles from the design, the pack's starting point, or the best legal candidate for M, K, N.
+"""
+
+from __future__ import annotations
+
+from pypto_tui.codegen.builder import Builder, dims_list, literal, name
+from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.findings import cites
+
+
+@cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")
+def build_matmul(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    mm = ctx.dims.matmul or {}
+    if c.op not in ("matmul", "bmm"):
+        raise Unsupported(f"'{c.op}' is not a plain matmul: {c.reason or 'structured products are not scaffolded'}")
+    if c.op_args.get("post") or c.op_args.get("fused"):
+        raise Unsupported(c.reason or "the matmul has pre- or post-processing: only a plain product is scaffolded")
+    if c.op_args.get("variant") == "matvec":
+        raise Unsupported("matrix-vector products are not scaffolded (the documents' pattern B is matrix-matrix)")
+    ops = c.operands
+    if len(ops) != 2:
+        raise Unsupported("a matmul needs two tensor operands")
+    a_name, b_name = ops[0].name, ops[1].name
+    if any(fr is not None for fr in ctx.dims.forward_reshape if fr is not None) and any(
+            t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False)):
+        raise Unsupported("this matmul needs its operands reshaped (3-D x 2-D or a vector): not scaffolded yet")
+    a_trans, b_trans = bool(mm.get("a_trans")), bool(mm.get("b_trans"))
+    M, K, N = int(mm["m"]), int(mm["k"]), int(mm["n"])
+    batch = mm.get("batch")
+    out_dtype = c.output_dtype or "fp32"
+    cube_m, cube_k, cube_n = b.cube_constants(M, K, N)
+    cube = {"cube_m": cube_m, "cube_k": cube_k, "cube_n": cube_n}
+    pdt = b.pdtype(out_dtype)
+    a_shape: tuple[str, ...]
+    b_shape: tuple[str, ...]
+    if batch is not None:
+        dims = ["batch", "m", "k", "n"]
+        a_shape = ("batch", "k", "m") if a_trans else ("batch", "m", "k")
+        b_shape = ("batch", "n", "k") if b_trans else ("batch", "k", "n")
+        out_shape: tuple[str, ...] = ("batch", "m", "n")
+    else:
+        dims = ["m", "k", "n"]
+        a_shape = ("k", "m") if a_trans else ("m", "k")
+        b_shape = ("n", "k") if b_trans else ("k", "n")
+        out_shape = ("m", "n")
+    loop = batch is None and not a_trans and ctx.loop_count is not None
+    b.pattern = "B"
+    prelude = []
+    if loop:
+        b.summary = "Pattern B: 2-D matmul, loop along M (view -> matmul -> assemble)"
+        count = b.loop_constant((M, N), ctx.tile or (1, N), 0, "matmul")
+        prelude = b.loop_prelude("m", count)
+
+        def step(size: str, off: str, suffix: str) -> list:
+            chunk = f"{a_name}_{suffix}"
+            return b.tmpl("matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
+                          b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans), offsets=dims_list([off, 0]),
+                          out=name("out"))
+
+        body = b.tmpl("matmul_setup", **cube) + b.loop("bi", "M_LOOP", step("BASIC_BATCH", "off", "chunk"),
+                                                     step("TAIL", "TAIL_OFFSET", "tail"))
+    else:
+        b.summary = ("Pattern B: batched 3-D matmul, one call without a loop" if batch is not None
+                     else "Pattern B: 2-D matmul in one call")
+        body = b.tmpl("matmul", **cube, out=name("out"), a=name(a_name), b=name(b_name), out_dtype=pdt,
+                      a_trans=literal(a_trans), b_trans=literal(b_trans))
+    if b_trans:
+        b.summary += ", B read transposed (b_trans=True)"
+    spec = KernelSpec(
+        factory="create_matmul_kernel", kernel="matmul_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(a_name, a_shape, ops[0].dtype or ctx.dtype),
+                TensorParam(b_name, b_shape, ops[1].dtype or ctx.dtype)],
+        output=TensorParam("out", out_shape, out_dtype), prelude=prelude, body=body,
+        doc=f"{b.summary} (B.matmul-m-loop, B.batched-no-loop, B.transposed-b); "
+            "shapes are closure constants (P1.static-shape).",
+    )
+    b.add_kernel(spec)
+    # forward
+    rank = 3 if batch is not None else 2
+    b.assert_rank(a_name, rank)
+    b.assert_rank(b_name, rank)
+    an = b.prepare(a_name, None, "")
+    bn = b.prepare(b_name, None, "")
+    b.unpack_dims(an, list(a_shape))
+    kb_ = "k_b"
+    bdims = [kb_ if d == "k" else ("batch_b" if d == "batch" else d) for d in b_shape]
+    b.unpack_dims(bn, bdims)
+    b.assert_expr(b.expr("{x} == k", x=name(kb_)), f"inner dimensions of {a_name} and {b_name} differ")
+    if batch is not None:
+        b.assert_expr(b.expr("batch_b == batch"), f"{a_name} and {b_name} have different batch sizes")
+    # the asserts above read unpacked dims: keep them after the unpacking
+    b.forward.prepare += b.forward.asserts[2:]
+    b.forward.asserts = b.forward.asserts[:2]
+    b.call_kernel(spec, [an, bn])
+    b.forward.result = name("out")

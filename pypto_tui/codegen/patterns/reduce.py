@@ -1,0 +1,193 @@
+"""Softmax / log-softmax and single-axis reductions with the chosen tile.
+
+The kernel keeps the input's rank (P3.rank-strategy) or, for a multi-axis reduction, the rank
+after the forward merged the adjacent reduce axes (O3.merge-reduce-axes); it then reduces one
+axis with one call (API.single-dim-reduce): `sum`, `amax`, `amin`, and `mean` as `sum * (1/count)`.
+keepdim is the baseline's (P2.keepdim-direct). A loop, when auto_tiles needs one, runs along
+axis 0, which must not be the reduced axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from pypto_tui.codegen.builder import Builder, dims_list, literal, name
+from pypto_tui.codegen.expr import Ex, mean, reduce
+from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.findings import cites
+
+_OPS = {"sum": "sum", "mean": "mean", "max": "amax", "amax": "amax", "min": "amin", "amin": "amin"}
+
+
+def _dims(rank: int) -> list[str]:
+    return [f"d{i}" for i in range(rank)]
+
+
+def _loop_axis_ok(b: Builder, axis: int, what: str) -> None:
+    if axis == 0:
+        raise Unsupported(f"{what} reduces axis 0 and needs a loop (auto_tiles over the limit): a loop along "
+                          "the reduced axis needs an accumulator; not scaffolded")
+
+
+def _prepare_input(b: Builder, x: str) -> str:
+    dims = b.ctx.dims
+    if dims.reshape == "merge_reduce" and dims.forward_reshape and dims.forward_reshape[0] is not None:
+        return b.prepare(x, b.reshape_args(x, dims.axis_map), "merged")
+    return b.prepare(x, None, "")
+
+
+def _result(b: Builder, x: str, kernel_out: Sequence[int], keepdim: bool) -> cst.BaseExpression:
+    """`out`, or `out.reshape(...)` written on the input's shape when the layouts differ."""
+    c = b.ctx.contract
+    if c.output_shape is None or tuple(c.output_shape) == tuple(kernel_out):
+        return name("out")
+    if not c.output_shape:
+        return b.expr("out.reshape(())")
+    axes = set(c.reduction.axes) if c.reduction else set()
+    rank = len(c.operands[0].shape or ())
+    parts: list[cst.BaseExpression] = []
+    for a in range(rank):
+        if a in axes:
+            if keepdim:
+                parts.append(literal(1))
+        else:
+            parts.append(b.expr("{x}.shape[{a}]", x=name(x), a=literal(a)))
+    return b.expr("out.reshape({args})", args=[cst.Arg(p) for p in parts])
+
+
+@cites("O1.contiguous-1kb", "O1.reduce-sweet-spot", "P2.keepdim-direct")
+def build_softmax(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    if c.op not in ("softmax", "log_softmax"):
+        raise Unsupported(f"'{c.op}' is not softmax or log_softmax")
+    if c.op_args.get("fused") or len(c.operands) != 1:
+        raise Unsupported(c.reason or "softmax of an expression is not scaffolded")
+    if ctx.dims.reshape != "keep" or ctx.dims.reduce_axis is None or ctx.geometry is None or ctx.tile is None:
+        raise Unsupported("softmax keeps the input's rank and reduces one axis; this dimension plan does not")
+    x = c.operands[0].name
+    shape = ctx.geometry.shape
+    rank = len(shape)
+    axis = ctx.dims.reduce_axis
+    dims = _dims(rank)
+    loop = ctx.loop_count is not None
+    b.pattern = "softmax"
+    b.summary = f"{c.op} over axis {axis} with the chosen tile" + (", looping along axis 0" if loop else "")
+    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, axis, f"{x}",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    prelude = []
+    template = c.op
+    if not loop:
+        body = b.tmpl(template, tile=tile, x=name(x), dim=literal(axis), out=name("out"))
+    else:
+        _loop_axis_ok(b, axis, c.op)
+        count = b.loop_constant(shape, ctx.tile, 0, b.why())
+        prelude = b.loop_prelude("d0", count)
+
+        def step(size: str, off: str, suffix: str) -> list:
+            chunk = f"{x}_{suffix}"
+            return b.tmpl(f"{template}_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size),
+                                                            b.chunk_offsets(rank, 0, off)),
+                          x=name(chunk), dim=literal(axis), offsets=dims_list(b.chunk_offsets(rank, 0, off)),
+                          out=name("out"))
+
+        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "LOOP", step("BASIC_BATCH", "off", "chunk"),
+                                                               step("TAIL", "TAIL_OFFSET", "tail"))
+    spec = KernelSpec(
+        factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
+        output=TensorParam("out", tuple(dims), c.output_dtype or ctx.dtype),
+        prelude=prelude, body=body,
+        doc=f"{c.op} over axis {axis} (one kernel for this fixed dim, P1.single-dim-kernel); "
+            "shapes are closure constants (P1.static-shape).",
+    )
+    b.add_kernel(spec)
+    b.assert_rank(x, rank)
+    xn = b.prepare(x, None, "")
+    b.unpack_dims(xn, dims)
+    b.call_kernel(spec, [xn])
+    b.forward.result = name("out")
+
+
+@cites("API.single-dim-reduce", "O3.merge-reduce-axes", "P2.keepdim-direct")
+def build_reduction(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    r = c.reduction
+    if r is None:
+        raise Unsupported("the contract has no reduction")
+    op = _OPS.get(c.op or "") or _OPS.get(r.op)
+    if op is None:
+        raise Unsupported(f"'{c.op}' has no single-call pypto reduction (sum, mean, amax, amin are scaffolded)")
+    if c.op_args.get("returns") == "values+indices":
+        raise Unsupported("the baseline returns values and indices; pypto has no argmax here")
+    if c.op_args.get("fused") or c.op_args.get("operand_expr") or len(c.operands) != 1:
+        raise Unsupported(c.reason or "a reduction of an expression is not scaffolded")
+    dims_plan = ctx.dims
+    if dims_plan.reshape not in ("keep", "merge_reduce") or dims_plan.reduce_axis is None:
+        raise Unsupported("this dimension plan does not reduce a single kernel axis")
+    if len(dims_plan.reduce_axes) != 1:
+        raise Unsupported(f"the kernel would reduce axes {dims_plan.reduce_axes} one at a time: merge them in "
+                          "forward first (O3), or reduce one axis")
+    if ctx.geometry is None or ctx.tile is None or dims_plan.output_kernel_shape is None:
+        raise Unsupported("no tile for this reduction")
+    x = c.operands[0].name
+    shape = ctx.geometry.shape
+    rank = len(shape)
+    axis = dims_plan.reduce_axis
+    keepdim = bool(r.keepdim)
+    dims = _dims(rank)
+    out_dims = [("1" if keepdim else None) if i == axis else d for i, d in enumerate(dims)]
+    out_shape: tuple[str | int, ...] = tuple(1 if d == "1" else d for d in out_dims if d is not None) or (1,)
+    loop = ctx.loop_count is not None
+    merged = dims_plan.reshape == "merge_reduce"
+    b.pattern = "reduction"
+    b.summary = (f"{c.op} over axis {axis}" + (" (the merged reduce axes)" if merged else "")
+                 + f", keepdim={keepdim}" + (", looping along axis 0" if loop else ""))
+    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, axis, x,
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    prelude: list = []
+    inv = None
+    if op == "mean":
+        prelude += b.fwd("INV_COUNT = 1.0 / {d}", d=name(dims[axis]))
+        inv = Ex.name("INV_COUNT", tensor=False)
+
+    def value(src: Ex) -> Ex:
+        if op == "mean":
+            assert inv is not None
+            return mean(src, axis, keepdim, inv)
+        return reduce(op, src, axis, keepdim)
+
+    if not loop:
+        body = b.tmpl("reduce", tile=tile, out=name("out"), value=value(Ex.name(x)))
+    else:
+        _loop_axis_ok(b, axis, c.op or "the reduction")
+        count = b.loop_constant(shape, ctx.tile, 0, b.why())
+        prelude += b.loop_prelude("d0", count)
+        out_rank = len(out_shape)
+
+        def step(size: str, off: str, suffix: str) -> list:
+            chunk = f"{x}_{suffix}"
+            return b.tmpl("reduce_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size),
+                                                      b.chunk_offsets(rank, 0, off)),
+                          value=value(Ex.name(chunk)), offsets=dims_list(b.chunk_offsets(out_rank, 0, off)),
+                          out=name("out"))
+
+        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "LOOP", step("BASIC_BATCH", "off", "chunk"),
+                                                               step("TAIL", "TAIL_OFFSET", "tail"))
+    spec = KernelSpec(
+        factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
+        output=TensorParam("out", out_shape, c.output_dtype or ctx.dtype),
+        prelude=prelude, body=body,
+        doc=f"{c.op} over axis {axis}, keepdim={keepdim} (one kernel for this fixed dim, P1.single-dim-kernel)"
+            + ("; mean = sum * (1/count) (API.single-dim-reduce)" if op == "mean" else "") + ".",
+    )
+    b.add_kernel(spec)
+    b.assert_rank(x, len(c.operands[0].shape or shape))
+    xn = _prepare_input(b, x)
+    b.unpack_dims(xn, dims)
+    b.call_kernel(spec, [xn])
+    b.forward.result = _result(b, x, dims_plan.output_kernel_shape, keepdim)

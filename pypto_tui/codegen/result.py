@@ -1,0 +1,38 @@
+"""What `generate` returns: the module's source, or why there is none, with the choices behind it.
+
+Kept free of libcst so the CLI and the screens can hold and render results cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto_tui.findings import Finding
+
+
+@dataclass
+class GeneratedKernel:
+    """One generated module.
+
+    `supported` is False when the design cannot be scaffolded; `reason` then says why and
+    `source` is empty. `pattern` is "A".."E", "softmax" or "reduction"; `constants` maps each
+    named constant (TILE_SHAPE, LOOP_COUNT, CUBE_M, ...) to its value, the rule ids behind it and
+    the numbers (prod, auto_tiles, contiguous bytes, BASIC_BATCH, ...).
+    """
+
+    source: str
+    supported: bool
+    reason: str
+    pattern: str
+    flavour: str
+    constants: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    summary: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "supported": self.supported, "reason": self.reason, "pattern": self.pattern,
+            "flavour": self.flavour, "summary": self.summary, "constants": self.constants,
+            "findings": [f.to_dict() for f in self.findings], "source": self.source,
+        }
