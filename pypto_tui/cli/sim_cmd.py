@@ -93,12 +93,8 @@ def sim(
                         progress=tick, cache=not no_cache)
             doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
         else:
-            if sweep in ("tiles", "both"):
-                reports.append(R.sweep_tiles(p, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
-                                             cache=not no_cache))
-            if sweep in ("loops", "both"):
-                reports.append(R.sweep_loops(p, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
-                                             cache=not no_cache))
+            reports = R.sweep(p, sweep, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
+                              cache=not no_cache)
             doc["sweeps"] = [x.to_dict() for x in reports]
     finally:
         if bar:

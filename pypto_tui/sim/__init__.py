@@ -17,3 +17,9 @@ Modules, one job each:
 - runner: many jobs, one subprocess each, in parallel, with a timeout
 - sweep: the documents' guided search over an ordered candidate list
 """
+
+from __future__ import annotations
+
+from pypto_tui.sim.design_runs import sweep
+
+CHECKS = {"sim.sweep": sweep}

@@ -20,7 +20,7 @@ from typing import Any
 
 from pypto_tui.design import Pipeline
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding
+from pypto_tui.findings import Finding, cites
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.sweep import guided_sweep_batched
 
@@ -210,11 +210,51 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
         extra.insert(0, by_tile[pick])
     if extra:
         measure(extra)
+    stepped = _ub_step_down(pipeline, plan, rows, pick, measure)
     report = _report("tiles", rows, len(qualified), done, pick, result)
+    if stepped:
+        report.notes.append(stepped)
     if axis >= 0:
         report.notes.insert(0, f"sweep line: axis {axis} varied through the rules' pick {tuple(pick or ())} "
                                f"({len(line)} qualified tiles on it)")
     return report
+
+
+def _ub_step_down(pipeline: Pipeline, plan: Any, rows: dict[tuple[int, ...], SweepRow],
+                  pick: tuple[int, ...] | None, measure: Callable[[Sequence[Any]], list[float | None]]) -> str:
+    """O1.ub-step-down: when the pick fails to compile, try the best qualified tile at each lower
+    rung of the prod ladder (16384 -> 8192 -> 4096) until one compiles."""
+    row = rows.get(tuple(pick)) if pick else None
+    if row is None or row.status != J.COMPILE_ERROR:
+        return ""
+    prod = math.prod(pick or ())
+    for rung in pipeline.kb.ladders.ub_step_down:
+        if rung >= prod:
+            continue
+        cand = next((c for c in plan.candidates if c.qualified and c.evaluation.prod <= rung), None)
+        if cand is None:
+            continue
+        if cand.tile not in rows or not rows[cand.tile].measured:
+            measure([cand])
+        if rows[cand.tile].status == J.OK:
+            return (f"{row.label} did not compile ({row.reason or row.status}); stepped prod(tile) down to "
+                    f"{rung}: {rows[cand.tile].label} compiles (O1.ub-step-down)")
+    return f"{row.label} did not compile and no step down the prod ladder compiled either (O1.ub-step-down)"
+
+
+@cites("O1.measure-candidates", "O2.sweep-points", "O1.ub-step-down", "CL.two-tiles-measured", "CL.loop-sweep")
+def sweep(pipeline: Pipeline, kind: str, **options: Any) -> list[SweepReport]:
+    """The measured search the documents ask for: tiles (>= 2 measured, the reduce-axis sweet spot),
+    loop counts (>= 3 points, both ends examined), or both."""
+    if kind not in ("tiles", "loops", "both"):
+        raise InputError(f"--sweep {kind!r}: use tiles, loops or both")
+    out = []
+    if kind in ("tiles", "both"):
+        out.append(sweep_tiles(pipeline, **options))
+    if kind in ("loops", "both"):
+        options.pop("challengers", None)
+        out.append(sweep_loops(pipeline, **options))
+    return out
 
 
 def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s: float = 300.0,
@@ -227,15 +267,14 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
         raise InputError("no tile chosen: pick a tile before sweeping loop counts")
     counts = sorted({c.loop_count for c in plan.candidates if c.ok and c.loop_count <= plan.total})
     qualified = [c for c in counts if c > 1] or counts
-    rows: dict[tuple[int, ...], SweepRow] = {(n,): SweepRow(f"loop_count {n}", n, plan.candidates.index(next(c for c in plan.candidates
-                                                                           if c.loop_count == n)),
-                           True, f"ring {plan.candidates[0].ring if n == plan.candidates[0].loop_count else ''}"
-                           .strip()) for n in qualified}
-    for n, row in rows.items():
-        cand = next(c for c in plan.candidates if c.loop_count == n[0])
-        ring = pipeline.kb.ladders.loop_ring_of(n[0])
-        row.rule_verdict = (f"ring {ring + 1} of the log scale" if ring is not None else "off the ladder") + (
-            f", BASIC_BATCH {cand.basic_batch}")
+    rows: dict[tuple[int, ...], SweepRow] = {}
+    for position, cand in enumerate(plan.candidates):
+        if cand.loop_count not in qualified:
+            continue
+        ring = pipeline.kb.ladders.loop_ring_of(cand.loop_count)
+        where = f"ring {ring + 1} of the log scale" if ring is not None else "off the ladder"
+        rows[(cand.loop_count,)] = SweepRow(f"loop_count {cand.loop_count}", cand.loop_count, position, True,
+                                            f"{where}, BASIC_BATCH {cand.basic_batch}")
     done = 0
 
     def measure(batch: Sequence[int]) -> list[float | None]:
