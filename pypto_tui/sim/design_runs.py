@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pypto_tui.design import Pipeline
@@ -378,55 +379,87 @@ def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[st
     return {n: tuple(mapping.get(d, d) for d in s) for n, s in shapes.items()}
 
 
-def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
-           memory_limit_mb: int | None = None, progress: Progress | None = None) -> VerifyReport:
-    """Build the kernel at test shapes, run it through the interpreter and compare with torch."""
-    from pypto_tui.sim.runner import run_one
+@dataclass
+class PreparedVerify:
+    """A verification ready to run: the job, or the report that says why there is none."""
 
-    c = pipeline.contract()
-    if not c.supported:
-        return VerifyReport(False, False, c.reason or "this task cannot be scaffolded")
+    job: J.SimJob | None
+    report: VerifyReport
+    test: Pipeline | None = None
+
+
+def prepare_verify(pipeline: Pipeline, *, scale: str = "small",
+                   memory_limit_mb: int | None = None) -> PreparedVerify:
+    """The design at test shapes (same rank, tiles clamped, same loop structure) and its job."""
     if scale not in ("small", "full"):
         raise InputError(f"--scale {scale!r}: use small or full")
-    full_loop = pipeline.chosen_loop_count()
+    c = pipeline.contract()
+    if not c.supported:
+        return PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
     if scale == "small":
+        full_loop = pipeline.chosen_loop_count()
         shapes = reduced_shapes(pipeline)
         edits = dict(pipeline.design.contract_edits)
         for name, s in shapes.items():
             edits[f"inputs.{name}.shape"] = list(s)
         test = Pipeline(pipeline.kb, replace(pipeline.design, contract_edits=edits, tile=None, loop_count=None))
         tile = _clamped_tile(pipeline, test)
-        loop = None
-        if full_loop:
-            g = test.geometry()
-            loop = max(1, min(full_loop, g.shape[0]))
+        loop = max(1, min(full_loop, test.geometry().shape[0])) if full_loop else None
         test = Pipeline(pipeline.kb, replace(test.design, tile=list(tile) if tile else None, loop_count=loop))
     else:
         test = pipeline
         shapes = {i.name: tuple(i.shape) for i in c.tensor_inputs if i.shape is not None}
+    report = VerifyReport(False, False, "", shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
     try:
         gen = _generated(test)
     except InputError as exc:
-        return VerifyReport(False, False, str(exc), shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
+        report.reason = str(exc)
+        return PreparedVerify(None, report)
     if not gen.supported:
-        return VerifyReport(False, False, gen.reason, shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
+        report.reason = gen.reason
+        return PreparedVerify(None, report)
+    report.supported = True
+    report.tile = list(test.chosen_tile() or []) or None
+    report.loop_count = test.chosen_loop_count()
     job = J.SimJob(kind="verify", kernel_source=gen.source, inputs=tuple(input_specs(test, with_recipe=True)),
-                   init_args=tuple(init_args(test)), label="verify", task_file=str(pipeline.design.task),
-                   cycles_per_us=float(pipeline.kb.chip.cycles_per_us),
+                   init_args=tuple(init_args(test)), label=Path(str(pipeline.design.task)).name,
+                   task_file=str(pipeline.design.task), cycles_per_us=float(pipeline.kb.chip.cycles_per_us),
                    memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB)
-    r = run_one(job, timeout_s=timeout_s, cache=cache, progress=progress)
+    return PreparedVerify(job, report, test)
+
+
+def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
+    """Fold the worker's result into the report: the worst output decides."""
+    report = replace(prepared.report)
     worst = _worst_output(r.outputs)
-    passed = bool(r.ok and r.passed)
-    reason = ("the kernel matches the torch baseline" if passed else
-              (worst.get("reason") if worst else None) or r.reason or r.error or r.status)
-    return VerifyReport(
-        supported=True, passed=passed, reason=str(reason), status=r.status,
-        max_abs_err=worst.get("max_abs_err") if worst else None,
-        max_rel_err=worst.get("max_rel_err") if worst else None,
-        fail_share=worst.get("fail_share") if worst else None,
-        shapes={k: list(v) for k, v in shapes.items()}, scale=scale,
-        tile=list(test.chosen_tile() or []) or None, loop_count=test.chosen_loop_count(),
-        wall_s=r.wall_s, outputs=r.outputs)
+    report.passed = bool(r.ok and r.passed)
+    report.reason = str("the kernel matches the torch baseline" if report.passed else
+                        (worst.get("reason") if worst else None) or r.reason or r.error or r.status)
+    report.status, report.wall_s, report.outputs = r.status, r.wall_s, r.outputs
+    if worst:
+        report.max_abs_err, report.max_rel_err = worst.get("max_abs_err"), worst.get("max_rel_err")
+        report.fail_share = worst.get("fail_share")
+    return report
+
+
+def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
+                cache: bool = True, memory_limit_mb: int | None = None,
+                progress: Progress | None = None) -> list[VerifyReport]:
+    """Verify several designs, their workers running in parallel up to `jobs`."""
+    from pypto_tui.sim.runner import run_many
+
+    prepared = [prepare_verify(p, scale=scale, memory_limit_mb=memory_limit_mb) for p in pipelines]
+    runnable = [x for x in prepared if x.job is not None]
+    results = iter(run_many([x.job for x in runnable if x.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
+                            progress=progress)) if runnable else iter(())
+    return [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
+
+
+def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
+           memory_limit_mb: int | None = None, progress: Progress | None = None) -> VerifyReport:
+    """Build the kernel at test shapes, run it through the interpreter and compare with torch."""
+    return verify_many([pipeline], scale=scale, jobs=1, timeout_s=timeout_s, cache=cache,
+                       memory_limit_mb=memory_limit_mb, progress=progress)[0]
 
 
 def _generated(p: Pipeline) -> Any:

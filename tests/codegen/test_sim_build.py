@@ -2,7 +2,7 @@
 
 Marked `sim` (needs the [sim] extra: pypto==0.2.0 and CPU torch; skipped with the install hint
 otherwise). Each build runs in its own subprocess with a timeout (a compile error poisons the
-process it ran in), through `pypto_tui.sim.runner` when it is there, else a minimal runner here.
+process it ran in), through `pypto_tui.sim.runner`, two at a time.
 
 - every fixture task at its own (full) shapes: compile + cost model;
 - every fixture task at reduced shapes against the torch baseline (the verify interpreter), which
@@ -11,10 +11,6 @@ process it ran in), through `pypto_tui.sim.runner` when it is there, else a mini
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -71,73 +67,48 @@ def _inputs(contract: Any, shapes: list[Any] | None = None) -> list[Any]:
     return out
 
 
-def _runner() -> Any:
-    try:
-        from pypto_tui.sim import jobs, runner
-    except ImportError:
-        return None
-    return jobs, runner
+@pytest.fixture(scope="module")
+def full_builds(kb: Any, generated: Any) -> dict[str, Any]:
+    """Every task built at its own shapes once, two workers at a time (two cores)."""
+    from pypto_tui.sim import jobs, runner
+
+    sim_jobs = []
+    for task in TASK_NAMES:
+        g = generated(task)
+        assert g.supported, g.reason
+        c = _contract(kb, task)
+        sim_jobs.append(jobs.SimJob(kind="cost", kernel_source=g.source, inputs=tuple(_inputs(c)),
+                                    init_args=tuple(c.init_params.values()), label=task, memory_limit_mb=None))
+    results = runner.run_many(sim_jobs, jobs=2, timeout_s=BUILD_TIMEOUT_S, cache=False)
+    return dict(zip(TASK_NAMES, results, strict=True))
 
 
-_FALLBACK = textwrap.dedent("""
-    import importlib.util, json, os, sys, tempfile, time
-    src, task_file, init = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    work = tempfile.mkdtemp(prefix="pypto-tui-build-")
-    for k in ("TILE_FWK_OUTPUT_DIR", "ASCEND_PROCESS_LOG_PATH", "PYPTO_HOME"):
-        os.environ[k] = work
-    import torch
-    spec = importlib.util.spec_from_file_location("task", task_file)
-    task = importlib.util.module_from_spec(spec); spec.loader.exec_module(task)
-    gen = {}
-    exec(compile(open(src).read(), src, "exec"), gen)
-    t = time.time()
-    try:
-        gen["ModelNew"](*init)(*task.get_inputs())
-        print(json.dumps({"status": "ok", "wall_s": time.time() - t}))
-    except Exception as exc:
-        print(json.dumps({"status": "error", "error": f"{type(exc).__name__}: {exc}"[:500]}))
-""")
+@pytest.fixture(scope="module")
+def reduced_checks(kb: Any, generated: Any) -> dict[str, Any]:
+    """Every task at odd reduced shapes against its torch baseline, two workers at a time."""
+    from pypto_tui.sim import jobs, runner
 
-
-def _fallback_build(source: str, task: str, init: list[Any], tmp: Path) -> dict[str, Any]:
-    path = tmp / f"{task}_kernel.py"
-    path.write_text(source, encoding="utf-8")
-    p = subprocess.run([sys.executable, "-c", _FALLBACK, str(path), str(TASKS / f"{task}.py"), json.dumps(init)],
-                       capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else {"status": "crashed", "error": p.stderr[-500:]}
+    sim_jobs = []
+    for task in TASK_NAMES:
+        shapes, init = REDUCED[task]
+        c = _contract(kb, task)
+        sim_jobs.append(jobs.SimJob(kind="verify", kernel_source=generated(task).source,
+                                    inputs=tuple(_inputs(c, shapes)), init_args=tuple(init), label=task,
+                                    task_file=str(TASKS / f"{task}.py")))
+    results = runner.run_many(sim_jobs, jobs=2, timeout_s=BUILD_TIMEOUT_S, cache=False)
+    return dict(zip(TASK_NAMES, results, strict=True))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_NAMES)
-def test_builds_under_sim_at_the_task_shapes(kb, generated, task, tmp_path):
-    g = generated(task)
-    assert g.supported, g.reason
-    c = _contract(kb, task)
-    init = list(c.init_params.values())
-    rr = _runner()
-    if rr is None:
-        res = _fallback_build(g.source, task, init, tmp_path)
-        assert res["status"] == "ok", res
-        return
-    jobs, runner = rr
-    job = jobs.SimJob(kind="cost", kernel_source=g.source, inputs=tuple(_inputs(c)), init_args=tuple(init),
-                      label=task, memory_limit_mb=None)
-    res = runner.run_in_subprocess(job, timeout_s=BUILD_TIMEOUT_S)
+def test_builds_under_sim_at_the_task_shapes(full_builds, task):
+    res = full_builds[task]
     assert res.ok, f"{res.status}: {res.error}"
     assert res.e2e_us and res.e2e_us > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_NAMES)
-def test_matches_the_baseline_at_reduced_shapes(kb, generated, task):
-    rr = _runner()
-    if rr is None:
-        pytest.skip("pypto_tui.sim.runner is not there yet")
-    jobs, runner = rr
-    shapes, init = REDUCED[task]
-    c = _contract(kb, task)
-    job = jobs.SimJob(kind="verify", kernel_source=generated(task).source, inputs=tuple(_inputs(c, shapes)),
-                      init_args=tuple(init), label=task, task_file=str(TASKS / f"{task}.py"))
-    res = runner.run_in_subprocess(job, timeout_s=BUILD_TIMEOUT_S)
+def test_matches_the_baseline_at_reduced_shapes(reduced_checks, task):
+    res = reduced_checks[task]
     assert res.ok and res.passed, f"{res.status}: {res.error or res.reason} {res.outputs}"

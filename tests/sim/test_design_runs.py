@@ -20,6 +20,7 @@ from pypto_tui.sim.design_runs import (
     sweep_tiles,
     variant,
     verify,
+    verify_many,
 )
 from pypto_tui.sim.runner import run_many, run_one
 
@@ -46,11 +47,18 @@ def test_reduced_shapes_keep_rank_channels_and_distinct_sizes(kb):
     assert mm["A"][0] != mm["A"][1]  # M != K after scaling, so a transposed operand would show
 
 
+@pytest.fixture(scope="module")
+def verified(kb):
+    """Every fixture task verified once, two workers at a time (the machine has two cores)."""
+    reports = verify_many([pipe(kb, n) for n in ALL], jobs=2, cache=False)
+    return dict(zip(ALL, reports, strict=True))
+
+
 @pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ALL)
-def test_every_scaffold_verifies_against_its_baseline(kb, name):
-    report = verify(pipe(kb, name), cache=False)
+def test_every_scaffold_verifies_against_its_baseline(verified, name):
+    report = verified[name]
     assert report.supported, report.reason
     assert report.passed, (report.reason, report.max_rel_err, report.fail_share)
     assert report.fail_share == 0.0
