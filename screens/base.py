@@ -1,0 +1,219 @@
+"""The base of the five step screens: indicator, Back/Next, the error line, safe recomputation.
+
+Every step screen is a thin view over `Session`/`Pipeline`. This base gives them the same frame
+(header, step indicator, body, a navigation bar with Back/Next and a status line, footer) and
+one rule for errors: whatever the core raises while computing a step is shown in place, never
+propagated (an InputError's message is written for users; anything else is labelled internal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Header, ProgressBar, Static
+
+from pypto_tui.design import STEPS
+from pypto_tui.errors import InputError
+from pypto_tui.screens.messages import WorkFinished, WorkProgress
+from pypto_tui.screens.widgets import STEP_LABELS, StepIndicator, StepTab
+
+if TYPE_CHECKING:
+    from pypto_tui.screens.app import PyptoApp
+    from pypto_tui.screens.session import Session
+
+T = TypeVar("T")
+STATUS_STYLE = {"error": "$text-error bold", "warn": "$text-warning", "ok": "$text-success", "info": "$text-accent"}
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for the user: InputError messages as they are, anything else marked internal."""
+    if isinstance(exc, InputError):
+        return str(exc)
+    if isinstance(exc, ImportError | ModuleNotFoundError):
+        return f"not available yet: {exc}"
+    return f"internal error ({type(exc).__name__}): {exc}"
+
+
+def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
+    """Run one core call; (value, None) or (None, message). The app never crashes on a step."""
+    try:
+        return fn(), None
+    except Exception as exc:
+        return None, describe_error(exc)
+
+
+class StepScreen(Screen[None]):
+    """One step of the design. Subclasses set STEP and implement compose_body/refresh_step."""
+
+    STEP: ClassVar[str] = "contract"
+    RUN_LABEL: ClassVar[str | None] = None
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "next", "Next", priority=True),
+        Binding("ctrl+b", "back", "Back", priority=True),
+        Binding("alt+right", "next", "Next", show=False, priority=True),
+        Binding("alt+left", "back", "Back", show=False, priority=True),
+        *[Binding(str(i), f"app.goto('{step}')", STEP_LABELS[step], show=False)
+          for i, step in enumerate(STEPS, 1)],
+    ]
+
+    @property
+    def papp(self) -> PyptoApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def session(self) -> Session:
+        return self.papp.session
+
+    _status: tuple[str, str] | None = None
+    _frame_sig: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="◆")
+        yield StepIndicator(id="steps")
+        with Vertical(id="body", classes=f"body-{self.STEP}"):
+            yield Static("", id="stale-banner", classes="banner")
+            yield from self.compose_body()
+        with Horizontal(id="work"):
+            yield ProgressBar(id="work-bar", show_eta=False)
+            yield Static("", id="work-text")
+        with Horizontal(id="nav"):
+            yield Button("◀ Back", id="back", compact=True, disabled=self.STEP == STEPS[0])
+            yield Static("", id="status")
+            yield Button("Next ▶" if self.STEP != STEPS[-1] else "Export", id="next", compact=True,
+                         variant="primary")
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_mount(self) -> None:
+        self.papp.quiet_cursor(self)
+        self.sync_frame()
+        self.safe_refresh()
+        self.call_after_refresh(self.papp.settle_heap)
+
+    def on_screen_resume(self) -> None:
+        self.papp.quiet_cursor(self)
+        self.sync_frame()
+        if getattr(self, "_mounted_once", False):
+            self.safe_refresh()
+        self._mounted_once = True
+
+    def safe_refresh(self) -> None:
+        try:
+            self.refresh_step()
+        except Exception as exc:
+            self.set_status(describe_error(exc), "error")
+
+    def refresh_step(self) -> None:
+        """Recompute from the pipeline and show it (cached steps cost nothing)."""
+
+    def sync_frame(self) -> None:
+        """Indicator, stale banner and subtitle. Runs on every change (each keystroke in a tile
+        field), so it does nothing unless what it shows changed: restyling costs a frame."""
+        s = self.session
+        visitable = tuple(st for st in STEPS if s.can_visit(st))
+        reason = s.stale_reason.get(self.STEP) if self.STEP in s.stale else None
+        sig = (tuple(sorted(s.finished)), tuple(sorted(s.stale)), visitable, reason, self.papp.describe_design())
+        if sig == self._frame_sig:
+            return
+        self._frame_sig = sig
+        self.query_one(StepIndicator).show(self.STEP, s.finished, s.stale, visitable)
+        banner = self.query_one("#stale-banner", Static)
+        banner.update(f"! This step was {reason}: review it and press Next." if reason else "")
+        banner.display = bool(reason)
+        self.sub_title = sig[-1]
+
+    def set_status(self, text: str, level: str = "info") -> None:
+        """The one-line status under the body (skipped when unchanged: the keystroke path)."""
+        if (text, level) == self._status:
+            return
+        self._status = (text, level)
+        # The colour goes in the text, not a CSS class: restyling a node costs more than a frame.
+        self.query_one("#status", Static).update(Content.styled(text, STATUS_STYLE.get(level, "")), layout=False)
+
+    # ------------------------------------------------------------------ long work
+    def start_work(self, text: str) -> None:
+        """Show the progress row; a thread worker then reports with WorkProgress/WorkFinished."""
+        self.query_one("#work").display = True
+        self.query_one("#work-bar", ProgressBar).update(total=None, progress=0)
+        self.query_one("#work-text", Static).update(text)
+        self.set_status(text, "info")
+
+    def on_work_progress(self, message: WorkProgress) -> None:
+        message.stop()
+        self.query_one("#work").display = True
+        bar = self.query_one("#work-bar", ProgressBar)
+        bar.update(total=message.total or None, progress=message.done)
+        if message.text:
+            self.query_one("#work-text", Static).update(message.text)
+
+    def on_work_finished(self, message: WorkFinished) -> None:
+        message.stop()
+        self.query_one("#work").display = False
+        try:
+            self.work_finished(message.job, message.result, message.error)
+        except Exception as exc:
+            self.set_status(describe_error(exc), "error")
+
+    def work_finished(self, job: str, result: Any, error: str | None) -> None:
+        """Show what a worker found (subclasses)."""
+
+    # ------------------------------------------------------------------ navigation
+    def next_blocked(self) -> str | None:
+        """Why Next is refused (None: the step is complete)."""
+        return None
+
+    def action_next(self) -> None:
+        if self.STEP == STEPS[-1]:
+            self.run_action_safely("export")
+            return
+        reason = None
+        try:
+            reason = self.next_blocked()
+        except Exception as exc:
+            reason = describe_error(exc)
+        if reason:
+            self.set_status(reason, "error")
+            self.notify(reason, title="Cannot go on yet", severity="warning")
+            return
+        self.session.finish(self.STEP)
+        self.papp.goto(STEPS[STEPS.index(self.STEP) + 1])
+
+    def action_back(self) -> None:
+        idx = STEPS.index(self.STEP)
+        if idx > 0:
+            self.papp.goto(STEPS[idx - 1])
+
+    def run_action_safely(self, name: str) -> None:
+        fn: Any = getattr(self, f"action_{name}", None)
+        if fn is not None:
+            fn()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "next":
+            event.stop()
+            self.action_next()
+        elif event.button.id == "back":
+            event.stop()
+            self.action_back()
+
+    def on_step_tab_clicked(self, event: StepTab.Clicked) -> None:
+        self.papp.action_goto(event.step)
+
+    def focus_first_field(self) -> None:
+        for w in self.query("Input, TextArea, DataTable, OptionList").results():
+            if w.focusable and w.display:
+                w.focus()
+                return
+
+    def step_title(self) -> str:
+        return STEP_LABELS[self.STEP]

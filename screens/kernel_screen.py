@@ -1,0 +1,266 @@
+"""Step 5, kernel: the generated module (highlighted, read-only), its lint findings, export, copy.
+
+The module comes from `kernel_of(pipeline)` (the codegen layer) and the findings from the lint
+engine; both are computed by the core. Export asks for a path and never overwrites a file
+without a confirmation; the write is atomic. Verify (the simulator) runs in a worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static, TextArea
+
+from pypto_tui.design import kernel_of, write_atomic
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding
+from pypto_tui.screens.base import StepScreen, attempt, describe_error
+from pypto_tui.screens.dialogs import ConfirmDialog, PathDialog
+from pypto_tui.screens.messages import WorkFinished, WorkProgress
+from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable
+from pypto_tui.screens.widgets import FindingsList, RuleExplanation
+
+NOT_YET = "the kernel generator is not available yet in this build"
+
+
+def _as_finding(item: Any) -> Finding:
+    """A lint or codegen finding as a core Finding, whatever record it came in (line first)."""
+    if isinstance(item, Finding):
+        return item
+    rule = getattr(item, "rule", None) or getattr(item, "rule_id", None) or getattr(item, "code", "lint")
+    level = getattr(item, "level", None) or getattr(item, "severity", None) or "warn"
+    if level not in ("error", "warn", "info", "ok"):
+        level = {"warning": "warn", "fatal": "error"}.get(str(level), "warn")
+    msg = getattr(item, "message", str(item))
+    line = getattr(item, "line", None)
+    if line is not None:
+        col = getattr(item, "col", None) or getattr(item, "column", None)
+        msg = f"line {line}{f':{col}' if col is not None else ''}: {msg}"
+    return Finding(str(rule), level, str(msg), getattr(item, "authority", "rule-docs"))  # type: ignore[arg-type]
+
+
+def lint_findings(source: str, kb: Any, flavour: str | None, task: str | None) -> list[Finding]:
+    """The lint engine's verdict on the generated module, with the task's Model signature."""
+    from pypto_tui.lint.engine import lint_source
+
+    task_source = None
+    if task:
+        try:
+            task_source = Path(task).read_text(encoding="utf-8")
+        except OSError:
+            task_source = None
+    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_source=task_source)
+    return [_as_finding(f) for f in found]
+
+
+class KernelScreen(StepScreen):
+    """The generated module, its findings, export (e), copy (c), verify (ctrl+r)."""
+
+    STEP = "kernel"
+    CSS_PATH = "kernel_screen.tcss"
+    AUTO_FOCUS = "#code"
+    RUN_LABEL = "Verify kernel against the baseline"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "export", "Export", priority=True),
+        Binding("c", "copy", "Copy", priority=True),
+        Binding("ctrl+r", "run_check", "Verify", priority=True),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernel: Any = None
+        self.source: str | None = None
+        self.exported: Path | None = None
+        self.verdict: str | None = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="kernel-main"):
+            yield TextArea.code_editor("", language="python", read_only=True, id="code", classes="panel")
+            with Vertical(id="kernel-side"):
+                yield Static("", id="kernel-summary", classes="panel")
+                yield FindingsList(id="lint", classes="panel")
+                yield RuleExplanation(id="kernel-explain", classes="panel")
+
+    def on_mount(self) -> None:
+        self.query_one("#code").border_title = "Generated module"
+        self.query_one("#lint").border_title = "Codegen and lint findings"
+        self.query_one("#kernel-explain").border_title = "Rule"
+        self.query_one("#kernel-summary").border_title = "Kernel"
+        super().on_mount()
+
+    def refresh_step(self) -> None:
+        kernel, err = attempt(lambda: kernel_of(self.session.pipeline))
+        self.kernel = kernel
+        code = self.query_one("#code", TextArea)
+        summary = self.query_one("#kernel-summary", Static)
+        if kernel is None:
+            self.source = None
+            code.load_text("")
+            msg = NOT_YET if err and err.startswith("not available yet") else (err or "no kernel")
+            summary.update(msg)
+            self.query_one("#lint", FindingsList).show(())
+            self.set_status(msg, "warn" if msg == NOT_YET else "error")
+            return
+        source = getattr(kernel, "source", None)
+        supported = getattr(kernel, "supported", source is not None)
+        reason = getattr(kernel, "reason", "") or ""
+        findings = [_as_finding(f) for f in getattr(kernel, "findings", ()) or ()]
+        if source and source != self.source:
+            code.load_text(source)
+            self.verdict = None  # a verdict belongs to the source it was run on
+        self.source = source or None
+        if not source:
+            code.load_text("")
+        lint_note = ""
+        if source:
+            d = self.session.design
+            lint, lerr = attempt(lambda: lint_findings(source, self.session.kb, d.flavour, d.task))
+            if lint is None:
+                lint_note = f"lint: {'not available yet' if lerr and 'not available' in lerr else lerr}"
+            else:
+                findings += lint
+                lint_note = f"lint: {len(lint)} finding(s)" if lint else "lint: clean"
+        self.query_one("#lint", FindingsList).show(findings)
+        pipe = self.session.pipeline
+        tile = pipe.chosen_tile()
+        loop = attempt(pipe.chosen_loop_count)[0]
+        pattern = getattr(kernel, "pattern", "") or ""
+        lines = [
+            f"{'supported' if supported else 'NOT supported'}{': ' + reason if reason else ''}"
+            + (f" · pattern {pattern}" if pattern and supported else ""),
+            f"tile {tile}" + (f", loop_count {loop}" if loop else ", no loop"),
+            f"flavour {self.session.design.flavour or self.session.kb.default_flavour}",
+        ]
+        if source:
+            lines.append(f"{len(source.splitlines())} lines · {lint_note}")
+        if self.exported:
+            lines.append(f"exported to {self.exported}")
+        if self.verdict:
+            lines.append(self.verdict)
+        summary.update("\n".join(lines))
+        if not supported or not source:
+            self.set_status(reason or "the generator cannot scaffold this task", "warn")
+        else:
+            self.set_status("e exports the module, c copies it, ctrl+r verifies it", "ok")
+
+    @on(FindingsList.Selected)
+    def _finding_selected(self, event: FindingsList.Selected) -> None:
+        event.stop()
+        self.query_one("#kernel-explain", RuleExplanation).explain(self.session.kb, event.finding)
+        f = event.finding
+        if f is not None and f.message.startswith("line "):
+            try:
+                line = int(f.message[5:].split(":", 1)[0])
+            except ValueError:
+                return
+            code = self.query_one("#code", TextArea)
+            code.move_cursor((max(line - 1, 0), 0), center=True)
+
+    # ------------------------------------------------------------------ export / copy
+    def default_export_path(self) -> Path:
+        stem = Path(self.session.design.task).stem if self.session.design.task else "kernel"
+        return Path.cwd() / f"{stem}_pypto.py"
+
+    def action_export(self) -> None:
+        if not self.source:
+            self.notify("nothing to export: the generator gave no module", severity="warning")
+            return
+        self.app.push_screen(
+            PathDialog("Export the kernel module to", str(self.exported or self.default_export_path()),
+                       check=_py_target, ok="Export"),
+            self._export_to,
+        )
+
+    def _export_to(self, path: str | None, confirmed: bool = False) -> None:
+        if not path or not self.source:
+            return
+        target = Path(path).expanduser()
+        if target.exists() and not confirmed:
+            self.app.push_screen(
+                ConfirmDialog(f"{target} already exists. Overwrite it?", yes="Overwrite", no="Keep it",
+                              title="File exists"),
+                lambda ok: self._export_to(path, confirmed=True) if ok else self.notify("not exported"),
+            )
+            return
+        try:
+            write_atomic(target, self.source, force=confirmed)
+        except (InputError, OSError) as exc:
+            self.notify(describe_error(exc), title="Not exported", severity="error")
+            self.set_status(f"export failed: {describe_error(exc)}", "error")
+            return
+        self.exported = target
+        self.session.finish("kernel")
+        self.set_status(f"exported to {target}", "ok")
+        self.notify(f"wrote {target}", title="Exported")
+        self.sync_frame()
+
+    def action_copy(self) -> None:
+        if not self.source:
+            self.notify("nothing to copy yet", severity="warning")
+            return
+        self.app.copy_to_clipboard(self.source)
+        self.notify(f"copied {len(self.source.splitlines())} lines to the clipboard", title="Copied")
+
+    # ------------------------------------------------------------------ verify
+    def action_run_check(self) -> None:
+        why = sim_unavailable()
+        if why is not None:
+            self.set_status(why, "warn")
+            self.notify(why, title="Verify not available", severity="warning", timeout=8)
+            return
+        if not self.source:
+            self.notify("nothing to verify", severity="warning")
+            return
+        self.start_work("verify: building the kernel at reduced shapes and comparing it with torch…")
+        self._verify_worker(detached(self.session.pipeline))
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def _verify_worker(self, pipeline: Any) -> None:
+        def progress(done: int, total: int, result: Any) -> None:
+            self.post_message(WorkProgress("verify", done, total, progress_line(done, total, result)))
+
+        try:
+            from pypto_tui.sim.design_runs import verify
+
+            result = verify(pipeline, scale="small", progress=progress)
+        except Exception as exc:
+            self.post_message(WorkFinished("verify", error=describe_error(exc)))
+            return
+        self.post_message(WorkFinished("verify", result))
+
+    def work_finished(self, job: str, result: Any, error: str | None) -> None:
+        if error:
+            self.set_status(f"verify could not run: {error}", "error")
+            self.notify(error, title="Verify", severity="error")
+            return
+        nums = ", ".join(f"{k} {getattr(result, k):.3g}" for k in ("max_abs_err", "max_rel_err", "fail_share")
+                         if isinstance(getattr(result, k, None), int | float))
+        shapes = ", ".join(f"{k} {tuple(v)}" for k, v in (getattr(result, "shapes", {}) or {}).items())
+        if not getattr(result, "supported", True):
+            self.verdict = f"verify: not supported: {result.reason}"
+            self.set_status(self.verdict, "warn")
+        elif result.passed:
+            self.verdict = f"verify PASSED at {shapes}" + (f" ({nums})" if nums else "")
+            self.set_status(self.verdict, "ok")
+            self.notify(self.verdict, title="Verify")
+        else:
+            self.verdict = f"verify FAILED: {result.reason}" + (f" ({nums})" if nums else "")
+            self.set_status(self.verdict, "error")
+            self.notify(self.verdict, title="Verify", severity="error")
+        self.safe_refresh()
+        self._status = None  # keep the verdict on the status line
+        self.set_status(self.verdict, "ok" if getattr(result, "passed", False) else "error")
+
+
+def _py_target(text: str) -> str | None:
+    p = Path(text).expanduser()
+    if p.is_dir():
+        return f"{p} is a folder: give a file name such as {p / 'kernel.py'}"
+    if p.suffix != ".py":
+        return "give a .py file name"
+    return None

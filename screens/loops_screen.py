@@ -1,0 +1,265 @@
+"""Step 4, loops (rules P6, O2): is a loop needed and why, the candidates, and a chart of them.
+
+The plan is `Pipeline.loop_plan()`; this screen shows it, lets the user pick a candidate (or type
+any loop count), and draws the per-iteration numbers with textual-plotext. Once a simulator
+sweep has run, the chart becomes the cost curve (µs per loop count, the U shape of rule O2).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import DataTable, Input, Label, Static
+from textual_plotext import PlotextPlot
+
+from pypto_tui.design import Design
+from pypto_tui.errors import InputError
+from pypto_tui.findings import worst
+from pypto_tui.loops import LoopCandidate, LoopPlan
+from pypto_tui.screens.base import StepScreen, attempt
+from pypto_tui.screens.sim_support import SimRunner, sweep_summary
+from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content
+
+
+def _key(c: LoopCandidate) -> str:
+    return f"{c.loop_count}:{c.tail_strategy}"
+
+
+class LoopsScreen(SimRunner, StepScreen):
+    """Loop need and reason, candidate table (recommended ★, chosen ▶), chart, findings."""
+
+    STEP = "loops"
+    CSS_PATH = "loops_screen.tcss"
+    AUTO_FOCUS = "#loop-table"
+    RUN_LABEL = "Simulate loop counts"
+    SIM_KIND = "loops"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run_check", "Simulate", priority=True),
+        Binding("ctrl+d", "use_recommended", "Recommended", priority=True),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plan: LoopPlan | None = None
+        self._rows: dict[str, LoopCandidate] = {}
+        self._times: dict[int, float | None] = {}
+        self._plan_key: Any = None
+        self._sweep_lines: list[str] = []
+        self._table_sig: Any = None
+        self._chart_sig: Any = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="loop-top"):
+            with Vertical(id="loop-need", classes="panel"):
+                yield Static("", id="need-text")
+                with Horizontal(id="custom-row"):
+                    yield Label("loop_count", id="custom-label")
+                    yield Field("", id="custom-count", placeholder="count", compact=True)
+                    yield Static("", id="custom-error", classes="field-error")
+                yield FindingsList(id="loop-findings")
+                yield Static("", id="loop-sweep")
+            yield PlotextPlot(id="chart", classes="panel")
+        with Horizontal(id="loop-bottom"):
+            yield DataTable(id="loop-table", cursor_type="row", zebra_stripes=True, classes="panel")
+            yield RuleExplanation(id="loop-explain", classes="panel")
+
+    def on_mount(self) -> None:
+        self.query_one("#loop-need").border_title = "Loop"
+        self.query_one("#chart").border_title = "Candidates"
+        self.query_one("#loop-explain").border_title = "Rule"
+        table = self.query_one("#loop-table", DataTable)
+        table.border_title = "loop_count candidates, documents' order (Enter or click to use)"
+        for col in ("", "loop_count", "BASIC_BATCH", "iters", "tail", "tiles/iter", "verdict", "µs"):
+            table.add_column(col, key=col or "mark")
+        super().on_mount()
+
+    # ------------------------------------------------------------------ refresh
+    def refresh_step(self) -> None:
+        plan, err = attempt(self.session.pipeline.loop_plan)
+        self.plan = plan
+        need = self.query_one("#need-text", Static)
+        if plan is None:
+            need.update(err or "choose a tile first (step 3)")
+            self.query_one("#loop-table", DataTable).clear()
+            self.query_one("#loop-findings", FindingsList).show(())
+            self.set_status(err or "no tile yet", "error")
+            return
+        key = (plan.shape, plan.tile)
+        if key != self._plan_key:
+            self._plan_key = key
+            self._times = {}
+            self._sweep_lines = []
+        head = "Loop needed" if plan.needs_loop else "No loop needed"
+        need.update(Content.assemble((head, "bold"), f": {plan.reason}\n",
+                                     (f"shape {dims_text(plan.shape)}, tile {dims_text(plan.tile)}, loop axis "
+                                      f"{plan.axis} ({plan.total}), auto_tiles {plan.auto_tiles}", "dim")))
+        sweep = self.query_one("#loop-sweep", Static)
+        sweep.update("\n".join(self._sweep_lines))
+        sweep.display = bool(self._sweep_lines)
+        need.set_class(plan.needs_loop, "-needed")
+        chosen = self.chosen()
+        with self.prevent(Input.Changed):
+            self.query_one("#custom-count", Input).value = str(self.session.design.loop_count or "")
+        self._fill_table(plan, chosen)
+        self._draw_chart(plan)
+        findings = list(plan.findings) + (list(chosen.findings) if chosen is not None else [])
+        self.query_one("#loop-findings", FindingsList).show(findings)
+        if not plan.needs_loop:
+            self.set_status("no loop: the kernel runs in one pass", "ok")
+        elif chosen is None:
+            self.set_status("no loop count works: change the tile (step 3)", "error")
+        else:
+            lvl = worst(chosen.findings)
+            self.set_status(f"loop_count {chosen.loop_count}, BASIC_BATCH {chosen.basic_batch}, "
+                            f"{chosen.num_iters} iterations" + (f", tail {chosen.tail}" if chosen.has_tail else ""),
+                            "error" if lvl == "error" else "ok" if lvl in ("ok", "info") else lvl)
+
+    def chosen(self) -> LoopCandidate | None:
+        """The candidate the kernel will use: the user's pick, else the recommended one."""
+        plan = self.plan
+        if plan is None:
+            return None
+        d = self.session.design
+        if d.loop_count:
+            want = "main+tail" if d.loop_tail == "main+tail" else None
+            for c in list(plan.candidates) + list(plan.alternatives):
+                if c.loop_count == d.loop_count and (want is None or c.tail_strategy == want):
+                    return c
+        return plan.recommended
+
+    def _fill_table(self, plan: LoopPlan, chosen: LoopCandidate | None) -> None:
+        sig = (id(plan), _key(chosen) if chosen else None, tuple(sorted(self._times.items())))
+        if sig == self._table_sig:
+            return  # unchanged: rebuilding the table would repaint it for nothing
+        self._table_sig = sig
+        table = self.query_one("#loop-table", DataTable)
+        table.clear()
+        self._rows = {}
+        for c in list(plan.candidates) + list(plan.alternatives):
+            k = _key(c)
+            if k in self._rows:
+                continue
+            self._rows[k] = c
+            mark = ("▶" if c is chosen else "") + ("★" if c is plan.recommended else "")
+            t = self._times.get(c.loop_count)
+            label = f"{c.loop_count}" + (" main+tail" if c.tail_strategy == "main+tail" else "")
+            table.add_row(mark, label, str(c.basic_batch), str(c.num_iters), str(c.tail),
+                          str(c.auto_tiles_per_iter), level_content(worst(f for f in c.findings if f.level != "info")),
+                          "" if c.loop_count not in self._times else ("fail" if t is None else f"{t:.1f}"),
+                          key=k)
+        table.set_class(not plan.needs_loop, "-dim")
+
+    def _draw_chart(self, plan: LoopPlan) -> None:
+        sig = (id(plan), tuple(sorted(self._times.items())), self.app.current_theme.name)
+        if sig == self._chart_sig:
+            return
+        self._chart_sig = sig
+        chart = self.query_one("#chart", PlotextPlot)
+        plt = chart.plt
+        plt.clear_data()
+        plt.clear_figure()
+        cands = sorted({c.loop_count: c for c in plan.candidates}.values(), key=lambda c: c.loop_count)
+        if not cands:
+            chart.refresh()
+            return
+        xs = [math.log2(c.loop_count) for c in cands]
+        labels = [str(c.loop_count) for c in cands]
+        timed = [(math.log2(n), t) for n, t in sorted(self._times.items()) if t is not None]
+        if timed:
+            plt.plot([x for x, _ in timed], [t for _, t in timed], marker="braille", label="µs (cost model)")
+            plt.scatter([x for x, _ in timed], [t for _, t in timed], marker="dot")
+            plt.title("cost-model time per loop_count (µs)")
+            plt.ylabel("µs")
+        else:
+            ys = [c.auto_tiles_per_iter for c in cands]
+            plt.plot(xs, ys, marker="braille", label="tiles per iteration")
+            plt.scatter(xs, ys, marker="dot")
+            cap = self.session.kb.limits.max_auto_tiles
+            if max(ys) >= cap / 4:
+                plt.hline(cap)
+            plt.title(f"auto_tiles per iteration (limit {cap}); ctrl+r simulates the µs curve")
+        plt.xticks(xs, labels)
+        plt.xlabel("loop_count (log scale)")
+        chart.refresh()
+
+    # ------------------------------------------------------------------ choosing
+    def _choose(self, count: int | None, tail: str | None) -> None:
+        def set_loop(d: Design) -> None:
+            d.loop_count = count
+            d.loop_tail = tail
+
+        self.session.change("loops", set_loop)
+        self.safe_refresh()
+
+    @on(DataTable.RowSelected, "#loop-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        c = self._rows.get(event.row_key.value or "")
+        if c is None:
+            return
+        self._choose(c.loop_count, "main+tail" if c.tail_strategy == "main+tail" else None)
+
+    @on(DataTable.RowHighlighted, "#loop-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        c = self._rows.get(event.row_key.value or "") if event.row_key else None
+        if c is not None and self.plan is not None:
+            self.query_one("#loop-findings", FindingsList).show(list(self.plan.findings) + list(c.findings))
+
+    @on(Input.Changed, "#custom-count")
+    def _custom_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        err = self.query_one("#custom-error", Static)
+        text = event.value.strip()
+        if not text:
+            err.update("")
+            self._choose(None, None)
+            return
+        try:
+            n = int(text)
+            if n < 1:
+                raise InputError("loop_count must be a positive whole number")
+            if self.plan is not None and n > self.plan.total:
+                raise InputError(f"loop_count {n} > the loop axis length {self.plan.total}")
+        except (ValueError, InputError) as exc:
+            err.update(f"✗ {exc}" if isinstance(exc, InputError) else "✗ a whole number")
+            return
+        err.update("")
+        self._choose(n, None)
+
+    def action_use_recommended(self) -> None:
+        self._choose(None, None)
+
+    @on(FindingsList.Selected)
+    def _finding_selected(self, event: FindingsList.Selected) -> None:
+        event.stop()
+        self.query_one("#loop-explain", RuleExplanation).explain(self.session.kb, event.finding)
+
+    def next_blocked(self) -> str | None:
+        if self.plan is None:
+            return "no loop plan: go back to the tile step"
+        if self.plan.needs_loop:
+            c = self.chosen()
+            if c is None:
+                return "no loop count works with this tile: change the tile"
+            if not c.ok:
+                bad = ", ".join(sorted({f.rule for f in c.findings if f.level == "error"}))
+                return f"loop_count {c.loop_count} has error-level findings ({bad}): pick another"
+        return None
+
+    # ------------------------------------------------------------------ sim
+    def sim_results(self, report: Any) -> None:
+        """The µs column and the cost curve (rule O2's U shape), with both verdicts in words."""
+        self._times.update({int(r.value): r.e2e_us for r in report.rows if r.measured})
+        self._sweep_lines = sweep_summary(report)
+        self._table_sig = self._chart_sig = None
+        self.safe_refresh()
+        cost = report.best_by_cost
+        self.set_status(f"simulated {report.simulations} loop count(s)"
+                        + (f": fastest {cost.label} at {cost.e2e_us:.2f} µs" if cost else ""), "ok")

@@ -1,0 +1,112 @@
+"""The "simulate" action shared by the tile and loop screens: a guided sweep in a thread worker.
+
+The sweep itself (which candidates to compile, the subprocesses, the cache, the documents'
+middle-out order) belongs to `pypto_tui.sim.design_runs`; the screen starts it, shows progress,
+and draws what came back: a time column, the cost curve, and the rules' verdict beside the cost
+model's (both shown, neither hidden). Without the [sim] extra the action says what to install.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from textual import work
+
+from pypto_tui.design import Pipeline
+from pypto_tui.screens.messages import WorkFinished, WorkProgress
+
+SWEEP_JOBS = 2
+
+
+def sim_unavailable() -> str | None:
+    """None when the simulator can run here, else the one-line reason and what to install."""
+    try:
+        from pypto_tui.sim.availability import check_sim
+    except ImportError:
+        return "the simulator is not available in this build"
+    av = check_sim()
+    return None if av.ok else av.message
+
+
+def detached(pipeline: Pipeline) -> Pipeline:
+    """A private copy for a worker thread: the user keeps editing the design meanwhile."""
+    return Pipeline(pipeline.kb, copy.deepcopy(pipeline.design))
+
+
+def progress_line(done: int, total: int, result: Any) -> str:
+    label = getattr(result, "label", "") or ""
+    us = getattr(result, "e2e_us", None)
+    status = getattr(result, "status", "")
+    what = f"{us:.1f} µs" if isinstance(us, int | float) else status
+    cached = " (cached)" if getattr(result, "cached", False) else ""
+    return f"{done}/{total} compiled · last: {label} {what}{cached}"
+
+
+class SimRunner:
+    """Mixin for a StepScreen: ctrl+r runs the guided sweep of SIM_KIND ("tiles" or "loops")."""
+
+    SIM_KIND: ClassVar[str] = "tiles"
+
+    # provided by StepScreen / the concrete screen
+    session: Any
+    set_status: Callable[..., None]
+    notify: Callable[..., None]
+    start_work: Callable[[str], None]
+    post_message: Callable[..., bool]
+
+    def sim_results(self, report: Any) -> None:
+        """Fill the time column / draw the curve from a SweepReport."""
+
+    def action_run_check(self) -> None:
+        why = sim_unavailable()
+        if why is not None:
+            self.set_status(why, "warn")
+            self.notify(why, title="Simulator not available", severity="warning", timeout=8)
+            return
+        self.start_work(f"simulating {self.SIM_KIND} candidates in SIM mode (guided sweep, "
+                        f"{SWEEP_JOBS} at a time)…")
+        self._sim_worker(detached(self.session.pipeline), self.SIM_KIND)
+
+    @work(thread=True, exclusive=True, group="sim", exit_on_error=False)
+    def _sim_worker(self, pipeline: Pipeline, kind: str) -> None:
+        from pypto_tui.screens.base import describe_error
+
+        def progress(done: int, total: int, result: Any) -> None:
+            self.post_message(WorkProgress("sim", done, total, progress_line(done, total, result)))
+
+        try:
+            from pypto_tui.sim import design_runs
+
+            sweep = design_runs.sweep_tiles if kind == "tiles" else design_runs.sweep_loops
+            report = sweep(pipeline, jobs=SWEEP_JOBS, progress=progress)
+        except Exception as exc:
+            self.post_message(WorkFinished("sim", error=describe_error(exc)))
+            return
+        self.post_message(WorkFinished("sim", report))
+
+    def work_finished(self, job: str, result: Any, error: str | None) -> None:
+        if job != "sim":
+            return
+        if error:
+            self.set_status(f"simulate failed: {error}", "error")
+            self.notify(error, title="Simulate failed", severity="error")
+            return
+        self.sim_results(result)
+
+
+def sweep_summary(report: Any) -> list[str]:
+    """The sweep in words: both verdicts side by side, the disagreements, the effort saved."""
+    lines: list[str] = []
+    rules, cost = report.best_by_rules, report.best_by_cost
+    if rules is not None:
+        us = f"{rules.e2e_us:.2f} µs" if rules.e2e_us is not None else "not measured"
+        lines.append(f"rules' pick   {rules.label}: {us}")
+    if cost is not None:
+        lines.append(f"cost model's  {cost.label}: {cost.e2e_us:.2f} µs ({cost.rule_verdict})")
+    lines += [f"≠ {d}" for d in report.disagreements]
+    lines += list(report.notes)
+    failed = [r for r in report.rows if r.measured and r.e2e_us is None]
+    lines += [f"✗ {r.label}: {r.status} {r.reason or ''}".rstrip() for r in failed]
+    return lines

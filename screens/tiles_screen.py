@@ -1,0 +1,365 @@
+"""Step 3, tiles (rules P4, O1): edit the tile per axis with live checks, or pick a ranked one.
+
+Every keystroke in a tile field runs `evaluate_tile` (plain Python, tens of microseconds) and
+redraws the numbers and the findings; nothing here decides what is good, the core does. The
+ranked table comes from `Pipeline.tile_plan()` (numpy, cached per shape). A matmul also gets its
+cube tiles (m, k, n as [L0, L1]) checked live by `evaluate_cube`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.widgets import DataTable, Input, Label, Static
+
+from pypto_tui.design import Design, Geometry
+from pypto_tui.errors import InputError
+from pypto_tui.findings import worst
+from pypto_tui.screens.base import StepScreen, attempt
+from pypto_tui.screens.sim_support import SimRunner, sweep_summary
+from pypto_tui.screens.widgets import (
+    Field,
+    FindingsList,
+    RuleExplanation,
+    dims_text,
+    level_content,
+)
+from pypto_tui.shapes import parse_dims
+from pypto_tui.tiles import TileEvaluation, TilePlan, cube_candidates, evaluate_cube, evaluate_tile
+
+
+class TilesScreen(SimRunner, StepScreen):
+    """Tile fields with live checks, the findings and their rules, the ranked candidates."""
+
+    STEP = "tiles"
+    CSS_PATH = "tiles_screen.tcss"
+    AUTO_FOCUS = None  # the tile fields are built per shape: focused in _build_fields
+    RUN_LABEL = "Simulate tile candidates"
+    SIM_KIND = "tiles"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "run_check", "Simulate", priority=True),
+        Binding("ctrl+d", "use_recommended", "Recommended", priority=True),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._geometry: Geometry | None = None
+        self._plan: TilePlan | None = None
+        self._times: dict[tuple[int, ...], float | None] = {}
+        self.last_evaluation: TileEvaluation | None = None
+        self.last_error: str | None = None
+        self._shown: dict[str, str] = {}
+        self._fields: list[Input] | None = None
+        self._table_sig: Any = None
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="tile-top"):
+            with Vertical(id="tile-editor", classes="panel"):
+                yield Static("", id="tile-shape")
+                yield Horizontal(id="tile-fields")
+                yield Static("", id="tile-error", classes="field-error")
+                yield Static("", id="tile-metrics")
+                yield Static("", id="tile-why")
+                yield Static("", id="sim-report")
+                with Vertical(id="cube-box"):
+                    yield Label("Cube tiles (set_cube_tile_shapes: [L0, L1] each)", classes="section-title")
+                    with Horizontal(id="cube-fields"):
+                        for name in ("m", "k", "n"):
+                            yield Label(f"{name}", classes="cube-label")
+                            yield Field("", id=f"cube-{name}", classes="cube-field", compact=True)
+                    yield Static("", id="cube-error", classes="field-error")
+                    yield FindingsList(id="cube-findings")
+            with Vertical(id="tile-right"):
+                yield FindingsList(id="findings", classes="panel")
+                yield RuleExplanation(id="explain", classes="panel")
+        yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, classes="panel")
+
+    def on_mount(self) -> None:
+        self.query_one("#findings").border_title = "Findings (live)"
+        self.query_one("#explain").border_title = "Rule"
+        self.query_one("#tile-editor").border_title = "Tile"
+        table = self.query_one("#candidates", DataTable)
+        table.border_title = "Ranked candidates (Enter or click to use)"
+        for col in ("", "#", "tile", "prod", "auto_tiles", "contig B", "segments", "qualified", "verdict", "µs"):
+            table.add_column(col, key=col or "mark")
+        super().on_mount()
+
+    # ------------------------------------------------------------------ refresh
+    def refresh_step(self) -> None:
+        geometry, err = attempt(self.session.pipeline.geometry)
+        if geometry is None:
+            self._geometry = None
+            self.query_one("#tile-shape", Static).update("")
+            self.query_one("#tile-fields").remove_children()
+            self.set_status(err or "no geometry", "error")
+            return
+        self._plan, perr = attempt(lambda: self.session.pipeline.tile_plan())
+        tile = self.session.pipeline.chosen_tile() if self._plan is not None else None
+        if geometry != self._geometry:
+            self._geometry = geometry
+            self._times = {}
+            self._build_fields(geometry, tile)
+        elif tile is not None:
+            self._set_fields(tile)
+        rd = f", reduce dim {geometry.reduce_dim}" if geometry.reduce_dim is not None else ""
+        self.query_one("#tile-shape", Static).update(
+            f"kernel shape {dims_text(geometry.shape)} {geometry.dtype}{rd}")
+        self._fill_table()
+        rec = self._plan.recommended if self._plan is not None else None
+        why = self.query_one("#tile-why", Static)
+        if rec is not None:
+            why.update(Content.assemble(("★ recommended ", "$text-success bold"), (dims_text(rec.tile), "bold"), "\n",
+                                        *[f"  · {r}\n" for r in rec.reasons],
+                                        *[(f"  {n}\n", "dim") for n in (self._plan.notes if self._plan else ())]))
+        else:
+            why.update("")
+        self.evaluate()
+        self._refresh_cube(geometry)
+        if perr:
+            self.set_status(perr, "error")
+
+    def _build_fields(self, g: Geometry, tile: tuple[int, ...] | None) -> None:
+        """One field per axis, created with the tile's values (the old ones leave asynchronously,
+        so the new ones are kept in a list rather than found by a query)."""
+        box = self.query_one("#tile-fields", Horizontal)
+        self._fields = []
+        columns = []
+        for i, n in enumerate(g.shape):
+            value = str(tile[i]) if tile is not None and len(tile) == len(g.shape) else ""
+            f = Field(value, id=f"tile-{i}", classes="tile-field", placeholder="size")
+            self._fields.append(f)
+            f.tooltip = f"tile size on axis {i} (axis length {n})"
+            rd = " R" if g.reduce_dim == i else ""
+            label = f"axis {i}{rd} /{n}"
+            col = Vertical(Label(label, classes="axis-label"), f, classes="axis-col")
+            col.styles.width = max(11, len(label) + 1)  # four axes must fit beside the findings
+            columns.append(col)
+        async def swap() -> None:
+            await box.remove_children()  # first, so the new fields can reuse the ids
+            await box.mount(*columns)
+            if self._fields and (self.focused is None or not self.focused.has_class("tile-field")):
+                self._fields[0].focus()
+
+        self.call_later(swap)
+
+    def tile_fields(self) -> list[Input]:
+        """The fields of the current shape (kept in a list: a DOM query per keystroke costs ms)."""
+        return list(self._fields or [])
+
+    def _set_fields(self, tile: tuple[int, ...]) -> None:
+        fields = self.tile_fields()
+        if len(fields) != len(tile):
+            return
+        with self.prevent(Input.Changed):
+            for f, v in zip(fields, tile, strict=True):
+                if f.value != str(v):
+                    f.value = str(v)
+
+    def _fill_table(self) -> None:
+        plan = self._plan
+        sig = (id(plan), self.session.pipeline.chosen_tile() if plan is not None else None,
+               tuple(sorted(self._times.items())))
+        if sig == self._table_sig:
+            return  # unchanged: rebuilding the table would repaint it for nothing
+        self._table_sig = sig
+        table = self.query_one("#candidates", DataTable)
+        table.clear()
+        if plan is None:
+            return
+        chosen = self.session.pipeline.chosen_tile()
+        for c in plan.candidates:
+            e = c.evaluation
+            mark = ("▶" if e.tile == chosen else "") + ("★" if plan.recommended is c else "")
+            t = self._times.get(e.tile)
+            table.add_row(
+                mark, str(c.rank + 1), dims_text(e.tile), str(e.prod), str(e.auto_tiles),
+                str(e.contiguous_bytes), "-" if e.reduce_segments is None else str(e.reduce_segments),
+                "yes" if c.qualified else "no",
+                level_content(worst(f for f in e.findings if f.level != "info")),
+                "" if e.tile not in self._times else ("fail" if t is None else f"{t:.1f}"),
+                key="x".join(map(str, e.tile)),
+            )
+        table.border_subtitle = (f"{plan.qualified_count} qualified of {plan.enumerated} enumerated"
+                                 + ("; none reach 1 KB, shown by the fallback order" if plan.below_1kb_fallback
+                                    else ""))
+
+    # ------------------------------------------------------------------ live checks
+    def evaluate(self) -> TileEvaluation | None:
+        """Parse the fields, evaluate the tile, show numbers and findings (the keystroke path)."""
+        g = self._geometry
+        if g is None:
+            return None
+        fields = self.tile_fields()
+        values: list[int] = []
+        error: str | None = None
+        for i, f in enumerate(fields):
+            text = f.value.strip()
+            bad = None
+            if not text:
+                bad = f"axis {i}: give a tile size (1..{g.shape[i]} or more)"
+            else:
+                try:
+                    (v,) = parse_dims(text, f"tile axis {i}")
+                    values.append(v)
+                except (InputError, ValueError) as exc:
+                    bad = str(exc) if isinstance(exc, InputError) else f"axis {i}: one whole number"
+            if f.has_class("-bad") != (bad is not None):
+                f.set_class(bad is not None, "-bad")
+            error = error or bad
+        ev: TileEvaluation | None = None
+        if error is None:
+            try:
+                ev = evaluate_tile(self.session.kb, g.shape, g.dtype, values, g.reduce_dim)
+            except InputError as exc:
+                error = str(exc)
+        self.last_error = error
+        self.last_evaluation = ev
+        self._put("#tile-error", f"✗ {error}" if error else "")
+        findings = self.query_one("#findings", FindingsList)
+        if ev is None:
+            self._put("#tile-metrics", "")
+            findings.show(())
+            self.set_status(error or "", "error")
+            return None
+        self._put(
+            "#tile-metrics",
+            f"prod {ev.prod}   auto_tiles {ev.auto_tiles}   contiguous {ev.contiguous_bytes} B\n"
+            f"reduce segments {ev.reduce_segments if ev.reduce_segments is not None else '-'}   "
+            f"UB ~{ev.ub_bytes} B   loop needed: {'yes' if ev.needs_loop else 'no'}   "
+            f"waste: {', '.join(f'axis {a}' for a in ev.waste_axes) or 'none'}",
+        )
+        findings.show(ev.findings)
+        lvl = worst(ev.findings)
+        self.set_status(
+            {"error": "the tile breaks a hard limit: fix it or pick a candidate",
+             "warn": "the tile works but breaks a rule of thumb (see the findings)",
+             "info": "tile OK", "ok": "tile OK"}[lvl], "error" if lvl == "error" else lvl)
+        tile = list(ev.tile)
+        if self.session.design.tile != tile:
+            rec = self._plan.recommended.tile if self._plan and self._plan.recommended else None
+
+            def set_tile(d: Design) -> None:
+                d.tile = None if (d.tile is None and tuple(tile) == rec) else tile
+
+            self.session.change("tiles", set_tile)
+        return ev
+
+    def _put(self, selector: str, text: str) -> None:
+        """Update a fixed-height line only when its text changes, without a layout pass."""
+        if self._shown.get(selector) != text:
+            self._shown[selector] = text
+            self.query_one(selector, Static).update(text, layout=False)
+
+    @on(Input.Changed, ".tile-field")
+    def _tile_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.evaluate()
+
+    @on(FindingsList.Selected)
+    def _finding_selected(self, event: FindingsList.Selected) -> None:
+        event.stop()
+        self.query_one("#explain", RuleExplanation).explain(self.session.kb, event.finding)
+
+    @on(DataTable.RowSelected, "#candidates")
+    def _candidate_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = event.row_key.value
+        if not key:
+            return
+        tile = tuple(int(x) for x in key.split("x"))
+        self._set_fields(tile)
+        self.evaluate()
+        self._fill_table()
+        self.notify(f"tile {dims_text(tile)}", title="Tile chosen")
+
+    def action_use_recommended(self) -> None:
+        """Back to the pack's recommendation: stored as no decision, so it follows later changes."""
+        if self._plan is None or self._plan.recommended is None:
+            return
+
+        def clear(d: Design) -> None:
+            d.tile = None
+
+        self.session.change("tiles", clear)
+        self._set_fields(self._plan.recommended.tile)
+        self.evaluate()
+        self._fill_table()
+
+    # ------------------------------------------------------------------ cube tiles
+    def _refresh_cube(self, g: Geometry) -> None:
+        box = self.query_one("#cube-box")
+        box.display = g.matmul is not None
+        if g.matmul is None:
+            return
+        cube = self.session.design.cube
+        if cube is None:
+            start = self.session.kb.cube
+            if start is not None:
+                cube = {"m": list(start.m), "k": list(start.k), "n": list(start.n)}
+            else:
+                M, K, N = g.matmul
+                cands = cube_candidates(self.session.kb, M, K, N, g.dtype, top=1)
+                cube = ({"m": list(cands[0].m), "k": list(cands[0].k), "n": list(cands[0].n)} if cands
+                        else {"m": [16, 16], "k": [16, 16], "n": [16, 16]})
+        with self.prevent(Input.Changed):
+            for name in ("m", "k", "n"):
+                self.query_one(f"#cube-{name}", Input).value = ",".join(map(str, cube[name]))
+        self.evaluate_cube()
+
+    def evaluate_cube(self) -> None:
+        g = self._geometry
+        if g is None or g.matmul is None:
+            return
+        err = self.query_one("#cube-error", Static)
+        parts: dict[str, list[int]] = {}
+        try:
+            for name in ("m", "k", "n"):
+                parts[name] = list(parse_dims(self.query_one(f"#cube-{name}", Input).value, f"cube {name}"))
+            M, K, N = g.matmul
+            ev = evaluate_cube(self.session.kb, M, K, N, g.dtype, parts["m"], parts["k"], parts["n"])
+        except InputError as exc:
+            err.update(f"✗ {exc}")
+            self.query_one("#cube-findings", FindingsList).show(())
+            return
+        err.update(f"L0A {ev.l0a_bytes} B · L0B {ev.l0b_bytes} B · L0C {ev.l0c_bytes} B · "
+                   f"L1 {ev.l1_bytes} B · {ev.tasks} cube tasks")
+        self.query_one("#cube-findings", FindingsList).show(ev.findings)
+        if self.session.design.cube != parts:
+            def set_cube(d: Design) -> None:
+                d.cube = parts
+
+            self.session.change("tiles", set_cube)
+
+    @on(Input.Changed, ".cube-field")
+    def _cube_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.evaluate_cube()
+
+    # ------------------------------------------------------------------ navigation / sim
+    def next_blocked(self) -> str | None:
+        if self._geometry is None:
+            return "the kernel shape is unknown: finish the contract and dimension steps"
+        if self.last_error:
+            return f"tile: {self.last_error}"
+        ev = self.last_evaluation
+        if ev is not None and not ev.ok:
+            bad = ", ".join(sorted({f.rule for f in ev.findings if f.level == "error"}))
+            return f"the tile has error-level findings ({bad}): fix them or pick a candidate"
+        return None
+
+    def sim_results(self, report: Any) -> None:
+        """Times into the table, and the sweep's verdict beside the rules' (never one hidden)."""
+        self._times.update({tuple(r.value): r.e2e_us for r in report.rows if r.measured})
+        self._table_sig = None
+        self._fill_table()
+        box = self.query_one("#sim-report", Static)
+        box.update("\n".join(sweep_summary(report)))
+        box.display = True
+        cost = report.best_by_cost
+        self.set_status(f"simulated {report.simulations} candidate(s)"
+                        + (f": fastest {cost.label} at {cost.e2e_us:.2f} µs" if cost else ""), "ok")
