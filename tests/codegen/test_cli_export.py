@@ -69,3 +69,13 @@ def test_exported_modules_lint_clean(tmp_path):
     r = invoke("lint", tmp_path, "--json")
     assert r.exit_code == 0, r.stdout
     assert json.loads(r.stdout)["count"] == 0
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+
+    out = tmp_path / "elu_pypto.py"
+    assert invoke("scaffold", FIX / "tasks" / "elu.py", "-o", out).exit_code == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
