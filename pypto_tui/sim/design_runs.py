@@ -150,6 +150,31 @@ def cost_job(pipeline: Pipeline, label: str) -> J.SimJob:
 
 
 # ------------------------------------------------------------------------------ sweeps
+class _Measurer:
+    """Compiles a batch of candidates in parallel, fills their rows, counts the simulations and
+    reports progress: the one measure function both sweeps hand to the guided search."""
+
+    def __init__(self, make_job: Callable[[Any], J.SimJob], row_of: Callable[[Any], SweepRow], *,
+                 total_hint: int, jobs: int, timeout_s: float, cache: bool, progress: Progress | None) -> None:
+        self.make_job, self.row_of, self.total_hint = make_job, row_of, total_hint
+        self.jobs, self.timeout_s, self.cache, self.progress = jobs, timeout_s, cache, progress
+        self.done = 0
+
+    def _tick(self, _done: int, _total: int, result: J.SimResult) -> None:
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, max(self.total_hint, self.done), result)
+
+    def __call__(self, batch: Sequence[Any]) -> list[float | None]:
+        from pypto_tui.sim.runner import run_many
+
+        results = run_many([self.make_job(c) for c in batch], jobs=self.jobs, timeout_s=self.timeout_s,
+                           progress=self._tick, cache=self.cache)
+        for c, r in zip(batch, results, strict=True):
+            _fill(self.row_of(c), r)
+        return [r.e2e_us if r.ok else None for r in results]
+
+
 def _rule_verdict(c: Any) -> str:
     if c.qualified:
         return f"qualified (#{c.rank + 1} by the rules)"
@@ -173,7 +198,6 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
                 timeout_s: float = 300.0, progress: Progress | None = None, cache: bool = True) -> SweepReport:
     """Walk the sweep line from its middle (guided), then measure the rules' pick and a few
     candidates the rules reject, so both verdicts stand side by side."""
-    from pypto_tui.sim.runner import run_many
 
     plan = pipeline.tile_plan(top=400)
     pick = pipeline.chosen_tile()
@@ -185,26 +209,12 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     rows: dict[tuple[int, ...], SweepRow] = {
         c.tile: SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified, _rule_verdict(c))
         for c in [*line, *rejected]}
-    done = 0
-    total_hint = min(budget, len(line)) + len(rejected) + 1
-
-    def measure(batch: Sequence[Any]) -> list[float | None]:
-        nonlocal done
-        js = [cost_job(variant(pipeline, tile=list(c.tile)), str(tuple(c.tile))) for c in batch]
-
-        def tick(_d: int, _t: int, r: J.SimResult) -> None:
-            nonlocal done
-            done += 1
-            if progress:
-                progress(done, max(total_hint, done), r)
-
-        results = run_many(js, jobs=jobs, timeout_s=timeout_s, progress=tick, cache=cache)
-        for c, r in zip(batch, results, strict=True):
-            row = rows.setdefault(c.tile, SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified,
-                                                   _rule_verdict(c)))
-            _fill(row, r)
-        return [r.e2e_us if r.ok else None for r in results]
-
+    measure = _Measurer(
+        lambda c: cost_job(variant(pipeline, tile=list(c.tile)), str(tuple(c.tile))),
+        lambda c: rows.setdefault(c.tile, SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified,
+                                                   _rule_verdict(c))),
+        total_hint=min(budget, len(line)) + len(rejected) + 1, jobs=jobs, timeout_s=timeout_s, cache=cache,
+        progress=progress)
     result = guided_sweep_batched(line, measure, max_measurements=budget) if line else None
     extra = [c for c in rejected if not rows[c.tile].measured]
     if pick is not None and pick in by_tile and not (pick in rows and rows[pick].measured):
@@ -212,7 +222,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     if extra:
         measure(extra)
     stepped = _ub_step_down(pipeline, plan, rows, pick, measure)
-    report = _report("tiles", rows, len(qualified), done, pick, result)
+    report = _report("tiles", rows, len(qualified), measure.done, pick, result)
     if stepped:
         report.notes.append(stepped)
     if axis >= 0:
@@ -261,7 +271,6 @@ def sweep(pipeline: Pipeline, kind: str, **options: Any) -> list[SweepReport]:
 def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s: float = 300.0,
                 progress: Progress | None = None, cache: bool = True) -> SweepReport:
     """Measure loop counts from the middle of the log scale outwards (O2)."""
-    from pypto_tui.sim.runner import run_many
 
     plan = pipeline.loop_plan()
     if plan is None:
@@ -276,26 +285,13 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
         where = f"ring {ring + 1} of the log scale" if ring is not None else "off the ladder"
         rows[(cand.loop_count,)] = SweepRow(f"loop_count {cand.loop_count}", cand.loop_count, position, True,
                                             f"{where}, BASIC_BATCH {cand.basic_batch}")
-    done = 0
-
-    def measure(batch: Sequence[int]) -> list[float | None]:
-        nonlocal done
-        js = [cost_job(variant(pipeline, loop_count=n), f"loop_count {n}") for n in batch]
-
-        def tick(_d: int, _t: int, r: J.SimResult) -> None:
-            nonlocal done
-            done += 1
-            if progress:
-                progress(done, max(budget, done), r)
-
-        results = run_many(js, jobs=jobs, timeout_s=timeout_s, progress=tick, cache=cache)
-        for n, r in zip(batch, results, strict=True):
-            _fill(rows[(n,)], r)
-        return [r.e2e_us if r.ok else None for r in results]
+    measure = _Measurer(lambda n: cost_job(variant(pipeline, loop_count=n), f"loop_count {n}"),
+                        lambda n: rows[(n,)], total_hint=budget, jobs=jobs, timeout_s=timeout_s, cache=cache,
+                        progress=progress)
 
     result = guided_sweep_batched(qualified, measure, max_measurements=budget) if qualified else None
     rec = plan.recommended.loop_count if plan.recommended else None
-    report = _report("loops", rows, len(qualified), done, (rec,) if rec else None, result)
+    report = _report("loops", rows, len(qualified), measure.done, (rec,) if rec else None, result)
     if not plan.needs_loop:
         report.notes.append(f"no loop is needed ({plan.reason}); the sweep forces one to compare")
     return report
