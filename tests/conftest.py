@@ -27,3 +27,11 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Keep every test away from the user's real state, cache and pack settings."""
     monkeypatch.delenv("PYPTO_TUI_KB", raising=False)
     monkeypatch.setenv("PYPTO_TUI_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist (`-n 2 --dist loadgroup`), keep every compiler-backed test on one worker: they
+    already run two compiler processes at a time, while the other worker takes the rest."""
+    for item in items:
+        if "sim" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("compiler"))

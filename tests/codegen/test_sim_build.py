@@ -67,7 +67,7 @@ def _inputs(contract: Any, shapes: list[Any] | None = None) -> list[Any]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
 def full_builds(kb: Any, generated: Any) -> dict[str, Any]:
     """Every task built at its own shapes once, two workers at a time (two cores)."""
     from pypto_tui.sim import jobs, runner
@@ -83,7 +83,7 @@ def full_builds(kb: Any, generated: Any) -> dict[str, Any]:
     return dict(zip(TASK_NAMES, results, strict=True))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
 def reduced_checks(kb: Any, generated: Any) -> dict[str, Any]:
     """Every task at odd reduced shapes against its torch baseline, two workers at a time."""
     from pypto_tui.sim import jobs, runner

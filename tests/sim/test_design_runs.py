@@ -47,7 +47,7 @@ def test_reduced_shapes_keep_rank_channels_and_distinct_sizes(kb):
     assert mm["A"][0] != mm["A"][1]  # M != K after scaling, so a transposed operand would show
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
 def verified(kb):
     """Every fixture task verified once, two workers at a time (the machine has two cores)."""
     reports = verify_many([pipe(kb, n) for n in ALL], jobs=2, cache=False)

@@ -78,7 +78,7 @@ def test_compile_errors_carry_the_real_reason(kernel_source, tmp_path: Path) -> 
 SMALL = (4, 1024)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
 def verify_results(kernel_source, task_file, tmp_path_factory: pytest.TempPathFactory) -> dict[str, jobs.SimResult]:
     """Three verify jobs in one batch (two workers in parallel)."""
     elu_in = (jobs.InputSpec(SMALL, "fp32"),)
