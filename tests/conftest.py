@@ -29,9 +29,10 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("PYPTO_TUI_STATE_DIR", str(tmp_path_factory.mktemp("state")))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (`-n 2 --dist loadgroup`), keep every compiler-backed test on one worker: they
     already run two compiler processes at a time, while the other worker takes the rest."""
     for item in items:
-        if "sim" in item.keywords:
+        if item.get_closest_marker("sim") is not None:
             item.add_marker(pytest.mark.xdist_group("compiler"))
