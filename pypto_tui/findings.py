@@ -7,7 +7,10 @@ rule documents'), so a user can tell a hard compiler wall from a performance hab
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    from pypto_tui.kb import KnowledgeBase
 
 Level = Literal["error", "warn", "info", "ok"]
 LEVEL_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warn": 2, "error": 3}
@@ -23,6 +26,14 @@ class Finding(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "level": self.level, "message": self.message, "authority": self.authority}
+
+
+def rule_finding(kb: KnowledgeBase, rule: str, message: str, level: Level | None = None) -> Finding:
+    """A finding at the pack's severity for `rule` (unless a level is forced), with its authority:
+    the pack, not the check, decides how loud a violation is."""
+    r = kb.rule(rule)
+    lvl: Level = level or (r.severity if r else "warn")  # type: ignore[assignment]
+    return Finding(rule, lvl, message, r.authority if r else "rule-docs")
 
 
 def worst(findings: Iterable[Finding]) -> Level:

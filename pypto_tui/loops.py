@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding, Level, cites, has_error
+from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
 
@@ -87,12 +87,6 @@ class LoopPlan:
         }
 
 
-def _finding(kb: KnowledgeBase, rule: str, message: str, level: Level | None = None) -> Finding:
-    r = kb.rule(rule)
-    lvl: Level = level or (r.severity if r else "warn")  # type: ignore[assignment]
-    return Finding(rule, lvl, message, r.authority if r else "rule-docs")
-
-
 def auto_tiles(shape: Sequence[int], tile: Sequence[int]) -> int:
     return math.prod(ceil_div(s, t) for s, t in zip(shape, tile, strict=True))
 
@@ -104,21 +98,21 @@ def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -
     n = auto_tiles(shape, tile)
     if n > cap:
         msg = f"auto_tiles {n} > {cap}: split the work into chunks with pypto.loop + view/assemble"
-        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+        return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
     if why == "matmul":
         msg = "matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale"
-        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+        return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
     if why == "reduce":
         msg = "a reduce axis too long for one pass: accumulate chunk results over a loop"
-        return True, msg, _finding(kb, "P6.avoid-loops", msg, "info")
+        return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
     msg = f"auto_tiles {n} <= {cap}: no loop needed (a loop only adds scheduling work)"
-    return False, msg, _finding(kb, "P6.avoid-loops", msg, "ok")
+    return False, msg, rule_finding(kb, "P6.avoid-loops", msg, "ok")
 
 
 @cites("P6.outermost-axis")
 def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
     if axis != 0:
-        return _finding(kb, "P6.outermost-axis", f"looping along axis {axis}: loop along the outermost axis "
+        return rule_finding(kb, "P6.outermost-axis", f"looping along axis {axis}: loop along the outermost axis "
                         f"(0) so each chunk is one contiguous block")
     return None
 
@@ -127,7 +121,7 @@ def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
 def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, tail: int) -> Finding | None:
     if tail == basic_batch:
         return None
-    return _finding(kb, "P6.loop-tail",
+    return rule_finding(kb, "P6.loop-tail",
                     f"BASIC_BATCH {basic_batch} does not divide {total}: with a constant view shape the last of "
                     f"{num_iters} chunks would read {basic_batch - tail} row(s) past the end; use a divisor count "
                     f"or {num_iters - 1} main iterations plus a tail view of {tail}")
@@ -137,7 +131,7 @@ def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, 
 def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     cap = kb.limits.max_auto_tiles
     if per_iter > cap:
-        return _finding(kb, "P4.auto-tiles", f"still {per_iter} tiles per iteration (> {cap}): raise loop_count",
+        return rule_finding(kb, "P4.auto-tiles", f"still {per_iter} tiles per iteration (> {cap}): raise loop_count",
                         "error")
     return None
 
@@ -162,22 +156,22 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
         if f:
             fs.append(f)
     else:
-        fs.append(_finding(kb, "P6.loop-tail", f"{iters - 1} main iterations of {bb} plus one tail view of {tail}",
+        fs.append(rule_finding(kb, "P6.loop-tail", f"{iters - 1} main iterations of {bb} plus one tail view of {tail}",
                            "info"))
     f2 = check_per_iter_tiles(kb, per_iter)
     if f2:
         fs.append(f2)
     if tile[axis] > bb:
-        fs.append(_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb}: the tile is "
+        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb}: the tile is "
                            f"cut down to the chunk"))
     if iters < loop_count:
-        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
+        fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
                            f"ceil_div({total}, {bb}) = {iters}", "info"))
     if ring is None:
-        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} is off the documents' ladder "
+        fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} is off the documents' ladder "
                            f"{'/'.join(map(str, kb.ladders.loop_order))}", "info"))
     elif ring == len(kb.ladders.loop_rings) - 1:
-        fs.append(_finding(kb, "O2.loop-log-scale", f"{loop_count} is an end point: try it only if the middle "
+        fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} is an end point: try it only if the middle "
                            f"of the scale does not work", "info"))
     return LoopCandidate(loop_count, bb, iters, tail, view, per_iter, ring, strategy, tuple(fs))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding, Level, cites, has_error
+from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
 
@@ -100,15 +100,8 @@ class TilePlan:
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _finding(kb: KnowledgeBase, rule: str, message: str, level: Level | None = None) -> Finding:
-    """A violation at the pack's severity for `rule` (unless a level is forced), with its authority."""
-    r = kb.rule(rule)
-    lvl: Level = level or (r.severity if r else "warn")  # type: ignore[assignment]
-    return Finding(rule, lvl, message, r.authority if r else "rule-docs")
-
-
 def _ok(kb: KnowledgeBase, rule: str, message: str) -> Finding:
-    return _finding(kb, rule, message, "ok")
+    return rule_finding(kb, rule, message, "ok")
 
 
 def align_unit(kb: KnowledgeBase, dtype: str) -> int:
@@ -130,7 +123,7 @@ def ub_estimate(kb: KnowledgeBase, prod: int, dtype: str, reducing: bool) -> int
 @cites("P4.vec-rank-max")
 def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
     if len(shape) > kb.limits.max_vec_rank:
-        return _finding(kb, "P4.vec-rank-max",
+        return rule_finding(kb, "P4.vec-rank-max",
                         f"rank {len(shape)} > {kb.limits.max_vec_rank}: set_vec_tile_shapes takes at most "
                         f"{kb.limits.max_vec_rank} sizes; merge axes with a reshape in forward")
     return None
@@ -140,7 +133,7 @@ def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
 def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
     cap = kb.limits.max_elements
     if prod > cap:
-        return _finding(kb, "P4.tile-budget", f"prod(tile) = {prod} > {cap}: shrink the tile "
+        return rule_finding(kb, "P4.tile-budget", f"prod(tile) = {prod} > {cap}: shrink the tile "
                         f"(step down {' -> '.join(map(str, kb.ladders.ub_step_down))})")
     return _ok(kb, "P4.tile-budget", f"prod(tile) = {prod} <= {cap}")
 
@@ -149,7 +142,7 @@ def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
 def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     cap = kb.limits.max_auto_tiles
     if auto_tiles > cap:
-        return _finding(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} > {cap}: the op needs a loop "
+        return rule_finding(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} > {cap}: the op needs a loop "
                         f"(P6; `pypto-tui loop` plans one) before the tile is tuned further")
     return _ok(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} <= {cap}: no loop needed for tile count")
 
@@ -168,7 +161,7 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
     if shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
         hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
                 f"{up - shape[-1]} padding element(s)")
-    return _finding(kb, "P4.last-dim-align",
+    return rule_finding(kb, "P4.last-dim-align",
                     f"last tile dim {last} x {b} B = {last * b} B is not a multiple of {a} B: {hint} "
                     f"(pypto 0.2.0's CPU simulator accepts it; the NPU code generator does not)")
 
@@ -178,7 +171,7 @@ def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Findi
     cap = kb.chip.ub_bytes
     what = "a reducing op holds ~1.5x its tile" if reducing else "an elementwise op holds its tile"
     if ub_bytes > cap:
-        return _finding(kb, "HW.ub-capacity",
+        return rule_finding(kb, "HW.ub-capacity",
                         f"~{ub_bytes} B in the unified buffer > {cap} B ({what}): the compiler will refuse it; "
                         f"step prod(tile) down {' -> '.join(map(str, kb.ladders.ub_step_down))}")
     return _ok(kb, "HW.ub-capacity", f"~{ub_bytes} B of {cap} B unified buffer ({what})")
@@ -193,11 +186,11 @@ def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> 
             continue
         forced = axis == len(shape) - 1 and t == ceil_div(s, unit) * unit and s % unit
         if forced:
-            out.append(_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s}, forced by 32-byte "
+            out.append(rule_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s}, forced by 32-byte "
                                 f"alignment ({t - s} padding element(s))", "info"))
         else:
             extra = " (and no 'effective' contiguity credit: O1)" if axis == len(shape) - 1 else ""
-            out.append(_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s} wastes "
+            out.append(rule_finding(kb, "P4.no-waste", f"axis {axis}: tile {t} > shape {s} wastes "
                                 f"{t // s if t % s == 0 else round(t / s, 2)}x the budget on that axis{extra}"))
     if not out:
         out.append(_ok(kb, "P4.no-waste", "every tile dim fits its axis"))
@@ -212,10 +205,10 @@ def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -
     if got >= need:
         return _ok(kb, "O1.contiguous-1kb", f"contiguous run {tile[-1]} x {b} B = {got} B >= {need} B")
     if shape[-1] * b < need:
-        return _finding(kb, "O1.contiguous-1kb",
+        return rule_finding(kb, "O1.contiguous-1kb",
                         f"contiguous run {got} B < {need} B, but the whole last axis is only {shape[-1] * b} B: "
                         f"1 KB cannot be reached here, so compare reduce segments and measure", "info")
-    return _finding(kb, "O1.contiguous-1kb",
+    return rule_finding(kb, "O1.contiguous-1kb",
                     f"contiguous run {tile[-1]} x {b} B = {got} B < {need} B: raise the last tile dim to "
                     f">= {ceil_div(need, b)} elements first")
 
@@ -226,7 +219,7 @@ def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int
         return None
     beside = [i for i in range(len(shape) - 1) if i != rd and tile[i] > 1]
     if beside:
-        return _finding(kb, "O1.reduce-axis-used",
+        return rule_finding(kb, "O1.reduce-axis-used",
                         f"reduce axis {rd} gets tile 1 ({shape[rd]} segments) while axis "
                         f"{', '.join(map(str, beside))} is tiled: spend the tile on the reduce axis")
     return None
@@ -240,7 +233,7 @@ def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int 
     last = len(shape) - 1
     spend = math.prod(t for i, t in enumerate(tile) if i not in (rd, last))
     if spend > 1:
-        return _finding(kb, "O1.no-nonreduce-spend",
+        return rule_finding(kb, "O1.no-nonreduce-spend",
                         f"{spend}x of the budget goes to non-reduce axes while the reduce axis is still in "
                         f"{segments} segments: fewer segments first")
     return None
@@ -253,7 +246,7 @@ def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | Non
     t = tile[rd]
     if t in order:
         pos = order.index(t) + 1
-        return _finding(kb, "O1.reduce-sweet-spot",
+        return rule_finding(kb, "O1.reduce-sweet-spot",
                         f"reduce-axis tile {t} is #{pos} in the {' -> '.join(map(str, order))} order: "
                         f"measure its neighbours too", "info")
     return None
@@ -523,21 +516,21 @@ def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequ
         if l0 <= 0 or l1 <= 0:
             raise InputError(f"cube tile {name} must be positive, got [{l0}, {l1}]")
         if not (l0 <= l1 and l1 % l0 == 0):
-            fs.append(_finding(kb, rule, f"{name}L0={l0}, {name}L1={l1}: the compiler requires L0 <= L1 and "
+            fs.append(rule_finding(kb, rule, f"{name}L0={l0}, {name}L1={l1}: the compiler requires L0 <= L1 and "
                                f"L1 a multiple of L0 (FC4000)"))
     al = kb.chip.cube_align_elements
     for name, v in (("kL0", k3[0]), ("nL0", n[0])):
         if v % al:
-            fs.append(_finding(kb, rule, f"{name}={v} is not a multiple of {al} elements (FC4001)"))
+            fs.append(rule_finding(kb, rule, f"{name}={v} is not a multiple of {al} elements (FC4001)"))
     l0a, l0b, l0c = m[0] * k3[0] * b, k3[0] * n[0] * b, m[0] * n[0] * 4
     l1 = (m[1] * k3[1] + k3[2] * n[1]) * b
     for name, used, cap in (("L0A", l0a, kb.chip.l0a_bytes), ("L0B", l0b, kb.chip.l0b_bytes),
                             ("L0C", l0c, kb.chip.l0c_bytes), ("L1", l1, kb.chip.l1_bytes)):
         if used > cap:
-            fs.append(_finding(kb, rule, f"{name} needs {used} B > {cap} B: shrink the tiles"))
+            fs.append(rule_finding(kb, rule, f"{name} needs {used} B > {cap} B: shrink the tiles"))
     for name, t, dim in (("mL0", m[0], M), ("kL0", k3[0], K), ("nL0", n[0], N)):
         if t > dim:
-            fs.append(_finding(kb, "P4.no-waste", f"{name}={t} > {name[0].upper()}={dim}: wasted cube tile"))
+            fs.append(rule_finding(kb, "P4.no-waste", f"{name}={t} > {name[0].upper()}={dim}: wasted cube tile"))
     if not any(f.level == "error" for f in fs):
         fs.append(_ok(kb, rule, f"L0A {l0a} B, L0B {l0b} B, L0C {l0c} B, L1 {l1} B within the chip's buffers"))
     tasks = ceil_div(M, m[0]) * ceil_div(N, n[0])
