@@ -17,7 +17,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from pypto_tui.errors import TaskFileError
+from pypto_tui.errors import InputError, TaskFileError
+from pypto_tui.fileio import read_text
+from pypto_tui.source_bounds import MAX_BYTES, check_source
 
 
 @dataclass
@@ -134,6 +136,9 @@ def _forward_args(fwd: cst.FunctionDef) -> dict[tuple[str, str | int], str]:
 def read_task_shape(source: str, path: str | None = None) -> TaskShape:
     """Model.__init__ and Model.forward of a task file (TaskFileError when they are missing)."""
     where = path or "the task file"
+    invalid = check_source(source, where)  # a hostile file is refused before libcst parses it
+    if invalid is not None:
+        raise TaskFileError(f"{where} is not valid Python (line {invalid.lineno}: {invalid.msg})")
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -157,7 +162,7 @@ def read_task_shape(source: str, path: str | None = None) -> TaskShape:
 def load_task_shape(path: str | Path) -> TaskShape:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaskFileError(f"{p} cannot be read ({exc.strerror})") from None
+        text = read_text(p, "task file", MAX_BYTES)
+    except InputError as exc:
+        raise TaskFileError(str(exc)) from None
     return read_task_shape(text, str(p))
