@@ -16,9 +16,12 @@ from typing import Any, Literal
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
+from pypto_tui.shapes import Shape, ceil_div, check_shape, normalise_axis, parse_tile_for
 
 Why = Literal["auto", "matmul", "reduce"]
+
+MAX_DIVISOR_SEARCH = 1 << 16
+"""Loop counts tried when looking for one whose batch divides the axis (beyond it, none is useful)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +182,7 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
 def divisor_near(total: int, loop_count: int) -> int | None:
     """The loop count closest to `loop_count` on a log scale whose BASIC_BATCH divides `total` exactly."""
     best: tuple[float, int] | None = None
-    limit = min(total, max(loop_count * 4, 1))
+    limit = min(total, max(loop_count * 4, 1), MAX_DIVISOR_SEARCH)
     for c in range(1, limit + 1):
         if total % c:
             continue
@@ -200,7 +203,7 @@ def plan_loops(
     why: Why = "auto",
 ) -> LoopPlan:
     """Plan one loop (never nested) along `axis`, candidates in the documents' order."""
-    shape = tuple(shape)
+    shape = check_shape(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     ax = normalise_axis(axis, len(shape), "loop axis")

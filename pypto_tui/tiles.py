@@ -19,7 +19,10 @@ from typing import Any
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
+from pypto_tui.shapes import Shape, ceil_div, check_shape, normalise_axis, parse_tile_for
+
+MAX_GRID = 1 << 21
+"""Most candidate tiles ranked at once (the default pack's 4-D spaces have a few hundred thousand)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +265,7 @@ def evaluate_tile(
     reducing: bool | None = None,
 ) -> TileEvaluation:
     """Every number and finding for one tile. Raises InputError for a tile of the wrong rank."""
-    shape = tuple(shape)
+    shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
@@ -304,13 +307,13 @@ def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int
     """
     limit = min(n, cap)
     vals = {1 << k for k in range(limit.bit_length()) if (1 << k) <= limit}
-    small = 1
-    while small * small <= n:
-        if n % small == 0:
-            for d in (small, n // small):
-                if d <= limit:
-                    vals.add(d)
-        small += 1
+    root = math.isqrt(n)
+    if root <= limit:  # divisor pairs up to sqrt(n): at most `cap` steps
+        for small in range(1, root + 1):
+            if n % small == 0:
+                vals.update(d for d in (small, n // small) if d <= limit)
+    else:  # a huge axis: only divisors <= cap can be tile sizes, so test those directly
+        vals.update(d for d in range(1, limit + 1) if n % d == 0)
     if n <= cap:
         vals.add(n)
     if last:
@@ -340,9 +343,7 @@ def rank_candidates(
     """
     import numpy as np
 
-    shape = tuple(shape)
-    if not shape:
-        raise InputError("shape is empty: write it like 16,256,256")
+    shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
     is_reducing = (rd is not None) if reducing is None else reducing
@@ -352,7 +353,9 @@ def rank_candidates(
     notes: list[str] = []
     vec_rank = check_vec_rank(kb, shape)
     if vec_rank is not None:
-        notes.append(vec_rank.message)
+        # No tile of this rank can be set: enumerating one would only cost time (a 16-D space
+        # takes gigabytes). The finding says what to do instead.
+        return TilePlan(shape, dtype, rd, (), None, 0, 0, False, (vec_rank.message,))
 
     # Build the grid axis by axis, pruning partial products over the budget as we go.
     grid = np.ones((1, 0), dtype=np.int64)
@@ -367,6 +370,10 @@ def rank_candidates(
         keep = new_partial <= cap
         grid = np.concatenate([grid[rows][keep], cols[keep][:, None]], axis=1)
         partial = new_partial[keep]
+        if grid.shape[0] > MAX_GRID:
+            return TilePlan(shape, dtype, rd, (), None, int(grid.shape[0]), 0, False,
+                            (*notes, f"more than {MAX_GRID} candidate tiles: give one with --tile (the pack's "
+                                     "budget allows too many combinations to rank)"))
     enumerated = int(grid.shape[0])
     if enumerated == 0:
         return TilePlan(shape, dtype, rd, (), None, 0, 0, False,
