@@ -16,11 +16,13 @@ from pypto_tui.cli import calc
 from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
 from pypto_tui.cli.contract_cmd import contract
 from pypto_tui.cli.export_cmd import export, scaffold
+from pypto_tui.cli.guard import GuardedGroup
 from pypto_tui.cli.kb_cmd import kb_app
 from pypto_tui.cli.lint_cmd import lint
 from pypto_tui.cli.sim_cmd import sim, verify
 
 app = typer.Typer(
+    cls=GuardedGroup,
     name="pypto-tui",
     help="A terminal kernel-design assistant for PyPTO: contract -> dimensions -> tiles -> loops -> kernel.",
     add_completion=False,

@@ -65,6 +65,9 @@ def tile(
     pack.dtype_bytes(dt)
     evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
     want_candidates = (tile is None) if candidates is None else candidates
+    if evaluation is None and not want_candidates:
+        raise InputError("--no-candidates without --tile leaves nothing to show: give --tile 1,16,256 "
+                         "(or drop --no-candidates)")
     plan = rank_candidates(pack, shp, dt, rd, top=top) if want_candidates else None
     failed = has_error(evaluation.findings) if evaluation else (plan is None or plan.recommended is None)
     if json_out:
