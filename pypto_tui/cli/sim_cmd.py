@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
 from pypto_tui.errors import InputError
 
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
@@ -74,7 +74,10 @@ def sim(
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate."""
+    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate.
+
+    Runs pypto's compiler on the generated kernel in worker subprocesses (each in its own process
+    group, killed at --timeout); the task file itself is not executed (verify does that)."""
     from pypto_tui.sim import design_runs as R
     from pypto_tui.sim.runner import run_one
 
@@ -165,7 +168,10 @@ def verify(
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Run the generated kernel through pypto's interpreter and compare it with the torch baseline."""
+    """Run the generated kernel through pypto's interpreter and compare it with the torch baseline.
+
+    This EXECUTES the task file (its Model is the baseline; a task file is code), in a worker
+    subprocess of its own process group, killed whole at --timeout."""
     from pypto_tui.sim.design_runs import verify as run_verify
 
     if scale not in ("small", "full"):
@@ -174,6 +180,9 @@ def verify(
     contract = p.contract()
     if contract.supported:
         _require_sim()
+    if contract.supported:
+        note(f"verify executes the code in {task} (the baseline; a task file is code: run only files you "
+             f"trust), in a subprocess of its own process group, stopped after {timeout:g} s")
     report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb)
     if json_out:
         emit_json(report.to_dict())
