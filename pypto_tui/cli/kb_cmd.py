@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pypto_tui.catalogue import CHECK_NAMES, module_of
-from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb
+from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb, warn
 from pypto_tui.kb import Rule, load_pack, resolve_pack_dir
 
 kb_app = typer.Typer(help="The knowledge pack: its rules, and where the code checks each one.",
@@ -96,7 +96,10 @@ def validate(
     pack = load_pack(path)
     advice = sum(1 for r in pack.rules.values() if r.advice)
     doc = {"valid": True, "pack": pack.name, "version": pack.version, "path": str(pack.path),
-           "rules": len(pack.rules), "advice": advice, "files": {k: str(v) for k, v in pack.files.items()}}
+           "rules": len(pack.rules), "advice": advice, "files": {k: str(v) for k, v in pack.files.items()},
+           "warnings": list(pack.warnings)}
+    for w in pack.warnings:
+        warn(w)
     if json_out:
         emit_json(doc)
     else:
