@@ -161,7 +161,13 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
     up = ceil_div(last, unit) * unit
     down = (last // unit) * unit
     hint = f"use {down} or {up}" if down > 0 else f"use {up}"
-    if shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
+    if last > shape[-1]:  # past the axis: the nearest aligned sizes would be past it too
+        cover = ceil_div(shape[-1], unit) * unit
+        below = (shape[-1] // unit) * unit
+        hint = f"the axis is {shape[-1]} long: use {cover}" + (
+            " (the whole axis)" if cover == shape[-1]
+            else f" ({cover - shape[-1]} padding element(s))" + (f" or {below}" if below > 0 else ""))
+    elif shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
         hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
                 f"{up - shape[-1]} padding element(s)")
     return rule_finding(kb, "P4.last-dim-align",
