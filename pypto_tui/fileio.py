@@ -39,6 +39,22 @@ def kind_of(mode: int) -> str:
 
 
 # ------------------------------------------------------------------------------------ reading
+def require_file(path: str | os.PathLike[str], what: str = "file") -> None:
+    """InputError unless `path` is a regular file (symlinks followed), saying what it is instead."""
+    p = os.fspath(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        kind = " (a dangling symlink)" if os.path.islink(p) else ""
+        raise InputError(f"{what} {p} does not exist{kind}") from None
+    except OSError as exc:
+        raise InputError(f"{what} {p} cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{what} {p} is a folder: give a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {p} is {kind_of(st.st_mode)}, not a regular file: give a file")
+
+
 def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_SOURCE_BYTES) -> bytes:
     """The bytes of a regular file, refusing anything else and anything larger than `max_bytes`.
 
@@ -60,7 +76,7 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{what} {p} is {kind_of(st.st_mode)}, not a regular file: give a file")
         if st.st_size > max_bytes:
-            raise InputError(f"{what} {p} is {st.st_size} bytes, more than the {max_bytes} this reads: "
+            raise InputError(f"{what} {p} is {st.st_size} bytes: pypto-tui reads at most {max_bytes} here; "
                              "point at a source file")
         chunks, size = [], 0
         while True:
@@ -69,7 +85,8 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
                 break
             size += len(chunk)
             if size > max_bytes:
-                raise InputError(f"{what} {p} is more than {max_bytes} bytes: point at a source file")
+                raise InputError(f"{what} {p} is over {max_bytes} bytes: pypto-tui reads at most {max_bytes} here; "
+                                 "point at a source file")
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:

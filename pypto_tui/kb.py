@@ -237,7 +237,7 @@ class _Reader:
         for r in self.registry:
             for key in r.table:
                 if key not in r.seen:
-                    close = difflib.get_close_matches(key, [k for k in r.seen if k not in r.table], n=1)
+                    close = difflib.get_close_matches(key, sorted(r.seen), n=1)
                     hint = f"; did you mean {close[0]}?" if close else ""
                     out.append(f"pack file {r.file}: {r._key(key)}: unknown key, ignored{hint}")
         return out

@@ -33,6 +33,7 @@ from pypto_tui.shapes import parse_dims
 FAMILIES = ("elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
             "attention", "unknown")
 SCALINGS = ("sum", "mean", "batchmean", "none")
+SELF_CHECK_TIMEOUT = 60
 
 
 # ---------------------------------------------------------------------------------- parsers
@@ -511,8 +512,14 @@ class ContractScreen(StepScreen):
             self.set_status(msg, "warn")
             self.notify(msg, title="Self-check", severity="warning")
             return
+        task = self.session.design.task
+        if not getattr(self.papp, "told_code_runs", False):  # once per app run: a task file is code
+            self.papp.told_code_runs = True  # type: ignore[attr-defined]
+            self.notify(f"the self-check runs the code in {Path(task).name} (a task file is code: run only files "
+                        f"you trust), in a subprocess of its own process group, stopped after {SELF_CHECK_TIMEOUT} s",
+                        title="Running the task file", severity="warning", timeout=10)
         self.start_work("self-check: running the baseline on small asymmetric inputs…")
-        self._self_check(self.contract, self.session.design.task)
+        self._self_check(self.contract, task)
 
     @work(thread=True, exclusive=True, group="selfcheck", exit_on_error=False)
     def _self_check(self, contract: Any, task: str) -> None:
@@ -520,7 +527,7 @@ class ContractScreen(StepScreen):
 
         self.post_message(WorkProgress("selfcheck", 0, 0, "self-check running in a subprocess…"))
         try:
-            result = self_check(contract, task, timeout=60, kb=self.session.kb)
+            result = self_check(contract, task, timeout=SELF_CHECK_TIMEOUT, kb=self.session.kb)
         except Exception as exc:
             self.post_message(WorkFinished("selfcheck", error=describe_error(exc)))
             return

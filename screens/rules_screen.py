@@ -36,7 +36,7 @@ class RuleBrowserScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         with Vertical(id="rules-body"):
-            yield Field("", id="rule-filter",
+            yield Field("", id="rule-filter", select_on_focus=False,  # typing from the table appends
                         placeholder="type to filter: id, step, kind or words (e.g. contiguous, loops)")
             with Horizontal(id="rules-main"):
                 yield DataTable(id="rule-table", cursor_type="row", zebra_stripes=True, classes="panel")

@@ -20,7 +20,7 @@ from typing import Any
 
 from pypto_tui.design import STEPS, Design, Pipeline
 from pypto_tui.errors import InputError
-from pypto_tui.fileio import read_text, write_atomic
+from pypto_tui.fileio import read_text, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, get_kb
 from pypto_tui.shapes import MAX_DIM, check_shape
 
@@ -357,8 +357,7 @@ class Session:
 
     def set_task(self, task: str | Path) -> None:
         p = Path(task)
-        if not p.is_file():
-            raise InputError(f"task file {p} does not exist")
+        require_file(p, "task file")
         design = Design(task=str(p), kb=self.kb_dir, flavour=self.design.flavour)
         self.replace_design(design)
 

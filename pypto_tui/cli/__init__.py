@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from pypto_tui.cli import calc
-from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
+from pypto_tui.cli.common import Exit, KbOption, handles_input_errors
 from pypto_tui.cli.contract_cmd import contract
 from pypto_tui.cli.export_cmd import export, scaffold
 from pypto_tui.cli.guard import GuardedGroup
@@ -61,11 +61,12 @@ def ui(
 
 
 def _run_app(task: Path | None, kb: Path | None, session: Path | None) -> None:
+    from pypto_tui.fileio import require_file
     from pypto_tui.kb import get_kb
 
     get_kb(kb)  # a bad pack is refused here, before the screen takes over
-    if task is not None and not task.is_file():
-        raise fail(f"task file {task} does not exist")
+    if task is not None:
+        require_file(task, "task file")
     from pypto_tui.screens.app import run_app
 
     raise typer.Exit(run_app(task=task, kb=kb, session=session))

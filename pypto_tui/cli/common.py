@@ -73,6 +73,11 @@ def fail(message: str, code: int = Exit.BAD_INPUT) -> typer.Exit:
 _warned: set[str] = set()
 
 
+def reset_notices() -> None:
+    """A new run: every warning and note may be printed (once) again."""
+    _warned.clear()
+
+
 def warn(message: str) -> None:
     """One warning line on stderr, once per run (stdout stays data)."""
     if message not in _warned:

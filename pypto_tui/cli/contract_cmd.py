@@ -32,10 +32,10 @@ def contract(
     """Print the contract (formula, inputs, reduction, asymmetry) and the dimension plan (rules P0-P3, O3)."""
     from pypto_tui.contract.extract import extract_contract
     from pypto_tui.dims import plan_dims
+    from pypto_tui.fileio import require_file
 
     pack = load_kb(kb)
-    if not task.is_file():
-        raise FileNotFoundError(2, "no such task file", str(task))
+    require_file(task, "task file")
     c = extract_contract(task, pack)
     plan = plan_dims(c, pack, strategy)
     check = None

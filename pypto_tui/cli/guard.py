@@ -26,7 +26,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from pypto_tui.cli.common import Exit, click_exceptions, error_json, one_line
+from pypto_tui.cli.common import Exit, click_exceptions, error_json, one_line, reset_notices
 from pypto_tui.errors import InputError
 
 DEBUG_ENV = "PYPTO_TUI_DEBUG"
@@ -48,6 +48,7 @@ class GuardedGroup(TyperGroup):
 def run_guarded(call: Any, argv: Sequence[str]) -> int:
     """Run `call` (Click's main in non-standalone mode) and turn its ending into an exit status."""
     wants_json = "--json" in argv
+    reset_notices()
     try:
         rv = call()
         return rv if isinstance(rv, int) and not isinstance(rv, bool) else Exit.OK
@@ -57,7 +58,7 @@ def run_guarded(call: Any, argv: Sequence[str]) -> int:
         path = ctx.command_path if ctx else "pypto-tui"
         return _error(f"{path} needs a command ({names}): see {path} -h", wants_json)
     except click_exceptions.UsageError as exc:
-        hint = f" (see {exc.ctx.command_path} -h)" if exc.ctx is not None else ""
+        hint = f" (see {exc.ctx.command_path if exc.ctx is not None else 'pypto-tui'} -h)"
         return _error(f"{_usage_text(exc)}{hint}", wants_json)
     except click_exceptions.ClickException as exc:
         return _error(exc.format_message(), wants_json)

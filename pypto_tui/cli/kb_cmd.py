@@ -43,14 +43,25 @@ def list_rules(
                    "rules": [rule_dict(r) for r in rules]})
         return
     from rich.table import Table
+    from rich.text import Text
 
-    from pypto_tui.cli.render import LEVEL_STYLE, console
+    from pypto_tui.cli.render import LEVEL_STYLE, console, narrow
 
+    if narrow():  # a narrow terminal: one block per rule, nothing cut
+        from rich.padding import Padding
+
+        console.print(Text(f"pack '{pack.name}' {pack.version}: {len(rules)} rules", style="bold"))
+        for r in rules:
+            checked = "advice" if r.advice else ", ".join(r.enforced_by)
+            console.print(Text.assemble((r.id, "bold"), f"  {r.kind} · ", (r.severity, LEVEL_STYLE[r.severity]),
+                                        f" · {r.step} · {r.authority} · checked by {checked}"))
+            console.print(Padding(Text(r.statement), (0, 0, 0, 2)))
+        return
     t = Table(title=f"pack '{pack.name}' {pack.version}: {len(rules)} rules", title_justify="left")
     for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by"):
         t.add_column(col, no_wrap=col in ("id", "kind", "sev", "step", "whose"))
     for r in rules:
-        t.add_row(r.id, r.kind, f"[{LEVEL_STYLE[r.severity]}]{r.severity}[/]", r.step, r.authority, r.statement,
+        t.add_row(r.id, r.kind, Text(r.severity, style=LEVEL_STYLE[r.severity]), r.step, r.authority, r.statement,
                   "advice" if r.advice else "\n".join(r.enforced_by))
     console.print(t)
 
@@ -72,14 +83,16 @@ def show_rule(
         emit_json({"rule": rule_dict(rule)})
         return
     from rich.panel import Panel
+    from rich.text import Text
 
     from pypto_tui.cli.render import console
 
     src = pack.sources[rule.source]
-    body = (f"[bold]{rule.statement}[/]\n\n{rule.explanation}\n\n"
-            f"[dim]kind[/] {rule.kind}   [dim]severity[/] {rule.severity}   [dim]step[/] {rule.step}\n"
-            f"[dim]source[/] {src.title} ({rule.authority})\n"
-            f"[dim]checked by[/] {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
+    body = Text.assemble(
+        (rule.statement, "bold"), f"\n\n{rule.explanation}\n\n",
+        ("kind", "dim"), f" {rule.kind}   ", ("severity", "dim"), f" {rule.severity}   ", ("step", "dim"),
+        f" {rule.step}\n", ("source", "dim"), f" {src.title} ({rule.authority})\n", ("checked by", "dim"),
+        f" {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
     console.print(Panel(body, title=rule.id, title_align="left"))
 
 

@@ -19,10 +19,10 @@ TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
 
 def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None, flavour: str | None = None):  # type: ignore[no-untyped-def]
     from pypto_tui.design import Design, Pipeline
+    from pypto_tui.fileio import require_file
     from pypto_tui.shapes import parse_dims
 
-    if not task.is_file():
-        raise FileNotFoundError(2, "no such task file", str(task))
+    require_file(task, "task file")
     pack = load_kb(kb)
     design = Design(task=str(task), kb=str(kb) if kb else None, flavour=flavour,
                     tile=list(parse_dims(tile, "tile")) if tile else None, loop_count=loop_count)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pypto_tui.codegen.result import GeneratedKernel
 from pypto_tui.design import Design, Pipeline, write_atomic
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import require_file
 from pypto_tui.kb import KnowledgeBase
 
 Status = Literal["ok", "unsupported", "error"]
@@ -105,8 +106,7 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
     an existing `out_path` without `force` raises InputError and nothing is written.
     """
     task = Path(task_path)
-    if not task.is_file():
-        raise InputError(f"{task}: no such task file")
+    require_file(task, "task file")  # says what it is instead: missing, a folder, a FIFO...
     fl = kb.flavour(flavour).name
     if out_path is not None:
         out = Path(out_path)

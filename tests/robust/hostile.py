@@ -70,6 +70,13 @@ def huge_dims_randn() -> str:
     return task_with_inputs("torch.randn(2**62, 128)")
 
 
+FIXABLE_KERNEL = (
+    "import pypto as pt\n\nN = 16384\n\n\n@pt.frontend.jit\n"
+    "def kernel(x: pt.Tensor((N,), pt.DT_FP32), out: pt.Tensor((N,), pt.DT_FP32)):\n"
+    "    pt.set_vec_tile_shapes(8192)\n    out.move(1.0 - x)\n"
+)
+"""A kernel with one mechanical lint finding (a scalar on the left of `-`): lint --fix rewrites it."""
+
 HOSTILE_TASKS: dict[str, Callable[[], str]] = {
     "nested_parens.py": nested_parens,
     "nested_brackets.py": nested_brackets,
@@ -151,9 +158,7 @@ def build_sandbox(root: Path, *, with_device: bool = True) -> Sandbox:
 
     kernels = root / "kernels"
     kernels.mkdir(exist_ok=True)
-    (kernels / "k.py").write_text(
-        "import pypto\n\n@pypto.frontend.jit\ndef k(x: pypto.Tensor) -> pypto.Tensor:\n    return 2 - x\n",
-        encoding="utf-8")
+    (kernels / "k.py").write_text(FIXABLE_KERNEL, encoding="utf-8")
     sb.kernels = [str(kernels / "k.py"), str(kernels)]
 
     packs = root / "packs"
@@ -375,7 +380,8 @@ def judge(argv: Sequence[str], rc: int | None, stdout: str, stderr: str, *, hung
             problems.append("bad-exit-code")
         asks_help = any(a in ("-h", "--help") for a in argv)
         if rc == 2 and not asks_help:
-            lines = [ln for ln in stderr.splitlines() if ln.strip()]
+            lines = [ln for ln in stderr.splitlines()
+                     if ln.strip() and not ln.startswith(("pypto-tui: note: ", "pypto-tui: warning: "))]
             if not lines:
                 problems.append("silent-exit-2")
             elif len(lines) > 1 and "traceback" not in problems:
@@ -394,3 +400,13 @@ def _json_error(stdout: str) -> bool:
     except ValueError:
         return False
     return isinstance(doc, dict) and isinstance(doc.get("error"), str)
+
+
+def one_error_line(stderr: str) -> str:
+    """The single `pypto-tui: error:` line of a refused run (other lines may only be notes/warnings)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("pypto-tui: error: ")]
+    others = [ln for ln in lines if not ln.startswith(("pypto-tui: error: ", "pypto-tui: note: ",
+                                                       "pypto-tui: warning: "))]
+    assert len(errors) == 1 and not others, stderr
+    return errors[0]
