@@ -2,8 +2,8 @@
 
 Two paths on purpose. `evaluate_tile` is plain Python: it runs on every keystroke in the app and
 must stay in tens of microseconds, where numpy's per-call overhead would dominate. `rank_candidates`
-enumerates the whole candidate space with numpy (a 4-D shape with awkward dims has hundreds of
-thousands of combinations) and only builds full evaluations for the rows it returns.
+ranks the whole candidate space (tile_space: plain Python for the usual few hundred tiles, numpy for
+a 4-D shape's hundreds of thousands) and only builds full evaluations for the rows it returns.
 
 Every number a check compares against comes from the knowledge pack, and every finding cites the
 rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the rule documents').
@@ -20,9 +20,8 @@ from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.shapes import Shape, ceil_div, check_shape, normalise_axis, parse_tile_for
-
-MAX_GRID = 1 << 21
-"""Most candidate tiles ranked at once (the default pack's 4-D spaces have a few hundred thousand)."""
+from pypto_tui.tile_space import axis_values as axis_values  # re-exported: it lived here
+from pypto_tui.tile_space import rank_space
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,32 +304,6 @@ def evaluate_tile(
 
 
 # ------------------------------------------------------------------------------------ enumerate
-def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int]:
-    """Tile sizes worth trying on an axis of length n: powers of two and divisors up to cap.
-
-    On the last axis only 32-byte aligned sizes qualify; when the axis itself cannot be aligned,
-    the aligned round-up (a little padding) is offered too, because nothing smaller is legal.
-    """
-    limit = min(n, cap)
-    vals = {1 << k for k in range(limit.bit_length()) if (1 << k) <= limit}
-    root = math.isqrt(n)
-    if root <= limit:  # divisor pairs up to sqrt(n): at most `cap` steps
-        for small in range(1, root + 1):
-            if n % small == 0:
-                vals.update(d for d in (small, n // small) if d <= limit)
-    else:  # a huge axis: only divisors <= cap can be tile sizes, so test those directly
-        vals.update(d for d in range(1, limit + 1) if n % d == 0)
-    if n <= cap:
-        vals.add(n)
-    if last:
-        vals = {v for v in vals if v % unit == 0}
-        if n % unit:
-            up = ceil_div(n, unit) * unit
-            if up <= cap:
-                vals.add(up)
-    return sorted(vals)
-
-
 @cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order")
 def rank_candidates(
     kb: KnowledgeBase,
@@ -347,120 +320,44 @@ def rank_candidates(
     reduce axis is split, no budget on non-reduce axes; then the reduce-axis sweet spot 16 -> 32 -> 64;
     then fewer reduce segments; then a fuller budget (fewer tiles).
     """
-    import numpy as np
-
     shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
     is_reducing = (rd is not None) if reducing is None else reducing
-    cap = kb.limits.max_elements
-    unit = align_unit(kb, dtype)
-    last = len(shape) - 1
-    notes: list[str] = []
     vec_rank = check_vec_rank(kb, shape)
     if vec_rank is not None:
         # No tile of this rank can be set: enumerating one would only cost time (a 16-D space
         # takes gigabytes). The finding says what to do instead.
         return TilePlan(shape, dtype, rd, (), None, 0, 0, False, (vec_rank.message,))
-
-    # Build the grid axis by axis, pruning partial products over the budget as we go.
-    grid = np.ones((1, 0), dtype=np.int64)
-    partial = np.ones(1, dtype=np.int64)
-    for axis, n in enumerate(shape):
-        vals = np.array(axis_values(n, cap, axis == last, unit), dtype=np.int64)
-        if vals.size == 0:
-            vals = np.array([ceil_div(n, unit) * unit], dtype=np.int64)
-        rows = np.repeat(np.arange(grid.shape[0]), vals.size)
-        cols = np.tile(vals, grid.shape[0])
-        new_partial = partial[rows] * cols
-        keep = new_partial <= cap
-        grid = np.concatenate([grid[rows][keep], cols[keep][:, None]], axis=1)
-        partial = new_partial[keep]
-        if grid.shape[0] > MAX_GRID:
-            return TilePlan(shape, dtype, rd, (), None, int(grid.shape[0]), 0, False,
-                            (*notes, f"more than {MAX_GRID} candidate tiles: give one with --tile (the pack's "
-                                     "budget allows too many combinations to rank)"))
-    enumerated = int(grid.shape[0])
-    if enumerated == 0:
-        return TilePlan(shape, dtype, rd, (), None, 0, 0, False,
-                        (*notes, f"no tile fits prod <= {cap} with an aligned last dim"))
-
-    shp = np.array(shape, dtype=np.int64)
-    prod = partial
-    auto = np.prod(-(-shp // grid), axis=1)
-    contig = grid[:, last] * b
-    raw_ub = prod * b
-    ub = (raw_ub * kb.chip.reduce_ub_factor + kb.chip.reduce_ub_extra_bytes) if is_reducing else (
-        raw_ub * kb.chip.elementwise_ub_factor)
-    hard_ok = ub <= kb.chip.ub_bytes
-    grid, prod, auto, contig = grid[hard_ok], prod[hard_ok], auto[hard_ok], contig[hard_ok]
-    if grid.shape[0] == 0:
-        return TilePlan(shape, dtype, rd, (), None, enumerated, 0, False,
-                        (*notes, "every tile overflows the unified buffer"))
-
-    waste = np.any(grid > shp, axis=1)
-    forced_pad = (grid[:, last] > shp[last]) & (shape[last] % unit != 0)
-    waste_pen = (waste & ~forced_pad).astype(np.int64)
-    reachable = shape[last] * b >= kb.limits.contiguous_bytes or bool(forced_pad.any())
-    contig_ok = contig >= kb.limits.contiguous_bytes
-    fallback = not bool((contig_ok & (waste_pen == 0)).any())
-    contig_pen = (~contig_ok).astype(np.int64) if not fallback else np.zeros(len(grid), dtype=np.int64)
-    loop_pen = (auto > kb.limits.max_auto_tiles).astype(np.int64)
-    if rd is not None:
-        segments = -(-shp[rd] // grid[:, rd])
-        mask = np.ones(len(shape), dtype=bool)
-        mask[[rd, last]] = False
-        spend = np.prod(grid[:, mask], axis=1) if mask.any() else np.ones(len(grid), dtype=np.int64)
-        spend_pen = np.where(segments > 1, spend, 1)
-        if rd != last:
-            order = list(kb.ladders.reduce_axis)
-            sweet = np.full(len(grid), len(order), dtype=np.int64)
-            for i, v in enumerate(order):
-                sweet[grid[:, rd] == v] = i
-            unused = (grid[:, rd] == 1) & (shape[rd] > 1)
-        else:
-            sweet = np.zeros(len(grid), dtype=np.int64)
-            unused = np.zeros(len(grid), dtype=bool)
-    else:
-        segments = np.ones(len(grid), dtype=np.int64)
-        spend_pen = np.ones(len(grid), dtype=np.int64)
-        sweet = np.zeros(len(grid), dtype=np.int64)
-        unused = np.zeros(len(grid), dtype=bool)
-
-    # np.lexsort sorts by the LAST key first.
-    keys = [*(grid[:, i] for i in reversed(range(len(shape)))), -contig, auto, -prod, segments, sweet,
-            unused.astype(np.int64), spend_pen, loop_pen, contig_pen, waste_pen]
-    order_idx = np.lexsort(keys)
-    qualified_mask = (waste_pen == 0) & (contig_pen == 0)
-    qualified_count = int(qualified_mask.sum())
-
     preset = kb.preset_for(shape, dtype, rd)
-    chosen = order_idx if top is None else order_idx[: max(top, 1)]
-    preset_row: int | None = None
-    if preset is not None:
-        hits = np.nonzero(np.all(grid == np.array(preset.tile), axis=1))[0]
-        if hits.size:
-            preset_row = int(hits[0])
-            if preset_row not in set(chosen.tolist()):
-                chosen = np.concatenate([[preset_row], chosen[:-1]]) if len(chosen) else np.array([preset_row])
-    if reachable is False:
-        notes.append(f"the last axis is only {shape[last] * b} B: no tile reaches "
+    space = rank_space(kb, shape, b, rd, is_reducing, align_unit(kb, dtype), preset.tile if preset else None)
+    if space.empty is not None:
+        return TilePlan(shape, dtype, rd, (), None, space.enumerated, 0, False, (space.empty,))
+
+    order = list(space.order)
+    chosen = order if top is None else order[: max(top, 1)]
+    preset_row = space.preset_row
+    if preset_row is not None and preset_row not in chosen:
+        chosen = [preset_row, *chosen[:-1]] if chosen else [preset_row]
+    notes: list[str] = []
+    if space.reachable is False:
+        notes.append(f"the last axis is only {shape[-1] * b} B: no tile reaches "
                      f"{kb.limits.contiguous_bytes} B contiguous, so the ranking compares the rest (O1)")
-    elif fallback:
+    elif space.fallback:
         notes.append("no candidate reaches 1 KB contiguous without waste: ranking the ones below it (O1)")
 
     cands: list[Candidate] = []
-    rank_of = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
-    for row in chosen.tolist():
-        tile = tuple(int(x) for x in grid[row])
-        ev = evaluate_tile(kb, shape, dtype, tile, rd, is_reducing)
-        reasons = _reasons(kb, ev, bool(qualified_mask[row]), int(sweet[row]), int(spend_pen[row]),
-                           fallback, row == preset_row, rd)
-        cands.append(Candidate(rank_of[row], ev, bool(qualified_mask[row]), tuple(reasons), row == preset_row))
+    rank_of = {row: pos for pos, row in enumerate(order)}
+    for row in chosen:
+        ev = evaluate_tile(kb, shape, dtype, space.tile(row), rd, is_reducing)
+        qualified = space.qualified(row)
+        reasons = _reasons(kb, ev, qualified, space.sweet(row), space.spend(row), space.fallback,
+                           row == preset_row, rd)
+        cands.append(Candidate(rank_of[row], ev, qualified, tuple(reasons), row == preset_row))
     cands.sort(key=lambda c: c.rank)
     recommended = next((c for c in cands if c.preset), None) or (cands[0] if cands else None)
-    return TilePlan(shape, dtype, rd, tuple(cands), recommended, enumerated, qualified_count, fallback,
-                    tuple(notes))
+    return TilePlan(shape, dtype, rd, tuple(cands), recommended, space.enumerated, space.qualified_count,
+                    space.fallback, tuple(notes))
 
 
 def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,

@@ -96,7 +96,8 @@ def test_rank_above_the_pack_limit_is_not_enumerated() -> None:
 
 
 @pytest.mark.parametrize("shape", [
-    (2**40, 2**40 - 1, 255, 1), (999983, 1000003, 7, 4095), (30, 1000, 720, 4095), (2**20, 3**12, 5**8, 7**7),
+    (2**40, 255, 1, 1), (999983, 1000003, 7, 31), (30, 1000, 720, 4095), (2**16, 3**8, 5**4, 7**3),
+    (720720, 720, 720, 720),
     (1099511627689, 1, 1, 1),  # a prime near 2**40
 ])
 def test_enumeration_work_is_bounded_whatever_the_sizes(shape: tuple[int, ...]) -> None:
@@ -106,16 +107,10 @@ def test_enumeration_work_is_bounded_whatever_the_sizes(shape: tuple[int, ...]) 
     cap = kb.limits.max_elements
     for n in shape:
         assert all(v <= cap or v == n for v in axis_values(n, cap))
-    try:
-        t0 = time.perf_counter()
-        plan = rank_candidates(kb, shape, "fp32", 1, top=10)
-        elapsed = time.perf_counter() - t0
-    except Exception as exc:  # an input error (too many elements) is fine; anything else is not
-        from pypto_tui.errors import InputError
-
-        assert isinstance(exc, InputError)
-        return
-    assert plan.enumerated < 1 << 21
+    t0 = time.perf_counter()
+    plan = rank_candidates(kb, shape, "fp32", 1, top=10)
+    elapsed = time.perf_counter() - t0
+    assert plan.recommended is not None and 0 < plan.enumerated < 1 << 21
     assert elapsed < 0.5
 
 
