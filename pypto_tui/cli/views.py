@@ -71,7 +71,7 @@ def show_loops(plan: LoopPlan) -> None:
         lvl = worst(f for f in c.findings if f.level != "info")
         note = Text("; ".join(f.message for f in c.findings if f.level in ("error", "warn")),
                     style=LEVEL_STYLE.get(lvl, ""))
-        cells = [label, str(c.basic_batch), str(c.num_iters), str(c.tail), dims(c.view_shape),
+        cells: list[str | Text] = [label, str(c.basic_batch), str(c.num_iters), str(c.tail), dims(c.view_shape),
                  str(c.auto_tiles_per_iter), level_text(lvl)]
         t.add_row(*cells, *(() if compact else (note,)))
         if compact and note.plain:

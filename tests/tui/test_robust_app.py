@@ -35,11 +35,14 @@ async def test_second_task_from_step_1_shows_the_new_contract(make_app, ui) -> N
     old task's summary (3 times in 3)."""
     app = make_app("elu")
     errors: list[str] = []
+    opened: list[str] = []
     real_notify = app.notify
 
     def spy(message: str, **kw: object) -> None:
         if kw.get("severity") == "error" or "internal error" in message:
             errors.append(message)
+        if message.startswith("opened "):
+            opened.append(message)
         real_notify(message, **kw)  # type: ignore[arg-type]
 
     app.notify = spy  # type: ignore[method-assign]
@@ -61,7 +64,7 @@ async def test_second_task_from_step_1_shows_the_new_contract(make_app, ui) -> N
             assert f"{name}.py" in str(screen.query_one("#unknowns").render())
             assert "internal error" not in str(screen.query_one("#status").render())
             assert len(screen.query("#blk-f-family")) == 1
-    assert errors == []
+    assert errors == [] and opened == ["opened softmax_rows.py", "opened sum_over_channels.py"]
 
 
 # ------------------------------------------------------------------------------- corrupt autosaves
@@ -145,7 +148,7 @@ def test_two_real_app_processes_then_kill_the_first(tmp_path: Path, ui) -> None:
     design is what the next start offers (the second one's edits did not overwrite it)."""
     state = tmp_path / "state"
     script = (
-        "import sys, asyncio\n"
+        "import sys, asyncio, json\n"
         "from pypto_tui.screens.app import PyptoApp\n"
         "app = PyptoApp(task=sys.argv[1], blink=False)\n"
         "async def main():\n"
@@ -153,6 +156,8 @@ def test_two_real_app_processes_then_kill_the_first(tmp_path: Path, ui) -> None:
         "        await app.workers.wait_for_complete(); await pilot.pause()\n"
         "        for _ in range(int(sys.argv[2])):\n"
         "            await pilot.press('ctrl+n'); await app.workers.wait_for_complete(); await pilot.pause()\n"
+        "        while json.loads(app.autosaver.path.read_text())['step'] != app.session.design.step:\n"
+        "            await pilot.pause(0.05)  # the autosave follows the frame that shows the step\n"
         "        print('ready', app.autosaver.path.name, flush=True)\n"
         "        await asyncio.sleep(600)\n"
         "asyncio.run(main())\n"
@@ -251,10 +256,18 @@ def test_app_refuses_a_fifo_task(tmp_path: Path) -> None:
 
 async def test_self_check_says_once_that_it_runs_the_task(make_app, ui) -> None:
     app = make_app("softmax_rows")
+    told: list[str] = []
+    real_notify = app.notify
+
+    def spy(message: str, **kw: object) -> None:
+        if kw.get("title") == "Running the task file":
+            told.append(message)
+        real_notify(message, **kw)  # type: ignore[arg-type]
+
+    app.notify = spy  # type: ignore[method-assign]
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
         for _ in range(2):
             await pilot.press("ctrl+r")
             await ui.settle(pilot, app)
-        told = [n for n in app._notifications if n.title == "Running the task file"]
-        assert len(told) == 1 and "runs the code in softmax_rows.py" in told[0].message
+    assert len(told) == 1 and "runs the code in softmax_rows.py" in told[0]
