@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 
@@ -78,21 +77,26 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
         if st.st_size > max_bytes:
             raise InputError(f"{what} {p} is {st.st_size} bytes: pypto-tui reads at most {max_bytes} here; "
                              "point at a source file")
-        chunks, size = [], 0
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > max_bytes:
-                raise InputError(f"{what} {p} is over {max_bytes} bytes: pypto-tui reads at most {max_bytes} here; "
-                                 "point at a source file")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        data = _read_all(fd, max_bytes)
+        if data is None:
+            raise InputError(f"{what} {p} is over {max_bytes} bytes: pypto-tui reads at most {max_bytes} here; "
+                             "point at a source file")
+        return data
     except OSError as exc:
         raise InputError(f"{what} {p} cannot be read ({exc.strerror})") from None
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int, max_bytes: int | None = None) -> bytes | None:
+    """Everything left in an open file; None when it is longer than `max_bytes`."""
+    chunks, size = [], 0
+    while chunk := os.read(fd, 1 << 16):
+        size += len(chunk)
+        if max_bytes is not None and size > max_bytes:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_SOURCE_BYTES) -> str:
@@ -143,6 +147,8 @@ def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -
     except OSError as exc:
         raise InputError(f"cannot write {path}: cannot create the folder {folder} ({exc.strerror})") from None
     clean_stale_temporaries(real)
+    import tempfile  # here, not at the top: every read goes through this module, few writes do
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
     except OSError as exc:
@@ -233,9 +239,7 @@ def rewrite_in_place(path: str | os.PathLike[str], old: str, new: str) -> Path:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"cannot fix {p}: it is {kind_of(st.st_mode)}, not a regular file")
-        current = b""
-        while chunk := os.read(fd, 1 << 16):
-            current += chunk
+        current = _read_all(fd) or b""
         if current != old.encode("utf-8"):
             raise InputError(f"cannot fix {p}: it changed while it was being linted; run lint --fix again")
         os.lseek(fd, 0, os.SEEK_SET)

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import libcst as cst
 
+from pypto_tui.contract.reader import parse as parse_task
 from pypto_tui.errors import InputError, TaskFileError
 from pypto_tui.fileio import read_text
-from pypto_tui.source_bounds import MAX_BYTES, check_source
+from pypto_tui.source_bounds import MAX_BYTES
 
 
 @dataclass
@@ -136,13 +137,7 @@ def _forward_args(fwd: cst.FunctionDef) -> dict[tuple[str, str | int], str]:
 def read_task_shape(source: str, path: str | None = None) -> TaskShape:
     """Model.__init__ and Model.forward of a task file (TaskFileError when they are missing)."""
     where = path or "the task file"
-    invalid = check_source(source, where)  # a hostile file is refused before libcst parses it
-    if invalid is not None:
-        raise TaskFileError(f"{where} is not valid Python (line {invalid.lineno}: {invalid.msg})")
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        raise TaskFileError(f"{where} is not valid Python ({exc.message})") from None
+    module = parse_task(source, path)  # bounded: a hostile file is refused before libcst parses it
     cls = _find_class(module, "Model")
     if cls is None:
         raise TaskFileError(f"{where} has no `class Model`")

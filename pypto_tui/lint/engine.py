@@ -19,6 +19,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
+from pypto_tui.contract.reader import parse as parse_task
 from pypto_tui.errors import InputError, TaskFileError
 from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, get_kb
@@ -53,13 +54,7 @@ def format_finding(f: LintFinding) -> str:
 
 def task_init_signature(task_source: str) -> InitSignature:
     """`Model.__init__`'s parameters from a task file's source (bounded: see source_bounds)."""
-    invalid = check_source(task_source, "the task file")
-    if invalid is not None:
-        raise TaskFileError(f"the task file is not valid Python (line {invalid.lineno}: {invalid.msg})")
-    try:
-        module = cst.parse_module(task_source)
-    except cst.ParserSyntaxError as exc:
-        raise TaskFileError(f"the task file is not valid Python ({_first_line(exc.message)})") from None
+    module = parse_task(task_source, None)
     cls = find_class(module, "Model")
     if cls is None:
         raise TaskFileError("the task file has no `class Model`: --task takes a KernelBench task file")

@@ -29,23 +29,25 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def spy_notifications(app: PyptoApp) -> list[tuple[str, dict[str, object]]]:
+    """Every notification the app shows, as (message, keywords), kept even after its toast expires."""
+    shown: list[tuple[str, dict[str, object]]] = []
+    real_notify = app.notify
+
+    def spy(message: str, **kw: object) -> None:
+        shown.append((message, kw))
+        real_notify(message, **kw)  # type: ignore[arg-type]
+
+    app.notify = spy  # type: ignore[method-assign]
+    return shown
+
+
 # ------------------------------------------------------------------------------- step 1, twice
 async def test_second_task_from_step_1_shows_the_new_contract(make_app, ui) -> None:
     """ctrl+o, another task, Enter, from the contract step: was DuplicateIds, a blank form and the
     old task's summary (3 times in 3)."""
     app = make_app("elu")
-    errors: list[str] = []
-    opened: list[str] = []
-    real_notify = app.notify
-
-    def spy(message: str, **kw: object) -> None:
-        if kw.get("severity") == "error" or "internal error" in message:
-            errors.append(message)
-        if message.startswith("opened "):
-            opened.append(message)
-        real_notify(message, **kw)  # type: ignore[arg-type]
-
-    app.notify = spy  # type: ignore[method-assign]
+    shown = spy_notifications(app)
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
         assert app.screen.query_one("#f-family").value == "elementwise"
@@ -64,7 +66,8 @@ async def test_second_task_from_step_1_shows_the_new_contract(make_app, ui) -> N
             assert f"{name}.py" in str(screen.query_one("#unknowns").render())
             assert "internal error" not in str(screen.query_one("#status").render())
             assert len(screen.query("#blk-f-family")) == 1
-    assert errors == [] and opened == ["opened softmax_rows.py", "opened sum_over_channels.py"]
+    assert not [m for m, kw in shown if kw.get("severity") == "error" or "internal error" in m]
+    assert [m for m, _ in shown if m.startswith("opened ")] == ["opened softmax_rows.py", "opened sum_over_channels.py"]
 
 
 # ------------------------------------------------------------------------------- corrupt autosaves
@@ -256,18 +259,11 @@ def test_app_refuses_a_fifo_task(tmp_path: Path) -> None:
 
 async def test_self_check_says_once_that_it_runs_the_task(make_app, ui) -> None:
     app = make_app("softmax_rows")
-    told: list[str] = []
-    real_notify = app.notify
-
-    def spy(message: str, **kw: object) -> None:
-        if kw.get("title") == "Running the task file":
-            told.append(message)
-        real_notify(message, **kw)  # type: ignore[arg-type]
-
-    app.notify = spy  # type: ignore[method-assign]
+    shown = spy_notifications(app)
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
         for _ in range(2):
             await pilot.press("ctrl+r")
             await ui.settle(pilot, app)
+    told = [m for m, kw in shown if kw.get("title") == "Running the task file"]
     assert len(told) == 1 and "runs the code in softmax_rows.py" in told[0]
