@@ -2,6 +2,7 @@
 
     python benchmarks/fuzz_cli.py --n 10000 --seed 15            # the static commands
     python benchmarks/fuzz_cli.py --n 200 --exec --timeout 120   # contract --run, sim, verify
+    python benchmarks/fuzz_cli.py --replay report.json --timeout 60 --workers 1   # re-run its failures
 
 Each vector runs in a forked child of this process (the CLI already imported, so a run costs
 milliseconds, not an interpreter start), with its own process group, stdout/stderr in files, a
@@ -73,7 +74,8 @@ def _child(argv: list[str], out: Path, err: Path, cwd: Path) -> None:
     os._exit(code & 0xFF)
 
 
-def run(n: int, seed: int, timeout: float, workers: int, commands: tuple[str, ...], report: Path | None) -> dict:
+def run(n: int, seed: int, timeout: float, workers: int, commands: tuple[str, ...], report: Path | None,
+        replay: Path | None = None) -> dict:
     import pypto_tui.cli  # noqa: F401  (imported once, before the forks)
 
     root = Path(tempfile.mkdtemp(prefix="pypto-tui-fuzz-"))
@@ -82,8 +84,13 @@ def run(n: int, seed: int, timeout: float, workers: int, commands: tuple[str, ..
     state.mkdir()
     os.environ.update(PYPTO_TUI_STATE_DIR=str(state), NO_COLOR="1", COLUMNS="100")
     os.environ.pop("PYPTO_TUI_KB", None)
-    chooser = RandomChooser(seed)
-    vectors = [draw_argv(chooser, sb, commands) for _ in range(n)]
+    if replay is not None:  # the failing vectors of an earlier report, with this run's sandbox paths
+        old = json.loads(replay.read_text(encoding="utf-8"))
+        vectors = [_rebase(f["argv"], sb.root) for f in old["failures"]]
+        n = len(vectors)
+    else:
+        chooser = RandomChooser(seed)
+        vectors = [draw_argv(chooser, sb, commands) for _ in range(n)]
     counts: collections.Counter[str] = collections.Counter()
     rcs: collections.Counter[str] = collections.Counter()
     failures: list[dict] = []
@@ -137,6 +144,18 @@ def run(n: int, seed: int, timeout: float, workers: int, commands: tuple[str, ..
     return summary
 
 
+def _rebase(argv: list[str], sandbox: Path) -> list[str]:
+    """An argv from another run's report, its sandbox paths moved into this run's sandbox."""
+    out = []
+    for a in argv:
+        if "/sandbox/" in a and a.startswith(tempfile.gettempdir()):
+            a = str(sandbox / a.split("/sandbox/", 1)[1])
+        elif a.endswith("/sandbox") and a.startswith(tempfile.gettempdir()):
+            a = str(sandbox)
+        out.append(a)
+    return out
+
+
 def _record(v, counts, rcs, failures) -> None:  # type: ignore[no-untyped-def]
     for p in v.problems:
         counts[p] += 1
@@ -170,9 +189,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--exec", action="store_true", help="fuzz the commands that execute the task file")
     ap.add_argument("--report", type=Path, help="write the summary and every failing vector (JSON)")
+    ap.add_argument("--replay", type=Path, help="run again only the failing vectors of an earlier --report")
     a = ap.parse_args()
     commands = EXEC_COMMANDS if a.exec else STATIC_COMMANDS
-    summary = run(a.n, a.seed, a.timeout, a.workers, commands, a.report)
+    summary = run(a.n, a.seed, a.timeout, a.workers, commands, a.report, a.replay)
     print(json.dumps(summary, indent=1))
 
 

@@ -267,3 +267,22 @@ async def test_self_check_says_once_that_it_runs_the_task(make_app, ui) -> None:
             await ui.settle(pilot, app)
     told = [m for m, kw in shown if kw.get("title") == "Running the task file"]
     assert len(told) == 1 and "runs the code in softmax_rows.py" in told[0]
+
+
+async def test_restoring_a_session_on_a_hostile_task_does_not_crash(make_app, ui, state, tmp_path) -> None:
+    """A session pointing at a file that crashed libcst (10,000 nested parentheses): restored, the
+    contract step says why in one line and the app stays up."""
+    task = tmp_path / "deep.py"
+    task.write_text("import torch\n\ndef get_inputs():\n    return [torch.randn(" + "(" * 10_000 + "16"
+                    + ")" * 10_000 + ")]\n")
+    Autosave(state).write(Design(task=str(task), step="contract"))
+    (state / "running.lock").write_text(f"{_dead_pid()}\n")
+    app = make_app()
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        await pilot.press("r")
+        await ui.settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, ContractScreen)
+        status = str(screen.query_one("#status").render())
+        assert "nests expressions too deeply" in status and "internal error" not in status
