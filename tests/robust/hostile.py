@@ -386,10 +386,26 @@ def judge(argv: Sequence[str], rc: int | None, stdout: str, stderr: str, *, hung
                 problems.append("silent-exit-2")
             elif len(lines) > 1 and "traceback" not in problems:
                 problems.append("multi-line-error")
-            if "--json" in argv and not _json_error(stdout):
+            if _asks_json(argv) and not _json_error(stdout):
                 problems.append("no-json-error")
     tail = "\n".join(stderr.strip().splitlines()[-3:])
     return Verdict(list(argv), rc, problems, tail)
+
+
+VALUE_OPTIONS = frozenset(("--shape", "--tile", "--dtype", "-o", "--output", "--kb", "--task", "--flavour", "--step",
+                           "--strategy", "--reduce-dim", "--top", "--axis", "--loop-count", "--timeout", "--sweep",
+                           "--budget", "--scale", "--memory-mb", "--session"))
+
+
+def _asks_json(argv: Sequence[str]) -> bool:
+    """Whether `--json` is the flag (not the value of an option like `--shape --json`, nor a file
+    name after `--`)."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            return False
+        if a == "--json" and not (i > 0 and argv[i - 1] in VALUE_OPTIONS):
+            return True
+    return False
 
 
 def _json_error(stdout: str) -> bool:

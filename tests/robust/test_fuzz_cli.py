@@ -83,6 +83,9 @@ def test_judge_catches_what_it_must() -> None:
     assert hostile.judge(["tile"], 3, "", "").problems == ["bad-exit-code"]
     assert hostile.judge(["tile"], 2, "", "pypto-tui: note: n\npypto-tui: error: x\n").problems == []
     assert hostile.judge(["tile"], None, "", "", hung=True).problems == ["hang"]
+    # --json as an option's value or a file name after `--` asks for no JSON
+    assert hostile.judge(["loop", "--shape", "--json"], 2, "", "pypto-tui: error: x\n").problems == []
+    assert hostile.judge(["lint", "--", "--json"], 2, "", "pypto-tui: error: x\n").problems == []
 
 
 def test_sandbox_never_points_outside_itself(fuzz_box: hostile.Sandbox) -> None:
