@@ -93,7 +93,8 @@ def show_rule(
         ("kind", "dim"), f" {rule.kind}   ", ("severity", "dim"), f" {rule.severity}   ", ("step", "dim"),
         f" {rule.step}\n", ("source", "dim"), f" {src.title} ({rule.authority})\n", ("checked by", "dim"),
         f" {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
-    console.print(Panel(body, title=rule.id, title_align="left"))
+    # a paragraph has no natural width: piped (a 400-column console) it is wrapped at 100
+    console.print(Panel(body, title=rule.id, title_align="left", width=None if console.is_terminal else min(console.width, 100)))
 
 
 @kb_app.command("validate")

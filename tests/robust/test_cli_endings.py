@@ -151,6 +151,7 @@ def test_piped_output_keeps_every_cell(run_cli) -> None:
 
 @pytest.mark.parametrize("args", [
     ["kb", "list"],
+    ["kb", "show", "P4.tile-budget"],
     ["loop", "--shape", "1000,4096", "--tile", "1,4096", "--loop-count", "16"],
     ["tile", "--shape", "16,256,256", "--reduce-dim", "1"],
     ["contract", str(TASKS / "kl_div_batchmean.py")],
@@ -160,3 +161,8 @@ def test_eighty_columns_cut_no_cell(run_cli, args: list[str]) -> None:
     assert rc in (0, 1)
     assert "…" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_piped_panel_is_not_400_columns(run_cli) -> None:
+    rc, out, _ = run_cli("kb", "show", "P4.tile-budget", env={"COLUMNS": ""})
+    assert rc == 0 and max(len(line) for line in out.splitlines()) <= 100
