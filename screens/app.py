@@ -240,7 +240,8 @@ class PyptoApp(App[None]):
 
     def _save_to(self, path: str, confirmed: bool = False) -> None:
         target = Path(path).expanduser()
-        if target.exists() and not confirmed and target != self.session.session_path:
+        exists = target.exists() or target.is_symlink()  # a dangling link counts too
+        if exists and not confirmed and target != self.session.session_path:
             self.push_screen(ConfirmDialog(f"{target} exists. Replace it?", yes="Replace", no="Keep"),
                              lambda ok: self._save_to(path, confirmed=True) if ok else None)
             return

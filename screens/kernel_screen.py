@@ -180,7 +180,7 @@ class KernelScreen(StepScreen):
         if not path or not self.source:
             return
         target = Path(path).expanduser()
-        if target.exists() and not confirmed:
+        if (target.exists() or target.is_symlink()) and not confirmed:  # a dangling link counts too
             self.app.push_screen(
                 ConfirmDialog(f"{target} already exists. Overwrite it?", yes="Overwrite", no="Keep it",
                               title="File exists"),
