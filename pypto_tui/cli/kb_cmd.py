@@ -94,7 +94,8 @@ def show_rule(
         f" {rule.step}\n", ("source", "dim"), f" {src.title} ({rule.authority})\n", ("checked by", "dim"),
         f" {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
     # a paragraph has no natural width: piped (a 400-column console) it is wrapped at 100
-    console.print(Panel(body, title=rule.id, title_align="left", width=None if console.is_terminal else min(console.width, 100)))
+    width = None if console.is_terminal else min(console.width, 100)
+    console.print(Panel(body, title=rule.id, title_align="left", width=width))
 
 
 @kb_app.command("validate")
