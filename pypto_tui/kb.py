@@ -11,7 +11,6 @@ from the bundled default pack. That keeps a user's pack down to the numbers they
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import tomllib
@@ -233,6 +232,8 @@ class _Reader:
 
     def unread(self) -> list[str]:
         """'file: key: unknown key (ignored)' for every key of this reader and its children nobody read."""
+        import difflib  # only when a pack has a key nobody reads (a typo): not on every load
+
         out = []
         for r in self.registry:
             for key in r.table:

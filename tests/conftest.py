@@ -31,7 +31,7 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 
 SLOW_MODULES = ("tui/test_snapshots.py", "tui/test_full_design.py", "tui/test_sim_actions.py",
-                "tui/test_tiles_live.py", "robust/test_fuzz_cli.py")
+                "tui/test_tiles_live.py")
 SLOW_NAMES = ("test_kill_9_then_restore_offered", "test_two_real_app_processes_then_kill_the_first")
 PILOT_SMOKE = ("test_prefilled_from_task", "test_open_dialog_reports_missing_file_in_place",
                "test_second_task_from_step_1_shows_the_new_contract", "test_rule_browser_filters_as_you_type")
@@ -40,7 +40,7 @@ PILOT_SMOKE = ("test_prefilled_from_task", "test_open_dialog_reports_missing_fil
 
 def _slow(item: pytest.Item) -> bool:
     """What `pytest -m "not sim and not slow"` (the developers' fast run) leaves to CI: app flows
-    through several steps, snapshots, real app processes, torch and the wheel build, the CLI fuzz."""
+    through several steps, snapshots, real app processes, torch and the wheel build."""
     path = item.path.as_posix()
     if any(item.get_closest_marker(m) is not None for m in ("torch", "packaging")):
         return True

@@ -12,17 +12,28 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli import calc
 from pypto_tui.cli.common import Exit, KbOption, handles_input_errors
-from pypto_tui.cli.contract_cmd import contract
-from pypto_tui.cli.export_cmd import export, scaffold
 from pypto_tui.cli.guard import GuardedGroup
-from pypto_tui.cli.kb_cmd import kb_app
-from pypto_tui.cli.lint_cmd import lint
-from pypto_tui.cli.sim_cmd import sim, verify
+
+
+class PyptoGroup(GuardedGroup):
+    """The commands, in the order `-h` lists them; each module is imported when its command runs."""
+
+    LAZY = {  # noqa: RUF012  (a class-level table, read-only)
+        "tile": "pypto_tui.cli.calc:tile",
+        "loop": "pypto_tui.cli.calc:loop",
+        "contract": "pypto_tui.cli.contract_cmd:contract",
+        "scaffold": "pypto_tui.cli.export_cmd:scaffold",
+        "export": "pypto_tui.cli.export_cmd:export",
+        "lint": "pypto_tui.cli.lint_cmd:lint",
+        "sim": "pypto_tui.cli.sim_cmd:sim",
+        "verify": "pypto_tui.cli.sim_cmd:verify",
+        "kb": "pypto_tui.cli.kb_cmd:kb_app",
+    }
+
 
 app = typer.Typer(
-    cls=GuardedGroup,
+    cls=PyptoGroup,
     name="pypto-tui",
     help="A terminal kernel-design assistant for PyPTO: contract -> dimensions -> tiles -> loops -> kernel.",
     add_completion=False,
@@ -30,15 +41,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("tile")(calc.tile)
-app.command("loop")(calc.loop)
-app.command("contract")(contract)
-app.command("scaffold")(scaffold)
-app.command("export")(export)
-app.command("lint")(lint)
-app.command("sim")(sim)
-app.command("verify")(verify)
-app.add_typer(kb_app, name="kb")
 
 
 @app.callback(invoke_without_command=True)

@@ -21,7 +21,7 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
@@ -33,7 +33,23 @@ DEBUG_ENV = "PYPTO_TUI_DEBUG"
 
 
 class GuardedGroup(TyperGroup):
-    """The root command group (Typer's, plus the endings above)."""
+    """The root command group: Typer's, plus the endings above, plus commands built on demand.
+
+    `LAZY` maps a command name to "module:attribute" (a function, or a Typer for a sub-group).
+    Typer turns every registered command's signature into Click parameters before anything runs
+    (a fifth of a one-shot `tile`'s start-up); a lazy command is imported and converted only when
+    it is invoked, or listed by `-h`.
+    """
+
+    LAZY: ClassVar[dict[str, str]] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in self.LAZY:
+            self.add_command(_build(cmd_name, self.LAZY[cmd_name]), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -43,6 +59,22 @@ class GuardedGroup(TyperGroup):
         code = run_guarded(lambda: super(GuardedGroup, self).main(argv, prog_name or "pypto-tui", complete_var,
                                                                    standalone_mode=False, **extra), argv)
         sys.exit(code)
+
+
+def _build(name: str, target: str) -> Any:
+    """The Click command for one lazy entry, built the way Typer builds a registered one."""
+    import importlib
+
+    from typer.main import get_command_from_info, get_group_from_info
+    from typer.models import CommandInfo, TyperInfo
+
+    module, _, attr = target.partition(":")
+    obj = getattr(importlib.import_module(module), attr)
+    if isinstance(obj, typer.Typer):  # what app.add_typer(obj, name=name) would build
+        return get_group_from_info(TyperInfo(obj, name=name), pretty_exceptions_short=True,
+                                   suggest_commands=True, rich_markup_mode=None)
+    return get_command_from_info(CommandInfo(name=name, callback=obj), pretty_exceptions_short=True,
+                                 rich_markup_mode=None)
 
 
 def run_guarded(call: Any, argv: Sequence[str]) -> int:

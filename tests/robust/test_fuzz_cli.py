@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -20,6 +21,9 @@ from pypto_tui.cli import app
 
 T = TypeVar("T")
 HANG_SECONDS = 30
+BUDGET_SECONDS = 50
+"""The whole fuzz's wall-clock budget (it takes ~6 s for its 400 fixed vectors): a run that gets
+slower than this fails, with the time, instead of making every test run slower unnoticed."""
 
 
 class DataChooser:
@@ -43,6 +47,11 @@ class Hang(Exception):
 
 
 @pytest.fixture(scope="module")
+def fuzz_started() -> float:
+    return time.monotonic()
+
+
+@pytest.fixture(scope="module")
 def fuzz_box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hostile.Sandbox]:
     sb = hostile.build_sandbox(tmp_path_factory.mktemp("fuzz"))
     yield sb
@@ -57,8 +66,10 @@ def _alarm(signum: int, frame: object) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(data=st.data())
-def test_fuzzed_argv_keeps_every_promise(data: st.DataObject, fuzz_box: hostile.Sandbox,
+def test_fuzzed_argv_keeps_every_promise(data: st.DataObject, fuzz_box: hostile.Sandbox, fuzz_started: float,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    spent = time.monotonic() - fuzz_started
+    assert spent < BUDGET_SECONDS, f"the CLI fuzz took over {BUDGET_SECONDS} s ({spent:.0f} s): a command got slow"
     argv = hostile.draw_argv(DataChooser(data), fuzz_box)
     monkeypatch.chdir(fuzz_box.root)
     old = signal.signal(signal.SIGALRM, _alarm)
