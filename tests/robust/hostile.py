@@ -24,7 +24,14 @@ from typing import Any, Protocol, TypeVar
 REPO = Path(__file__).resolve().parents[2]
 TASKS = REPO / "tests" / "fixtures" / "tasks"
 TASKS_EXTRA = REPO / "tests" / "fixtures" / "tasks_extra"
-BUNDLED_PACK = REPO / "knowledge" / "default"
+
+
+def bundled_pack() -> Path:
+    """The default pack of the pypto_tui being fuzzed (PYTHONPATH may point at another checkout,
+    e.g. main before the fixes): a pack from this checkout may name checks that code lacks."""
+    from pypto_tui.kb import bundled_pack_dir
+
+    return bundled_pack_dir()
 
 T = TypeVar("T")
 
@@ -164,16 +171,17 @@ def build_sandbox(root: Path, *, with_device: bool = True) -> Sandbox:
     packs = root / "packs"
     packs.mkdir(exist_ok=True)
     broken = packs / "broken"
+    pack = bundled_pack()
     if not broken.exists():
-        shutil.copytree(BUNDLED_PACK, broken, ignore=shutil.ignore_patterns("examples", "templates"))
+        shutil.copytree(pack, broken, ignore=shutil.ignore_patterns("examples", "templates"))
         (broken / "limits.toml").write_text("[limits]\nmax_elements = 'lots'\n", encoding="utf-8")
     absurd = packs / "absurd"
     if not absurd.exists():
-        shutil.copytree(BUNDLED_PACK, absurd)
+        shutil.copytree(pack, absurd)
         text = (absurd / "limits.toml").read_text(encoding="utf-8")
         (absurd / "limits.toml").write_text(text.replace("max_vec_rank = 4", "max_vec_rank = 100000"),
                                             encoding="utf-8")
-    sb.packs = [str(BUNDLED_PACK), str(broken), str(absurd), str(root / "no-pack"), str(good / "elu.py")]
+    sb.packs = [str(pack), str(broken), str(absurd), str(root / "no-pack"), str(good / "elu.py")]
     return sb
 
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hostile import BUNDLED_PACK, TASKS, one_error_line
+from hostile import TASKS, bundled_pack, one_error_line
 from typer.testing import CliRunner
 
 from pypto_tui.cli import app
@@ -93,7 +93,7 @@ def test_console_script_maps_endings(run_cli) -> None:
 # ------------------------------------------------------------------------------- packs
 def _pack(tmp_path: Path) -> Path:
     pack = tmp_path / "pack"
-    shutil.copytree(BUNDLED_PACK, pack)
+    shutil.copytree(bundled_pack(), pack)
     return pack
 
 

@@ -128,3 +128,13 @@ def test_zero_dimension_in_a_task_is_one_line_without_numpy_warnings(tmp_path: P
     rc, _, err = run_cli("tile", str(task))
     assert rc == 2 and "RuntimeWarning" not in err
     assert "positive whole number" in one_error_line(err)
+
+
+def test_alignment_hint_past_the_axis_names_the_axis(kb) -> None:
+    """A tile of 99999 on an axis of 1000 suggested "use 99992 or 100000": both past the axis."""
+    from pypto_tui.tiles import evaluate_tile
+
+    ev = evaluate_tile(kb, (16, 1000), "fp32", (1, 99999))
+    (align,) = [f for f in ev.findings if f.rule == "P4.last-dim-align"]
+    assert "99992" not in align.message and "100000" not in align.message
+    assert "the axis is 1000 long: use 1000 (the whole axis)" in align.message

@@ -286,3 +286,24 @@ async def test_restoring_a_session_on_a_hostile_task_does_not_crash(make_app, ui
         assert isinstance(screen, ContractScreen)
         status = str(screen.query_one("#status").render())
         assert "nests expressions too deeply" in status and "internal error" not in status
+
+
+async def test_a_tile_of_0_is_refused_not_called_clean(make_app, ui) -> None:
+    """A tile of 0 showed "(0,) has 0" beside a Findings panel that said "no findings"."""
+    from pypto_tui.screens.tiles_screen import TilesScreen
+
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        for _ in range(2):
+            await pilot.press("ctrl+n")
+            await ui.settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, TilesScreen)
+        await ui.type_into(pilot, app, "#tile-1", "0")
+        await ui.settle(pilot, app)
+        error = str(screen.query_one("#tile-error").render())
+        assert "positive whole number" in error and "0 covers nothing" in error and "has 0" not in error
+        findings = screen.query_one("#findings")
+        assert findings.findings == ()
+        assert "not evaluated" in str(findings.get_option_at_index(0).prompt)
