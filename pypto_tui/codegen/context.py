@@ -8,15 +8,13 @@ the chosen loop count, and takes the cube tiles and the loop-tail preference fro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pypto_tui.codegen.spec import Unsupported
-from pypto_tui.codegen.task import TaskShape, load_task_shape, read_task_shape
 from pypto_tui.errors import InputError
 
 if TYPE_CHECKING:
-    from pypto_tui.contract.model import Contract
+    from pypto_tui.contract.model import Contract, Signature
     from pypto_tui.design import Geometry, Pipeline
     from pypto_tui.dims import DimPlan
     from pypto_tui.kb import Flavour, KnowledgeBase
@@ -37,7 +35,7 @@ class GenContext:
     loop_count: int | None
     loop_tail: str | None
     cube: dict[str, list[int]] | None
-    task: TaskShape
+    task: Signature
     task_path: str | None
     tile_is_users: bool = False
 
@@ -74,18 +72,11 @@ def context_of(pipeline: Pipeline) -> GenContext:
     except InputError as exc:
         raise Unsupported(f"the tile/loop steps cannot be computed: {exc}") from None
     task_path = c.task_path or d.task
-    task = _task_shape(c, task_path)
+    if c.signature is None:
+        raise Unsupported("the contract does not record Model's signature: re-open the task file")
+    task = c.signature
     return GenContext(
         kb=kb, flavour=flavour, contract=c, dims=dims, geometry=geometry, tile=tile, tile_eval=tile_eval,
         loop_plan=loop_plan, loop_count=loop_count, loop_tail=d.loop_tail, cube=d.cube, task=task,
         task_path=task_path, tile_is_users=bool(d.tile),
     )
-
-
-def _task_shape(c: Any, task_path: str | None) -> TaskShape:
-    if task_path and Path(task_path).is_file():
-        return load_task_shape(task_path)
-    src = getattr(c, "forward_source", None)
-    if src and "class Model" in src:
-        return read_task_shape(src, task_path)
-    raise Unsupported("the task file is not available: ModelNew must copy Model.__init__'s signature from it")

@@ -113,7 +113,7 @@ def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, 
         task_path=path, family=rec.family, op=rec.op, supported=not rec.reason, reason=rec.reason,
         inputs=tuple(inputs), init_params=freeze(init_params), attributes=freeze(attributes),
         op_args=freeze(rec.op_args), unknown=unknown, forward_source=facts.forward_source,
-        noise_comments=tuple(facts.noise_comments),
+        noise_comments=tuple(facts.noise_comments), signature=facts.signature,
     )
     contract = semantics.derive(contract)
     return checks.with_findings(contract, kb)

@@ -148,6 +148,83 @@ class Reduction:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class InitParam:
+    """One parameter of an `__init__` after `self`; `default` is its normalised source or None."""
+
+    kind: str  # "posonly" | "arg" | "*args" | "kwonly" | "**kwargs"
+    name: str
+    default: str | None
+
+    def render(self) -> str:
+        prefix = {"*args": "*", "**kwargs": "**"}.get(self.kind, "")
+        return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """`Model`'s call signatures as the task file spells them (read once, by the contract reader).
+
+    `init_source` / `forward_source` are the parameter lists' source text, copied verbatim into a
+    generated ModelNew; `init` is the same list as data, for comparing signatures. `provenance`
+    maps a scalar (or `attr.key` of an nn module) to the init parameter that feeds it;
+    `forward_args` lists (callee, keyword or position, self attribute) for `self.x` arguments in
+    forward, so `F.leaky_relu(x, self.slope)` tells which parameter the slope comes from.
+    """
+
+    init: tuple[InitParam, ...] = ()
+    init_source: str = "self"
+    forward_source: str = "self"
+    forward_returns: str | None = None
+    param_names: tuple[str, ...] = ()
+    forward_names: tuple[str, ...] = ()
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    forward_args: tuple[tuple[str, str | int, str], ...] = ()
+    doc: str | None = None
+
+    def render(self) -> str:
+        return "(" + ", ".join(["self", *(p.render() for p in self.init)]) + ")"
+
+    def key(self) -> list[tuple[str, str, str | None]]:
+        return [(p.kind, p.name, p.default) for p in self.init]
+
+    def op_arg_source(self, op: str, key: str, positional: tuple[str, ...] = ()) -> str:
+        """The provenance key of an op argument: `F.leaky_relu(x, negative_slope=self.slope)` (or
+        `F.leaky_relu(x, self.slope)`) in forward gives `slope`; otherwise the argument's own name
+        (`self.alpha = alpha` / `nn.ELU(alpha=alpha)` are found under `alpha`)."""
+        found = {(f, k): attr for f, k, attr in self.forward_args}
+        attr = found.get((op, key))
+        if attr is None and key in positional:
+            attr = found.get((op, positional.index(key) + 1))
+        return attr if attr is not None else key
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "init": [[p.kind, p.name, p.default] for p in self.init], "init_source": self.init_source,
+            "forward_source": self.forward_source, "forward_returns": self.forward_returns,
+            "param_names": list(self.param_names), "forward_names": list(self.forward_names),
+            "provenance": dict(self.provenance), "forward_args": [list(a) for a in self.forward_args],
+            "doc": self.doc,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Signature:
+        try:
+            return cls(
+                init=tuple(InitParam(str(k), str(n), None if v is None else str(v)) for k, n, v in d.get("init", ())),
+                init_source=str(d.get("init_source", "self")), forward_source=str(d.get("forward_source", "self")),
+                forward_returns=d.get("forward_returns"),
+                param_names=tuple(str(x) for x in d.get("param_names", ())),
+                forward_names=tuple(str(x) for x in d.get("forward_names", ())),
+                provenance={str(k): str(v) for k, v in dict(d.get("provenance") or {}).items()},
+                forward_args=tuple((str(f), k if isinstance(k, int) else str(k), str(a))
+                                   for f, k, a in d.get("forward_args", ())),
+                doc=d.get("doc"),
+            )
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"the contract's signature record is malformed ({exc}): re-open the task file") from None
+
+
 # Fields a user may edit directly (the rest are bookkeeping).
 EDITABLE = (
     "family", "op", "supported", "reason", "inputs", "init_params", "attributes", "op_args",
@@ -184,6 +261,7 @@ class Contract:
     edited: tuple[str, ...] = ()
     forward_source: str | None = None
     noise_comments: tuple[str, ...] = ()
+    signature: Signature | None = None
 
     # ------------------------------------------------------------------ convenience
     @property
@@ -229,6 +307,7 @@ class Contract:
             "output_dtype": self.output_dtype, "unknown": dict(self.unknown),
             "findings": [f.to_dict() for f in self.findings], "edited": list(self.edited),
             "forward_source": self.forward_source, "noise_comments": list(self.noise_comments),
+            "signature": self.signature.to_dict() if self.signature else None,
         }
 
     @classmethod
@@ -251,6 +330,7 @@ class Contract:
             findings=tuple(Finding(**f) for f in d.get("findings", ())),
             edited=tuple(d.get("edited", ())), forward_source=d.get("forward_source"),
             noise_comments=tuple(d.get("noise_comments", ())),
+            signature=Signature.from_dict(d["signature"]) if d.get("signature") else None,
         )
 
     def to_json_dict(self, dims: Any = None) -> dict[str, Any]:

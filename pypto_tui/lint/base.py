@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from pypto_tui.contract.model import Signature
+from pypto_tui.kb import Flavour, KnowledgeBase, Limits
+
 if TYPE_CHECKING:
-    from pypto_tui.kb import Flavour, KnowledgeBase, Limits
     from pypto_tui.lint.analysis import KernelInfo, ModuleInfo
 
 
@@ -84,30 +86,6 @@ class Invalid:
 
 
 @dataclass
-class InitParam:
-    kind: str  # "posonly" | "arg" | "*args" | "kwonly" | "**kwargs"
-    name: str
-    default: str | None
-
-    def render(self) -> str:
-        prefix = {"*args": "*", "**kwargs": "**"}.get(self.kind, "")
-        return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
-
-
-@dataclass
-class InitSignature:
-    """The parameters of a `Model.__init__` after `self` (empty when the class has no __init__)."""
-
-    params: list[InitParam] = field(default_factory=list)
-
-    def render(self) -> str:
-        return "(" + ", ".join(["self", *(p.render() for p in self.params)]) + ")"
-
-    def key(self) -> list[tuple[str, str, str | None]]:
-        return [(p.kind, p.name, p.default) for p in self.params]
-
-
-@dataclass
 class LintContext:
     """What every rule may read: the pack, the flavour, the shared module facts, the task."""
 
@@ -115,7 +93,7 @@ class LintContext:
     kb: KnowledgeBase
     flavour: Flavour
     info: ModuleInfo
-    task_init: InitSignature | None = None
+    task_init: Signature | None = None
     resolve: Callable[[type], Mapping[cst.CSTNode, Any]] | None = None
     """Resolves a metadata provider on first use (positions are only computed for findings)."""
 

@@ -19,12 +19,13 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from pypto_tui.errors import InputError, TaskFileError
+from pypto_tui.contract.model import Signature
+from pypto_tui.contract.reader import read_signature
+from pypto_tui.errors import InputError
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
-from pypto_tui.lint.base import Fix, InitSignature, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
 from pypto_tui.lint.rules import ALL_RULES
-from pypto_tui.lint.rules.forward import find_class, init_signature
 
 RULES: tuple[type[LintRule], ...] = ALL_RULES
 CHECKS: dict[str, type[LintRule]] = {r.CHECK: r for r in RULES}
@@ -49,16 +50,9 @@ def format_finding(f: LintFinding) -> str:
     return f"{f.path}:{f.line}:{f.col} {f.rule} {f.message}"
 
 
-def task_init_signature(task_source: str) -> InitSignature:
-    """`Model.__init__`'s parameters from a task file's source."""
-    try:
-        module = cst.parse_module(task_source)
-    except cst.ParserSyntaxError as exc:
-        raise TaskFileError(f"the task file is not valid Python ({_first_line(exc.message)})") from None
-    cls = find_class(module, "Model")
-    if cls is None:
-        raise TaskFileError("the task file has no `class Model`: --task takes a KernelBench task file")
-    return init_signature(cls)
+def task_init_signature(task_source: str) -> Signature:
+    """`Model.__init__`'s parameters from a task file's source, read by the contract's reader."""
+    return read_signature(task_source)
 
 
 def lint_source(
@@ -173,7 +167,7 @@ def _run(
     task_source: str | None,
     checks: Iterable[str] | None,
     *,
-    task_init: InitSignature | None = None,
+    task_init: Signature | None = None,
 ) -> _Run:
     kb = kb or get_kb()
     flav = kb.flavour(flavour)
