@@ -21,6 +21,7 @@ from typing import Any
 
 from pypto_tui.catalogue import CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
+from pypto_tui.vocabulary import FAMILIES
 
 ENV_VAR = "PYPTO_TUI_KB"
 BUNDLED_ROOT = Path(__file__).resolve().parent / "knowledge"
@@ -31,12 +32,8 @@ SEVERITIES = ("error", "warn", "info")
 STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
-FAMILIES = (
-    "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
-    "attention", "unknown",
-)
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml",)
+OPTIONAL_FILES = ("presets.toml", "ops.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +140,20 @@ class CubeStart:
 
 
 @dataclass(frozen=True, slots=True)
+class OpData:
+    """Per-operator numbers a pattern reads (ops.toml): how many tile-sized buffers one op of its
+    chain holds in the unified buffer at once, and the axis its loop runs along when that is not
+    the outermost (each with the rule that says so)."""
+
+    op: str
+    live_buffers: int = 1
+    loop_axis: int | None = None
+    rule: str = ""
+    note: str = ""
+    loop_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Flavour:
     name: str
     description: str
@@ -167,6 +178,7 @@ class KnowledgeBase:
     starts: tuple[StartTile, ...] = ()
     cube: CubeStart | None = None
     files: Mapping[str, Path] = field(default_factory=dict)
+    ops: Mapping[str, OpData] = field(default_factory=dict)
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -188,6 +200,10 @@ class KnowledgeBase:
             return self.flavours[key]
         except KeyError:
             raise InputError(f"unknown flavour '{key}': this pack has {', '.join(self.flavours)}") from None
+
+    def op_data(self, op: str | None) -> OpData:
+        """The pack's numbers for `op` (defaults when the pack says nothing about it)."""
+        return self.ops.get(op or "", OpData(op or ""))
 
     def preset_for(self, shape: tuple[int, ...], dtype: str, reduce_dim: int | None) -> Preset | None:
         for p in self.presets:
@@ -458,6 +474,23 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
     return tuple(presets), tuple(starts), cube
 
 
+def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
+    out: dict[str, OpData] = {}
+    ops = r.sub("op", required=False)
+    for name in ops.table:
+        o = ops.sub(name)
+        rule = o.text("rule", required=False)
+        if rule and rule not in rules:
+            raise o.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+        axis = o.table.get("loop_axis")
+        if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int) or axis < 0):
+            raise o.fail("loop_axis", f"must be an axis number >= 0, got {axis!r}")
+        live = o.integer("live_buffers") if "live_buffers" in o.table else 1
+        out[name] = OpData(name, live, axis, rule, o.text("note", required=False),
+                           o.text("loop_note", required=False))
+    return out
+
+
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     """Which file provides each part of the pack, following `extends` to the bundled default."""
     pack_toml = path / "pack.toml"
@@ -515,12 +548,13 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     presets, starts, cube = (
         _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
     )
+    ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
     return KnowledgeBase(
         name=pack.text("name"), version=pack.text("version"),
         description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files,
+        starts=starts, cube=cube, files=files, ops=ops,
     )
 
 

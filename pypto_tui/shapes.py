@@ -71,3 +71,11 @@ fmt_dims = _fmt
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def auto_tiles(shape: Sequence[int], tile: Sequence[int]) -> int:
+    """How many tiles the compiler cuts an op into (P4.auto-tiles): prod(ceil(shape / tile))."""
+    n = 1
+    for s, t in zip(shape, tile, strict=True):
+        n *= -(-s // t)
+    return n

@@ -12,47 +12,15 @@ rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the ru
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, normalise_axis, parse_tile_for
-
-
-@dataclass(frozen=True, slots=True)
-class TileEvaluation:
-    shape: Shape
-    dtype: str
-    tile: Shape
-    reduce_dim: int | None
-    prod: int
-    auto_tiles: int
-    contiguous_bytes: int
-    reduce_segments: int | None
-    needs_loop: bool
-    ub_bytes: int
-    waste_axes: tuple[int, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not has_error(self.findings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tile": list(self.tile),
-            "prod": self.prod,
-            "auto_tiles": self.auto_tiles,
-            "contiguous_bytes": self.contiguous_bytes,
-            "reduce_segments": self.reduce_segments,
-            "needs_loop": self.needs_loop,
-            "ub_bytes": self.ub_bytes,
-            "waste_axes": list(self.waste_axes),
-            "findings": [f.to_dict() for f in self.findings],
-        }
+from pypto_tui.plan import CubeChoice, CubeEvaluation, TileChoice, TileEvaluation, TileRole, TileSource
+from pypto_tui.shapes import Shape, auto_tiles, ceil_div, fmt_dims, normalise_axis, parse_tile_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +220,39 @@ def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | Non
     return None
 
 
+@cites("O1.ub-step-down")
+def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool) -> Finding | None:
+    """An op chain that holds `live_buffers` tile-sized buffers at once must fit them all in the
+    unified buffer. A tile the user chose is kept and warned about; the pack's own pick is stepped
+    down by `step_down` (this finding then says so, at info)."""
+    each = math.prod(tile) * kb.dtype_bytes(dtype)
+    cap = kb.chip.ub_bytes
+    if each * live_buffers <= cap:
+        return None
+    ladder = " -> ".join(map(str, kb.ladders.ub_step_down))
+    if users:
+        return rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B "
+                            f"exceed the {cap} B unified buffer; step prod(tile) down {ladder}", "warn")
+    return rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B "
+                        f"exceed the {cap} B unified buffer: stepped down along {ladder}", "info")
+
+
+def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int) -> Shape:
+    """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
+    ladder and `live_buffers` copies fit the unified buffer."""
+    bytes_ = kb.dtype_bytes(dtype)
+    new = list(tile)
+    for target in kb.ladders.ub_step_down:
+        while math.prod(new) > target:
+            axis = max(range(len(new)), key=lambda i: (new[i], i))
+            if new[axis] <= 1:
+                break
+            new[axis] //= 2
+        if math.prod(new) * bytes_ * live_buffers <= kb.chip.ub_bytes:
+            break
+    return tuple(new)
+
+
 # ------------------------------------------------------------------------------------ evaluate
 def evaluate_tile(
     kb: KnowledgeBase,
@@ -268,7 +269,7 @@ def evaluate_tile(
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
     is_reducing = (rd is not None) if reducing is None else reducing
     prod = math.prod(t)
-    auto = math.prod(ceil_div(s, x) for s, x in zip(shape, t, strict=True))
+    auto = auto_tiles(shape, t)
     segments = ceil_div(shape[rd], t[rd]) if rd is not None else None
     ub = ub_estimate(kb, prod, dtype, is_reducing)
     findings: list[Finding] = []
@@ -484,24 +485,6 @@ def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int,
 
 
 # ------------------------------------------------------------------------------------ cube tiles
-@dataclass(frozen=True, slots=True)
-class CubeEvaluation:
-    m: tuple[int, int]
-    k: tuple[int, ...]
-    n: tuple[int, int]
-    l0a_bytes: int
-    l0b_bytes: int
-    l0c_bytes: int
-    l1_bytes: int
-    tasks: int
-    findings: tuple[Finding, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"m": list(self.m), "k": list(self.k), "n": list(self.n), "l0a_bytes": self.l0a_bytes,
-                "l0b_bytes": self.l0b_bytes, "l0c_bytes": self.l0c_bytes, "l1_bytes": self.l1_bytes,
-                "tasks": self.tasks, "findings": [f.to_dict() for f in self.findings]}
-
-
 @cites("B.matmul-cube-tiles")
 def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequence[int],
                   k: Sequence[int], n: Sequence[int]) -> CubeEvaluation:
@@ -562,6 +545,57 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
     return [ev for _, ev in out[:top]]
 
 
+
+# ------------------------------------------------------------------------------------ decide
+def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
+                plan: TilePlan | None = None) -> TileChoice | None:
+    """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
+    ranking's first, stepped down when the role's live buffers overflow the unified buffer.
+    None when no legal tile exists (the ranking's notes say why)."""
+    source: TileSource
+    if user_tile is not None:
+        tile, source = parse_tile_for(role.shape, user_tile), "user"
+    else:
+        plan = plan or rank_candidates(kb, role.shape, role.dtype, role.reduce_dim, top=1, reducing=role.reducing)
+        if plan.recommended is None:
+            return None
+        tile, source = plan.recommended.tile, ("preset" if plan.recommended.preset else "recommended")
+    requested: Shape | None = None
+    note = ""
+    extra: list[Finding] = []
+    if role.live_buffers > 1:
+        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user")
+        if f is not None:
+            extra.append(f)
+            if source != "user":
+                requested, tile, source = tile, step_down(kb, tile, role.dtype, role.live_buffers), "stepped-down"
+                each = math.prod(requested) * kb.dtype_bytes(role.dtype)
+                note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds "
+                        f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B > "
+                        f"{kb.chip.ub_bytes} B of unified buffer")
+                extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
+    ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing)
+    return TileChoice(role, ev, source, requested, note, tuple(extra))
+
+
+@cites("B.matmul-cube-tiles")
+def choose_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str,
+                design: Mapping[str, Sequence[int]] | None = None) -> CubeChoice | None:
+    """set_cube_tile_shapes for an M x K x N matmul: the design's, else the pack's starting point
+    when it is legal and wastes nothing, else the best legal candidate; None when none is legal."""
+    if design and all(k in design for k in ("m", "k", "n")):
+        ev = evaluate_cube(kb, M, K, N, dtype, design["m"], design["k"], design["n"])
+        return CubeChoice(M, K, N, ev, "the design's cube tiles")
+    if kb.cube is not None:
+        c = kb.cube
+        ev = evaluate_cube(kb, M, K, N, dtype, list(c.m), list(c.k), list(c.n))
+        if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
+            return CubeChoice(M, K, N, ev, "the pack's starting cube tiles (presets.toml [cube])")
+    cands = cube_candidates(kb, M, K, N, dtype, top=1)
+    if not cands:
+        return None
+    return CubeChoice(M, K, N, cands[0], "the best legal candidate (tiles.cube_candidates)")
+
 CHECKS = {
     "tiles.rank_match": parse_tile_for,
     "tiles.vec_rank": check_vec_rank,
@@ -569,6 +603,7 @@ CHECKS = {
     "tiles.auto_tiles": check_auto_tiles,
     "tiles.last_dim_align": check_last_dim_align,
     "tiles.ub_capacity": check_ub_capacity,
+    "tiles.ub_step_down": check_ub_step_down,
     "tiles.no_waste": check_no_waste,
     "tiles.contiguous": check_contiguous,
     "tiles.reduce_axis_used": check_reduce_axis_used,

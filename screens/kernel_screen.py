@@ -16,45 +16,32 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static, TextArea
 
+from pypto_tui.codegen.result import GeneratedKernel
+from pypto_tui.contract.model import Signature
 from pypto_tui.design import kernel_of, write_atomic
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
+from pypto_tui.kb import KnowledgeBase
+from pypto_tui.lint.base import LintFinding
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.dialogs import ConfirmDialog, PathDialog
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable
 from pypto_tui.screens.widgets import FindingsList, RuleExplanation
 
-NOT_YET = "the kernel generator is not available yet in this build"
+
+def _as_finding(item: LintFinding) -> Finding:
+    """A lint finding as a core Finding, its place written first."""
+    return Finding(item.rule, item.level, f"line {item.line}:{item.col}: {item.message}",  # type: ignore[arg-type]
+                   item.authority)
 
 
-def _as_finding(item: Any) -> Finding:
-    """A lint or codegen finding as a core Finding, whatever record it came in (line first)."""
-    if isinstance(item, Finding):
-        return item
-    rule = getattr(item, "rule", None) or getattr(item, "rule_id", None) or getattr(item, "code", "lint")
-    level = getattr(item, "level", None) or getattr(item, "severity", None) or "warn"
-    if level not in ("error", "warn", "info", "ok"):
-        level = {"warning": "warn", "fatal": "error"}.get(str(level), "warn")
-    msg = getattr(item, "message", str(item))
-    line = getattr(item, "line", None)
-    if line is not None:
-        col = getattr(item, "col", None) or getattr(item, "column", None)
-        msg = f"line {line}{f':{col}' if col is not None else ''}: {msg}"
-    return Finding(str(rule), level, str(msg), getattr(item, "authority", "rule-docs"))  # type: ignore[arg-type]
-
-
-def lint_findings(source: str, kb: Any, flavour: str | None, task: str | None) -> list[Finding]:
-    """The lint engine's verdict on the generated module, with the task's Model signature."""
+def lint_findings(source: str, kb: KnowledgeBase, flavour: str | None, signature: Signature | None) -> list[Finding]:
+    """The lint engine's verdict on the generated module, against the task's Model signature
+    (read once by the contract reader)."""
     from pypto_tui.lint.engine import lint_source
 
-    task_source = None
-    if task:
-        try:
-            task_source = Path(task).read_text(encoding="utf-8")
-        except OSError:
-            task_source = None
-    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_source=task_source)
+    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_signature=signature)
     return [_as_finding(f) for f in found]
 
 
@@ -73,7 +60,7 @@ class KernelScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.kernel: Any = None
+        self.kernel: GeneratedKernel | None = None
         self.source: str | None = None
         self.exported: Path | None = None
         self.verdict: str | None = None
@@ -101,15 +88,13 @@ class KernelScreen(StepScreen):
         if kernel is None:
             self.source = None
             code.load_text("")
-            msg = NOT_YET if err and err.startswith("not available yet") else (err or "no kernel")
+            msg = err or "no kernel"
             summary.update(msg)
             self.query_one("#lint", FindingsList).show(())
-            self.set_status(msg, "warn" if msg == NOT_YET else "error")
+            self.set_status(msg, "error")
             return
-        source = getattr(kernel, "source", None)
-        supported = getattr(kernel, "supported", source is not None)
-        reason = getattr(kernel, "reason", "") or ""
-        findings = [_as_finding(f) for f in getattr(kernel, "findings", ()) or ()]
+        source, supported, reason = kernel.source, kernel.supported, kernel.reason
+        findings = list(kernel.findings)
         if source and source != self.source:
             code.load_text(source)
             self.verdict = None  # a verdict belongs to the source it was run on
@@ -119,9 +104,11 @@ class KernelScreen(StepScreen):
         lint_note = ""
         if source:
             d = self.session.design
-            lint, lerr = attempt(lambda: lint_findings(source, self.session.kb, d.flavour, d.task))
+            signature = attempt(self.session.pipeline.contract)[0]
+            lint, lerr = attempt(lambda: lint_findings(source, self.session.kb, d.flavour,
+                                                       signature.signature if signature else None))
             if lint is None:
-                lint_note = f"lint: {'not available yet' if lerr and 'not available' in lerr else lerr}"
+                lint_note = f"lint: {lerr}"
             else:
                 findings += lint
                 lint_note = f"lint: {len(lint)} finding(s)" if lint else "lint: clean"
@@ -129,7 +116,7 @@ class KernelScreen(StepScreen):
         pipe = self.session.pipeline
         tile = pipe.chosen_tile()
         loop = attempt(pipe.chosen_loop_count)[0]
-        pattern = getattr(kernel, "pattern", "") or ""
+        pattern = kernel.pattern
         lines = [
             f"{'supported' if supported else 'NOT supported'}{': ' + reason if reason else ''}"
             + (f" · pattern {pattern}" if pattern and supported else ""),

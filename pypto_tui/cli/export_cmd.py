@@ -29,7 +29,7 @@ def scaffold(
     json_out: JsonOption = False,
 ) -> None:
     """Generate the PyPTO ModelNew module for one task (patterns A-E)."""
-    from pypto_tui.codegen.export import scaffold_task
+    from pypto_tui.export import scaffold_task
 
     pack = load_kb(kb)
     result = scaffold_task(task, pack, output, force=force, flavour=flavour)
@@ -54,7 +54,7 @@ def export(
     json_out: JsonOption = False,
 ) -> None:
     """Scaffold every task in a folder; one that cannot be scaffolded is reported and does not stop the rest."""
-    from pypto_tui.codegen.export import export_dir
+    from pypto_tui.export import export_dir
 
     pack = load_kb(kb)
     report = export_dir(tasks_dir, output, pack, force=force, flavour=flavour)

@@ -1,6 +1,6 @@
 """Step 5: the kernel module for a design, built with libcst from the knowledge pack's templates.
 
-`generate(pipeline)` returns a `GeneratedKernel` (source, or the reason there is none, plus the
+`generate(plan, kb)` returns a `GeneratedKernel` (source, or the reason there is none, plus the
 named constants and the rules behind them). `CHECKS` maps the rule catalogue's `codegen.*` names
 to the code that applies each rule while generating.
 """

@@ -9,18 +9,22 @@ end (P6.loop-tail), and builds the statements of ModelNew.forward.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import libcst as cst
 
 from pypto_tui.codegen.context import GenContext
 from pypto_tui.codegen.expr import Ex, number_node
-from pypto_tui.codegen.spec import Constant, ForwardSpec, KernelSpec, Scalar, Unsupported
+from pypto_tui.codegen.spec import Constant, ForwardSpec, KernelSpec, Scalar
 from pypto_tui.codegen.templates import fill_expression, fill_statements, find_template
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import Finding, cites
+from pypto_tui.plan import TileChoice
 from pypto_tui.shapes import fmt_dims
+
+Stmts = list[cst.BaseStatement]
+Step = Callable[[str, str, str], Stmts]
 
 PYPTO_DTYPES = {"fp32": "DT_FP32", "fp16": "DT_FP16", "bf16": "DT_BF16", "int8": "DT_INT8", "int16": "DT_INT16",
                 "int32": "DT_INT32", "int64": "DT_INT64", "fp64": "DT_DOUBLE", "bool": "DT_BOOL"}
@@ -156,54 +160,11 @@ class Builder:
         self.constants.append(c)
         return Ex.name(c.name, tensor=False)
 
-    def step_down(self, tile: Sequence[int], live_buffers: int) -> tuple[tuple[int, ...], str | None]:
-        """O1.ub-step-down for an op chain that holds `live_buffers` tile-sized buffers in one op
-        (e.g. x, an expanded scale, an expanded shift and the result): shrink prod(tile) along the
-        pack's ladder until they fit the unified buffer. Only the design's default tile is changed;
-        a tile the user chose is kept and reported."""
-        tile = tuple(tile)
-        bytes_ = self.kb.dtype_bytes(self.ctx.dtype)
-        cap = self.kb.chip.ub_bytes
-
-        def fits(t: Sequence[int]) -> bool:
-            return math.prod(t) * bytes_ * live_buffers <= cap
-
-        if fits(tile):
-            return tile, None
-        if self.ctx.tile_is_users:
-            each = math.prod(tile) * bytes_
-            ladder = " -> ".join(map(str, self.kb.ladders.ub_step_down))
-            self.findings.append(Finding("O1.ub-step-down", "warn",
-                                         f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B exceed the "
-                                         f"{cap} B unified buffer; step prod(tile) down {ladder}",
-                                         self.kb.authority_of("O1.ub-step-down")))
-            return tile, None
-        new = list(tile)
-        for target in self.kb.ladders.ub_step_down:
-            while math.prod(new) > target:
-                axis = max(range(len(new)), key=lambda i: (new[i], i))
-                if new[axis] <= 1:
-                    break
-                new[axis] = new[axis] // 2
-            if fits(new):
-                break
-        note = (f"stepped down from {fmt_dims(tile)} (O1.ub-step-down): this op chain holds {live_buffers} "
-                f"tile-sized buffers, {live_buffers} x {math.prod(tile) * bytes_} B > {cap} B of unified buffer")
-        self.findings.append(Finding("O1.ub-step-down", "info", f"tile {fmt_dims(tuple(new))} used: {note}",
-                                     self.kb.authority_of("O1.ub-step-down")))
-        return tuple(new), note
-
-    def tile_constant(self, const: str, shape: Sequence[int], tile: Sequence[int], reduce_dim: int | None,
-                      what: str, reducing: bool | None = None, loop_note: str | None = None,
-                      live_buffers: int | None = None) -> Ex:
-        """A vec tile as a named constant, with the numbers behind it (rules P4, O1)."""
-        from pypto_tui.tiles import evaluate_tile
-
-        shape, tile = tuple(shape), tuple(tile)
-        step_note = None
-        if live_buffers:
-            tile, step_note = self.step_down(tile, live_buffers)
-        ev = evaluate_tile(self.kb, shape, self.ctx.dtype, tile, reduce_dim, reducing)
+    def tile_constant(self, choice: TileChoice, what: str, loop_note: str | None = None) -> Ex:
+        """The tile the plan chose for a role, as a named constant with the numbers behind it
+        (rules P4, O1); a step-down the tile step made is written next to it."""
+        ev, role = choice.evaluation, choice.role
+        shape = ev.shape
         cap_e, cap_t = self.kb.limits.max_elements, self.kb.limits.max_auto_tiles
         need = self.kb.limits.contiguous_bytes
         nums = (f"prod {ev.prod} (limit {cap_e}), auto_tiles {ev.auto_tiles} (limit {cap_t}), "
@@ -213,12 +174,13 @@ class Builder:
         rules = ["P4.tile-budget", "P4.auto-tiles", "O1.contiguous-1kb"]
         if ev.reduce_dim is not None:
             rules.append("O1.reduce-sweet-spot")
-        if step_note:
+        if choice.source == "stepped-down":
             rules.append("O1.ub-step-down")
-        lines = [f"{const}: vec tile for {what} {fmt_dims(shape)} {self.ctx.dtype} ({', '.join(rules)}):",
+        lines = [f"{role.constant}: vec tile for {what} {fmt_dims(shape)} {ev.dtype} ({', '.join(rules)}):",
                  f"  {nums}."]
-        if step_note:
-            lines.append(f"  {step_note}.")
+        if choice.note:
+            lines.append(f"  {choice.note}.")
+        self.findings.extend(choice.findings)
         for f in ev.findings:
             if f.level in ("warn", "error"):
                 text = f.message
@@ -229,38 +191,20 @@ class Builder:
                     rules.append(f.rule)
                 if not (f.rule == "P4.auto-tiles" and loop_note):
                     self.findings.append(f)
-        numbers = {"shape": list(shape), "prod": ev.prod, "auto_tiles": ev.auto_tiles,
-                   "contiguous_bytes": ev.contiguous_bytes, "reduce_segments": ev.reduce_segments,
-                   "ub_bytes": ev.ub_bytes}
-        return self.add_constant(Constant(const, tile, lines, tuple(rules), numbers))
+        return self.add_constant(Constant(role.constant, choice.tile, lines, tuple(rules), ev.numbers()))
 
     @cites("B.matmul-cube-tiles")
-    def cube_constants(self, M: int, K: int, N: int) -> tuple[Ex, Ex, Ex]:
-        """set_cube_tile_shapes(m, k, n): the design's, else the pack's start, else the best candidate."""
-        from pypto_tui.findings import has_error
-        from pypto_tui.tiles import cube_candidates, evaluate_cube
-
-        dt = self.ctx.dtype
-        chosen = None
-        source = ""
-        d = self.ctx.cube
-        if d and all(k in d for k in ("m", "k", "n")):
-            chosen = evaluate_cube(self.kb, M, K, N, dt, d["m"], d["k"], d["n"])
-            source = "the design's cube tiles"
-        elif self.kb.cube is not None:
-            c = self.kb.cube
-            ev = evaluate_cube(self.kb, M, K, N, dt, list(c.m), list(c.k), list(c.n))
-            if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
-                chosen, source = ev, "the pack's starting cube tiles (presets.toml [cube])"
-        if chosen is None:
-            cands = cube_candidates(self.kb, M, K, N, dt, top=1)
-            if not cands:
-                raise Unsupported(f"no legal cube tiles for M={M}, K={K}, N={N} {dt}")
-            chosen, source = cands[0], "the best legal candidate (tiles.cube_candidates)"
+    def cube_constants(self) -> tuple[Ex, Ex, Ex]:
+        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul."""
+        cube = self.ctx.plan.cube
+        if cube is None:
+            raise Unsupported("the plan has no cube tiles for its matmul")
+        chosen = cube.evaluation
         for f in chosen.findings:
             if f.level in ("warn", "error"):
                 self.findings.append(f)
-        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {source} "
+        M, K, N, dt = cube.M, cube.K, cube.N, self.ctx.dtype
+        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {cube.source} "
                  "(B.matmul-cube-tiles):",
                  f"  L0A {chosen.l0a_bytes} B, L0B {chosen.l0b_bytes} B, L0C {chosen.l0c_bytes} B, "
                  f"L1 {chosen.l1_bytes} B; {chosen.tasks} cube task(s) over the output."]
@@ -273,45 +217,43 @@ class Builder:
 
     # ------------------------------------------------------------------ loops
     @cites("P6.loop-tail")
-    def loop_constant(self, shape: Sequence[int], tile: Sequence[int], axis: int, why: str = "auto",
-                      note: str = "") -> Ex:
-        """LOOP_COUNT for a loop along `axis`: the design's count (or a divisor near it when the
-        design asks for one), with BASIC_BATCH, iterations, tail and per-iteration tiles.
-        `why` is the loop planner's reason kind (auto | matmul | reduce)."""
-        from pypto_tui.loops import candidate, divisor_near, loop_need
-
-        shape, tile = tuple(shape), tuple(tile)
-        reason = loop_need(self.kb, shape, tile, why)[1] + (f"; {note}" if note else "")  # type: ignore[arg-type]
-        count = self.ctx.loop_count or (self.ctx.loop_plan.recommended.loop_count
-                                        if self.ctx.loop_plan and self.ctx.loop_plan.recommended else 16)
-        total = shape[axis]
-        count = max(1, min(count, total))
-        tail_pref = (self.ctx.loop_tail or "").lower()
-        cand = candidate(self.kb, shape, tile, axis, count)
-        if cand.has_tail and tail_pref in ("divisor", "divides"):
-            d = divisor_near(total, count)
-            if d is not None:
-                count = d
-                cand = candidate(self.kb, shape, tile, axis, count)
+    def loop_constant(self) -> Ex:
+        """LOOP_COUNT as the loop step chose it, with BASIC_BATCH, iterations, the tail and the
+        tiles per iteration written next to it."""
+        loop = self.ctx.loop
+        if loop is None:
+            raise Unsupported("the pattern asked for a loop the plan does not have")
+        cand, total, count = loop.candidate, loop.total, loop.count
+        reason = loop.reason + (f"; {loop.note}" if loop.note else "")
         tail_text = ("no tail" if not cand.has_tail else
                      f"{cand.num_iters - 1} full chunks + a tail view of {cand.tail} (never past the end)")
-        lines = [f"LOOP_COUNT: one pypto.loop along axis {axis} of {fmt_dims(shape)} "
+        lines = [f"LOOP_COUNT: one pypto.loop along axis {loop.axis} of {fmt_dims(loop.shape)} "
                  "(P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):",
                  f"  {reason}; BASIC_BATCH = ceil_div({total}, {count}) = {cand.basic_batch}, "
                  f"{cand.num_iters} iteration(s), {tail_text}"
-                 + ("." if why == "matmul" else f", {cand.auto_tiles_per_iter} tile(s) per iteration.")]
-        for f in cand.findings:
-            if f.level in ("warn", "error") and f.rule != "P6.loop-tail":
+                 + ("." if loop.why == "matmul" else f", {cand.auto_tiles_per_iter} tile(s) per iteration.")]
+        for f in loop.findings:
+            if f.level in ("warn", "error"):
                 lines.append(f"  {f.level} {f.rule}: {f.message}")
                 self.findings.append(f)
-        numbers = {"axis": axis, "total": total, "basic_batch": cand.basic_batch, "iterations": cand.num_iters,
+        numbers = {"axis": loop.axis, "total": total, "basic_batch": cand.basic_batch, "iterations": cand.num_iters,
                    "tail": cand.tail if cand.has_tail else 0, "auto_tiles_per_iter": cand.auto_tiles_per_iter}
         return self.add_constant(Constant("LOOP_COUNT", count, lines,
                                           ("P6.avoid-loops", "O2.loop-log-scale", "P6.loop-tail"), numbers))
 
-    def why(self) -> str:
-        """The loop planner's reason kind for this design's geometry (auto | matmul | reduce)."""
-        return self.ctx.geometry.why if self.ctx.geometry else "auto"
+    def chunked_loop(self, total: str, step: Step, idx: str = "bi", loop_name: str = "LOOP",
+                     setup: Sequence[cst.BaseStatement] = ()) -> tuple[Stmts, Stmts]:
+        """The plan's loop written out: (factory prelude, kernel body).
+
+        The prelude names LOOP_COUNT and derives BASIC_BATCH, MAIN_ITERS, TAIL_OFFSET and TAIL from
+        the shape the factory is called with; the body is `setup`, then one `pypto.loop` over the
+        full chunks and the constant-shape tail chunk. `step(size, offset, suffix)` writes one chunk."""
+        prelude = self.loop_prelude(total, self.loop_constant())
+        return prelude, list(setup) + self.loop_over(step, idx, loop_name)
+
+    def loop_over(self, step: Step, idx: str = "bi", loop_name: str = "LOOP") -> list[cst.BaseStatement]:
+        """Another pass over the same chunks (after `chunked_loop` named the loop sizes)."""
+        return self.loop(idx, loop_name, step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
 
     def loop_prelude(self, total: str, count: Ex) -> list[cst.BaseStatement]:
         return self.tmpl("loop_prelude", total=name(total), count=count)

@@ -16,9 +16,9 @@ import textwrap
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, name
-from pypto_tui.codegen.spec import Unsupported
 from pypto_tui.codegen.templates import statements
 from pypto_tui.contract.signature import annotation, parameters
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 WIDTH = 100

@@ -2,7 +2,7 @@
 
 `derive` computes the reduction contract, the output shape and dtype, the formula, asymmetry
 (with the direction of a divergence) and whether pypto-tui can scaffold the op. It is pure and
-cheap, so `Contract.with_edits` re-runs it after every user edit: change `op_args.dim` and the
+cheap, so `edits.apply_edits` re-runs it after every user edit: change `op_args.dim` and the
 axes, the count of a mean and the output shape follow.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling
+from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 
 IDX = "ijklmnopq"
 
@@ -116,19 +116,6 @@ def _need_shape(inp: Input | None, what: str = "output_shape") -> tuple[int, ...
     if inp.shape is None:
         raise _Missing(what, f"the shape of input '{inp.name}' is unknown")
     return inp.shape
-
-
-def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:
-    """Non-negative, sorted axes for dim=int | tuple | None (None: all axes)."""
-    if dim is None:
-        return tuple(range(rank))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
-            return None
-        out.append(d % rank if rank else 0)
-    return tuple(sorted(set(out)))
 
 
 def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> tuple[int, ...]:

@@ -63,9 +63,12 @@ def lint_source(
     task_source: str | None = None,
     *,
     checks: Iterable[str] | None = None,
+    task_signature: Signature | None = None,
 ) -> list[LintFinding]:
-    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default."""
-    return _run(source, path, kb, flavour, task_source, checks).findings
+    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default.
+    The task's Model signature comes from its source, or already read (`task_signature`: the
+    contract holds it, so the app does not read the task file again)."""
+    return _run(source, path, kb, flavour, task_source, checks, task_init=task_signature).findings
 
 
 def lint_paths(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_tui.codegen.result import GeneratedKernel
-from pypto_tui.design import Design, Pipeline, write_atomic
+from pypto_tui.design import Design, Pipeline, kernel_of, write_atomic
 from pypto_tui.errors import InputError
 from pypto_tui.kb import KnowledgeBase
 
@@ -88,12 +88,8 @@ class ExportReport:
 
 
 def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None) -> tuple[Pipeline, GeneratedKernel]:
-    # generate() directly, not design.kernel_of: kernel_of's cache key asks for the chosen tile,
-    # which raises for a contract with no kernel layout before generate can report "unsupported".
-    from pypto_tui.codegen.generate import generate
-
     pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour))
-    return pipeline, generate(pipeline)
+    return pipeline, kernel_of(pipeline)
 
 
 def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
