@@ -148,6 +148,7 @@ class OpData:
     op: str
     live_buffers: int = 1
     loop_axis: int | None = None
+    min_rows: int = 1
     rule: str = ""
     note: str = ""
     loop_note: str = ""
@@ -486,7 +487,8 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
         if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int) or axis < 0):
             raise o.fail("loop_axis", f"must be an axis number >= 0, got {axis!r}")
         live = o.integer("live_buffers") if "live_buffers" in o.table else 1
-        out[name] = OpData(name, live, axis, rule, o.text("note", required=False),
+        rows = o.integer("min_rows") if "min_rows" in o.table else 1
+        out[name] = OpData(name, live, axis, rows, rule, o.text("note", required=False),
                            o.text("loop_note", required=False))
     return out
 

@@ -162,6 +162,8 @@ class TileRole:
     at once (pack data, measured: BatchNorm's x, expanded scale, expanded shift and result are 4);
     the tile step shrinks a default tile until they fit (O1.ub-step-down). `reducing` says whether
     the op reduces (a reducing op holds ~1.5x its tile), None meaning "when reduce_dim is set".
+    `min_rows`: the op pads the product of the tile's leading axes up to this many rows (measured:
+    cumsum transposes in 16-row blocks), which the unified-buffer estimate counts.
     """
 
     name: str
@@ -171,6 +173,7 @@ class TileRole:
     reduce_dim: int | None
     reducing: bool | None = None
     live_buffers: int = 1
+    min_rows: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,27 +220,36 @@ def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | Non
     return None
 
 
+def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> int:
+    """Bytes an op chain holds in the unified buffer: `live_buffers` copies of the tile, whose leading
+    axes count as at least `min_rows` rows when the op pads them (cumsum's 16-row transpose blocks)."""
+    rows = max(math.prod(tile[:-1]), min_rows)
+    return rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
+
+
 @cites("O1.ub-step-down")
-def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool) -> Finding | None:
+def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool,
+                       min_rows: int = 1) -> Finding | None:
     """An op chain that holds `live_buffers` tile-sized buffers at once must fit them all in the
     unified buffer. A tile the user chose is kept and warned about; the pack's own pick is stepped
     down by `step_down` (this finding then says so, at info)."""
-    each = math.prod(tile) * kb.dtype_bytes(dtype)
+    held = held_bytes(kb, tile, dtype, live_buffers, min_rows)
     cap = kb.chip.ub_bytes
-    if each * live_buffers <= cap:
+    if held <= cap:
         return None
     ladder = " -> ".join(map(str, kb.ladders.ub_step_down))
+    what = f"tile {fmt_dims(tile)}: {live_buffers} live buffers" + (f" of at least {min_rows} rows" if min_rows > 1
+                                                                    else "")
     if users:
-        return rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B "
-                            f"exceed the {cap} B unified buffer; step prod(tile) down {ladder}", "warn")
-    return rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B "
-                        f"exceed the {cap} B unified buffer: stepped down along {ladder}", "info")
+        return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer; step "
+                            f"prod(tile) down {ladder}", "warn")
+    return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer: stepped down along "
+                        f"{ladder}", "info")
 
 
-def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int) -> Shape:
+def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> Shape:
     """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
-    ladder and `live_buffers` copies fit the unified buffer."""
-    bytes_ = kb.dtype_bytes(dtype)
+    ladder and the op chain's buffers fit the unified buffer."""
     new = list(tile)
     for target in kb.ladders.ub_step_down:
         while math.prod(new) > target:
@@ -248,7 +257,7 @@ def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int) -> 
             if new[axis] <= 1:
                 break
             new[axis] //= 2
-        if math.prod(new) * bytes_ * live_buffers <= kb.chip.ub_bytes:
+        if held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) <= kb.chip.ub_bytes:
             break
     return tuple(new)
 
@@ -563,15 +572,20 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
     requested: Shape | None = None
     note = ""
     extra: list[Finding] = []
-    if role.live_buffers > 1:
-        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user")
+    if role.live_buffers > 1 or role.min_rows > 1:
+        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user", min_rows=role.min_rows)
         if f is not None:
             extra.append(f)
             if source != "user":
-                requested, tile, source = tile, step_down(kb, tile, role.dtype, role.live_buffers), "stepped-down"
+                held = held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                requested = tile
+                tile = step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                source = "stepped-down"
                 each = math.prod(requested) * kb.dtype_bytes(role.dtype)
-                note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds "
-                        f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B > "
+                size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"
+                        if role.min_rows > 1 else
+                        f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B")
+                note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
                         f"{kb.chip.ub_bytes} B of unified buffer")
                 extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
     ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing)

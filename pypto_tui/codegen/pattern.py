@@ -29,19 +29,27 @@ def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) 
     """The common case: one vec tile on the main kernel tensor, the loop along the axis the pack
     gives the op (ops.toml `loop_axis`, else the outermost), a matmul's M x K x N for the cube."""
     data = kb.op_data(c.op)
-    role = TileRole("main", "TILE_SHAPE", g.shape, g.dtype, g.reduce_dim, live_buffers=data.live_buffers)
+    role = TileRole("main", "TILE_SHAPE", g.shape, g.dtype, g.reduce_dim, live_buffers=data.live_buffers,
+                    min_rows=data.min_rows)
     axis = data.loop_axis if data.loop_axis is not None and data.loop_axis < len(g.shape) else 0
     return Needs((role,), g.matmul if c.family == "matmul" else None, axis, g.why, data.loop_note if axis else "")
 
 
 @dataclass(frozen=True)
 class Pattern:
+    """`rules` are the pack rules the pattern implements, the first being the one reported with the
+    kernel's summary; the rule catalogue traces each of them to the `codegen.patterns` check."""
+
     id: str
     families: tuple[str, ...]
     build: Callable[[Any], None]
-    rule: str | None = None
+    rules: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     needs: NeedsFn = main_tile_needs
+
+    @property
+    def rule(self) -> str | None:
+        return self.rules[0] if self.rules else None
 
     def matches(self, c: Contract) -> bool:
         return c.family in self.families and (not self.ops or c.op in self.ops)

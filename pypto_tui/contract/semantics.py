@@ -17,12 +17,6 @@ from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scalin
 
 IDX = "ijklmnopq"
 
-UNSUPPORTED_FAMILIES = {
-    "conv": "convolutions have no pattern in the rule documents (patterns A-E)",
-    "pool": "pooling has no pattern in the rule documents (patterns A-E)",
-    "attention": "attention has no pattern in the rule documents (patterns A-E)",
-    "scan": "scans (cumsum and relatives) have no pattern in the rule documents (patterns A-E)",
-}
 SUPPORTED_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "prod")
 SUPPORTED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
                     "hinge_loss", "cosine_similarity")
@@ -92,9 +86,6 @@ def derive(c: Contract) -> Contract:
     if c.family == "unknown":
         out.supported = False
         out.reason = c.reason or out.reason or "the operator was not recognised"
-    elif c.family in UNSUPPORTED_FAMILIES:
-        out.supported = False
-        out.reason = out.reason or UNSUPPORTED_FAMILIES[c.family]
     if out.supported:
         out.reason = ""
     return replace(

@@ -139,7 +139,7 @@ def test_cli_sim_says_what_to_install(monkeypatch):
 
 
 def test_unsupported_task_is_reported_not_raised(kb):
-    extra = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra" / "cumsum_dim.py"
+    extra = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra" / "unrecognised_op.py"
     report = verify(Pipeline(kb, Design(task=str(extra))))
     assert report.supported is False and report.passed is False and report.reason
     r = CliRunner().invoke(app, ["verify", str(extra), "--json"])

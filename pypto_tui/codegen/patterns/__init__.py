@@ -48,3 +48,18 @@ def reason_for(c: Contract) -> str:
                + (f" (this family's patterns take {', '.join(ops)})" if ops else
                   f" (patterns exist for {', '.join(fams)})"))
     return f"{why} ({c.reason})" if c.reason else why
+
+
+class _Registry:
+    """The check behind the catalogue's `codegen.patterns`: every registered pattern, citing the
+    rules the patterns implement (so `kb list` traces a family's rules to code with no list here)."""
+
+    @property
+    def __cites__(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r for p in registry() for r in p.rules))
+
+    def __repr__(self) -> str:
+        return f"<{len(registry())} patterns: {', '.join(p.id for p in registry())}>"
+
+
+PATTERN_REGISTRY = _Registry()

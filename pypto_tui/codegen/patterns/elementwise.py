@@ -193,4 +193,4 @@ def build_elementwise(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(first))
 
 
-PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, "A.elementwise-flat"),)
+PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat",)),)

@@ -74,4 +74,4 @@ def build_global_norm(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
 
 
-PATTERNS = (Pattern("E", ("norm",), build_global_norm, "E.global-accumulator", ops=("frobenius_norm",)),)
+PATTERNS = (Pattern("E", ("norm",), build_global_norm, ("E.global-accumulator",), ops=("frobenius_norm",)),)

@@ -248,4 +248,4 @@ def loss_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Ne
     return base
 
 
-PATTERNS = (Pattern("D", ("loss",), build_loss, "D.loss-scalar", needs=loss_needs),)
+PATTERNS = (Pattern("D", ("loss",), build_loss, ("D.loss-scalar", "D.two-phase"), needs=loss_needs),)

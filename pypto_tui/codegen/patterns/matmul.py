@@ -98,4 +98,4 @@ def build_matmul(b: Builder) -> None:
     b.forward.result = name("out")
 
 
-PATTERNS = (Pattern("B", ("matmul",), build_matmul, "B.matmul-m-loop"),)
+PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")),)

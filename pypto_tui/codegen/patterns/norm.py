@@ -223,4 +223,4 @@ def _batch_norm(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
 
 
-PATTERNS = (Pattern("C", ("norm",), build_norm, "C.norm-loop"),)
+PATTERNS = (Pattern("C", ("norm",), build_norm, ("C.norm-loop",)),)

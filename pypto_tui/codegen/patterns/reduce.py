@@ -191,6 +191,6 @@ def build_reduction(b: Builder) -> None:
 
 
 PATTERNS = (
-    Pattern("softmax", ("softmax",), build_softmax, None),
-    Pattern("reduction", ("reduction",), build_reduction, None),
+    Pattern("softmax", ("softmax",), build_softmax),
+    Pattern("reduction", ("reduction",), build_reduction),
 )
