@@ -345,6 +345,16 @@ class Builder:
                 out.append(e)
         return out
 
+    def call_as_laid_out(self, spec: KernelSpec, x: str, dims: Sequence[str]) -> None:
+        """A kernel on one input in its own layout: forward asserts the rank, makes the input
+        contiguous, reads its dims, calls the kernel and returns the output as it is."""
+        self.add_kernel(spec)
+        self.assert_rank(x, len(dims))
+        xn = self.prepare(x, None, "")
+        self.unpack_dims(xn, dims)
+        self.call_kernel(spec, [xn])
+        self.forward.result = name("out")
+
     def unpack_dims(self, tensor: str, dims: Sequence[str]) -> None:
         targets = [cst.Element(name(d)) for d in dims]
         if len(targets) == 1:

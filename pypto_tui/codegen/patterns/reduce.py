@@ -102,12 +102,7 @@ def build_softmax(b: Builder) -> None:
         doc=f"{c.op} over axis {axis} (one kernel for this fixed dim, P1.single-dim-kernel); "
             "shapes are closure constants (P1.static-shape).",
     )
-    b.add_kernel(spec)
-    b.assert_rank(x, rank)
-    xn = b.prepare(x, None, "")
-    b.unpack_dims(xn, dims)
-    b.call_kernel(spec, [xn])
-    b.forward.result = name("out")
+    b.call_as_laid_out(spec, x, dims)
 
 
 @cites("API.single-dim-reduce", "O3.merge-reduce-axes", "P2.keepdim-direct")

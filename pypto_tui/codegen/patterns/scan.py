@@ -55,12 +55,7 @@ def build_scan(b: Builder) -> None:
         output=TensorParam("out", tuple(dims), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
         doc=f"cumsum along axis {axis} (SCAN.cumsum); one kernel for this fixed dim (P1.single-dim-kernel).",
     )
-    b.add_kernel(spec)
-    b.assert_rank(x, rank)
-    xn = b.prepare(x, None, "")
-    b.unpack_dims(xn, dims)
-    b.call_kernel(spec, [xn])
-    b.forward.result = name("out")
+    b.call_as_laid_out(spec, x, dims)
 
 
 PATTERNS = (Pattern("scan", ("scan",), build_scan, ("SCAN.cumsum",), ops=("cumsum",)),)
