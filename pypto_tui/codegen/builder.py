@@ -216,7 +216,7 @@ class Builder:
         return m, k, n
 
     # ------------------------------------------------------------------ loops
-    @cites("P6.loop-tail")
+    @cites("P6.loop-tail", "CL.ceil-div")
     def loop_constant(self) -> Ex:
         """LOOP_COUNT as the loop step chose it, with BASIC_BATCH, iterations, the tail and the
         tiles per iteration written next to it."""

@@ -54,7 +54,7 @@ def _kernel_params(b: Builder, spec: KernelSpec) -> tuple[cst.Parameters, bool]:
     return (_multiline(params) if long else cst.Parameters(params=params)), long
 
 
-@cites("P1.static-shape")
+@cites("P1.static-shape", "API.module-name", "CL.run-mode-header")
 def build_factory(b: Builder, spec: KernelSpec) -> list[cst.BaseStatement]:
     """One factory: shapes and scalars as closure constants, returning the jit kernel (P1.static-shape)."""
     kparams, long = _kernel_params(b, spec)

@@ -22,4 +22,5 @@ from __future__ import annotations
 
 from pypto_tui.sim.design_runs import sweep
 
-CHECKS = {"sim.sweep": sweep}
+CHECKS: dict[str, object] = {}
+APPLIES = {"sim.sweep": sweep}
