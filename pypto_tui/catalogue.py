@@ -39,7 +39,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "lint.tile_waste", "lint.tile_extra_dims", "lint.view_constant", "lint.out_rebind",
     "lint.move_after_loop", "lint.cond", "lint.return_in_kernel", "lint.init_signature",
     # the compiler in the loop
-    "sim.sweep",
+    "sim.sweep", "sim.verify",
 })
 
 
