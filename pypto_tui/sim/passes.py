@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ BRIEF_GLOB = f"output_*/verify_*/{BRIEF_CSV}"
 MAX_FILES = 256
 MAX_BYTES = 64 * 1024 * 1024
 PASSED = "PASS"
+MAX_LOG_BYTES = 8 * 1024 * 1024
+# plog: "... FB4001! VerifyPass failed for function F, pass CodegenPreproc (passIndex: 36, ...): ..., COPY_INOpError"
+_UNRUNNABLE = re.compile(r"VerifyPass failed for function \S+, pass (\w+) \(passIndex: (\d+)[^\n]*?(\w+?)OpError")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,25 @@ def read_rows(out_dir: Path) -> tuple[list[PassRow], int]:
     return rows, len(files)
 
 
+def unrunnable_passes(log_dir: Path) -> dict[str, str]:
+    """Passes whose graph the interpreter could not run (plog FB4001), with the op it stopped at:
+    why a pass left no row. Pass names as in the brief CSV (Pass_36_CodegenPreproc)."""
+    out: dict[str, str] = {}
+    budget = MAX_LOG_BYTES
+    for f in sorted(Path(log_dir).rglob("*.log")):
+        if budget <= 0:
+            break
+        try:
+            with f.open("rb") as fh:
+                text = fh.read(budget).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        budget -= len(text)
+        for m in _UNRUNNABLE.finditer(text):
+            out.setdefault(f"Pass_{int(m.group(2)):02d}_{m.group(1)}", m.group(3))
+    return out
+
+
 def _first_failure(rows: Sequence[PassRow], order: Sequence[str]) -> PassRow | None:
     failed = [r for r in rows if not r.passed]
     if not failed:
@@ -124,10 +147,11 @@ def _where(row: PassRow) -> str:
 
 @cites("V020.every-pass-verified")
 def check_passes(rows: Sequence[PassRow], files: int, launches: int, passes: Sequence[str], reference: str,
-                 reference_ok: bool | None) -> PassCheck:
+                 reference_ok: bool | None, unrunnable: Mapping[str, str] | None = None) -> PassCheck:
     """The verdict over every stage: `reference_ok` is the worker's own comparison of the
     reference stage (the values in the out tensors) with torch (None: it did not run); `launches`
-    is how many kernel calls the worker made, each of which must have written its rows."""
+    is how many kernel calls the worker made, each of which must have written its rows;
+    `unrunnable` says which passes the interpreter could not run, and at which op."""
     check = PassCheck(expected=[reference, *passes], rows=len(rows))
     sites: dict[tuple[str, str, str, str], set[str]] = {}
     for r in rows:
@@ -154,17 +178,23 @@ def check_passes(rows: Sequence[PassRow], files: int, launches: int, passes: Seq
         check.reason = "the knowledge pack lists no compiler passes to check (passes.toml): nothing verified them"
     elif not rows:
         check.reason = (f"pass-verify wrote no pass rows ({len(passes)} expected per function, loop iteration "
-                        f"and output): the compiler's passes were not checked, so this is not a pass")
+                        f"and output){_why(check.missing, unrunnable)}: the compiler's passes were not checked, "
+                        "so this is not a pass")
     elif check.missing:
         short = sum(1 for names in sites.values() if not set(passes) <= names)
         where = f"at {short} of {len(sites)} checked place(s)" if short else f"for {launches - files} kernel call(s)"
-        check.reason = (f"pass-verify has no row for {', '.join(check.missing)} {where}: "
-                        f"a missing row is not a pass")
+        check.reason = (f"pass-verify has no row for {', '.join(check.missing)} {where}"
+                        f"{_why(check.missing, unrunnable)}: a missing row is not a pass")
     check.verified = bool(reference_ok) and bool(passes) and bool(rows) and not check.missing \
         and check.first_failing is None
     if check.verified:
         check.reason = f"{reference} matches torch and all {len(passes)} compiler passes agree with it"
     return check
+
+
+def _why(missing: Sequence[str], unrunnable: Mapping[str, str] | None) -> str:
+    ops = [f"{p} at op {unrunnable[p]}" for p in missing if unrunnable and p in unrunnable]
+    return f" (the interpreter could not run {', '.join(ops)})" if ops else ""
 
 
 def fold_into(result: J.SimResult, check: PassCheck) -> None:

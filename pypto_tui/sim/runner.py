@@ -212,7 +212,7 @@ def _check_passes(job: J.SimJob, work: Path, result: J.SimResult) -> None:
     rows, files = passes.read_rows(work / "out")
     reference_ok = None if result.status not in (J.OK, J.MISMATCH) else result.status == J.OK
     check = passes.check_passes(rows, files, result.kernel_calls or 0, job.passes or (),
-                                job.reference or "tensor_graph", reference_ok)
+                                job.reference or "tensor_graph", reference_ok, passes.unrunnable_passes(work / "log"))
     passes.fold_into(result, check)
 
 

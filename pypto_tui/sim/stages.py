@@ -51,3 +51,20 @@ def read_stage(work: Path) -> str | None:
         return (work / STAGE_FILE).read_text(encoding="utf-8").strip()[:32] or None
     except OSError:
         return None
+
+
+def eta_s(done: int, total: int, elapsed_s: float) -> float | None:
+    """Seconds left at the pace so far (None before the first result or once all are done)."""
+    if done <= 0 or total <= done or elapsed_s <= 0:
+        return None
+    return elapsed_s / done * (total - done)
+
+
+def duration(seconds: float) -> str:
+    """12 s, 3 min 5 s, 1 h 2 min: short enough for a status line."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s" if s % 60 else f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
