@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, Self
 
 from rich.console import Console
 from rich.progress import (
@@ -59,18 +59,15 @@ def workers_end_with_us() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-class StageSpinner:
-    """One long job: a spinner with its current stage and the elapsed time."""
+class _Display:
+    """A rich Progress on stderr, live only when stderr is a terminal (and `enabled`)."""
 
-    def __init__(self, title: str) -> None:
-        self.title = title
-        self.live = _err.is_terminal
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                 console=_err, transient=True)
-        self.task = self.progress.add_task(f"{title}: starting", total=None)
-        self._announced = False
+    def __init__(self, progress: Progress, description: str, enabled: bool = True) -> None:
+        self.live = enabled and _err.is_terminal
+        self.progress = progress
+        self.task = self.progress.add_task(description, total=None)
 
-    def __enter__(self) -> StageSpinner:
+    def __enter__(self) -> Self:
         if self.live:
             self.progress.start()
         return self
@@ -78,6 +75,16 @@ class StageSpinner:
     def __exit__(self, *exc: object) -> None:
         if self.live:
             self.progress.stop()
+
+
+class StageSpinner(_Display):
+    """One long job: a spinner with its current stage and the elapsed time."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                  console=_err, transient=True), f"{title}: starting")
+        self.title = title
+        self._announced = False
 
     def stage(self, _job: Any, stage: str) -> None:
         """The runner's `status` callback (called from its waiting thread; rich is thread-safe)."""
@@ -90,26 +97,15 @@ class StageSpinner:
         self.progress.update(self.task, description=f"{self.title}: {stages.describe(stage)}")
 
 
-class SweepBar:
+class SweepBar(_Display):
     """Many compiles: done / total, elapsed, time left, and the stage of the one in flight."""
 
     def __init__(self, title: str, enabled: bool) -> None:
+        super().__init__(Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                                  console=_err, transient=True), title, enabled)
         self.title = title
-        self.live = enabled and _err.is_terminal
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
-                                 console=_err, transient=True)
-        self.task = self.progress.add_task(title, total=None)
         self.last = ""
-
-    def __enter__(self) -> SweepBar:
-        if self.live:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live:
-            self.progress.stop()
 
     def tick(self, done: int, total: int, result: Any) -> None:
         """The runner's `progress` callback."""

@@ -1,7 +1,9 @@
 """`sim` and `verify`: the real pypto 0.2.0 compiler on the CPU, one subprocess per candidate.
 
-Both say exactly what to install when pypto or torch is missing (exit 2), and never leave the
-compiler's output folders behind.
+Both say exactly what to install when pypto or torch is missing (exit 2), never leave the
+compiler's output folders behind, show on stderr what the workers are doing (progress.py), and
+end their workers when they are stopped (Ctrl+C, SIGTERM). `verify` checks the generated kernel
+or, with --kernel, any kernel module; it passes only when every compiler pass agrees.
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ BRIEF_GLOB = f"output_*/verify_*/{BRIEF_CSV}"
 MAX_FILES = 256
 MAX_BYTES = 64 * 1024 * 1024
 PASSED = "PASS"
+# What a verify result (and the report built from it) says about the passes: the same keys in both.
+PASS_FIELDS = ("passes_expected", "passes_checked", "missing_passes", "first_failing_pass", "pass_rows")
 MAX_LOG_BYTES = 8 * 1024 * 1024
 # plog: "... FB4001! VerifyPass failed for function F, pass CodegenPreproc (passIndex: 36, ...): ..., COPY_INOpError"
 _UNRUNNABLE = re.compile(r"VerifyPass failed for function \S+, pass (\w+) \(passIndex: (\d+)[^\n]*?(\w+?)OpError")
@@ -74,9 +76,10 @@ class PassCheck:
 
 def _number(text: str | None, kind: type) -> Any:
     try:
-        return kind(float(text)) if kind is int else float(text or "")
-    except (TypeError, ValueError):
+        value = float(text or "")
+    except ValueError:
         return None
+    return int(value) if kind is int else value
 
 
 def parse_brief(text: str, file_id: str) -> list[PassRow]:

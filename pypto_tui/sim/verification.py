@@ -10,6 +10,7 @@ never silently replaced. `scale="full"` runs the task's own shapes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from pypto_tui.sim import jobs as J
 from pypto_tui.sim import scaled
 from pypto_tui.sim.design_runs import Progress, Status, init_args, input_specs, variant
 from pypto_tui.sim.kernel_file import KernelFile, read_kernel_file
+from pypto_tui.sim.passes import PASS_FIELDS
 
 SCALES = ("small", "full")
 _DESIGN_CONSTANTS = ("LOOP_COUNT", "CUBE_M", "CUBE_K", "CUBE_N")
@@ -58,6 +60,7 @@ class VerifyReport:
     missing_passes: list[str] = field(default_factory=list)
     first_failing_pass: str | None = None
     pass_rows: int | None = None
+    peak_rss_mb: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -242,6 +245,9 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
         tile_name = _tile_constant(consts, pipeline.chosen_tile())
         report.design_tile = list(consts[tile_name]) if tile_name else None
         report.design_loop_count = consts.get("LOOP_COUNT")
+        if tile_name is None and pipeline.design.tile:
+            report.notes.append(f"the generated kernel sets no vec tile, so the tile asked for "
+                                f"{_fmt(pipeline.design.tile)} does not change it")
         if scale == "full":
             test, gen, shapes = pipeline, full_gen, _full_shapes(pipeline)
         else:
@@ -285,8 +291,13 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
                         cube=cube or pipeline.design.cube)
     gen = _kernel(test)
     if gen.supported:
-        why = notes[0] if notes else f"the code generator derives it from the test shapes {_fmt_shapes(shapes)}"
+        why = ("keeping it needs shapes over the verify limit (see notes)" if notes else
+               f"the code generator derives it from the test shapes {_fmt_shapes(shapes)}")
         report.changes = _design_changes(consts, _constants(gen), tile_name, why)
+        if not report.changes and full_keep is not None and geometry is not None:
+            # Same constants, but the shapes may still not give them their meaning (a relaxed loop).
+            report.changes = [f"{p}: {why}" for p in scaled.kept_problems(full_keep, geometry.shape,
+                                                                         geometry.matmul)]
     return test, gen, shapes
 
 
@@ -341,15 +352,20 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
     else:
         report.reason = str((worst.get("reason") if worst and not worst.get("passed", True) else None)
                             or r.reason or r.error or r.status)
-    report.status, report.wall_s, report.outputs = r.status, r.wall_s, r.outputs
-    report.passes_expected, report.passes_checked = list(r.passes_expected), list(r.passes_checked)
-    report.missing_passes, report.first_failing_pass, report.pass_rows = (list(r.missing_passes),
-                                                                          r.first_failing_pass, r.pass_rows)
+    report.status, report.wall_s, report.outputs, report.peak_rss_mb = r.status, r.wall_s, r.outputs, r.peak_rss_mb
+    for key in PASS_FIELDS:
+        value = getattr(r, key)
+        setattr(report, key, list(value) if isinstance(value, list) else value)
     if worst:
         report.max_abs_err, report.max_rel_err = worst.get("max_abs_err"), worst.get("max_rel_err")
         report.fail_share = worst.get("fail_share")
     if r.status == J.ERROR and report.kernel != "generated" and report.scale == "small":
         report.notes.append("if the kernel only accepts the task's own shapes, verify it with --scale full")
+    if r.status in (J.TIMEOUT, J.CRASHED) and report.scale == "full":
+        size = sum(math.prod(s) for s in report.shapes.values())
+        report.notes.append(f"the task's own shapes ({size} input elements) are too much for the interpreter "
+                            "with every pass on this machine: --scale small keeps the tile and loop count at "
+                            "smaller shapes")
     return report
 
 

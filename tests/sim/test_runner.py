@@ -27,7 +27,7 @@ def job(label: str = "j", src: str = "pass") -> jobs.SimJob:
     return jobs.SimJob(kind="cost", kernel_source=src, inputs=(jobs.InputSpec((4,)),), label=label)
 
 
-def test_timeout_kills_the_worker_and_its_children(tmp_path: Path) -> None:
+def test_timeout_kills_the_worker_and_its_children(tmp_path: Path, alive) -> None:
     pidfile = tmp_path / "child.pid"
     py = fake_python(tmp_path, f"sleep 60 & echo $! > {pidfile}\nwait")
     t0 = time.perf_counter()
@@ -36,20 +36,7 @@ def test_timeout_kills_the_worker_and_its_children(tmp_path: Path) -> None:
     assert time.perf_counter() - t0 < 10
     child = int(pidfile.read_text())
     time.sleep(0.2)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that never comes does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    assert not alive(child)
 
 
 def test_a_dead_worker_is_reported_as_crashed(tmp_path: Path) -> None:
@@ -176,7 +163,7 @@ echo '{"kind": "cost", "status": "ok", "e2e_us": 1.0}' > "$4" """)
     assert r.ok and seen == ["importing", "kernel"]
 
 
-def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Path) -> None:
+def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Path, alive) -> None:
     pids = tmp_path / "pids"
     py = fake_python(tmp_path, f"echo $$ >> {pids}\nsleep 60")
     started = []
@@ -201,4 +188,4 @@ def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Pat
     assert len(started) == 2 and runner.live_workers() == []
     time.sleep(0.2)
     assert len(pids.read_text().split()) == 2  # the three queued jobs never started
-    assert not any(_alive(int(p)) for p in pids.read_text().split())
+    assert not any(alive(int(p)) for p in pids.read_text().split())
