@@ -115,3 +115,35 @@ def test_progress_lines_say_what_is_running_and_how_long_is_left() -> None:
     assert "left" not in sim_support.progress_line(6, 6, result, elapsed_s=60.0)
     stage = sim_support.stage_line("verify", "calculator", started=0.0)
     assert stage.startswith("verify: building pypto's calculator library (one-time")
+
+
+async def test_verify_shows_the_workers_stage_and_a_failing_pass(make_app, ui, monkeypatch) -> None:
+    """The kernel screen's side of verify, with a stand-in: the worker's stage on the progress
+    row while it runs, and the first failing compiler pass in the verdict."""
+    from pypto_tui.sim import verification
+
+    seen: list[str] = []
+
+    def fake(pipeline, scale, progress, status):
+        status(None, "calculator")
+        report = verification.VerifyReport(True, False, "compiler pass Pass_28_InferParamIndex is wrong",
+                                           shapes={"x": [4, 16384]}, first_failing_pass="Pass_28_InferParamIndex")
+        return report
+
+    class Recorded(kernel_screen.WorkProgress):
+        def __init__(self, job, done, total, text=""):
+            super().__init__(job, done, total, text)
+            seen.append(text)
+
+    monkeypatch.setattr(kernel_screen, "sim_unavailable", lambda: None)
+    monkeypatch.setattr(kernel_screen, "WorkProgress", Recorded)
+    monkeypatch.setattr(verification, "verify", fake)
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        await _go(app, pilot, ui, 4)
+        screen = app.screen
+        assert isinstance(screen, KernelScreen)
+        await pilot.press("ctrl+r")
+        await ui.settle(pilot, app)
+        assert screen.verdict is not None and "Pass_28_InferParamIndex" in screen.verdict
+    assert any(t.startswith("verify: building pypto's calculator library (one-time") for t in seen), seen
