@@ -84,8 +84,6 @@ def interpret(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Non
         raise SimModeError(f"{kernel!r} is not a pypto 0.2.0 jit kernel: cannot interpret it")
     if not shim.calculator_ready():
         print(f"pypto-tui: {stages.ONE_TIME_NOTE}", file=sys.stderr, flush=True)
-    shim.ensure_calculator()
-    shim.install_copy_to_host_shim()
     from pypto_tui.sim.worker import silenced_fds
 
     with _lock, tempfile.TemporaryDirectory(prefix="pypto-tui-interpret-") as tmp:
@@ -93,9 +91,12 @@ def interpret(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Non
         os.environ[OUTPUT_DIR_ENV] = tmp
         kernel._verify_options = dict(INTERPRETER_OPTIONS)
         try:
-            # pypto's C++ side and helper scripts print pages of cost-model output (and tracebacks
-            # for plotting libraries it does not need): keep the caller's terminal clean.
+            # The calculator's CMake build, pypto's C++ side and its helper scripts print pages of
+            # output (and tracebacks for plotting libraries it does not need): keep the caller's
+            # terminal clean. Errors still arrive as Python exceptions.
             with silenced_fds(Path(tmp) / "pypto-output.log"):
+                shim.ensure_calculator()
+                shim.install_copy_to_host_shim()
                 kernel(*args, **kwargs)
         finally:
             kernel._verify_options = saved_options
