@@ -33,7 +33,7 @@ STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml", "ops.toml")
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +156,21 @@ class OpData:
 
 
 @dataclass(frozen=True, slots=True)
+class PassVerify:
+    """The compiler passes pass-verify checks (passes.toml): `reference` is the stage every pass
+    row is compared with (pypto-tui compares that one with torch itself); `passes` in pipeline order."""
+
+    rule: str
+    reference: str
+    passes: tuple[str, ...]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """Everything a verification must see pass: the reference, then each pass."""
+        return (self.reference, *self.passes)
+
+
+@dataclass(frozen=True, slots=True)
 class Flavour:
     name: str
     description: str
@@ -181,6 +196,7 @@ class KnowledgeBase:
     cube: CubeStart | None = None
     files: Mapping[str, Path] = field(default_factory=dict)
     ops: Mapping[str, OpData] = field(default_factory=dict)
+    pass_verify: PassVerify | None = None
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -531,6 +547,19 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
     return out
 
 
+def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
+    t = r.sub("pass_verify")
+    rule = t.text("rule")
+    if rule not in rules:
+        raise t.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+    passes = t.strs("passes")
+    if not passes:
+        raise t.fail("passes", "list at least one pass name")
+    if len(set(passes)) != len(passes):
+        raise t.fail("passes", "a pass is listed twice")
+    return PassVerify(rule, t.text("reference"), passes)
+
+
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     """Which file provides each part of the pack, following `extends` to the bundled default."""
     pack_toml = path / "pack.toml"
@@ -589,12 +618,13 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
     )
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
+    pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
     return KnowledgeBase(
         name=pack.text("name"), version=pack.text("version"),
         description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files, ops=ops,
+        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify,
     )
 
 
