@@ -184,6 +184,16 @@ PROBES: dict[str, tuple[str, str, str]] = {
         e = pypto.exp(x)
         out.move(e * 0.5 + e * 0.5)
     """, "compile_error: exceeds MEM_UB size"),
+    # HW.ub-capacity: an op whose input dies there works in place (one 128 KiB tile); when the input
+    # is still needed afterwards the op holds input and output (two tiles, 256 KiB)
+    "ub_input_dies_128k": (JIT, """
+        pypto.set_vec_tile_shapes(64, 512)
+        out.move(pypto.exp(x * 1.0))
+    """, "ok"),
+    "ub_input_live_128k": (JIT, """
+        pypto.set_vec_tile_shapes(64, 512)
+        out.move(pypto.exp(x) + x * 0.0)
+    """, "compile_error: exceeds MEM_UB size"),
     # API.single-dim-reduce: a reduction over two axes at once
     "reduce_two_dims": (JIT, """
         pypto.set_vec_tile_shapes(16, 512)
