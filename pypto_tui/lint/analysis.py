@@ -57,7 +57,7 @@ _PYPTO_NON_TENSOR = frozenset({
     "loop", "cond", "jit", "frontend", "dynamic", "verify", "compile", "ceil_div", "symbolic_scalar",
 })
 # pypto.min / pypto.max work on symbolic scalars (loop indices), not tensors (0.2.0 operation.py).
-_PYPTO_SCALAR = frozenset({"min", "max"})
+_PYPTO_SCALAR = frozenset({"min", "max", "ceildiv", "ceil_div"})
 _PYPTO_NON_TENSOR_PREFIXES = ("set_", "get_", "is_", "frontend.", "experimental.", "config.")
 # Tensor methods whose result is not a tensor.
 _NON_TENSOR_METHODS = frozenset({
@@ -699,14 +699,68 @@ class ModuleInfo:
 
     def _helper_calls(self, caller: KernelInfo) -> Iterator[tuple[cst.Call, cst.FunctionDef]]:
         for node in iter_nodes(caller.node.body):
-            if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Name):
+            fn = self.called_function(node)
+            if fn is not None and fn not in self.kernels:
+                yield node, fn  # type: ignore[misc]
+
+    def called_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function of this module a call `f(...)` runs, when `f` is bound once to a def."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Name):
+            return None
+        owner, bindings = self.lookup(node.func.value, self.scope_of(node))
+        if owner is None or not bindings or len(bindings) != 1 or bindings[0].how != "def":
+            return None
+        fn = bindings[0].node
+        return fn if isinstance(fn, cst.FunctionDef) and fn in self.scopes else None
+
+    def symbolic_reason(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
+        """Why `expr` is a symbolic scalar in kernel (or helper) `k`, as a sentence: it reads a
+        pypto.loop index, a dynamic axis (`x.shape[0]` of a `[DYNAMIC, ...]` tensor) or a local
+        computed from one. None when it is a compile-time value as far as the source shows
+        (constants, closure values, loop_unroll factors, Python range indices, a helper's params)."""
+        found = self._symbolic_root(expr, k, frozenset())
+        if found is None:
+            return None
+        via, root = found
+        return f"'{via}' depends on {root}" if via else f"it reads {root}"
+
+    def _symbolic_root(self, expr: cst.BaseExpression, k: KernelInfo,
+                       seen: frozenset[str]) -> tuple[str | None, str] | None:
+        """(the local it comes through, the symbolic source) for the first symbolic read in `expr`."""
+        for part in _value_parts(expr):
+            if isinstance(part, cst.Subscript):
+                axis = self._dynamic_axis(part, k)
+                if axis is not None:
+                    return None, f"the dynamic axis {axis}"
                 continue
-            owner, bindings = self.lookup(node.func.value, self.scope_of(node))
-            if owner is None or not bindings or len(bindings) != 1 or bindings[0].how != "def":
+            name = part.value
+            owner, bindings = self.lookup(name, k.scope)
+            if name in seen or owner is not k.scope or bindings is None:
                 continue
-            fn = bindings[0].node
-            if isinstance(fn, cst.FunctionDef) and fn not in self.kernels and fn in self.scopes:
-                yield node, fn
+            for b in bindings:
+                how = self.loop_variable(b, name)
+                if how == "symbolic":
+                    return None, f"the pypto.loop index '{name}'"
+                if how is None and b.how in ("assign", "aug") and b.value is not None:
+                    inner = self._symbolic_root(b.value, k, seen | {name})
+                    if inner is not None:
+                        return name, inner[1]
+        return None
+
+    def _dynamic_axis(self, expr: cst.Subscript, k: KernelInfo) -> str | None:
+        base = expr.value.value  # type: ignore[attr-defined]
+        if not isinstance(base, cst.Name) or base.value not in k.tensor_params or len(expr.slice) != 1:
+            return None
+        t = k.tensor_params[base.value]
+        sl = expr.slice[0].slice
+        if not isinstance(sl, cst.Index):
+            return None
+        axis = self.const_value(sl.value, k.scope)
+        if not isinstance(axis, int) or isinstance(axis, bool) or t.shape is None:
+            return None
+        if -len(t.shape) <= axis < len(t.shape) and t.shape[axis] is None:
+            return f"{base.value}.shape[{axis}]"
+        return None
 
     def _helper_info(self, fn: cst.FunctionDef, sites: list[tuple[KernelInfo, cst.Call]],
                      via: tuple[str, ...]) -> KernelInfo:
@@ -992,6 +1046,27 @@ class ModuleInfo:
 
 
 MAX_HELPER_DEPTH = 6
+
+
+def _value_parts(node: cst.CSTNode) -> Iterator[cst.Name | cst.Subscript]:
+    """The names an expression reads and its `t.shape[i]` reads (not `t` itself, not lambdas)."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        if node.attr.value not in ("shape", "dtype"):
+            yield from _value_parts(node.value)
+        return
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Arg):
+        yield from _value_parts(node.value)
+        return
+    if isinstance(node, cst.Lambda):
+        return
+    for child in children(node):
+        yield from _value_parts(child)
 
 
 def _params(fn: cst.FunctionDef) -> list[cst.Param]:

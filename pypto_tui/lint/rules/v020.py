@@ -137,8 +137,8 @@ class OutRebind(LintRule):
     @m.visit(m.Assign() | m.AugAssign() | m.AnnAssign())
     def check_assign(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         k = self.kernel_of(node)
-        if k is None:
-            return
+        if k is None or k.is_helper:
+            return  # a helper rebinding its own parameter is ordinary Python
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         outs = self.outputs(k)
         for t in targets:
