@@ -101,9 +101,14 @@ def matching_profile(version: str | None, profiles: Mapping[str, VersionProfile]
 
 
 def _release(v: str) -> tuple[int, ...]:
+    """(0, 2, 0) for '0.2.0', '0.2.0rc1' and '0.2.0.post1': the leading numbers of the version."""
     out = []
     for part in v.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
         if not digits:
             break
         out.append(int(digits))
