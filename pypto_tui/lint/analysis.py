@@ -31,7 +31,7 @@ from typing import Any
 import libcst as cst
 
 from pypto_tui.contract.values import DType, Ref, broadcast
-from pypto_tui.lint.consts import KernelTensor, ScopeEvaluator, dims_of, plain_value
+from pypto_tui.lint.consts import KernelTensor, ScopeEvaluator, dims_of, is_dynamic_marker, plain_value
 
 JIT_DECORATORS = frozenset({"pypto.frontend.jit", "pypto.jit"})
 LOOP_FUNCS = frozenset({"pypto.loop", "pypto.loop_unroll"})
@@ -297,6 +297,9 @@ class TensorShape:
     shape: tuple[int | None, ...] | None
     dtype: str | None
     node: cst.CSTNode
+    dynamic: frozenset[int] = frozenset()
+    """The axes declared dynamic (`pypto.DYNAMIC`, `pypto.frontend.dynamic(...)`): their size is a
+    symbolic scalar. An axis whose size is merely unknown here (a factory parameter) is not."""
 
     @property
     def known(self) -> tuple[int, ...] | None:
@@ -758,7 +761,7 @@ class ModuleInfo:
         axis = self.const_value(sl.value, k.scope)
         if not isinstance(axis, int) or isinstance(axis, bool) or t.shape is None:
             return None
-        if -len(t.shape) <= axis < len(t.shape) and t.shape[axis] is None:
+        if -len(t.shape) <= axis < len(t.shape) and axis % len(t.shape) in t.dynamic:
             return f"{base.value}.shape[{axis}]"
         return None
 
@@ -915,7 +918,14 @@ class ModuleInfo:
         rank, shape = self._shape(shape_expr, scope)
         if rank == 0:  # `pypto.Tensor([], DT)`: a dynamic shape, of any rank
             rank, shape = None, None
-        return TensorShape(p.name.value, rank, shape, self.dtype_of(dtype_expr, scope), p)
+        dynamic = self._dynamic_axes(shape_expr, scope) if shape is not None else frozenset()
+        return TensorShape(p.name.value, rank, shape, self.dtype_of(dtype_expr, scope), p, dynamic)
+
+    def _dynamic_axes(self, expr: cst.BaseExpression | None, scope: Scope) -> frozenset[int]:
+        v = self.values.value(expr, scope) if expr is not None else None
+        if not isinstance(v, list | tuple):
+            return frozenset()
+        return frozenset(i for i, d in enumerate(v) if is_dynamic_marker(d))
 
     def _shape(self, expr: cst.BaseExpression | None, scope: Scope) -> tuple[int | None, tuple[int | None, ...] | None]:
         """(rank, dims) of a shape expression: a list/tuple, or a name or call giving one, or one size."""
@@ -968,8 +978,10 @@ class ModuleInfo:
             return None
         if name != "view" and not isinstance(shape_expr, cst.Tuple | cst.List):
             v = self.const_value(shape_expr, scope)
-            if not isinstance(v, tuple):
-                shape_expr = cst.Tuple([cst.Element(shape_expr)])
+            if isinstance(v, int) and not isinstance(v, bool):
+                shape_expr = cst.Tuple([cst.Element(shape_expr)])  # `pypto.zeros(N)`: one axis
+            elif not isinstance(v, tuple):
+                return None  # a size or a shape the source does not show
         rank, shape = self._shape(shape_expr, scope)
         if rank is None:
             return None

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pypto_tui.lint.analysis import ModuleInfo, Scope
 
 DYNAMIC_DIMS = frozenset({"pypto.DYNAMIC", "pypto.DYN"})
+DYNAMIC_FACTORIES = frozenset({"pypto.frontend.dynamic"})
 MAX_CALL_DEPTH = 8
 _BIG = 10**18
 # Builtins whose result a static reader can compute cheaply from small constants (no range():
@@ -128,6 +129,8 @@ class ScopeEvaluator(Evaluator):
                 return _PYPTO_INT_FUNCS[func.dotted](*args)
             if func.dotted.startswith("builtins.") and func.dotted[9:] not in _SAFE_BUILTINS:
                 return Unknown(f"'{self.code(node)}' is not evaluated statically")
+            if func.dotted in DYNAMIC_FACTORIES:
+                return Ref("pypto.DYNAMIC")  # `pypto.frontend.dynamic("bs")`: a dynamic axis
             if func.dotted.startswith(("pypto.", "torch.")):
                 return Unknown(f"'{self.code(node)}' is not a compile-time constant")
         return super().call(func, args, kwargs, node)

@@ -90,9 +90,9 @@ class KernelReshape(LintRule):
             what = f".{node.func.attr.value}(...)"
         else:
             return
-        self.report(node, f"`{what}` inside a jit kernel copies the data (the rule documents forbid it; 0.2.0 "
-                          "accepts it): reshape in ModelNew.forward and hand the kernel tensors of the rank it "
-                          "was written for, or use pypto.reshape(..., inplace=True)")
+        self.report(node, f"`{what}` inside a jit kernel (the rule documents forbid it; 0.2.0 accepts it): "
+                          "reshape in ModelNew.forward and hand the kernel tensors of the rank it was written for, "
+                          "or use pypto.reshape(..., inplace=True)")
 
 
 _DIM_NAMES = frozenset({
