@@ -28,12 +28,14 @@ LEVELS = (*SEVERITIES, "off")
 
 @dataclass(frozen=True, slots=True)
 class VersionProfile:
-    """What one PyPTO release has: its `pypto.` names and the keywords its jit decorator takes."""
+    """What one PyPTO release has: its `pypto.` names and the keywords its jit decorator and its
+    loops act on."""
 
     pypto: str
     source: str
     api: frozenset[str]
     jit_options: frozenset[str]
+    loop_options: frozenset[str]
     note: str
 
 
@@ -145,7 +147,7 @@ def _load(path: str, stamp: float, sources: frozenset[str] | None, rules: frozen
         for rel in item.strs("api"):
             names |= _api_names(root / rel, item, rel)
         profiles[name] = VersionProfile(name, source, frozenset(names), frozenset(item.strs("jit_options")),
-                                        item.text("note", required=False))
+                                        frozenset(item.strs("loop_options")), item.text("note", required=False))
     if not profiles:
         raise r.fail("profile", "a lint.toml needs at least one [[profile]]")
     fallback = head.text("fallback")

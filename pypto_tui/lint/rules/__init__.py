@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pypto_tui.lint.base import LintRule
 from pypto_tui.lint.rules.api import ApiNames, JitDecorator
-from pypto_tui.lint.rules.control import BuiltinMinMax, KernelLoops, UnrollInnermost
+from pypto_tui.lint.rules.control import BuiltinMinMax, KernelLoops, LoopOptions, UnrollInnermost
 from pypto_tui.lint.rules.cube import CubeTiles
 from pypto_tui.lint.rules.forward import ForwardTorch, InitSignatureRule
 from pypto_tui.lint.rules.kernel import Cond, DimBranch, KernelReshape, ReduceApi
@@ -19,7 +19,7 @@ from pypto_tui.lint.rules.views import ReshapeShape, ViewRank
 ALL_RULES: tuple[type[LintRule], ...] = (
     ApiNames, JitDecorator,
     ScalarLeft, UnaryMinus, ScalarFirstArg,
-    NestedLoop, LoopAxis, ViewConstant, UnrollInnermost, KernelLoops, BuiltinMinMax,
+    NestedLoop, LoopAxis, ViewConstant, UnrollInnermost, KernelLoops, BuiltinMinMax, LoopOptions,
     ForwardTorch, KernelReshape, DimBranch, ReduceApi,
     TileOrder, LiteralTiles, TileWaste, TileExtraDims, CubeTiles, UbEstimate,
     ViewRank, ReshapeShape,

@@ -219,3 +219,35 @@ class UnrollInnermost(LintRule):
         if isinstance(value, tuple):
             return any(f != 1 for f in value)
         return True
+
+
+class LoopOptions(LintRule):
+    CHECK = "lint.loop_options"
+    RULE = "API.loop-options"
+    MESSAGE = "a pypto.loop keyword this release ignores"
+    VALID = (
+        _k("""\
+            for i in pypto.loop(0, 2, 1, name="rows", idx_name="i", submit_before_loop=True):
+                pypto.assemble(pypto.exp(pypto.view(x, [32, C], [i * 32, 0])), [i * 32, 0], out)
+        """),
+        Valid(_k("""\
+            for i in pypto.loop(2, parallel=True):
+                pypto.assemble(pypto.exp(pypto.view(x, [32, C], [i * 32, 0])), [i * 32, 0], out)
+        """), pypto="0.2.1"),
+    )
+    INVALID = (
+        Invalid(_k("""\
+            for i in pypto.loop(2, parallel=True):
+                pypto.assemble(pypto.exp(pypto.view(x, [32, C], [i * 32, 0])), [i * 32, 0], out)
+        """), line=10, col=28, pypto="0.2.0", message="parallel"),
+    )
+
+    @m.visit(m.Call())
+    def check_call(self, node: cst.Call) -> None:
+        if self.info.pypto_call(node, "loop", "loop_unroll") is None:
+            return
+        known = self.ctx.release.loop_options
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value not in known:
+                self.report(a, f"pypto {self.ctx.release.pypto}'s pypto.loop ignores `{a.keyword.value}=`: the kernel "
+                               f"runs as if it were not there (it acts on {', '.join(sorted(known))})")
