@@ -161,20 +161,48 @@ def iter_nodes(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CS
 
 
 def iter_load_names(expr: cst.CSTNode) -> Iterator[cst.Name]:
-    """Names read by an expression (not attribute names, keyword names or lambda parameters)."""
+    """Names read by an expression or a block of statements (not attribute names, keyword names,
+    lambda parameters, assignment or loop targets, nor anything inside a nested def)."""
     if isinstance(expr, cst.Name):
         yield expr
         return
-    if isinstance(expr, cst.Attribute):
+    if isinstance(expr, cst.Attribute | cst.Arg):
         yield from iter_load_names(expr.value)
         return
-    if isinstance(expr, cst.Arg):
-        yield from iter_load_names(expr.value)
+    if isinstance(expr, cst.Lambda | cst.FunctionDef | cst.ClassDef | cst.AssignTarget):
         return
-    if isinstance(expr, cst.Lambda):
+    if isinstance(expr, cst.For):
+        yield from iter_load_names(expr.iter)
+        yield from iter_load_names(expr.body)
+        return
+    if isinstance(expr, cst.AnnAssign):
+        if expr.value is not None:
+            yield from iter_load_names(expr.value)
         return
     for child in children(expr):
         yield from iter_load_names(child)
+
+
+def value_reads(node: cst.CSTNode) -> Iterator[cst.Name | cst.Subscript]:
+    """What an expression reads for its value: names, and `t.shape[i]` as a whole (not `t`, whose
+    annotation fixes its shape), skipping `.shape`/`.dtype` attributes and lambdas."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        if node.attr.value not in ("shape", "dtype"):
+            yield from value_reads(node.value)
+        return
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Arg):
+        yield from value_reads(node.value)
+        return
+    if isinstance(node, cst.Lambda):
+        return
+    for child in children(node):
+        yield from value_reads(child)
 
 
 def numeric_literal(expr: cst.BaseExpression) -> float | int | None:
@@ -730,7 +758,7 @@ class ModuleInfo:
     def _symbolic_root(self, expr: cst.BaseExpression, k: KernelInfo,
                        seen: frozenset[str]) -> tuple[str | None, str] | None:
         """(the local it comes through, the symbolic source) for the first symbolic read in `expr`."""
-        for part in _value_parts(expr):
+        for part in value_reads(expr):
             if isinstance(part, cst.Subscript):
                 axis = self._dynamic_axis(part, k)
                 if axis is not None:
@@ -1058,27 +1086,6 @@ class ModuleInfo:
 
 
 MAX_HELPER_DEPTH = 6
-
-
-def _value_parts(node: cst.CSTNode) -> Iterator[cst.Name | cst.Subscript]:
-    """The names an expression reads and its `t.shape[i]` reads (not `t` itself, not lambdas)."""
-    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
-        yield node
-        return
-    if isinstance(node, cst.Attribute):
-        if node.attr.value not in ("shape", "dtype"):
-            yield from _value_parts(node.value)
-        return
-    if isinstance(node, cst.Name):
-        yield node
-        return
-    if isinstance(node, cst.Arg):
-        yield from _value_parts(node.value)
-        return
-    if isinstance(node, cst.Lambda):
-        return
-    for child in children(node):
-        yield from _value_parts(child)
 
 
 def _params(fn: cst.FunctionDef) -> list[cst.Param]:

@@ -44,6 +44,6 @@ def test_probe_verdict(probe_results: dict[str, jobs.SimResult], name: str) -> N
     if expected == "ok":
         assert r.status == jobs.OK and r.passed, (r.status, r.error, r.reason)
         return
-    status, _, fragment = expected.partition(": ")
-    assert r.status == status, (r.status, r.error, r.reason)
+    statuses, _, fragment = expected.partition(": ")
+    assert r.status in statuses.split("|"), (r.status, r.error, r.reason)
     assert fragment in f"{r.error or ''} {r.reason or ''}", (r.error, r.reason)

@@ -7,31 +7,17 @@ checks apply to kernels and to the helpers they call.
 
 from __future__ import annotations
 
-import textwrap
-
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
 from pypto_tui.lint.analysis import call_arg, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, Valid, example
-
-_HEAD = """\
-import pypto
-
-R, C = 64, 512
-B = 24
-
-
-@pypto.frontend.jit
-def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pypto.DT_FP32)):
-    pypto.set_vec_tile_shapes(8, C)
-"""
-# Kernel bodies start on line 10.
+from pypto_tui.lint.rules._examples import ROWS, in_kernel
 
 
 def _k(body: str) -> str:
-    return _HEAD + textwrap.indent(example(body), "    ")
+    return in_kernel(body, ROWS)
 
 
 # What a Python `for` may run over in a kernel; the parser refuses these container kinds.

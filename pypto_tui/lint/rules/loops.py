@@ -15,7 +15,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
-from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names
+from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names, value_reads
 from pypto_tui.lint.base import Invalid, LintRule, example
 
 _HEAD = """\
@@ -283,7 +283,7 @@ class ViewConstant(_LoopRule):
     def _reason(self, expr: cst.BaseExpression, k: KernelInfo, seen: set[str]) -> tuple[str, bool] | None:
         """Why `expr` is not a compile-time constant, and whether a pypto.loop index is the cause."""
         other: tuple[str, bool] | None = None
-        for n in _names_skipping_shape(expr):
+        for n in (r for r in value_reads(expr) if isinstance(r, cst.Name)):
             name = n.value
             if name in seen:
                 continue
@@ -326,20 +326,3 @@ def _calls(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
         yield expr
     for child in children(expr):
         yield from _calls(child)
-
-
-def _names_skipping_shape(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
-    """Names an expression reads, except `t` in `t.shape[...]` (a static annotation's shape)."""
-    if isinstance(expr, cst.Attribute) and expr.attr.value in ("shape", "dtype"):
-        return
-    if isinstance(expr, cst.Name):
-        yield expr
-        return
-    if isinstance(expr, cst.Attribute):
-        yield from _names_skipping_shape(expr.value)
-        return
-    if isinstance(expr, cst.Arg):
-        yield from _names_skipping_shape(expr.value)
-        return
-    for child in children(expr):
-        yield from _names_skipping_shape(child)

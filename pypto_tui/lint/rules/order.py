@@ -8,7 +8,6 @@ does not need a tile; an arithmetic op, a reduction and a copying reshape do.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ import libcst.matchers as m
 
 from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children
 from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.rules._examples import BARE, in_kernel
 
 # pypto calls that record no vector work (or whose need for a tile is not measured): silent.
 _NO_VEC_TILE = frozenset({
@@ -26,20 +26,8 @@ _NO_VEC_TILE = frozenset({
 _NO_VEC_METHODS = frozenset({"view", "assemble", "move", "dim", "size", "numel", "shape", "dtype"})
 MAX_DEPTH = 8
 
-_HEAD = """\
-import pypto
-
-R, C = 64, 512
-
-
-@pypto.frontend.jit
-def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pypto.DT_FP32)):
-"""
-# Kernel bodies start on line 8.
-
-
-def _k(body: str, head: str = _HEAD) -> str:
-    return head + textwrap.indent(example(body), "    ")
+def _k(body: str) -> str:
+    return in_kernel(body, BARE)
 
 
 @dataclass

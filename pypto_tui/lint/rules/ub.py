@@ -20,34 +20,22 @@ guess would report kernels that compile.
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Iterator
 
 import libcst as cst
 import libcst.matchers as m
 
-from pypto_tui.lint.analysis import KernelInfo, Kind, Shape, children
-from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.analysis import KernelInfo, Kind, Shape, children, iter_load_names
+from pypto_tui.lint.base import Invalid, LintRule
+from pypto_tui.lint.rules._examples import BARE, in_kernel
 from pypto_tui.lint.rules.order import _NO_VEC_METHODS, _NO_VEC_TILE
 from pypto_tui.lint.rules.tiles import literal_tile
 from pypto_tui.tiles import ub_estimate
 
 _REDUCING = frozenset({"sum", "amax", "amin", "prod", "softmax", "log_softmax", "var", "mean"})
 
-_HEAD = """\
-import pypto
-
-R, C = 64, 512
-
-
-@pypto.frontend.jit
-def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pypto.DT_FP32)):
-"""
-# Kernel bodies start on line 8.
-
-
 def _k(body: str) -> str:
-    return _HEAD + textwrap.indent(example(body), "    ")
+    return in_kernel(body, BARE)
 
 
 class UbEstimate(LintRule):
@@ -93,7 +81,7 @@ class UbEstimate(LintRule):
         if k is None:
             return
         self._reads: dict[str, list[cst.Name]] = {}
-        for name in _loads(node.body):
+        for name in iter_load_names(node.body):
             self._reads.setdefault(name.value, []).append(name)
         self._reported: set[cst.CSTNode] = set()
         tile: tuple[int, ...] | None = None
@@ -201,33 +189,6 @@ def _source_order(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     for child in children(node):
         yield from _source_order(child)
-
-
-def _loads(node: cst.CSTNode) -> Iterator[cst.Name]:
-    """Names read in a function body (not assignment or loop targets, keywords or attribute names)."""
-    if isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Lambda):
-        return
-    if isinstance(node, cst.Name):
-        yield node
-        return
-    if isinstance(node, cst.Attribute):
-        yield from _loads(node.value)
-        return
-    if isinstance(node, cst.Arg):
-        yield from _loads(node.value)
-        return
-    if isinstance(node, cst.AssignTarget):
-        return
-    if isinstance(node, cst.For):
-        yield from _loads(node.iter)
-        yield from _loads(node.body)
-        return
-    if isinstance(node, cst.AnnAssign | cst.AugAssign):
-        if node.value is not None:
-            yield from _loads(node.value)
-        return
-    for child in children(node):
-        yield from _loads(child)
 
 
 def _statement_of(info: object, node: cst.CSTNode) -> cst.CSTNode:

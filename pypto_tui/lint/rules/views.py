@@ -8,30 +8,16 @@ valid_shape.
 
 from __future__ import annotations
 
-import textwrap
-
 import libcst as cst
 import libcst.matchers as m
 
 from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, positional_args
-from pypto_tui.lint.base import Invalid, LintRule, example
-
-_HEAD = """\
-import pypto
-
-R, C = 64, 512
-B = 24
-
-
-@pypto.frontend.jit
-def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pypto.DT_FP32)):
-    pypto.set_vec_tile_shapes(8, C)
-"""
-# Kernel bodies start on line 10.
+from pypto_tui.lint.base import Invalid, LintRule
+from pypto_tui.lint.rules._examples import ROWS, in_kernel
 
 
 def _k(body: str) -> str:
-    return _HEAD + textwrap.indent(example(body), "    ")
+    return in_kernel(body, ROWS)
 
 
 def _length(rule: LintRule, expr: cst.BaseExpression | None, node: cst.CSTNode) -> int | None:
@@ -95,7 +81,7 @@ class ViewRank(LintRule):
             return
         parts = ", ".join(f"{name} has {n}" for name, n in known.items())
         self.report(node, f"pypto.view takes a sub-block of the same rank but {parts} entries: give every one of them "
-                          "one entry per dimension (0.2.0 crashes on a mismatch); a view is not a reshape")
+                          "one entry per dimension (0.2.0 refuses or crashes on a mismatch); a view is not a reshape")
 
 
 class ReshapeShape(LintRule):
