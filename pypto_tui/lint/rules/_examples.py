@@ -34,6 +34,16 @@ def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pyp
 """
 
 
+# The ragged last block of 64 rows by 24, in PyPTO's idiom: a constant view shape, a valid_shape
+# bounded with pypto.min (a body for ROWS).
+RAGGED_ROWS = """\
+for i in pypto.loop(3):
+    rows = pypto.min(B, R - i * B)
+    chunk = pypto.view(x, [B, C], [i * B, 0], valid_shape=[rows, C])
+    pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+"""
+
+
 def in_kernel(body: str, head: str = ROWS) -> str:
     """`body` (any indentation) as the kernel's body under `head`."""
     return head + textwrap.indent(example(body), "    ")

@@ -13,7 +13,7 @@ from libcst.metadata import PositionProvider
 
 from pypto_tui.lint.analysis import call_arg, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, Valid, example
-from pypto_tui.lint.rules._examples import ROWS, in_kernel
+from pypto_tui.lint.rules._examples import RAGGED_ROWS, ROWS, in_kernel
 
 
 def _k(body: str) -> str:
@@ -97,12 +97,7 @@ class BuiltinMinMax(LintRule):
     RULE = "V020.builtin-minmax"
     MESSAGE = "builtin min()/max() of a symbolic value fails in a 0.2.0 kernel"
     VALID = (
-        _k("""\
-            for i in pypto.loop(3):
-                rows = pypto.min(B, R - i * B)
-                chunk = pypto.view(x, [B, C], [i * B, 0], valid_shape=[rows, C])
-                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
-        """),
+        in_kernel(RAGGED_ROWS),
         # compile-time ints: builtin min is plain Python
         _k("""\
             rows = min(B, R)

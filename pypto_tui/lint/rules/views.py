@@ -13,7 +13,7 @@ import libcst.matchers as m
 
 from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, positional_args
 from pypto_tui.lint.base import Invalid, LintRule
-from pypto_tui.lint.rules._examples import ROWS, in_kernel
+from pypto_tui.lint.rules._examples import RAGGED_ROWS, ROWS, in_kernel
 
 
 def _k(body: str) -> str:
@@ -37,12 +37,7 @@ class ViewRank(LintRule):
     RULE = "API.view-rank"
     MESSAGE = "a view's shape, offsets and valid_shape have one entry per dimension"
     VALID = (
-        _k("""\
-            for i in pypto.loop(3):
-                rows = pypto.min(B, R - i * B)
-                chunk = pypto.view(x, [B, C], [i * B, 0], valid_shape=[rows, C])
-                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
-        """),
+        in_kernel(RAGGED_ROWS),
         _k("""\
             SHAPE = (32, C)
             top = pypto.view(x, SHAPE, [0, 0])
