@@ -81,8 +81,10 @@ class LintSettings:
         return style.strict if strict else style.level
 
 
+@lru_cache(maxsize=1)
 def installed_pypto() -> str | None:
-    """The installed pypto's version from its package metadata (pypto is not imported)."""
+    """The installed pypto's version from its package metadata (pypto is not imported); read once
+    per process."""
     try:
         return importlib.metadata.version("pypto")
     except importlib.metadata.PackageNotFoundError:
