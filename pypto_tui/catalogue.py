@@ -38,6 +38,9 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "lint.forward_torch", "lint.kernel_reshape", "lint.dim_branch", "lint.reduce_api", "lint.literal_tiles",
     "lint.tile_waste", "lint.tile_extra_dims", "lint.view_constant", "lint.out_rebind",
     "lint.move_after_loop", "lint.cond", "lint.return_in_kernel", "lint.init_signature",
+    "lint.api_names", "lint.jit_decorator", "lint.tile_order", "lint.builtin_minmax", "lint.cube_tiles",
+    "lint.unroll_innermost", "lint.view_rank", "lint.kernel_loops", "lint.reshape_shape", "lint.ub_estimate",
+    "lint.loop_options",
     # the compiler in the loop
     "sim.verify",
 })
