@@ -122,6 +122,6 @@ def assemble(b: Builder) -> cst.Module:
         factories += stmts
     model = build_model_new(b)
     text = find_template(b.kb, b.flavour, "module").text
-    module = fill_module(text, doc=[_module_doc(b)], constants=_constants(b), factories=factories,
-                         model_new=model)
+    module = fill_module(text, doc=[_module_doc(b)], run_mode=b.tmpl("run_mode"), constants=_constants(b),
+                         factories=factories, model_new=model)
     return module
