@@ -3,7 +3,7 @@
     python benchmarks/bench_export.py [--rounds N] [--json] [--sim]
 
 Each round exports every fixture of tests/fixtures/tasks into a fresh temp folder with
-`pypto_tui.codegen.export.export_dir` (the code path of `pypto-tui export`): read the task,
+`pypto_tui.export.export_dir` (the code path of `pypto-tui export`): read the task,
 extract the contract, plan dimensions, tiles and loops, generate the module with libcst and
 write it atomically. The knowledge pack is loaded once, as the CLI does. The first round (cold:
 imports, libcst's parser warm-up) is reported apart; per-task figures are the median of the rest.
@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pypto_tui.codegen.export import export_dir  # noqa: E402
+from pypto_tui.export import export_dir  # noqa: E402
 from pypto_tui.kb import get_kb  # noqa: E402
 
 TASKS = ROOT / "tests" / "fixtures" / "tasks"

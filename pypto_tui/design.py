@@ -13,19 +13,37 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pypto_tui.errors import InputError
-from pypto_tui.fileio import write_atomic  # re-exported: scaffold, export and the app write through it
+from pypto_tui.fileio import write_atomic
 from pypto_tui.kb import KnowledgeBase
+from pypto_tui.plan import (
+    CubeChoice,
+    DynamicAxis,
+    Geometry,
+    KernelPlan,
+    LoopChoice,
+    Needs,
+    TileChoice,
+    TileEvaluation,
+    geometry_of,
+)
+from pypto_tui.shapes import fmt_dims
+from pypto_tui.vocabulary import TAIL_PREFERENCES, TailPreference
 
 if TYPE_CHECKING:
+    from pypto_tui.codegen.pattern import Pattern
+    from pypto_tui.codegen.result import GeneratedKernel
     from pypto_tui.contract.model import Contract
     from pypto_tui.dims import DimPlan
     from pypto_tui.loops import LoopPlan
-    from pypto_tui.tiles import TileEvaluation, TilePlan
+    from pypto_tui.tiles import TilePlan
+
+T = TypeVar("T")
 
 STEPS = ("contract", "dims", "tiles", "loops", "kernel")
 DESIGN_VERSION = 1
@@ -42,8 +60,11 @@ class Design:
     strategy: str | None = None
     tile: list[int] | None = None
     loop_count: int | None = None
-    loop_tail: str | None = None
+    loop_tail: TailPreference | None = None
     cube: dict[str, list[int]] | None = None
+    # An axis of the first tensor input made pypto.DYNAMIC; None follows the task's DYNAMIC_AXIS,
+    # -1 keeps every axis static even when the task declares one.
+    dynamic_axis: int | None = None
     step: str = "contract"
     version: int = DESIGN_VERSION
 
@@ -64,6 +85,12 @@ class Design:
         d = cls(**data)
         if d.step not in STEPS:
             d.step = "contract"
+        if d.dynamic_axis is not None and (isinstance(d.dynamic_axis, bool) or not isinstance(d.dynamic_axis, int)
+                                           or d.dynamic_axis < -1):
+            raise InputError(f"design file: dynamic_axis must be an axis number, -1 or null, got {d.dynamic_axis!r}")
+        if d.loop_tail not in (None, *TAIL_PREFERENCES):
+            raise InputError(f"design file: loop_tail must be one of {', '.join(TAIL_PREFERENCES)}, "
+                             f"got {d.loop_tail!r}")
         return d
 
     def to_json(self) -> str:
@@ -84,35 +111,6 @@ class Design:
         return write_atomic(Path(path), self.to_json(), force=True)
 
 
-@dataclass(frozen=True)
-class Geometry:
-    """The kernel's main tensor as the tile and loop steps see it."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    reduce_dim: int | None
-    why: str  # "auto" | "matmul" | "reduce"
-    matmul: tuple[int, int, int] | None = None  # (M, K, N)
-
-
-def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
-    """Which tensor the tile applies to: the first kernel input (the output for a matmul)."""
-    tensors = [i for i in contract.inputs if i.kind == "tensor"]
-    dtype = (tensors[0].dtype if tensors and tensors[0].dtype else "fp32")
-    if contract.family == "matmul":
-        shapes = dims.kernel_shapes
-        out = tuple(dims.output_kernel_shape or ())
-        if len(shapes) >= 2 and shapes[0] and shapes[1] and len(out) >= 2:
-            M, N = out[-2], out[-1]
-            K = shapes[0][-1]
-            return Geometry(out, dtype, None, "matmul" if len(out) == 2 else "auto", (M, K, N))
-    if not dims.kernel_shapes or dims.kernel_shapes[0] is None:
-        raise InputError("the dimension plan has no kernel shape: fill the contract's unknown shapes first")
-    shape = tuple(dims.kernel_shapes[0])
-    why = "reduce" if (contract.family in ("loss", "norm") and len(shape) == 1) else "auto"
-    return Geometry(shape, dtype, dims.reduce_axis, why)
-
-
 def task_geometry(task: str | os.PathLike[str], kb: KnowledgeBase) -> Geometry:
     """Shape, dtype and reduce axis of a task file's kernel, read statically."""
     p = Pipeline(kb, Design(task=str(task)))
@@ -124,6 +122,9 @@ class Pipeline:
 
     The cache key of a step is the part of the design it depends on, so editing the tile leaves
     the contract and dimension plan untouched and only the tile, loop and kernel steps recompute.
+    The pattern that will write the kernel is asked, before the tile step, what it needs decided
+    (its tiles, the matmul for the cube, the loop axis); every later step decides exactly that,
+    and `kernel_plan` freezes the decisions for code generation.
     """
 
     def __init__(self, kb: KnowledgeBase, design: Design) -> None:
@@ -131,10 +132,10 @@ class Pipeline:
         self.design = design
         self._cache: dict[str, tuple[Any, Any]] = {}
 
-    def _memo(self, step: str, key: Any, compute: Any) -> Any:
+    def _memo(self, step: str, key: Any, compute: Callable[[], T]) -> T:
         hit = self._cache.get(step)
         if hit is not None and hit[0] == key:
-            return hit[1]
+            return cast(T, hit[1])
         value = compute()
         self._cache[step] = (key, value)
         return value
@@ -142,74 +143,218 @@ class Pipeline:
     # -- step 1
     def contract(self) -> Contract:
         d = self.design
-        if not d.task:
+        task = d.task
+        if not task:
             raise InputError("no task file: open one (or pick a bundled example)")
 
         def compute() -> Contract:
+            from pypto_tui.contract.edits import apply_edits
             from pypto_tui.contract.extract import extract_contract
 
-            c = extract_contract(Path(d.task), self.kb)  # type: ignore[arg-type]
-            return c.with_edits(d.contract_edits) if d.contract_edits else c
+            c = extract_contract(Path(task), self.kb)
+            return apply_edits(c, d.contract_edits) if d.contract_edits else c
 
-        key = (d.task, _mtime(d.task), json.dumps(d.contract_edits, sort_keys=True, default=str))
-        return self._memo("contract", key, compute)  # type: ignore[no-any-return]
+        key = (task, _mtime(task), json.dumps(d.contract_edits, sort_keys=True, default=str))
+        return self._memo("contract", key, compute)
 
     # -- step 2
     def dims(self) -> DimPlan:
         from pypto_tui.dims import plan_dims
 
         c = self.contract()
-        return self._memo("dims", (id(c), self.design.strategy),  # type: ignore[no-any-return]
-                          lambda: plan_dims(c, self.kb, self.design.strategy))
+        return self._memo("dims", (id(c), self.design.strategy), lambda: plan_dims(c, self.kb, self.design.strategy))
 
     def geometry(self) -> Geometry:
         return geometry_of(self.contract(), self.dims())
 
+    def pattern(self) -> Pattern | None:
+        """The pattern that will write the kernel (None when no pattern covers the contract)."""
+        from pypto_tui.codegen.patterns import find
+
+        c = self.contract()
+        return self._memo("pattern", id(c), lambda: find(c))
+
+    def needs(self) -> Needs:
+        """What the kernel's pattern asks the tile and loop steps to decide."""
+        from pypto_tui.codegen.pattern import main_tile_needs
+
+        c, dims, g = self.contract(), self.dims(), self.geometry()
+        pattern = self.pattern()
+
+        def compute() -> Needs:
+            return (pattern.needs if pattern is not None else main_tile_needs)(c, dims, g, self.kb)
+
+        return self._memo("needs", (id(c), id(dims), g, pattern), compute)
+
     # -- step 3
     def tile_plan(self, top: int = 20) -> TilePlan:
+        """The ranked candidates for the main tile (the one the Tiles step edits)."""
         from pypto_tui.tiles import rank_candidates
 
-        g = self.geometry()
-        return self._memo("tile_plan", (g, top),  # type: ignore[no-any-return]
-                          lambda: rank_candidates(self.kb, g.shape, g.dtype, g.reduce_dim, top=top))
+        role = self.needs().tiles[0]
+        return self._memo("tile_plan", (role, top), lambda: rank_candidates(
+            self.kb, role.shape, role.dtype, role.reduce_dim, top=top, reducing=role.reducing))
+
+    def tile_choices(self) -> tuple[TileChoice, ...]:
+        """Every role's tile, as the kernel will use it (the main one is the user's when set)."""
+        from pypto_tui.tiles import choose_tile
+
+        roles = self.needs().tiles
+        user = tuple(self.design.tile) if self.design.tile else None
+
+        def compute() -> tuple[TileChoice, ...]:
+            out: list[TileChoice] = []
+            for i, role in enumerate(roles):
+                if i == 0:
+                    choice = choose_tile(self.kb, role, user, None if user else self.tile_plan())
+                else:
+                    choice = choose_tile(self.kb, role)
+                if choice is None:
+                    raise InputError(f"no legal tile for {role.name} {fmt_dims(role.shape)} {role.dtype}: "
+                                     "see the Tiles step's notes")
+                out.append(choice)
+            return tuple(out)
+
+        return self._memo("tile_choices", (roles, user), compute)
 
     def chosen_tile(self) -> tuple[int, ...] | None:
-        if self.design.tile:
-            return tuple(self.design.tile)
-        rec = self.tile_plan().recommended
-        return rec.tile if rec else None
+        """The main tile the kernel uses (after any step-down the tile step made)."""
+        try:
+            return self.tile_choices()[0].tile
+        except InputError:
+            if self.design.tile:
+                raise
+            return None
 
     def tile_evaluation(self) -> TileEvaluation | None:
-        from pypto_tui.tiles import evaluate_tile
-
         tile = self.chosen_tile()
-        if tile is None:
+        return self.tile_choices()[0].evaluation if tile is not None else None
+
+    def cube_choice(self) -> CubeChoice | None:
+        """The cube tiles of the plan's matmul (None when the pattern has no matmul or none is legal)."""
+        from pypto_tui.tiles import choose_cube
+
+        needs = self.needs()
+        if needs.cube is None:
             return None
-        g = self.geometry()
-        return evaluate_tile(self.kb, g.shape, g.dtype, tile, g.reduce_dim)
+        M, K, N = needs.cube
+        dtype = needs.tiles[0].dtype
+        cube = self.design.cube
+        return self._memo("cube", (needs.cube, dtype, json.dumps(cube, sort_keys=True)),
+                          lambda: choose_cube(self.kb, M, K, N, dtype, cube))
 
     # -- step 4
     def loop_plan(self) -> LoopPlan | None:
+        """Loop-count candidates along the pattern's loop axis, for the final main tile."""
         from pypto_tui.loops import plan_loops
 
         tile = self.chosen_tile()
         if tile is None:
             return None
-        g = self.geometry()
-        key = (g, tile, self.design.loop_count)
-        return self._memo("loop_plan", key,  # type: ignore[no-any-return]
-                          lambda: plan_loops(self.kb, g.shape, g.dtype, tile, 0, self.design.loop_count,
-                                             g.why))  # type: ignore[arg-type]
+        needs = self.needs()
+        role = needs.tiles[0]
+        shape = needs.loop_shape or role.shape
+        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count)
+        return self._memo("loop_plan", key, lambda: plan_loops(
+            self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why))
+
+    def loop_choice(self) -> LoopChoice | None:
+        """The loop the kernel runs (None: no loop)."""
+        from pypto_tui.loops import choose_loop
+
+        plan = self.loop_plan()
+        if plan is None:
+            return None
+        d = self.design
+        tail = d.loop_tail
+        needs = self.needs()
+        return self._memo("loop_choice", (plan, d.loop_count, tail), lambda: choose_loop(
+            self.kb, plan, d.loop_count, tail, needs.loop_why, needs.loop_note))
 
     def chosen_loop_count(self) -> int | None:
         """The loop count the kernel uses: the user's explicit choice (1 means no loop), else the
         planner's recommendation when a loop is needed, else None (no loop)."""
-        if self.design.loop_count:
-            return self.design.loop_count if self.design.loop_count > 1 else None
-        plan = self.loop_plan()
-        if plan is None or not plan.needs_loop:
-            return None
-        return plan.recommended.loop_count if plan.recommended else None
+        choice = self.loop_choice()
+        return choice.count if choice is not None else None
+
+    # -- the plan step 5 renders
+    def kernel_plan(self) -> KernelPlan:
+        """Every decision, frozen. When no kernel can be written, `blocked` says why."""
+        c, dims = self.contract(), self.dims()
+        flavour = self.kb.flavour(self.design.flavour).name
+        pattern = self.pattern()
+        blocked = _blocked(c, dims, pattern)
+        base = KernelPlan(c, dims, pattern.id if pattern else "", flavour, c.signature, blocked=blocked)
+        if blocked:
+            return base
+        try:
+            tiles = self.tile_choices()
+            cube = self.cube_choice()
+            loop = self.loop_choice()
+            geometry = self.geometry()
+        except InputError as exc:
+            return replace(base, blocked=f"the tile/loop steps cannot be computed: {exc}")
+        needs = self.needs()
+        if needs.cube is not None and cube is None:
+            M, K, N = needs.cube
+            return replace(base, blocked=f"no legal cube tiles for M={M}, K={K}, N={N} {needs.tiles[0].dtype}")
+        try:
+            dynamic, loop = self._dynamic(c, dims, loop, needs, tiles)
+        except _NoDynamic as exc:
+            return replace(base, blocked=str(exc))
+        key = (c, dims, pattern, flavour, tiles, cube, loop, dynamic)
+        return self._memo("kernel_plan", key, lambda: replace(base, geometry=geometry, tiles=tiles, cube=cube,
+                                                               loop=loop, dynamic=dynamic))
+
+    def _dynamic(self, c: Contract, dims: DimPlan, loop: LoopChoice | None, needs: Needs,
+                 tiles: tuple[TileChoice, ...]) -> tuple[DynamicAxis | None, LoopChoice | None]:
+        """The dynamic axis the kernel gets (the design's, else the task's declaration) and the loop
+        it runs on: it must be the loop's axis; with no loop planned, one block of the design's size."""
+        from pypto_tui.loops import candidate, loop_need
+
+        asked = self.design.dynamic_axis
+        if asked == -1 or (asked is None and not c.dynamic_axes):
+            return None, loop
+        source = "the design (--dynamic-axis)" if asked is not None else "the task's DYNAMIC_AXIS"
+        axis = asked if asked is not None else c.dynamic_axes[0]
+        first = next((t for t in c.tensor_inputs if t.shape is not None), None)
+        rank = len(first.shape or ()) if first is not None else 0
+        if not 0 <= axis < rank:
+            raise _NoDynamic(f"dynamic axis {axis} is not an axis of the first input (use 0..{rank - 1})")
+        kernel_axis = next((k for k, group in enumerate(dims.axis_map) if axis in group), None)
+        if kernel_axis is None or kernel_axis != needs.loop_axis:
+            raise _NoDynamic(f"dynamic axis {axis} becomes kernel axis {kernel_axis}, but this pattern loops along "
+                             f"axis {needs.loop_axis}: a dynamic axis must be the one the kernel loops over")
+        if loop is None:
+            role = tiles[0].role
+            shape = needs.loop_shape or role.shape
+            why = needs.loop_why
+            reason = loop_need(self.kb, shape, tiles[0].tile, why)[1]
+            cand = candidate(self.kb, shape, tiles[0].tile, kernel_axis, 1)
+            loop = LoopChoice(kernel_axis, shape[kernel_axis], shape, why, reason, cand, 1,
+                              "one block of the design's size; a larger run-time size takes more")
+        return DynamicAxis(kernel_axis, axis, loop.candidate.basic_batch, source), loop
+
+
+class _NoDynamic(Exception):
+    """The dynamic axis asked for cannot be given to this kernel (the message says why)."""
+
+
+def _blocked(c: Contract, dims: DimPlan, pattern: Pattern | None) -> str:
+    """Why no kernel can be written for this contract and dimension plan ("" when one can)."""
+    if not c.supported:
+        return c.reason or f"the contract marks {c.family}/{c.op} as unsupported"
+    if c.unknown:
+        fields_ = ", ".join(sorted(c.unknown))
+        return f"the contract has unknown fields ({fields_}): fill them in before generating a kernel"
+    if dims.strategy is None or not dims.kernel_shapes:
+        why = "; ".join(f.message for f in dims.findings if f.level in ("warn", "error")) or "no strategy applies"
+        return f"the dimension plan has no kernel layout: {why}"
+    if pattern is None:
+        from pypto_tui.codegen.patterns import reason_for
+
+        return reason_for(c)
+    return ""
 
 
 def _mtime(path: str) -> float:
@@ -219,15 +364,9 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
-def kernel_of(pipeline: Pipeline) -> Any:
-    """Step 5: the generated module for the design (see pypto_tui.codegen.generate)."""
+def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
+    """Step 5: the generated module for the design's frozen plan (see pypto_tui.codegen.generate)."""
     from pypto_tui.codegen import generate
 
-    d = pipeline.design
-    try:
-        key = (id(pipeline.contract()), pipeline.chosen_tile(), pipeline.chosen_loop_count(), d.flavour,
-               json.dumps(d.cube, sort_keys=True), d.loop_tail, d.strategy)
-    except InputError:
-        # No kernel layout (an unsupported contract): the generator itself says why.
-        return generate(pipeline)
-    return pipeline._memo("kernel", key, lambda: generate(pipeline))
+    plan = pipeline.kernel_plan()
+    return pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))

@@ -20,7 +20,9 @@ from typing import Any
 
 from pypto_tui.contract.model import Contract
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding, cites
+from pypto_tui.examples import StrategyRef, Task, ex, examples
+from pypto_tui.findings import Finding, cites, rule_finding
+from pypto_tui.kb import KnowledgeBase, Strategy
 
 Shape = tuple[int, ...]
 MERGEABLE = ("sum", "nansum", "mean", "max", "min", "amax", "amin", "prod", "logsumexp", "var", "std")
@@ -342,7 +344,7 @@ def _multi_axis(c: Contract) -> bool:
     return c.reduction is not None and len(c.reduction.axes) > 1
 
 
-def candidates(c: Contract, kb: Any) -> list[Any]:
+def candidates(c: Contract, kb: KnowledgeBase) -> list[Strategy]:
     """Strategies of the pack that match the contract, most specific first."""
     multi = _multi_axis(c)
     scored = []
@@ -358,43 +360,49 @@ def candidates(c: Contract, kb: Any) -> list[Any]:
     return [s for _, _, s in scored]
 
 
-def _finding(kb: Any, rule: str, level: str, message: str) -> Finding:
-    return Finding(rule, level, message, kb.authority_of(rule))  # type: ignore[arg-type]
-
-
+@examples(valid=[ex(c=Task("softmax_rows"), chosen=StrategyRef("single-axis-keep"),
+                    recommended=StrategyRef("single-axis-keep"))],
+          invalid=[ex(c=Task("elu"), chosen=StrategyRef("single-axis-keep"), recommended=StrategyRef("elementwise-1d"),
+                      rule="P3.flatten-elementwise", message="flatten to 1-D"),
+                   ex(c=Task("max_over_dim"), chosen=StrategyRef("multi-axis-merge"),
+                      recommended=StrategyRef("single-axis-keep"), message="is not the table's choice"),
+                   ex(c=Task("max_over_dim"), chosen=None, recommended=None, message="no rank strategy")])
 @cites("P3.rank-strategy", "P3.flatten-elementwise")
-def rank_strategy(c: Contract, kb: Any, chosen: Any, recommended: Any) -> list[Finding]:
+def rank_strategy(c: Contract, kb: KnowledgeBase, chosen: Strategy | None,
+                  recommended: Strategy | None) -> list[Finding]:
     """Does the chosen strategy follow P3's table? (A user's pick may not.)"""
     if chosen is None:
-        return [_finding(kb, "P3.rank-strategy", "warn",
-                         f"the pack has no rank strategy for {c.family} / {c.op}: set the kernel shapes by hand")]
+        return [rule_finding(kb, "P3.rank-strategy", f"the pack has no rank strategy for {c.family} / {c.op}: set the "
+                             "kernel shapes by hand")]
     if recommended is None or chosen.id == recommended.id:
         return []
     if c.family == "elementwise" and chosen.reshape != "flatten":
-        return [_finding(kb, "P3.flatten-elementwise", "warn",
-                         f"'{chosen.id}' keeps elementwise work at a higher rank; flatten to 1-D "
-                         f"('{recommended.id}'): there is no data dependence, and the loop depends only on auto_tiles")]
-    return [_finding(kb, "P3.rank-strategy", "warn",
-                     f"'{chosen.id}' ({chosen.reshape}) is not the table's choice for {c.family} / {c.op}: "
-                     f"'{recommended.id}' ({recommended.reshape}); keep a different rank only when the semantics "
-                     "need it")]
+        return [rule_finding(kb, "P3.flatten-elementwise", f"'{chosen.id}' keeps elementwise work at a higher rank; "
+                             f"flatten to 1-D ('{recommended.id}'): there is no data dependence, and the loop depends "
+                             "only on auto_tiles")]
+    return [rule_finding(kb, "P3.rank-strategy", f"'{chosen.id}' ({chosen.reshape}) is not the table's choice for "
+                         f"{c.family} / {c.op}: '{recommended.id}' ({recommended.reshape}); keep a different rank only "
+                         "when the semantics need it")]
 
 
+@examples(valid=[ex(c=Task("mean_spatial"), merged=True), ex(c=Task("max_over_dim"), merged=False)],
+          invalid=[ex(c=Task("mean_spatial"), merged=False, message="can be merged")])
 @cites("O3.merge-reduce-axes", "CL.merge-evaluated")
-def merge_reduce(c: Contract, kb: Any, merged: bool) -> list[Finding]:
+def merge_reduce(c: Contract, kb: KnowledgeBase, merged: bool) -> list[Finding]:
     """O3: was merging the reduce axes evaluated, and why was it done or not?"""
     if not _multi_axis(c) or c.family != "reduction":
         return []
     ok, reason = merge_conditions(c)
     if merged:
-        return [_finding(kb, "CL.merge-evaluated", "info", f"reduce axes merged: {reason}")]
+        return [rule_finding(kb, "CL.merge-evaluated", f"reduce axes merged: {reason}", "info")]
     if ok:
-        return [_finding(kb, "O3.merge-reduce-axes", "warn",
-                         f"the reduce axes can be merged ({reason}) but the plan reduces them one at a time")]
-    return [_finding(kb, "CL.merge-evaluated", "info", f"reduce axes not merged: {reason}")]
+        return [rule_finding(kb, "O3.merge-reduce-axes", f"the reduce axes can be merged ({reason}) but the plan "
+                             "reduces them one at a time")]
+    return [rule_finding(kb, "CL.merge-evaluated", f"reduce axes not merged: {reason}", "info")]
 
 
-def plan_dims(contract: Contract, kb: Any = None, strategy: str | None = None) -> DimPlan:
+@cites("P3.rank-strategy")
+def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str | None = None) -> DimPlan:
     """The dimension plan for `contract`. `strategy` is a strategy id from the pack (the user's pick)."""
     if kb is None:
         from pypto_tui.kb import get_kb
@@ -423,14 +431,14 @@ def plan_dims(contract: Contract, kb: Any = None, strategy: str | None = None) -
             layout = RESHAPERS[pick.reshape](c)
             chosen = pick
         except _NotApplicable as exc:
-            findings.append(_finding(kb, pick.rule if pick.rule in ("O3.merge-reduce-axes",) else "P3.rank-strategy",
-                                     "error", f"strategy '{pick.id}' cannot be applied: {exc}; "
-                                     + (f"kept '{recommended.id}'" if recommended else "no plan")))
+            rule = pick.rule if pick.rule in ("O3.merge-reduce-axes",) else "P3.rank-strategy"
+            findings.append(rule_finding(kb, rule, f"strategy '{pick.id}' cannot be applied: {exc}; "
+                                         + (f"kept '{recommended.id}'" if recommended else "no plan"), "error"))
     if layout is None:
         why = "; ".join(rejected) if rejected else f"no strategy in the pack matches {c.family} / {c.op}"
         findings.extend(rank_strategy(c, kb, None, None))
         if rejected:
-            findings.append(_finding(kb, "P3.rank-strategy", "warn", f"no strategy applies: {why}"))
+            findings.append(rule_finding(kb, "P3.rank-strategy", f"no strategy applies: {why}"))
         return DimPlan(strategy=None, reshape=None, kernel_rank=None, output_reshape=c.output_shape,
                        dtype=c.operands[0].dtype if c.operands else None, findings=findings,
                        merge_reason=merge_conditions(c)[1] if _multi_axis(c) else "")
@@ -463,14 +471,14 @@ def plan_dims(contract: Contract, kb: Any = None, strategy: str | None = None) -
     describe = ", ".join(
         f"{t.name} {t.shape} -> {k}" for t, k in zip(c.tensor_inputs, layout.kernel_shapes, strict=False)
     )
-    findings.insert(0, _finding(kb, chosen.rule if chosen.rule.startswith(("P3", "O3")) else "P3.rank-strategy",
-                                "info", f"'{chosen.id}': {describe}; kernel rank {kernel_rank}"
-                                + (f", reduce axis {layout.reduce_axis}" if layout.reduce_axis is not None else "")))
+    findings.insert(0, rule_finding(kb, chosen.rule if chosen.rule.startswith(("P3", "O3")) else "P3.rank-strategy",
+                                    f"'{chosen.id}': {describe}; kernel rank {kernel_rank}"
+                                    + (f", reduce axis {layout.reduce_axis}" if layout.reduce_axis is not None else ""),
+                                    "info"))
     max_rank = kb.limits.max_vec_rank
     if kernel_rank is not None and kernel_rank > max_rank and c.family != "matmul":
-        findings.append(_finding(kb, "P3.rank-strategy", "warn",
-                                 f"kernel rank {kernel_rank} exceeds the vec tile's {max_rank} dims: merge axes "
-                                 "in forward (pick a strategy that reshapes)"))
+        findings.append(rule_finding(kb, "P3.rank-strategy", f"kernel rank {kernel_rank} exceeds the vec tile's "
+                                     f"{max_rank} dims: merge axes in forward (pick a strategy that reshapes)"))
     return DimPlan(
         strategy=chosen.id, reshape=chosen.reshape, kernel_rank=kernel_rank,
         forward_reshape=layout.forward_reshape, kernel_shapes=layout.kernel_shapes,
@@ -483,3 +491,4 @@ def plan_dims(contract: Contract, kb: Any = None, strategy: str | None = None) -
 
 
 CHECKS = {"dims.rank_strategy": rank_strategy, "dims.merge_reduce": merge_reduce}
+APPLIES = {"dims.plan": plan_dims}

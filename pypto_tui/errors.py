@@ -23,3 +23,7 @@ class PackError(InputError):
 
 class TaskFileError(InputError):
     """A task file that cannot be read as a KernelBench task (not Python, no Model, ...)."""
+
+
+class Unsupported(Exception):
+    """This design cannot be scaffolded; the message says why (reported, never raised to users)."""

@@ -121,13 +121,10 @@ def _target_of(path: Path) -> tuple[Path, os.stat_result | None]:
         return real, None
 
 
-def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -> Path:
-    """Write via a temporary file in the same folder and rename: a crash never leaves half a file.
-
-    Refuses to replace an existing file unless `force` (nothing the user saved is lost silently),
-    and refuses to replace anything that is not a regular file even with `force`. An existing
-    file keeps its mode; a new one gets the mode a plain open() gives. Returns `path`.
-    """
+def check_writable(path: str | os.PathLike[str], force: bool = False) -> tuple[Path, os.stat_result | None]:
+    """Refuse a write to `path` before any work is done: anything that is not a regular file
+    (even with `force`), or an existing file (a dangling symlink included) without `force`.
+    Returns where the write lands (symlinks followed) and what is there now."""
     path = Path(path)
     real, st = _target_of(path)
     exists = st is not None or path.is_symlink()
@@ -137,6 +134,18 @@ def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -
     if exists and not force:
         what = "exists (a dangling symlink)" if st is None else "exists"
         raise InputError(f"{path} {what}: pass --force to overwrite it")
+    return real, st
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -> Path:
+    """Write via a temporary file in the same folder and rename: a crash never leaves half a file.
+
+    Refuses to replace an existing file unless `force` (nothing the user saved is lost silently),
+    and refuses to replace anything that is not a regular file even with `force`. An existing
+    file keeps its mode; a new one gets the mode a plain open() gives. Returns `path`.
+    """
+    path = Path(path)
+    real, st = check_writable(path, force)
     folder = real.parent
     try:
         if path.is_symlink():

@@ -20,8 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.catalogue import CHECK_NAMES
+from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
+from pypto_tui.vocabulary import FAMILIES
 
 ENV_VAR = "PYPTO_TUI_KB"
 BUNDLED_ROOT = Path(__file__).resolve().parent / "knowledge"
@@ -32,18 +33,16 @@ SEVERITIES = ("error", "warn", "info")
 STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
-FAMILIES = (
-    "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
-    "attention", "unknown",
-)
 SANE_INT = 1 << 20
 """Largest number a pack's integer limits may hold unless a key says otherwise: every real limit
 (16384 elements, 2048 tiles, 192 KB of unified buffer...) is far below; a larger one is a typo
 that would turn a bounded search unbounded."""
 MAX_LIST = 64
 MAX_PACK_FILE = 1 << 20
+OTHER_FILES = ("lint.toml",)
+"""Pack files read by another part (lint.toml: lint.profile), so not unknown files."""
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml",)
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +64,7 @@ class Rule:
     explanation: str
     enforced_by: tuple[str, ...]
     advice: bool
+    applied_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +150,36 @@ class CubeStart:
 
 
 @dataclass(frozen=True, slots=True)
+class OpData:
+    """Per-operator numbers a pattern reads (ops.toml): how many tile-sized buffers one op of its
+    chain holds in the unified buffer at once, and the axis its loop runs along when that is not
+    the outermost (each with the rule that says so)."""
+
+    op: str
+    live_buffers: int = 1
+    loop_axis: int | None = None
+    min_rows: int = 1
+    rule: str = ""
+    note: str = ""
+    loop_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PassVerify:
+    """The compiler passes pass-verify checks (passes.toml): `reference` is the stage every pass
+    row is compared with (pypto-tui compares that one with torch itself); `passes` in pipeline order."""
+
+    rule: str
+    reference: str
+    passes: tuple[str, ...]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """Everything a verification must see pass: the reference, then each pass."""
+        return (self.reference, *self.passes)
+
+
+@dataclass(frozen=True, slots=True)
 class Flavour:
     name: str
     description: str
@@ -174,6 +204,8 @@ class KnowledgeBase:
     starts: tuple[StartTile, ...] = ()
     cube: CubeStart | None = None
     files: Mapping[str, Path] = field(default_factory=dict)
+    ops: Mapping[str, OpData] = field(default_factory=dict)
+    pass_verify: PassVerify | None = None
     warnings: tuple[str, ...] = ()
     """Keys and files the pack holds that nothing reads (a typo warns; it never changes a verdict)."""
 
@@ -197,6 +229,10 @@ class KnowledgeBase:
             return self.flavours[key]
         except KeyError:
             raise InputError(f"unknown flavour '{key}': this pack has {', '.join(self.flavours)}") from None
+
+    def op_data(self, op: str | None) -> OpData:
+        """The pack's numbers for `op` (defaults when the pack says nothing about it)."""
+        return self.ops.get(op or "", OpData(op or ""))
 
     def preset_for(self, shape: tuple[int, ...], dtype: str, reduce_dim: int | None) -> Preset | None:
         for p in self.presets:
@@ -367,7 +403,38 @@ def _parse_flavours(r: _Reader) -> dict[str, Flavour]:
     return out
 
 
-def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
+class _Numbers(dict[str, str]):
+    """The pack's numbers for rule statements: `{max_elements}` in rules.toml reads limits.toml."""
+
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def _numbers(limits: Limits, chip: Chip, ladders: Ladders) -> _Numbers:
+    return _Numbers(
+        max_elements=str(limits.max_elements), max_auto_tiles=str(limits.max_auto_tiles),
+        contiguous_bytes=str(limits.contiguous_bytes), last_dim_align_bytes=str(limits.last_dim_align_bytes),
+        max_vec_rank=str(limits.max_vec_rank), ub_bytes=str(chip.ub_bytes),
+        ub_step_down=" -> ".join(map(str, ladders.ub_step_down)),
+        reduce_axis=" -> ".join(map(str, ladders.reduce_axis)), loop_order="/".join(map(str, ladders.loop_order)),
+    )
+
+
+def _interpolate(item: _Reader, key: str, text: str, numbers: _Numbers) -> str:
+    """A statement written with the pack's numbers as placeholders follows the pack that loads it."""
+    if "{" not in text:
+        return text
+    try:
+        return text.format_map(numbers)
+    except KeyError as exc:
+        known = ", ".join(sorted(numbers))
+        raise item.fail(key, f"unknown placeholder {{{exc.args[0]}}}: use one of {known}") from None
+    except (ValueError, IndexError) as exc:
+        raise item.fail(key, f"a brace that is not a placeholder ({exc}): write {{{{ and }}}} for a literal "
+                        "brace") from None
+
+
+def _parse_rules(r: _Reader, sources: Mapping[str, Source], numbers: _Numbers | None = None) -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for item in r.array("rule"):
         rid = item.text("id")
@@ -377,13 +444,18 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
         if src not in sources:
             raise item.fail("source", f"'{src}' is not a [[source]] id in pack.toml ({', '.join(sources)})")
         enforced = item.strs("enforced_by", required=False)
+        applied = item.strs("applied_by", required=False)
         advice = item.flag("advice", False)
+        for name in applied:
+            if name not in APPLIER_NAMES:
+                raise item.fail("applied_by",
+                                f"'{name}' is not a generator this pypto-tui has (see `pypto-tui kb checks`)")
         for name in enforced:
             if name not in CHECK_NAMES:
                 raise item.fail("enforced_by",
                                 f"'{name}' is not a check this pypto-tui has (see `pypto-tui kb checks`)")
-        if not enforced and not advice:
-            raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
+        if not enforced and not applied and not advice:
+            raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by, applied_by or advice = true")
         rules[rid] = Rule(
             id=rid,
             kind=item.text("kind", choices=KINDS),
@@ -391,10 +463,11 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
             step=item.text("step", choices=STEPS),
             source=src,
             authority=sources[src].authority,
-            statement=item.text("statement"),
-            explanation=item.text("explanation"),
+            statement=_interpolate(item, "statement", item.text("statement"), numbers or _Numbers()),
+            explanation=_interpolate(item, "explanation", item.text("explanation"), numbers or _Numbers()),
             enforced_by=enforced,
             advice=advice,
+            applied_by=applied,
         )
     if not rules:
         raise r.fail("rule", "a pack needs at least one [[rule]]")
@@ -514,6 +587,38 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
     return tuple(presets), tuple(starts), cube
 
 
+def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
+    out: dict[str, OpData] = {}
+    ops = r.sub("op", required=False)
+    for name in ops.table:
+        o = ops.sub(name)
+        rule = o.text("rule", required=False)
+        if rule and rule not in rules:
+            raise o.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+        axis = o.table.get("loop_axis")
+        o.mark("loop_axis")
+        if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int) or axis < 0):
+            raise o.fail("loop_axis", f"must be an axis number >= 0, got {axis!r}")
+        live = o.integer("live_buffers") if "live_buffers" in o.table else 1
+        rows = o.integer("min_rows") if "min_rows" in o.table else 1
+        out[name] = OpData(name, live, axis, rows, rule, o.text("note", required=False),
+                           o.text("loop_note", required=False))
+    return out
+
+
+def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
+    t = r.sub("pass_verify")
+    rule = t.text("rule")
+    if rule not in rules:
+        raise t.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+    passes = t.strs("passes")
+    if not passes:
+        raise t.fail("passes", "list at least one pass name")
+    if len(set(passes)) != len(passes):
+        raise t.fail("passes", "a pass is listed twice")
+    return PassVerify(rule, t.text("reference"), passes)
+
+
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     """Which file provides each part of the pack, following `extends` to the bundled default."""
     pack_toml = path / "pack.toml"
@@ -568,25 +673,27 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     default_flavour = pack.text("default_flavour", required=False, default=next(iter(flavours)))
     if default_flavour not in flavours:
         raise pack.fail("default_flavour", f"'{default_flavour}' is not a [[flavour]] name")
-    rules = _parse_rules(reader("rules.toml"), sources)
     limits = _parse_limits(reader("limits.toml"))
     chip = _parse_chip(reader("chip.toml"))
     ladders = _parse_ladders(reader("ladders.toml"))
+    rules = _parse_rules(reader("rules.toml"), sources, _numbers(limits, chip, ladders))
     strategies = _parse_strategies(reader("strategies.toml"), rules)
     presets, starts, cube = (
         _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
     )
+    ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
+    pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
     name, version = pack.text("name"), pack.text("version")
     description = pack.text("description", required=False)
     warnings = [w for r in readers.values() for w in r.unread()]
-    known = set(REQUIRED_FILES + OPTIONAL_FILES)
+    known = set(REQUIRED_FILES + OPTIONAL_FILES + OTHER_FILES)
     warnings += [f"pack folder {root}: {p.name} is not a pack file (none of {', '.join(sorted(known))}); "
                  "it is ignored" for p in sorted(root.glob("*.toml")) if p.name not in known]
     return KnowledgeBase(
         name=name, version=version, description=description, path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files, warnings=tuple(warnings),
+        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, warnings=tuple(warnings),
     )
 
 

@@ -11,51 +11,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding, cites, has_error, rule_finding
+from pypto_tui.examples import ex, examples
+from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, check_shape, normalise_axis, parse_tile_for
+from pypto_tui.plan import LoopCandidate, LoopChoice
+from pypto_tui.shapes import Shape, auto_tiles, ceil_div, check_shape, normalise_axis, parse_tile_for
+from pypto_tui.vocabulary import LoopWhy, TailPreference, TailStrategy
 
-Why = Literal["auto", "matmul", "reduce"]
+Why = LoopWhy
 
 MAX_DIVISOR_SEARCH = 1 << 16
 """Loop counts tried when looking for one whose batch divides the axis (beyond it, none is useful)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoopCandidate:
-    loop_count: int
-    basic_batch: int
-    num_iters: int
-    tail: int
-    view_shape: Shape
-    auto_tiles_per_iter: int
-    ring: int | None
-    tail_strategy: str  # "none" | "divides" | "main+tail"
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not has_error(self.findings)
-
-    @property
-    def has_tail(self) -> bool:
-        return self.tail != self.basic_batch
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "loop_count": self.loop_count,
-            "basic_batch": self.basic_batch,
-            "num_iters": self.num_iters,
-            "tail": self.tail,
-            "view_shape": list(self.view_shape),
-            "auto_tiles_per_iter": self.auto_tiles_per_iter,
-            "ring": self.ring,
-            "tail_strategy": self.tail_strategy,
-            "findings": [f.to_dict() for f in self.findings],
-        }
 
 
 @dataclass(frozen=True)
@@ -90,10 +59,9 @@ class LoopPlan:
         }
 
 
-def auto_tiles(shape: Sequence[int], tile: Sequence[int]) -> int:
-    return math.prod(ceil_div(s, t) for s, t in zip(shape, tile, strict=True))
-
-
+@examples(valid=[ex(shape=(16, 256), tile=(16, 256), why="auto")],
+          invalid=[ex(shape=(67108864,), tile=(8192,), why="auto", message="auto_tiles 8192 > 2048"),
+                   ex(shape=(4096, 4096), tile=(128, 128), why="matmul", message="loop along M")])
 @cites("P6.avoid-loops")
 def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -> tuple[bool, str, Finding]:
     """Whether a loop is needed, and the reason in words (the documents' reasons, in order)."""
@@ -112,6 +80,7 @@ def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -
     return False, msg, rule_finding(kb, "P6.avoid-loops", msg, "ok")
 
 
+@examples(valid=[ex(axis=0)], invalid=[ex(axis=1, message="looping along axis 1")])
 @cites("P6.outermost-axis")
 def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
     if axis != 0:
@@ -120,6 +89,8 @@ def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(total=1024, basic_batch=64, num_iters=16, tail=64)],
+          invalid=[ex(total=1000, basic_batch=63, num_iters=16, tail=55, message="8 row(s) past the end")])
 @cites("P6.loop-tail")
 def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, tail: int) -> Finding | None:
     if tail == basic_batch:
@@ -130,6 +101,7 @@ def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, 
                     f"or {num_iters - 1} main iterations plus a tail view of {tail}")
 
 
+@examples(valid=[ex(per_iter=2048)], invalid=[ex(per_iter=4195, level="error", message="raise loop_count")])
 @cites("P4.auto-tiles")
 def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     cap = kb.limits.max_auto_tiles
@@ -139,9 +111,12 @@ def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=16)],
+          invalid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=12, message="off the documents' ladder"),
+                   ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=128, message="an end point")])
 @cites("O2.loop-log-scale", "CL.matmul-basic-batch")
 def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
-              tail_strategy: str | None = None) -> LoopCandidate:
+              tail_strategy: TailStrategy | None = None) -> LoopCandidate:
     """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles."""
     if loop_count < 1:
         raise InputError(f"loop count {loop_count} must be a positive whole number")
@@ -153,7 +128,7 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
     per_iter = auto_tiles(view, tile)
     ring = kb.ladders.loop_ring_of(loop_count)
     fs: list[Finding] = []
-    strategy = tail_strategy or ("divides" if tail == bb else "none")
+    strategy: TailStrategy = tail_strategy or ("divides" if tail == bb else "none")
     if tail_strategy != "main+tail":
         f = check_tail(kb, total, bb, iters, tail)
         if f:
@@ -244,6 +219,48 @@ def plan_loops(
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
                     tuple(alternatives), tuple(plan_findings))
 
+
+
+@cites("O2.loop-log-scale", "P6.loop-tail")
+def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
+                tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
+    """The loop the kernel runs, or None for no loop.
+
+    The user's count wins (1 means no loop); else the plan's recommendation when a loop is needed;
+    when nothing on the ladder passes, the first count of the ladder that fits the axis (the
+    finding says so). A count larger than the axis is cut to it. When the count leaves a tail and
+    the user asked for a divisor, the nearest dividing count replaces it; otherwise the kernel runs
+    full chunks plus one constant-shape tail view (P6.loop-tail)."""
+    findings: list[Finding] = []
+    if requested is not None and requested < 1:
+        raise InputError(f"loop count {requested} must be a positive whole number")
+    if requested is not None:
+        if requested == 1:
+            return None
+        count = requested
+    elif not plan.needs_loop:
+        return None
+    elif plan.recommended is not None:
+        count = plan.recommended.loop_count
+    else:
+        count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
+        findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every iteration "
+                                     f"within the limits: {count} is used; raise it or shrink the tile", "warn"))
+    count = max(1, min(count, plan.total))
+    cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+    if cand.has_tail and tail == "divisor":
+        d = divisor_near(plan.total, count)
+        if d is not None and d != count:
+            findings.append(rule_finding(kb, "P6.loop-tail", f"loop count {count} leaves a tail of {cand.tail}: "
+                                         f"{d} divides {plan.total} exactly and is used instead", "info"))
+            count = d
+            cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+    if cand.has_tail:
+        cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail")
+    findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
+    return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note, tuple(findings))
+
+APPLIES = {"loops.plan": plan_loops, "loops.choice": choose_loop}
 
 CHECKS = {
     "loops.need": loop_need,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pypto_tui.errors import InputError
+from pypto_tui.examples import ex, examples
 from pypto_tui.findings import cites
 
 Shape = tuple[int, ...]
@@ -72,6 +73,9 @@ def check_shape(dims: Sequence[int], what: str = "shape") -> Shape:
 
 
 @cites("P4.tile-rank")
+@examples(valid=[ex(shape=(16, 256), text="1,256"), ex(shape=(16, 256), text=[2, 128])],
+          invalid=[ex(shape=(16, 256), text="1,256,1", message="give one tile size per dimension"),
+                   ex(shape=(16, 256), text="256", message="has 1 dims")])
 def parse_tile_for(shape: Shape, text: str | Sequence[int]) -> Shape:
     """A tile for `shape`: same parsing, plus the rank must match (P4.tile-rank)."""
     tile = parse_dims(text, "tile")
@@ -104,3 +108,11 @@ fmt_dims = _fmt
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def auto_tiles(shape: Sequence[int], tile: Sequence[int]) -> int:
+    """How many tiles the compiler cuts an op into (P4.auto-tiles): prod(ceil(shape / tile))."""
+    n = 1
+    for s, t in zip(shape, tile, strict=True):
+        n *= -(-s // t)
+    return n

@@ -12,49 +12,18 @@ rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the ru
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.shapes import Shape, ceil_div, check_shape, normalise_axis, parse_tile_for
+from pypto_tui.plan import CubeChoice, CubeEvaluation, TileChoice, TileEvaluation, TileRole, TileSource
+from pypto_tui.shapes import Shape, auto_tiles, ceil_div, check_shape, fmt_dims, normalise_axis, parse_tile_for
 from pypto_tui.tile_space import axis_values as axis_values  # re-exported: it lived here
 from pypto_tui.tile_space import rank_space
-
-
-@dataclass(frozen=True, slots=True)
-class TileEvaluation:
-    shape: Shape
-    dtype: str
-    tile: Shape
-    reduce_dim: int | None
-    prod: int
-    auto_tiles: int
-    contiguous_bytes: int
-    reduce_segments: int | None
-    needs_loop: bool
-    ub_bytes: int
-    waste_axes: tuple[int, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not has_error(self.findings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tile": list(self.tile),
-            "prod": self.prod,
-            "auto_tiles": self.auto_tiles,
-            "contiguous_bytes": self.contiguous_bytes,
-            "reduce_segments": self.reduce_segments,
-            "needs_loop": self.needs_loop,
-            "ub_bytes": self.ub_bytes,
-            "waste_axes": list(self.waste_axes),
-            "findings": [f.to_dict() for f in self.findings],
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +91,8 @@ def ub_estimate(kb: KnowledgeBase, prod: int, dtype: str, reducing: bool) -> int
 
 
 # ------------------------------------------------------------------------------------ checks
+@examples(valid=[ex(shape=(16, 256, 256, 8))],
+          invalid=[ex(shape=(2, 4, 8, 16, 32), message="rank 5 > 4")])
 @cites("P4.vec-rank-max")
 def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
     if len(shape) > kb.limits.max_vec_rank:
@@ -131,6 +102,8 @@ def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(prod=16384), ex(prod=1)],
+          invalid=[ex(prod=16385, message="16385 > 16384")])
 @cites("P4.tile-budget", "CL.limits")
 def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
     cap = kb.limits.max_elements
@@ -140,6 +113,8 @@ def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
     return _ok(kb, "P4.tile-budget", f"prod(tile) = {prod} <= {cap}")
 
 
+@examples(valid=[ex(auto_tiles=2048)],
+          invalid=[ex(auto_tiles=2049, message="needs a loop")])
 @cites("P4.auto-tiles", "CL.limits")
 def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     cap = kb.limits.max_auto_tiles
@@ -149,6 +124,9 @@ def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     return _ok(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} <= {cap}: no loop needed for tile count")
 
 
+@examples(valid=[ex(shape=(16, 256), tile=(1, 8), dtype="fp32"), ex(shape=(16, 256), tile=(1, 16), dtype="fp16")],
+          invalid=[ex(shape=(16, 256), tile=(1, 7), dtype="fp32", message="use 8"),
+                   ex(shape=(16, 3), tile=(1, 3), dtype="fp32", message="shorter than 32 B")])
 @cites("P4.last-dim-align")
 def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
     b = kb.dtype_bytes(dtype)
@@ -174,6 +152,8 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
                     f"(pypto 0.2.0's CPU simulator accepts it; the NPU code generator does not)")
 
 
+@examples(valid=[ex(ub_bytes=196608, reducing=False)],
+          invalid=[ex(ub_bytes=196640, reducing=True, message="196640 B")])
 @cites("HW.ub-capacity", "O1.ub-step-down")
 def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Finding:
     cap = kb.chip.ub_bytes
@@ -185,6 +165,9 @@ def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Findi
     return _ok(kb, "HW.ub-capacity", f"~{ub_bytes} B of {cap} B unified buffer ({what})")
 
 
+@examples(valid=[ex(shape=(16, 256), tile=(16, 256), dtype="fp32"),
+                 ex(shape=(16, 10), tile=(1, 16), dtype="fp32")],
+          invalid=[ex(shape=(16, 256), tile=(32, 256), dtype="fp32", message="axis 0: tile 32 > shape 16")])
 @cites("P4.no-waste", "O1.no-effective-credit")
 def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> list[Finding]:
     unit = align_unit(kb, dtype)
@@ -205,6 +188,9 @@ def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> 
     return out
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), dtype="fp32"),
+                 ex(shape=(64, 100), tile=(64, 104), dtype="fp32")],
+          invalid=[ex(shape=(16, 256, 256), tile=(1, 256, 64), dtype="fp32", message="256 B < 1024 B")])
 @cites("O1.contiguous-1kb", "CL.contiguous-first", "O1.no-effective-credit")
 def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
     b = kb.dtype_bytes(dtype)
@@ -221,6 +207,8 @@ def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -
                     f">= {ceil_div(need, b)} elements first")
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), rd=1), ex(shape=(16, 256), tile=(8, 256), rd=None)],
+          invalid=[ex(shape=(16, 256, 256), tile=(4, 1, 256), rd=1, message="reduce axis 1 gets tile 1")])
 @cites("O1.reduce-axis-used")
 def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
     if rd is None or rd == len(shape) - 1 or tile[rd] > 1 or shape[rd] == 1:
@@ -233,6 +221,9 @@ def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int
     return None
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 32, 256), rd=1, segments=8),
+                 ex(shape=(16, 256, 256), tile=(2, 256, 32), rd=1, segments=1)],
+          invalid=[ex(shape=(16, 256, 256), tile=(2, 16, 256), rd=1, segments=16, message="2x of the budget")])
 @cites("O1.no-nonreduce-spend")
 def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None,
                           segments: int | None) -> Finding | None:
@@ -247,7 +238,11 @@ def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int 
     return None
 
 
-def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+@cites("O1.reduce-sweet-spot")
+@examples(valid=[ex(shape=(16, 256), tile=(1, 256), rd=1), ex(shape=(16, 256, 256), tile=(1, 256, 256), rd=None)],
+          invalid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), rd=1, message="#1 in the 16 -> 32 -> 64 order")])
+def check_sweet_spot(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+    """Where the reduce-axis tile sits on the pack's 16 -> 32 -> 64 ladder: measure its neighbours."""
     if rd is None or rd == len(shape) - 1:
         return None
     order = kb.ladders.reduce_axis
@@ -258,6 +253,54 @@ def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | Non
                         f"reduce-axis tile {t} is #{pos} in the {' -> '.join(map(str, order))} order: "
                         f"measure its neighbours too", "info")
     return None
+
+
+def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> int:
+    """Bytes an op chain holds in the unified buffer: `live_buffers` copies of the tile, whose leading
+    axes count as at least `min_rows` rows when the op pads them (cumsum's 16-row transpose blocks)."""
+    rows = max(math.prod(tile[:-1]), min_rows)
+    return rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
+
+
+@examples(valid=[ex(tile=(1, 1, 8192), dtype="fp32", live_buffers=4, users=False),
+                 ex(tile=(8, 1000), dtype="fp32", live_buffers=3, users=False, min_rows=16)],
+          invalid=[ex(tile=(1, 1, 16384), dtype="fp32", live_buffers=4, users=True, level="warn",
+                      message="4 live buffers"),
+                   ex(tile=(4, 4000), dtype="fp32", live_buffers=3, users=False, min_rows=16, level="info",
+                      message="at least 16 rows")])
+@cites("O1.ub-step-down")
+def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool,
+                       min_rows: int = 1) -> Finding | None:
+    """An op chain that holds `live_buffers` tile-sized buffers at once must fit them all in the
+    unified buffer. A tile the user chose is kept and warned about; the pack's own pick is stepped
+    down by `step_down` (this finding then says so, at info)."""
+    held = held_bytes(kb, tile, dtype, live_buffers, min_rows)
+    cap = kb.chip.ub_bytes
+    if held <= cap:
+        return None
+    ladder = " -> ".join(map(str, kb.ladders.ub_step_down))
+    what = f"tile {fmt_dims(tile)}: {live_buffers} live buffers" + (f" of at least {min_rows} rows" if min_rows > 1
+                                                                    else "")
+    if users:
+        return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer; step "
+                            f"prod(tile) down {ladder}", "warn")
+    return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer: stepped down along "
+                        f"{ladder}", "info")
+
+
+def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> Shape:
+    """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
+    ladder and the op chain's buffers fit the unified buffer."""
+    new = list(tile)
+    for target in kb.ladders.ub_step_down:
+        while math.prod(new) > target:
+            axis = max(range(len(new)), key=lambda i: (new[i], i))
+            if new[axis] <= 1:
+                break
+            new[axis] //= 2
+        if held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) <= kb.chip.ub_bytes:
+            break
+    return tuple(new)
 
 
 # ------------------------------------------------------------------------------------ evaluate
@@ -276,7 +319,7 @@ def evaluate_tile(
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
     is_reducing = (rd is not None) if reducing is None else reducing
     prod = math.prod(t)
-    auto = math.prod(ceil_div(s, x) for s, x in zip(shape, t, strict=True))
+    auto = auto_tiles(shape, t)
     segments = ceil_div(shape[rd], t[rd]) if rd is not None else None
     ub = ub_estimate(kb, prod, dtype, is_reducing)
     findings: list[Finding] = []
@@ -289,7 +332,7 @@ def evaluate_tile(
         check_contiguous(kb, shape, t, dtype),
         check_reduce_axis_used(kb, shape, t, rd),
         check_nonreduce_spend(kb, shape, t, rd, segments),
-        _sweet_spot_note(kb, shape, t, rd),
+        check_sweet_spot(kb, shape, t, rd),
     ):
         if f is not None:
             findings.append(f)
@@ -394,24 +437,12 @@ def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int,
 
 
 # ------------------------------------------------------------------------------------ cube tiles
-@dataclass(frozen=True, slots=True)
-class CubeEvaluation:
-    m: tuple[int, int]
-    k: tuple[int, ...]
-    n: tuple[int, int]
-    l0a_bytes: int
-    l0b_bytes: int
-    l0c_bytes: int
-    l1_bytes: int
-    tasks: int
-    findings: tuple[Finding, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"m": list(self.m), "k": list(self.k), "n": list(self.n), "l0a_bytes": self.l0a_bytes,
-                "l0b_bytes": self.l0b_bytes, "l0c_bytes": self.l0c_bytes, "l1_bytes": self.l1_bytes,
-                "tasks": self.tasks, "findings": [f.to_dict() for f in self.findings]}
-
-
+@examples(valid=[ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 128], k=[64, 64], n=[128, 128])],
+          invalid=[ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 64], k=[64, 64], n=[128, 128], message="FC4000"),
+                   ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 128], k=[24, 24], n=[128, 128], message="FC4001"),
+                   ex(M=4096, K=4096, N=4096, dtype="fp32", m=[512, 512], k=[512, 512], n=[512, 512], message="needs"),
+                   ex(M=8, K=4096, N=4096, dtype="fp32", m=[64, 64], k=[64, 64], n=[128, 128], rule="P4.no-waste",
+                      message="mL0=64 > M=8")])
 @cites("B.matmul-cube-tiles")
 def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequence[int],
                   k: Sequence[int], n: Sequence[int]) -> CubeEvaluation:
@@ -472,17 +503,77 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
     return [ev for _, ev in out[:top]]
 
 
+
+# ------------------------------------------------------------------------------------ decide
+@cites("O1.ub-step-down")
+def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
+                plan: TilePlan | None = None) -> TileChoice | None:
+    """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
+    ranking's first, stepped down when the role's live buffers overflow the unified buffer.
+    None when no legal tile exists (the ranking's notes say why)."""
+    source: TileSource
+    if user_tile is not None:
+        tile, source = parse_tile_for(role.shape, user_tile), "user"
+    else:
+        plan = plan or rank_candidates(kb, role.shape, role.dtype, role.reduce_dim, top=1, reducing=role.reducing)
+        if plan.recommended is None:
+            return None
+        tile, source = plan.recommended.tile, ("preset" if plan.recommended.preset else "recommended")
+    requested: Shape | None = None
+    note = ""
+    extra: list[Finding] = []
+    if role.live_buffers > 1 or role.min_rows > 1:
+        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user", min_rows=role.min_rows)
+        if f is not None:
+            extra.append(f)
+            if source != "user":
+                held = held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                requested = tile
+                tile = step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                source = "stepped-down"
+                each = math.prod(requested) * kb.dtype_bytes(role.dtype)
+                size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"
+                        if role.min_rows > 1 else
+                        f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B")
+                note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
+                        f"{kb.chip.ub_bytes} B of unified buffer")
+                extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
+    ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing)
+    return TileChoice(role, ev, source, requested, note, tuple(extra))
+
+
+@cites("B.matmul-cube-tiles")
+def choose_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str,
+                design: Mapping[str, Sequence[int]] | None = None) -> CubeChoice | None:
+    """set_cube_tile_shapes for an M x K x N matmul: the design's, else the pack's starting point
+    when it is legal and wastes nothing, else the best legal candidate; None when none is legal."""
+    if design and all(k in design for k in ("m", "k", "n")):
+        ev = evaluate_cube(kb, M, K, N, dtype, design["m"], design["k"], design["n"])
+        return CubeChoice(M, K, N, ev, "the design's cube tiles")
+    if kb.cube is not None:
+        c = kb.cube
+        ev = evaluate_cube(kb, M, K, N, dtype, list(c.m), list(c.k), list(c.n))
+        if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
+            return CubeChoice(M, K, N, ev, "the pack's starting cube tiles (presets.toml [cube])")
+    cands = cube_candidates(kb, M, K, N, dtype, top=1)
+    if not cands:
+        return None
+    return CubeChoice(M, K, N, cands[0], "the best legal candidate (tiles.cube_candidates)")
+
 CHECKS = {
     "tiles.rank_match": parse_tile_for,
+    "tiles.reduce_sweet_spot": check_sweet_spot,
     "tiles.vec_rank": check_vec_rank,
     "tiles.prod_budget": check_prod_budget,
     "tiles.auto_tiles": check_auto_tiles,
     "tiles.last_dim_align": check_last_dim_align,
     "tiles.ub_capacity": check_ub_capacity,
+    "tiles.ub_step_down": check_ub_step_down,
     "tiles.no_waste": check_no_waste,
     "tiles.contiguous": check_contiguous,
     "tiles.reduce_axis_used": check_reduce_axis_used,
     "tiles.nonreduce_spend": check_nonreduce_spend,
-    "tiles.rank_candidates": rank_candidates,
     "tiles.cube_tiles": evaluate_cube,
 }
+
+APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile}

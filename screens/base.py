@@ -36,7 +36,7 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, InputError):
         return str(exc)
     if isinstance(exc, ImportError | ModuleNotFoundError):
-        return f"not available yet: {exc}"
+        return f"a library this step needs is missing ({exc}): reinstall pypto-tui"
     return f"internal error ({type(exc).__name__}): {exc}"
 
 

@@ -23,15 +23,16 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
+from pypto_tui.contract.model import Contract
+from pypto_tui.contract.selfcheck import SelfCheckResult
 from pypto_tui.design import Design
 from pypto_tui.errors import InputError
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text
 from pypto_tui.shapes import parse_dims
+from pypto_tui.vocabulary import FAMILIES
 
-FAMILIES = ("elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
-            "attention", "unknown")
 SCALINGS = ("sum", "mean", "batchmean", "none")
 SELF_CHECK_TIMEOUT = 60
 
@@ -505,13 +506,6 @@ class ContractScreen(StepScreen):
         if self.contract is None or not self.session.design.task:
             self.notify("open a task first", severity="warning")
             return
-        try:
-            from pypto_tui.contract.selfcheck import self_check  # noqa: F401
-        except ImportError:
-            msg = "the self-check is not available yet in this build"
-            self.set_status(msg, "warn")
-            self.notify(msg, title="Self-check", severity="warning")
-            return
         task = self.session.design.task
         if not getattr(self.papp, "told_code_runs", False):  # once per app run: a task file is code
             self.papp.told_code_runs = True  # type: ignore[attr-defined]
@@ -522,7 +516,7 @@ class ContractScreen(StepScreen):
         self._self_check(self.contract, task)
 
     @work(thread=True, exclusive=True, group="selfcheck", exit_on_error=False)
-    def _self_check(self, contract: Any, task: str) -> None:
+    def _self_check(self, contract: Contract, task: str) -> None:
         from pypto_tui.contract.selfcheck import self_check
 
         self.post_message(WorkProgress("selfcheck", 0, 0, "self-check running in a subprocess…"))
@@ -544,12 +538,8 @@ class ContractScreen(StepScreen):
             self.set_status(f"self-check could not run: {error}", "error")
             self.notify(error, title="Self-check", severity="error")
             return
-        findings = list(getattr(result, "findings", ()) or ())
-        ok = getattr(result, "ok", None)
-        if ok is None:
-            ok = getattr(result, "agrees", None)
-        message = getattr(result, "message", None) or getattr(result, "summary", None) or str(result)
-        if findings:
-            self.query_one("#contract-findings", FindingsList).show(list(self.contract.findings) + findings)
-        self.set_status(f"self-check: {message}", "ok" if ok else "error" if ok is False else "info")
-        self.notify(str(message), title="Self-check", severity="information" if ok else "warning")
+        assert isinstance(result, SelfCheckResult)
+        if result.findings and self.contract is not None:
+            self.query_one("#contract-findings", FindingsList).show(list(self.contract.findings) + result.findings)
+        self.set_status(f"self-check: {result.message}", "ok" if result.ok else "error")
+        self.notify(result.message, title="Self-check", severity="information" if result.ok else "warning")

@@ -16,45 +16,33 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static, TextArea
 
-from pypto_tui.design import kernel_of, write_atomic
+from pypto_tui.codegen.result import GeneratedKernel
+from pypto_tui.contract.model import Signature
+from pypto_tui.design import kernel_of
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import write_atomic
 from pypto_tui.findings import Finding
+from pypto_tui.kb import KnowledgeBase
+from pypto_tui.lint.base import LintFinding
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.dialogs import ConfirmDialog, PathDialog
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
-from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable
+from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable, stage_line
 from pypto_tui.screens.widgets import FindingsList, RuleExplanation
 
-NOT_YET = "the kernel generator is not available yet in this build"
+
+def _as_finding(item: LintFinding) -> Finding:
+    """A lint finding as a core Finding, its place written first."""
+    return Finding(item.rule, item.level, f"line {item.line}:{item.col}: {item.message}",  # type: ignore[arg-type]
+                   item.authority)
 
 
-def _as_finding(item: Any) -> Finding:
-    """A lint or codegen finding as a core Finding, whatever record it came in (line first)."""
-    if isinstance(item, Finding):
-        return item
-    rule = getattr(item, "rule", None) or getattr(item, "rule_id", None) or getattr(item, "code", "lint")
-    level = getattr(item, "level", None) or getattr(item, "severity", None) or "warn"
-    if level not in ("error", "warn", "info", "ok"):
-        level = {"warning": "warn", "fatal": "error"}.get(str(level), "warn")
-    msg = getattr(item, "message", str(item))
-    line = getattr(item, "line", None)
-    if line is not None:
-        col = getattr(item, "col", None) or getattr(item, "column", None)
-        msg = f"line {line}{f':{col}' if col is not None else ''}: {msg}"
-    return Finding(str(rule), level, str(msg), getattr(item, "authority", "rule-docs"))  # type: ignore[arg-type]
-
-
-def lint_findings(source: str, kb: Any, flavour: str | None, task: str | None) -> list[Finding]:
-    """The lint engine's verdict on the generated module, with the task's Model signature."""
+def lint_findings(source: str, kb: KnowledgeBase, flavour: str | None, signature: Signature | None) -> list[Finding]:
+    """The lint engine's verdict on the generated module, against the task's Model signature
+    (read once by the contract reader)."""
     from pypto_tui.lint.engine import lint_source
 
-    task_source = None
-    if task:
-        try:
-            task_source = Path(task).read_text(encoding="utf-8")
-        except OSError:
-            task_source = None
-    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_source=task_source)
+    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_signature=signature)
     return [_as_finding(f) for f in found]
 
 
@@ -73,7 +61,7 @@ class KernelScreen(StepScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.kernel: Any = None
+        self.kernel: GeneratedKernel | None = None
         self.source: str | None = None
         self.exported: Path | None = None
         self.verdict: str | None = None
@@ -101,15 +89,13 @@ class KernelScreen(StepScreen):
         if kernel is None:
             self.source = None
             code.load_text("")
-            msg = NOT_YET if err and err.startswith("not available yet") else (err or "no kernel")
+            msg = err or "no kernel"
             summary.update(msg)
             self.query_one("#lint", FindingsList).show(())
-            self.set_status(msg, "warn" if msg == NOT_YET else "error")
+            self.set_status(msg, "error")
             return
-        source = getattr(kernel, "source", None)
-        supported = getattr(kernel, "supported", source is not None)
-        reason = getattr(kernel, "reason", "") or ""
-        findings = [_as_finding(f) for f in getattr(kernel, "findings", ()) or ()]
+        source, supported, reason = kernel.source, kernel.supported, kernel.reason
+        findings = list(kernel.findings)
         if source and source != self.source:
             code.load_text(source)
             self.verdict = None  # a verdict belongs to the source it was run on
@@ -119,9 +105,11 @@ class KernelScreen(StepScreen):
         lint_note = ""
         if source:
             d = self.session.design
-            lint, lerr = attempt(lambda: lint_findings(source, self.session.kb, d.flavour, d.task))
+            signature = attempt(self.session.pipeline.contract)[0]
+            lint, lerr = attempt(lambda: lint_findings(source, self.session.kb, d.flavour,
+                                                       signature.signature if signature else None))
             if lint is None:
-                lint_note = f"lint: {'not available yet' if lerr and 'not available' in lerr else lerr}"
+                lint_note = f"lint: {lerr}"
             else:
                 findings += lint
                 lint_note = f"lint: {len(lint)} finding(s)" if lint else "lint: clean"
@@ -129,7 +117,7 @@ class KernelScreen(StepScreen):
         pipe = self.session.pipeline
         tile = pipe.chosen_tile()
         loop = attempt(pipe.chosen_loop_count)[0]
-        pattern = getattr(kernel, "pattern", "") or ""
+        pattern = kernel.pattern
         lines = [
             f"{'supported' if supported else 'NOT supported'}{': ' + reason if reason else ''}"
             + (f" · pattern {pattern}" if pattern and supported else ""),
@@ -216,18 +204,26 @@ class KernelScreen(StepScreen):
         if not self.source:
             self.notify("nothing to verify", severity="warning")
             return
-        self.start_work("verify: building the kernel at reduced shapes and comparing it with torch…")
+        self.start_work("verify: building the kernel at shapes that keep its tile and loop count, then "
+                        "comparing every compiler pass with torch…")
         self._verify_worker(detached(self.session.pipeline))
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def _verify_worker(self, pipeline: Any) -> None:
+        import time
+
+        started = time.monotonic()
+
         def progress(done: int, total: int, result: Any) -> None:
             self.post_message(WorkProgress("verify", done, total, progress_line(done, total, result)))
 
-        try:
-            from pypto_tui.sim.design_runs import verify
+        def status(_job: Any, stage: str) -> None:
+            self.post_message(WorkProgress("verify", 0, 0, stage_line("verify", stage, started)))
 
-            result = verify(pipeline, scale="small", progress=progress)
+        try:
+            from pypto_tui.sim.verification import verify
+
+            result = verify(pipeline, scale="small", progress=progress, status=status)
         except Exception as exc:
             self.post_message(WorkFinished("verify", error=describe_error(exc)))
             return
@@ -245,13 +241,16 @@ class KernelScreen(StepScreen):
             self.verdict = f"verify: not supported: {result.reason}"
             self.set_status(self.verdict, "warn")
         elif result.passed:
-            self.verdict = f"verify PASSED at {shapes}" + (f" ({nums})" if nums else "")
+            self.verdict = (f"verify PASSED at {shapes}, {len(result.passes_checked)} stages checked"
+                            + (f" ({nums})" if nums else ""))
             self.set_status(self.verdict, "ok")
             self.notify(self.verdict, title="Verify")
         else:
             self.verdict = f"verify FAILED: {result.reason}" + (f" ({nums})" if nums else "")
             self.set_status(self.verdict, "error")
             self.notify(self.verdict, title="Verify", severity="error")
+        if getattr(result, "changes", None):
+            self.verdict += " · changed: " + "; ".join(result.changes)
         self.safe_refresh()
         self._status = None  # keep the verdict on the status line
         self.set_status(self.verdict, "ok" if getattr(result, "passed", False) else "error")

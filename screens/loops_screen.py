@@ -25,6 +25,7 @@ from pypto_tui.loops import LoopCandidate, LoopPlan, plan_loops
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, sweep_summary
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content
+from pypto_tui.vocabulary import TailPreference
 
 
 def _key(c: LoopCandidate) -> str:
@@ -123,17 +124,17 @@ class LoopsScreen(SimRunner, StepScreen):
                             "error" if lvl == "error" else "ok" if lvl in ("ok", "info") else lvl)
 
     def chosen(self) -> LoopCandidate | None:
-        """The candidate the kernel will use: the user's pick, else the recommended one."""
+        """The candidate the kernel will use: the loop step's choice (the user's count, else the
+        recommended one, with a constant-shape tail when the count leaves one)."""
         plan = self.plan
         if plan is None:
             return None
-        d = self.session.design
-        if d.loop_count:
-            want = "main+tail" if d.loop_tail == "main+tail" else None
-            for c in list(plan.candidates) + list(plan.alternatives):
-                if c.loop_count == d.loop_count and (want is None or c.tail_strategy == want):
-                    return c
-        return plan.recommended
+        choice = attempt(self.session.pipeline.loop_choice)[0]
+        if choice is not None:
+            return choice.candidate
+        if self.session.design.loop_count == 1:
+            return next((c for c in plan.candidates if c.loop_count == 1), None)
+        return None if plan.needs_loop else plan.recommended
 
     def _pack_recommendation(self, plan: LoopPlan) -> str | None:
         """The row key of the pack's own pick. With a loop count chosen, the plan puts that count
@@ -142,8 +143,8 @@ class LoopsScreen(SimRunner, StepScreen):
         if self.session.design.loop_count is None:
             return _key(plan.recommended) if plan.recommended else None
         try:
-            why = self.session.pipeline.geometry().why
-            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why)  # type: ignore[arg-type]
+            why = self.session.pipeline.needs().loop_why
+            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why)
         except Exception:
             return None
         return _key(own.recommended) if own.recommended else None
@@ -161,7 +162,7 @@ class LoopsScreen(SimRunner, StepScreen):
             if k in self._rows:
                 continue
             self._rows[k] = c
-            mark = ("▶" if c is chosen else "") + ("★" if k == self._pack_pick else "")
+            mark = ("▶" if chosen is not None and k == _key(chosen) else "") + ("★" if k == self._pack_pick else "")
             t = self._times.get(c.loop_count)
             label = f"{c.loop_count}" + (" main+tail" if c.tail_strategy == "main+tail" else "")
             table.add_row(mark, label, str(c.basic_batch), str(c.num_iters), str(c.tail),
@@ -204,7 +205,7 @@ class LoopsScreen(SimRunner, StepScreen):
         chart.refresh()
 
     # ------------------------------------------------------------------ choosing
-    def _choose(self, count: int | None, tail: str | None) -> None:
+    def _choose(self, count: int | None, tail: TailPreference | None) -> None:
         def set_loop(d: Design) -> None:
             d.loop_count = count
             d.loop_tail = tail

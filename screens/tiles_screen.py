@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Input, Label, Static
 from pypto_tui.design import Design, Geometry
 from pypto_tui.errors import InputError
 from pypto_tui.findings import worst
+from pypto_tui.plan import TileChoice
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, sweep_summary
 from pypto_tui.screens.widgets import (
@@ -30,7 +31,7 @@ from pypto_tui.screens.widgets import (
     level_content,
 )
 from pypto_tui.shapes import MAX_DIM, clip, parse_dims
-from pypto_tui.tiles import TileEvaluation, TilePlan, cube_candidates, evaluate_cube, evaluate_tile
+from pypto_tui.tiles import TileEvaluation, TilePlan, evaluate_cube, evaluate_tile
 
 
 def _tile_size_problem(text: str, axis: int, length: int) -> str | None:
@@ -63,6 +64,7 @@ class TilesScreen(SimRunner, StepScreen):
         super().__init__()
         self._geometry: Geometry | None = None
         self._plan: TilePlan | None = None
+        self._choice: TileChoice | None = None
         self._times: dict[tuple[int, ...], float | None] = {}
         self.last_evaluation: TileEvaluation | None = None
         self.last_error: str | None = None
@@ -112,7 +114,9 @@ class TilesScreen(SimRunner, StepScreen):
             self.set_status(err or "no geometry", "error")
             return
         self._plan, perr = attempt(lambda: self.session.pipeline.tile_plan())
-        tile = self.session.pipeline.chosen_tile() if self._plan is not None else None
+        choices = attempt(self.session.pipeline.tile_choices)[0] if self._plan is not None else None
+        self._choice = choices[0] if choices else None
+        tile = self._choice.tile if self._choice is not None else None
         if geometry != self._geometry:
             self._geometry = geometry
             self._times = {}
@@ -223,9 +227,14 @@ class TilesScreen(SimRunner, StepScreen):
                 f.set_class(bad is not None, "-bad")
             error = error or bad
         ev: TileEvaluation | None = None
+        choice = self._choice
         if error is None:
             try:
-                ev = evaluate_tile(self.session.kb, g.shape, g.dtype, values, g.reduce_dim)
+                if choice is not None:
+                    role = choice.role
+                    ev = evaluate_tile(self.session.kb, role.shape, role.dtype, values, role.reduce_dim, role.reducing)
+                else:
+                    ev = evaluate_tile(self.session.kb, g.shape, g.dtype, values, g.reduce_dim)
             except InputError as exc:
                 error = str(exc)
         self.last_error = error
@@ -244,15 +253,18 @@ class TilesScreen(SimRunner, StepScreen):
             f"UB ~{ev.ub_bytes} B   loop needed: {'yes' if ev.needs_loop else 'no'}   "
             f"waste: {', '.join(f'axis {a}' for a in ev.waste_axes) or 'none'}",
         )
-        findings.show(ev.findings)
-        lvl = worst(ev.findings)
+        # The kernel uses the tile step's choice: show how it was made (a step-down) beside the checks.
+        shown = list(ev.findings) + (list(choice.findings) if choice is not None and choice.tile == ev.tile else [])
+        findings.show(shown)
+        lvl = worst(shown)
         self.set_status(
             {"error": "the tile breaks a hard limit: fix it or pick a candidate",
              "warn": "the tile works but breaks a rule of thumb (see the findings)",
              "info": "tile OK", "ok": "tile OK"}[lvl], "error" if lvl == "error" else lvl)
         tile = list(ev.tile)
         if self.session.design.tile != tile:
-            rec = self._plan.recommended.tile if self._plan and self._plan.recommended else None
+            # With no decision stored, the tile step's own choice is on screen: keep it undecided.
+            rec = choice.tile if choice is not None and choice.source != "user" else None
 
             def set_tile(d: Design) -> None:
                 d.tile = None if (d.tile is None and tuple(tile) == rec) else tile
@@ -297,7 +309,8 @@ class TilesScreen(SimRunner, StepScreen):
             d.tile = None
 
         self.session.change("tiles", clear)
-        self._set_fields(self._plan.recommended.tile)
+        self._choice = (attempt(self.session.pipeline.tile_choices)[0] or (None,))[0]
+        self._set_fields(self._choice.tile if self._choice is not None else self._plan.recommended.tile)
         self.evaluate()
         self._fill_table()
 
@@ -307,22 +320,19 @@ class TilesScreen(SimRunner, StepScreen):
         box.display = g.matmul is not None
         if g.matmul is None:
             return
-        cube = self.session.design.cube
-        if cube is None:
-            start = self.session.kb.cube
-            if start is not None:
-                cube = {"m": list(start.m), "k": list(start.k), "n": list(start.n)}
-            else:
-                M, K, N = g.matmul
-                cands = cube_candidates(self.session.kb, M, K, N, g.dtype, top=1)
-                cube = ({"m": list(cands[0].m), "k": list(cands[0].k), "n": list(cands[0].n)} if cands
-                        else {"m": [16, 16], "k": [16, 16], "n": [16, 16]})
+        # The cube tiles the kernel will use: the design's, else the tile step's choice. Shown, never
+        # written into the design until the user edits a field.
+        choice, _ = attempt(self.session.pipeline.cube_choice)
+        cube = self.session.design.cube or (
+            {"m": list(choice.evaluation.m), "k": list(choice.evaluation.k), "n": list(choice.evaluation.n)}
+            if choice is not None else {"m": [16, 16], "k": [16, 16], "n": [16, 16]})
         with self.prevent(Input.Changed):
             for name in ("m", "k", "n"):
                 self.query_one(f"#cube-{name}", Input).value = ",".join(map(str, cube[name]))
-        self.evaluate_cube()
+        self.evaluate_cube(record=False)
 
-    def evaluate_cube(self) -> None:
+    def evaluate_cube(self, record: bool = True) -> None:
+        """Check the cube fields live; `record` writes them into the design (a user's edit)."""
         g = self._geometry
         if g is None or g.matmul is None:
             return
@@ -340,7 +350,7 @@ class TilesScreen(SimRunner, StepScreen):
         err.update(f"L0A {ev.l0a_bytes} B · L0B {ev.l0b_bytes} B · L0C {ev.l0c_bytes} B · "
                    f"L1 {ev.l1_bytes} B · {ev.tasks} cube tasks")
         self.query_one("#cube-findings", FindingsList).show(ev.findings)
-        if self.session.design.cube != parts:
+        if record and self.session.design.cube != parts:
             def set_cube(d: Design) -> None:
                 d.cube = parts
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.catalogue import CHECK_NAMES, module_of
+from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES, module_of
 from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb, warn
 from pypto_tui.kb import Rule, load_pack, resolve_pack_dir
 
@@ -16,16 +16,32 @@ kb_app = typer.Typer(help="The knowledge pack: its rules, and where the code che
 
 
 def _where(rule: Rule) -> list[str]:
-    return [f"{module_of(name)}:CHECKS[{name!r}]" for name in rule.enforced_by]
+    return ([f"{module_of(name)}:CHECKS[{name!r}]" for name in rule.enforced_by]
+            + [f"{module_of(name)}:APPLIES[{name!r}]" for name in rule.applied_by])
 
 
 def rule_dict(rule: Rule) -> dict[str, object]:
+    from pypto_tui.proof import rule_examples
+
     return {
         "id": rule.id, "kind": rule.kind, "severity": rule.severity, "step": rule.step,
         "source": rule.source, "authority": rule.authority, "statement": rule.statement,
         "explanation": rule.explanation, "enforced_by": list(rule.enforced_by), "advice": rule.advice,
-        "where": _where(rule),
+        "where": _where(rule), "checked_by": list(rule.enforced_by), "applied_by": list(rule.applied_by),
+        "examples": rule_examples(rule),
     }
+
+
+def _proof_text(rule: Rule) -> str:
+    """`checked by` cell: each check with its (valid/invalid) example counts, then the generators."""
+    from pypto_tui.proof import example_counts
+
+    if rule.advice and not rule.enforced_by and not rule.applied_by:
+        return "advice"
+    counts = example_counts()
+    parts = [f"{n} ({counts.get(n, (0, 0))[0]}/{counts.get(n, (0, 0))[1]})" for n in rule.enforced_by]
+    parts += [f"applied: {n}" for n in rule.applied_by]
+    return "\n".join(parts)
 
 
 @kb_app.command("list")
@@ -52,17 +68,17 @@ def list_rules(
 
         console.print(Text(f"pack '{pack.name}' {pack.version}: {len(rules)} rules", style="bold"))
         for r in rules:
-            checked = "advice" if r.advice else ", ".join(r.enforced_by)
+            checked = _proof_text(r).replace("\n", ", ")
             console.print(Text.assemble((r.id, "bold"), f"  {r.kind} · ", (r.severity, LEVEL_STYLE[r.severity]),
                                         f" · {r.step} · {r.authority} · checked by {checked}"))
             console.print(Padding(Text(r.statement), (0, 0, 0, 2)))
         return
     t = Table(title=f"pack '{pack.name}' {pack.version}: {len(rules)} rules", title_justify="left")
-    for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by"):
+    for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by (valid/invalid examples)"):
         t.add_column(col, no_wrap=col in ("id", "kind", "sev", "step", "whose"))
     for r in rules:
         t.add_row(r.id, r.kind, Text(r.severity, style=LEVEL_STYLE[r.severity]), r.step, r.authority, r.statement,
-                  "advice" if r.advice else "\n".join(r.enforced_by))
+                  _proof_text(r))
     console.print(t)
 
 
@@ -88,11 +104,12 @@ def show_rule(
     from pypto_tui.cli.render import console
 
     src = pack.sources[rule.source]
+    proof = "advice (not checked)" if rule.advice else _proof_text(rule).replace("\n", ", ")
     body = Text.assemble(
         (rule.statement, "bold"), f"\n\n{rule.explanation}\n\n",
         ("kind", "dim"), f" {rule.kind}   ", ("severity", "dim"), f" {rule.severity}   ", ("step", "dim"),
         f" {rule.step}\n", ("source", "dim"), f" {src.title} ({rule.authority})\n", ("checked by", "dim"),
-        f" {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
+        f" {proof}\n", ("where", "dim"), f" {', '.join(_where(rule)) or '-'}")
     # a paragraph has no natural width: piped (a 400-column console) it is wrapped at 100
     width = None if console.is_terminal else min(console.width, 100)
     console.print(Panel(body, title=rule.id, title_align="left", width=width))
@@ -124,10 +141,18 @@ def validate(
 
 @kb_app.command("checks")
 def list_checks(json_out: JsonOption = False) -> None:
-    """Every check name a pack's enforced_by may use, with its module."""
+    """Every check name a pack's enforced_by may use (and generator name for applied_by), with its module."""
+    from pypto_tui.proof import example_counts
+
+    counts = example_counts()
     names = sorted(CHECK_NAMES)
     if json_out:
-        emit_json({"checks": [{"name": n, "module": module_of(n)} for n in names]})
+        emit_json({"checks": [{"name": n, "module": module_of(n), "examples": {"valid": counts[n][0],
+                                                                                "invalid": counts[n][1]}}
+                              for n in names],
+                   "appliers": [{"name": n, "module": module_of(n)} for n in sorted(APPLIER_NAMES)]})
         return
     for n in names:
-        typer.echo(f"{n:28} {module_of(n)}")
+        typer.echo(f"{n:28} {module_of(n):22} {counts[n][0]} valid / {counts[n][1]} invalid examples")
+    for n in sorted(APPLIER_NAMES):
+        typer.echo(f"{n:28} {module_of(n):22} applies rules (a generator)")

@@ -1,8 +1,8 @@
 """Step 5: the kernel module for a design, built with libcst from the knowledge pack's templates.
 
-`generate(pipeline)` returns a `GeneratedKernel` (source, or the reason there is none, plus the
-named constants and the rules behind them). `CHECKS` maps the rule catalogue's `codegen.*` names
-to the code that applies each rule while generating.
+`generate(plan, kb)` returns a `GeneratedKernel` (source, or the reason there is none, plus the
+named constants and the rules behind them). `APPLIES` maps the rule catalogue's `codegen.*` names
+to the code that applies each rule while generating (code generation checks nothing itself).
 """
 
 from __future__ import annotations
@@ -12,23 +12,18 @@ from pypto_tui.codegen.expr import Ex
 from pypto_tui.codegen.generate import generate
 from pypto_tui.codegen.model_new import build_model_new
 from pypto_tui.codegen.module import build_factory
-from pypto_tui.codegen.patterns.elementwise import build_elementwise
-from pypto_tui.codegen.patterns.global_reduce import build_global_norm
-from pypto_tui.codegen.patterns.loss import build_loss
-from pypto_tui.codegen.patterns.matmul import build_matmul
-from pypto_tui.codegen.patterns.norm import build_norm
+from pypto_tui.codegen.patterns import PATTERN_REGISTRY
 from pypto_tui.codegen.result import GeneratedKernel
 
-CHECKS = {
+CHECKS: dict[str, object] = {}
+
+APPLIES = {
     "codegen.factory": build_factory,
     "codegen.model_new": build_model_new,
     "codegen.operators": Ex,
     "codegen.loop_tail": Builder.loop_constant,
-    "codegen.pattern_a": build_elementwise,
-    "codegen.pattern_b": build_matmul,
-    "codegen.pattern_c": build_norm,
-    "codegen.pattern_d": build_loss,
-    "codegen.pattern_e": build_global_norm,
+    "codegen.dynamic_axis": Builder.dynamic_block_constant,
+    "codegen.patterns": PATTERN_REGISTRY,
 }
 
-__all__ = ["CHECKS", "GeneratedKernel", "generate"]
+__all__ = ["APPLIES", "CHECKS", "GeneratedKernel", "generate"]

@@ -9,18 +9,22 @@ end (P6.loop-tail), and builds the statements of ModelNew.forward.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import libcst as cst
 
 from pypto_tui.codegen.context import GenContext
 from pypto_tui.codegen.expr import Ex, number_node
-from pypto_tui.codegen.spec import Constant, ForwardSpec, KernelSpec, Scalar, Unsupported
+from pypto_tui.codegen.spec import Constant, ForwardSpec, KernelSpec, Scalar
 from pypto_tui.codegen.templates import fill_expression, fill_statements, find_template
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import Finding, cites
+from pypto_tui.plan import TileChoice
 from pypto_tui.shapes import fmt_dims
+
+Stmts = list[cst.BaseStatement]
+Step = Callable[[str, str, str], Stmts]
 
 PYPTO_DTYPES = {"fp32": "DT_FP32", "fp16": "DT_FP16", "bf16": "DT_BF16", "int8": "DT_INT8", "int16": "DT_INT16",
                 "int32": "DT_INT32", "int64": "DT_INT64", "fp64": "DT_DOUBLE", "bool": "DT_BOOL"}
@@ -69,7 +73,7 @@ def quote(text: str) -> str:
 
 def dim_expr(d: str | int | Ex | cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(d, str):
-        return cst.Name(d)
+        return attr(d) if "." in d else cst.Name(d)
     return literal(d)
 
 
@@ -111,6 +115,22 @@ class _ExpandWrite(cst.CSTTransformer):
         return cst.FlattenSentinel(out)
 
 
+class _ValidShape(cst.CSTTransformer):
+    """`pypto.view(src, shape, offsets)` -> the same with `valid_shape=[...]` (a partial last block)."""
+
+    def __init__(self, valid: cst.List) -> None:
+        self.valid = valid
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        f = updated.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "view" and len(updated.args) == 3:
+            arg = cst.Arg(self.valid, keyword=cst.Name("valid_shape"),
+                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                whitespace_after=cst.SimpleWhitespace("")))
+            return updated.with_changes(args=[*updated.args, arg])
+        return updated
+
+
 class Builder:
     """Collects constants, kernels and the forward for one generated module."""
 
@@ -125,6 +145,7 @@ class Builder:
         self.notes: list[str] = []
         self.pattern = ""
         self.summary = ""
+        self.dynamic_dim: str | None = None  # the kernel dim left to run time, once a loop names it
         self._write = find_template(self.kb, self.flavour, "write").text
 
     # ------------------------------------------------------------------ templates
@@ -156,54 +177,11 @@ class Builder:
         self.constants.append(c)
         return Ex.name(c.name, tensor=False)
 
-    def step_down(self, tile: Sequence[int], live_buffers: int) -> tuple[tuple[int, ...], str | None]:
-        """O1.ub-step-down for an op chain that holds `live_buffers` tile-sized buffers in one op
-        (e.g. x, an expanded scale, an expanded shift and the result): shrink prod(tile) along the
-        pack's ladder until they fit the unified buffer. Only the design's default tile is changed;
-        a tile the user chose is kept and reported."""
-        tile = tuple(tile)
-        bytes_ = self.kb.dtype_bytes(self.ctx.dtype)
-        cap = self.kb.chip.ub_bytes
-
-        def fits(t: Sequence[int]) -> bool:
-            return math.prod(t) * bytes_ * live_buffers <= cap
-
-        if fits(tile):
-            return tile, None
-        if self.ctx.tile_is_users:
-            each = math.prod(tile) * bytes_
-            ladder = " -> ".join(map(str, self.kb.ladders.ub_step_down))
-            self.findings.append(Finding("O1.ub-step-down", "warn",
-                                         f"tile {fmt_dims(tile)}: {live_buffers} live buffers of {each} B exceed the "
-                                         f"{cap} B unified buffer; step prod(tile) down {ladder}",
-                                         self.kb.authority_of("O1.ub-step-down")))
-            return tile, None
-        new = list(tile)
-        for target in self.kb.ladders.ub_step_down:
-            while math.prod(new) > target:
-                axis = max(range(len(new)), key=lambda i: (new[i], i))
-                if new[axis] <= 1:
-                    break
-                new[axis] = new[axis] // 2
-            if fits(new):
-                break
-        note = (f"stepped down from {fmt_dims(tile)} (O1.ub-step-down): this op chain holds {live_buffers} "
-                f"tile-sized buffers, {live_buffers} x {math.prod(tile) * bytes_} B > {cap} B of unified buffer")
-        self.findings.append(Finding("O1.ub-step-down", "info", f"tile {fmt_dims(tuple(new))} used: {note}",
-                                     self.kb.authority_of("O1.ub-step-down")))
-        return tuple(new), note
-
-    def tile_constant(self, const: str, shape: Sequence[int], tile: Sequence[int], reduce_dim: int | None,
-                      what: str, reducing: bool | None = None, loop_note: str | None = None,
-                      live_buffers: int | None = None) -> Ex:
-        """A vec tile as a named constant, with the numbers behind it (rules P4, O1)."""
-        from pypto_tui.tiles import evaluate_tile
-
-        shape, tile = tuple(shape), tuple(tile)
-        step_note = None
-        if live_buffers:
-            tile, step_note = self.step_down(tile, live_buffers)
-        ev = evaluate_tile(self.kb, shape, self.ctx.dtype, tile, reduce_dim, reducing)
+    def tile_constant(self, choice: TileChoice, what: str, loop_note: str | None = None) -> Ex:
+        """The tile the plan chose for a role, as a named constant with the numbers behind it
+        (rules P4, O1); a step-down the tile step made is written next to it."""
+        ev, role = choice.evaluation, choice.role
+        shape = ev.shape
         cap_e, cap_t = self.kb.limits.max_elements, self.kb.limits.max_auto_tiles
         need = self.kb.limits.contiguous_bytes
         nums = (f"prod {ev.prod} (limit {cap_e}), auto_tiles {ev.auto_tiles} (limit {cap_t}), "
@@ -213,12 +191,13 @@ class Builder:
         rules = ["P4.tile-budget", "P4.auto-tiles", "O1.contiguous-1kb"]
         if ev.reduce_dim is not None:
             rules.append("O1.reduce-sweet-spot")
-        if step_note:
+        if choice.source == "stepped-down":
             rules.append("O1.ub-step-down")
-        lines = [f"{const}: vec tile for {what} {fmt_dims(shape)} {self.ctx.dtype} ({', '.join(rules)}):",
+        lines = [f"{role.constant}: vec tile for {what} {fmt_dims(shape)} {ev.dtype} ({', '.join(rules)}):",
                  f"  {nums}."]
-        if step_note:
-            lines.append(f"  {step_note}.")
+        if choice.note:
+            lines.append(f"  {choice.note}.")
+        self.findings.extend(choice.findings)
         for f in ev.findings:
             if f.level in ("warn", "error"):
                 text = f.message
@@ -229,38 +208,20 @@ class Builder:
                     rules.append(f.rule)
                 if not (f.rule == "P4.auto-tiles" and loop_note):
                     self.findings.append(f)
-        numbers = {"shape": list(shape), "prod": ev.prod, "auto_tiles": ev.auto_tiles,
-                   "contiguous_bytes": ev.contiguous_bytes, "reduce_segments": ev.reduce_segments,
-                   "ub_bytes": ev.ub_bytes}
-        return self.add_constant(Constant(const, tile, lines, tuple(rules), numbers))
+        return self.add_constant(Constant(role.constant, choice.tile, lines, tuple(rules), ev.numbers()))
 
     @cites("B.matmul-cube-tiles")
-    def cube_constants(self, M: int, K: int, N: int) -> tuple[Ex, Ex, Ex]:
-        """set_cube_tile_shapes(m, k, n): the design's, else the pack's start, else the best candidate."""
-        from pypto_tui.findings import has_error
-        from pypto_tui.tiles import cube_candidates, evaluate_cube
-
-        dt = self.ctx.dtype
-        chosen = None
-        source = ""
-        d = self.ctx.cube
-        if d and all(k in d for k in ("m", "k", "n")):
-            chosen = evaluate_cube(self.kb, M, K, N, dt, d["m"], d["k"], d["n"])
-            source = "the design's cube tiles"
-        elif self.kb.cube is not None:
-            c = self.kb.cube
-            ev = evaluate_cube(self.kb, M, K, N, dt, list(c.m), list(c.k), list(c.n))
-            if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
-                chosen, source = ev, "the pack's starting cube tiles (presets.toml [cube])"
-        if chosen is None:
-            cands = cube_candidates(self.kb, M, K, N, dt, top=1)
-            if not cands:
-                raise Unsupported(f"no legal cube tiles for M={M}, K={K}, N={N} {dt}")
-            chosen, source = cands[0], "the best legal candidate (tiles.cube_candidates)"
+    def cube_constants(self) -> tuple[Ex, Ex, Ex]:
+        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul."""
+        cube = self.ctx.plan.cube
+        if cube is None:
+            raise Unsupported("the plan has no cube tiles for its matmul")
+        chosen = cube.evaluation
         for f in chosen.findings:
             if f.level in ("warn", "error"):
                 self.findings.append(f)
-        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {source} "
+        M, K, N, dt = cube.M, cube.K, cube.N, self.ctx.dtype
+        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {cube.source} "
                  "(B.matmul-cube-tiles):",
                  f"  L0A {chosen.l0a_bytes} B, L0B {chosen.l0b_bytes} B, L0C {chosen.l0c_bytes} B, "
                  f"L1 {chosen.l1_bytes} B; {chosen.tasks} cube task(s) over the output."]
@@ -272,46 +233,67 @@ class Builder:
         return m, k, n
 
     # ------------------------------------------------------------------ loops
-    @cites("P6.loop-tail")
-    def loop_constant(self, shape: Sequence[int], tile: Sequence[int], axis: int, why: str = "auto",
-                      note: str = "") -> Ex:
-        """LOOP_COUNT for a loop along `axis`: the design's count (or a divisor near it when the
-        design asks for one), with BASIC_BATCH, iterations, tail and per-iteration tiles.
-        `why` is the loop planner's reason kind (auto | matmul | reduce)."""
-        from pypto_tui.loops import candidate, divisor_near, loop_need
-
-        shape, tile = tuple(shape), tuple(tile)
-        reason = loop_need(self.kb, shape, tile, why)[1] + (f"; {note}" if note else "")  # type: ignore[arg-type]
-        count = self.ctx.loop_count or (self.ctx.loop_plan.recommended.loop_count
-                                        if self.ctx.loop_plan and self.ctx.loop_plan.recommended else 16)
-        total = shape[axis]
-        count = max(1, min(count, total))
-        tail_pref = (self.ctx.loop_tail or "").lower()
-        cand = candidate(self.kb, shape, tile, axis, count)
-        if cand.has_tail and tail_pref in ("divisor", "divides"):
-            d = divisor_near(total, count)
-            if d is not None:
-                count = d
-                cand = candidate(self.kb, shape, tile, axis, count)
+    @cites("P6.loop-tail", "CL.ceil-div")
+    def loop_constant(self) -> Ex:
+        """LOOP_COUNT as the loop step chose it, with BASIC_BATCH, iterations, the tail and the
+        tiles per iteration written next to it."""
+        loop = self.ctx.loop
+        if loop is None:
+            raise Unsupported("the pattern asked for a loop the plan does not have")
+        cand, total, count = loop.candidate, loop.total, loop.count
+        reason = loop.reason + (f"; {loop.note}" if loop.note else "")
         tail_text = ("no tail" if not cand.has_tail else
                      f"{cand.num_iters - 1} full chunks + a tail view of {cand.tail} (never past the end)")
-        lines = [f"LOOP_COUNT: one pypto.loop along axis {axis} of {fmt_dims(shape)} "
+        lines = [f"LOOP_COUNT: one pypto.loop along axis {loop.axis} of {fmt_dims(loop.shape)} "
                  "(P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):",
                  f"  {reason}; BASIC_BATCH = ceil_div({total}, {count}) = {cand.basic_batch}, "
                  f"{cand.num_iters} iteration(s), {tail_text}"
-                 + ("." if why == "matmul" else f", {cand.auto_tiles_per_iter} tile(s) per iteration.")]
-        for f in cand.findings:
-            if f.level in ("warn", "error") and f.rule != "P6.loop-tail":
+                 + ("." if loop.why == "matmul" else f", {cand.auto_tiles_per_iter} tile(s) per iteration.")]
+        for f in loop.findings:
+            if f.level in ("warn", "error"):
                 lines.append(f"  {f.level} {f.rule}: {f.message}")
                 self.findings.append(f)
-        numbers = {"axis": axis, "total": total, "basic_batch": cand.basic_batch, "iterations": cand.num_iters,
+        numbers = {"axis": loop.axis, "total": total, "basic_batch": cand.basic_batch, "iterations": cand.num_iters,
                    "tail": cand.tail if cand.has_tail else 0, "auto_tiles_per_iter": cand.auto_tiles_per_iter}
         return self.add_constant(Constant("LOOP_COUNT", count, lines,
                                           ("P6.avoid-loops", "O2.loop-log-scale", "P6.loop-tail"), numbers))
 
-    def why(self) -> str:
-        """The loop planner's reason kind for this design's geometry (auto | matmul | reduce)."""
-        return self.ctx.geometry.why if self.ctx.geometry else "auto"
+    def chunked_loop(self, total: str, step: Step, idx: str = "bi", loop_name: str = "LOOP",
+                     setup: Sequence[cst.BaseStatement] = ()) -> tuple[Stmts, Stmts]:
+        """The plan's loop written out: (factory prelude, kernel body).
+
+        The prelude names LOOP_COUNT and derives BASIC_BATCH, MAIN_ITERS, TAIL_OFFSET and TAIL from
+        the shape the factory is called with; the body is `setup`, then one `pypto.loop` over the
+        full chunks and the constant-shape tail chunk. `step(size, offset, suffix)` writes one chunk.
+        When the plan leaves the loop's axis to run time (a dynamic axis), BASIC_BATCH is a module
+        constant instead and the loop runs ceildiv(size, BASIC_BATCH) times with a partial last block."""
+        if self.ctx.plan.dynamic is not None:
+            self.dynamic_dim = total
+            self.dynamic_block_constant()
+            return [], list(setup) + self.loop_over(step, idx, loop_name)
+        prelude = self.loop_prelude(total, self.loop_constant())
+        return prelude, list(setup) + self.loop_over(step, idx, loop_name)
+
+    def loop_over(self, step: Step, idx: str = "bi", loop_name: str = "LOOP") -> list[cst.BaseStatement]:
+        """Another pass over the same chunks (after `chunked_loop` named the loop sizes)."""
+        if self.dynamic_dim is not None:
+            return self.tmpl("dynamic_loop", total=name(self.dynamic_dim), idx=name(idx), name=literal(loop_name),
+                             idx_name=literal(idx), main=step("BASIC_BATCH", "off", "chunk"))
+        return self.loop(idx, loop_name, step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+
+    @cites("P1.dynamic-axis")
+    def dynamic_block_constant(self) -> Ex:
+        """BASIC_BATCH for a dynamic axis: the loop's chunk at the design's size, fixed at scaffold time."""
+        dyn, loop = self.ctx.plan.dynamic, self.ctx.loop
+        assert dyn is not None and loop is not None
+        lines = [f"BASIC_BATCH: one pypto.loop along the dynamic axis {loop.axis} (input axis {dyn.input_axis}, from "
+                 f"{dyn.source}; P1.dynamic-axis, O2.loop-log-scale):",
+                 f"  at the design's size {loop.total} the plan runs {loop.count} iteration(s) of {dyn.block}; at run "
+                 f"time the kernel runs ceildiv(size, {dyn.block}) of them, the last one partial (valid_shape)."]
+        numbers = {"axis": loop.axis, "total": loop.total, "basic_batch": dyn.block, "loop_count": loop.count,
+                   "dynamic_input_axis": dyn.input_axis}
+        return self.add_constant(Constant("BASIC_BATCH", dyn.block, lines, ("P1.dynamic-axis", "P6.loop-tail"),
+                                          numbers))
 
     def loop_prelude(self, total: str, count: Ex) -> list[cst.BaseStatement]:
         return self.tmpl("loop_prelude", total=name(total), count=count)
@@ -325,6 +307,9 @@ class Builder:
         stmts = self.tmpl("view", chunk=name(chunk), src=name(src),
                           shape=cst.List([cst.Element(dim_expr(d)) for d in shape]),
                           offsets=cst.List([cst.Element(dim_expr(d)) for d in offsets]))
+        if self.dynamic_dim is not None and "BASIC_BATCH" in shape:
+            valid = cst.List([cst.Element(dim_expr("valid" if d == "BASIC_BATCH" else d)) for d in shape])
+            stmts = [s.visit(_ValidShape(valid)) for s in stmts]  # type: ignore[misc]
         if pragma:
             s = stmts[0]
             assert isinstance(s, cst.SimpleStatementLine)
@@ -342,8 +327,12 @@ class Builder:
 
     # ------------------------------------------------------------------ kernels
     def tensor_type(self, shape: Sequence[str | int], dtype: str | None = None) -> cst.BaseExpression:
+        """`pypto.Tensor((m, k), DT)`; a shape with a pypto.DYNAMIC entry is a list, the only form
+        pypto 0.2.0 accepts for it (a tuple is refused: "Invalid value type")."""
         dims = [dim_expr(d) for d in shape]
         elems = [cst.Element(d) for d in dims]
+        if any(d == "pypto.DYNAMIC" for d in shape):
+            return fill_expression("pypto.Tensor({shape}, {dtype})", shape=cst.List(elems), dtype=self.pdtype(dtype))
         if len(elems) == 1:
             elems = [elems[0].with_changes(comma=cst.Comma())]
         return fill_expression("pypto.Tensor({shape}, {dtype})", shape=cst.Tuple(elems), dtype=self.pdtype(dtype))
@@ -403,6 +392,16 @@ class Builder:
                 out.append(e)
         return out
 
+    def call_as_laid_out(self, spec: KernelSpec, x: str, dims: Sequence[str]) -> None:
+        """A kernel on one input in its own layout: forward asserts the rank, makes the input
+        contiguous, reads its dims, calls the kernel and returns the output as it is."""
+        self.add_kernel(spec)
+        self.assert_rank(x, len(dims))
+        xn = self.prepare(x, None, "")
+        self.unpack_dims(xn, dims)
+        self.call_kernel(spec, [xn])
+        self.forward.result = name("out")
+
     def unpack_dims(self, tensor: str, dims: Sequence[str]) -> None:
         targets = [cst.Element(name(d)) for d in dims]
         if len(targets) == 1:
@@ -413,7 +412,8 @@ class Builder:
     def call_kernel(self, spec: KernelSpec, inputs: Sequence[str], out: str = "out",
                     device_of: str | None = None) -> None:
         """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment."""
-        fargs = [cst.Arg(name(d)) for d in spec.dims] + [cst.Arg(s.source) for s in spec.scalars]
+        fargs = [cst.Arg(name(d)) for d in spec.dims if d != self.dynamic_dim]
+        fargs += [cst.Arg(s.source) for s in spec.scalars]
         self.forward.calls += self.fwd("kernel = {factory}({args})", factory=name(spec.factory), args=fargs) \
             if fargs else self.fwd("kernel = {factory}()", factory=name(spec.factory))
         args = [cst.Arg(name(i)) for i in inputs]

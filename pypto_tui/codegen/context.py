@@ -1,45 +1,61 @@
-"""Everything the generator reads from a design, gathered once from the Pipeline.
+"""What a pattern reads while it writes a kernel: the frozen KernelPlan, seen through a few
+shorthands (the contract, the dimension plan, the main tile, the loop count, the signature).
 
-The generator never reaches into the earlier steps' internals: it asks the Pipeline for the
-contract, the dimension plan, the geometry, the chosen tile and its evaluation, the loop plan and
-the chosen loop count, and takes the cube tiles and the loop-tail preference from the design.
+Nothing here computes: the tiles, the cube tiles and the loop were decided by the tile and loop
+steps and frozen into the plan by the pipeline.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pypto_tui.codegen.spec import Unsupported
-from pypto_tui.codegen.task import TaskShape, load_task_shape, read_task_shape
-from pypto_tui.errors import InputError
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pypto_tui.contract.model import Contract
-    from pypto_tui.design import Geometry, Pipeline
+    from pypto_tui.contract.model import Contract, Signature
     from pypto_tui.dims import DimPlan
     from pypto_tui.kb import Flavour, KnowledgeBase
-    from pypto_tui.loops import LoopPlan
-    from pypto_tui.tiles import TileEvaluation
+    from pypto_tui.plan import Geometry, KernelPlan, LoopChoice, TileChoice
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenContext:
     kb: KnowledgeBase
     flavour: Flavour
-    contract: Contract
-    dims: DimPlan
-    geometry: Geometry | None
-    tile: tuple[int, ...] | None
-    tile_eval: TileEvaluation | None
-    loop_plan: LoopPlan | None
-    loop_count: int | None
-    loop_tail: str | None
-    cube: dict[str, list[int]] | None
-    task: TaskShape
-    task_path: str | None
-    tile_is_users: bool = False
+    plan: KernelPlan
+    task: Signature
+
+    @property
+    def contract(self) -> Contract:
+        return self.plan.contract
+
+    @property
+    def dims(self) -> DimPlan:
+        return self.plan.dims
+
+    @property
+    def geometry(self) -> Geometry | None:
+        return self.plan.geometry
+
+    @property
+    def task_path(self) -> str | None:
+        return self.plan.contract.task_path
+
+    @property
+    def main(self) -> TileChoice | None:
+        return self.plan.main_tile
+
+    @property
+    def tile(self) -> tuple[int, ...] | None:
+        """The main tile, as the Tiles step decided it (after any step-down)."""
+        return self.plan.main_tile.tile if self.plan.main_tile else None
+
+    @property
+    def loop(self) -> LoopChoice | None:
+        return self.plan.loop
+
+    @property
+    def loop_count(self) -> int | None:
+        return self.plan.loop.count if self.plan.loop else None
 
     @property
     def out_param(self) -> bool:
@@ -48,44 +64,3 @@ class GenContext:
     @property
     def dtype(self) -> str:
         return self.geometry.dtype if self.geometry else (self.dims.dtype or "fp32")
-
-
-def context_of(pipeline: Pipeline) -> GenContext:
-    """Collect the design's steps. Raises Unsupported when a step cannot give what codegen needs."""
-    kb = pipeline.kb
-    d = pipeline.design
-    flavour = kb.flavour(d.flavour)
-    c = pipeline.contract()
-    if not c.supported:
-        raise Unsupported(c.reason or f"the contract marks {c.family}/{c.op} as unsupported")
-    if c.unknown:
-        fields = ", ".join(sorted(c.unknown))
-        raise Unsupported(f"the contract has unknown fields ({fields}): fill them in before generating a kernel")
-    dims = pipeline.dims()
-    if dims.strategy is None or not dims.kernel_shapes:
-        why = "; ".join(f.message for f in dims.findings if f.level in ("warn", "error")) or "no strategy applies"
-        raise Unsupported(f"the dimension plan has no kernel layout: {why}")
-    try:
-        geometry = pipeline.geometry()
-        tile = pipeline.chosen_tile()
-        tile_eval = pipeline.tile_evaluation()
-        loop_plan = pipeline.loop_plan()
-        loop_count = pipeline.chosen_loop_count()
-    except InputError as exc:
-        raise Unsupported(f"the tile/loop steps cannot be computed: {exc}") from None
-    task_path = c.task_path or d.task
-    task = _task_shape(c, task_path)
-    return GenContext(
-        kb=kb, flavour=flavour, contract=c, dims=dims, geometry=geometry, tile=tile, tile_eval=tile_eval,
-        loop_plan=loop_plan, loop_count=loop_count, loop_tail=d.loop_tail, cube=d.cube, task=task,
-        task_path=task_path, tile_is_users=bool(d.tile),
-    )
-
-
-def _task_shape(c: Any, task_path: str | None) -> TaskShape:
-    if task_path and Path(task_path).is_file():
-        return load_task_shape(task_path)
-    src = getattr(c, "forward_source", None)
-    if src and "class Model" in src:
-        return read_task_shape(src, task_path)
-    raise Unsupported("the task file is not available: ModelNew must copy Model.__init__'s signature from it")

@@ -16,8 +16,9 @@ import textwrap
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, name
-from pypto_tui.codegen.spec import Unsupported
 from pypto_tui.codegen.templates import statements
+from pypto_tui.contract.signature import annotation, parameters
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 WIDTH = 100
@@ -57,9 +58,10 @@ def build_model_new(b: Builder) -> list[cst.BaseStatement]:
     forward_body = statements([f.asserts, f.prepare, f.calls, b.fwd("return {r}", r=f.result)])
     doc = docstring(f"{b.summary or 'The PyPTO kernel'}.\n\nSame __init__ signature as Model; forward only asserts, "
                     "reshapes, calls the kernel and reshapes back (P2.forward-duties).", "    ")
-    stmts = b.tmpl("model_new", doc=[doc], init_params=task.init_params.deep_clone(), init_body=init_body,
-                   forward_params=task.forward_params.deep_clone(), forward_body=forward_body)
-    return [_set_returns(s, task.forward_returns) for s in stmts]
+    stmts = b.tmpl("model_new", doc=[doc], init_params=parameters(task.init_source), init_body=init_body,
+                   forward_params=parameters(task.forward_source), forward_body=forward_body)
+    returns = annotation(task.forward_returns) if task.forward_returns else None
+    return [_set_returns(s, returns) for s in stmts]
 
 
 def _set_returns(stmt: cst.BaseStatement, returns: cst.Annotation | None) -> cst.BaseStatement:

@@ -15,10 +15,6 @@ from typing import Any
 import libcst as cst
 
 
-class Unsupported(Exception):
-    """This design cannot be scaffolded; the message says why (reported, never raised to users)."""
-
-
 @dataclass
 class Constant:
     """A module-level named constant: the choice, the rules that made it, the numbers behind it."""

@@ -4,7 +4,7 @@ The extractor turns the forward body into one `Node` (locals inlined, `self.x` r
 constants folded); the recogniser pattern-matches it into a family and an op; an elementwise
 expression that matches no named op is kept as a serialised tree in the contract
 (`op_args["expr"]`) so the numpy reference can evaluate exactly that expression and the formula
-can print it. Keeping this separate from libcst keeps the reference and `with_edits` light.
+can print it. Keeping this separate from libcst keeps the reference and `apply_edits` light.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Everything here is a dataclass that survives a JSON round trip (`to_dict` / `fro
 session can save a contract, the app can edit it field by field and the CLI can print it. The
 contract separates *facts read from the file* (inputs, init parameters, the op and its
 arguments) from *what follows from them* (the reduction, the output shape, the formula,
-asymmetry); `with_edits` lets a user override either and re-derives the rest, so fixing one
+asymmetry); `edits.apply_edits` lets a user override either and re-derives the rest, so fixing one
 unknown field (say the `dim` of a reduction) also fixes the fields that depend on it.
 
 No libcst here: `pypto_tui.dims` and the one-shot CLI import this module on their own.
@@ -13,19 +13,16 @@ No libcst here: `pypto_tui.dims` and the one-shot CLI import this module on thei
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
+from pypto_tui.vocabulary import FAMILIES
 
 Kind = Literal["tensor", "scalar"]
 Scaling = Literal["sum", "mean", "batchmean", "none"]
 
-FAMILIES = (
-    "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
-    "attention", "unknown",
-)
 SCALINGS = ("sum", "mean", "batchmean", "none")
 
 
@@ -148,6 +145,83 @@ class Reduction:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class InitParam:
+    """One parameter of an `__init__` after `self`; `default` is its normalised source or None."""
+
+    kind: str  # "posonly" | "arg" | "*args" | "kwonly" | "**kwargs"
+    name: str
+    default: str | None
+
+    def render(self) -> str:
+        prefix = {"*args": "*", "**kwargs": "**"}.get(self.kind, "")
+        return f"{prefix}{self.name}" + (f"={self.default}" if self.default is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """`Model`'s call signatures as the task file spells them (read once, by the contract reader).
+
+    `init_source` / `forward_source` are the parameter lists' source text, copied verbatim into a
+    generated ModelNew; `init` is the same list as data, for comparing signatures. `provenance`
+    maps a scalar (or `attr.key` of an nn module) to the init parameter that feeds it;
+    `forward_args` lists (callee, keyword or position, self attribute) for `self.x` arguments in
+    forward, so `F.leaky_relu(x, self.slope)` tells which parameter the slope comes from.
+    """
+
+    init: tuple[InitParam, ...] = ()
+    init_source: str = "self"
+    forward_source: str = "self"
+    forward_returns: str | None = None
+    param_names: tuple[str, ...] = ()
+    forward_names: tuple[str, ...] = ()
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    forward_args: tuple[tuple[str, str | int, str], ...] = ()
+    doc: str | None = None
+
+    def render(self) -> str:
+        return "(" + ", ".join(["self", *(p.render() for p in self.init)]) + ")"
+
+    def key(self) -> list[tuple[str, str, str | None]]:
+        return [(p.kind, p.name, p.default) for p in self.init]
+
+    def op_arg_source(self, op: str, key: str, positional: tuple[str, ...] = ()) -> str:
+        """The provenance key of an op argument: `F.leaky_relu(x, negative_slope=self.slope)` (or
+        `F.leaky_relu(x, self.slope)`) in forward gives `slope`; otherwise the argument's own name
+        (`self.alpha = alpha` / `nn.ELU(alpha=alpha)` are found under `alpha`)."""
+        found = {(f, k): attr for f, k, attr in self.forward_args}
+        attr = found.get((op, key))
+        if attr is None and key in positional:
+            attr = found.get((op, positional.index(key) + 1))
+        return attr if attr is not None else key
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "init": [[p.kind, p.name, p.default] for p in self.init], "init_source": self.init_source,
+            "forward_source": self.forward_source, "forward_returns": self.forward_returns,
+            "param_names": list(self.param_names), "forward_names": list(self.forward_names),
+            "provenance": dict(self.provenance), "forward_args": [list(a) for a in self.forward_args],
+            "doc": self.doc,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Signature:
+        try:
+            return cls(
+                init=tuple(InitParam(str(k), str(n), None if v is None else str(v)) for k, n, v in d.get("init", ())),
+                init_source=str(d.get("init_source", "self")), forward_source=str(d.get("forward_source", "self")),
+                forward_returns=d.get("forward_returns"),
+                param_names=tuple(str(x) for x in d.get("param_names", ())),
+                forward_names=tuple(str(x) for x in d.get("forward_names", ())),
+                provenance={str(k): str(v) for k, v in dict(d.get("provenance") or {}).items()},
+                forward_args=tuple((str(f), k if isinstance(k, int) else str(k), str(a))
+                                   for f, k, a in d.get("forward_args", ())),
+                doc=d.get("doc"),
+            )
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"the contract's signature record is malformed ({exc}): re-open the task file") from None
+
+
 # Fields a user may edit directly (the rest are bookkeeping).
 EDITABLE = (
     "family", "op", "supported", "reason", "inputs", "init_params", "attributes", "op_args",
@@ -184,6 +258,9 @@ class Contract:
     edited: tuple[str, ...] = ()
     forward_source: str | None = None
     noise_comments: tuple[str, ...] = ()
+    signature: Signature | None = None
+    dynamic_axes: tuple[int, ...] = ()
+    dynamic_problem: str = ""
 
     # ------------------------------------------------------------------ convenience
     @property
@@ -229,6 +306,8 @@ class Contract:
             "output_dtype": self.output_dtype, "unknown": dict(self.unknown),
             "findings": [f.to_dict() for f in self.findings], "edited": list(self.edited),
             "forward_source": self.forward_source, "noise_comments": list(self.noise_comments),
+            "signature": self.signature.to_dict() if self.signature else None,
+            "dynamic_axes": list(self.dynamic_axes), "dynamic_problem": self.dynamic_problem,
         }
 
     @classmethod
@@ -251,6 +330,9 @@ class Contract:
             findings=tuple(Finding(**f) for f in d.get("findings", ())),
             edited=tuple(d.get("edited", ())), forward_source=d.get("forward_source"),
             noise_comments=tuple(d.get("noise_comments", ())),
+            signature=Signature.from_dict(d["signature"]) if d.get("signature") else None,
+            dynamic_axes=tuple(int(a) for a in d.get("dynamic_axes") or ()),
+            dynamic_problem=str(d.get("dynamic_problem") or ""),
         )
 
     def to_json_dict(self, dims: Any = None) -> dict[str, Any]:
@@ -286,106 +368,19 @@ class Contract:
             "task_path": self.task_path,
         }
 
-    # ------------------------------------------------------------------ editing
-    def with_edits(self, edits: Mapping[str, Any], kb: Any = None) -> Contract:
-        """A new contract with the user's values; edited fields leave `unknown` and stay put.
-
-        Keys are field names (`family`, `op`, `formula`, `reduction`, ...) or dotted paths into
-        them: `reduction.axes`, `op_args.dim`, `init_params.eps`, `inputs.x.shape`. Fields the
-        user did not touch are re-derived from the edited facts (an edited `op_args.dim`
-        recomputes the reduction axes and the output shape), then the checks run again.
-        """
-        from pypto_tui.contract import checks, semantics  # lazy: avoids an import cycle
-
-        base = self.to_dict()
-        for key, value in edits.items():
-            _apply_edit(base, key, value)
-        _reduction_to_args(base, edits)
-        edited = tuple(dict.fromkeys([*self.edited, *edits]))
-        facts = Contract.from_dict({**base, "findings": [], "edited": list(edited)})
-        derived = semantics.derive(facts)
-        # Derived fields the user set explicitly win over re-derivation; for a reduction edited
-        # field by field, only those sub-fields win (the count follows the new axes).
-        explicit = {k: getattr(facts, k) for k in DERIVED if k in edited}
-        red_fields = {e.split(".", 1)[1] for e in edited if e.startswith("reduction.")}
-        if red_fields and "reduction" not in edited and facts.reduction is not None:
-            if derived.reduction is None:
-                explicit["reduction"] = facts.reduction
-            else:
-                explicit["reduction"] = replace(
-                    derived.reduction, **{f: getattr(facts.reduction, f) for f in red_fields})
-        out = replace(derived, **explicit)
-        unknown = {k: v for k, v in out.unknown.items() if not _covers(k, edited)}
-        out = replace(out, unknown=unknown, edited=edited)
-        return checks.with_findings(out, kb)
-
-
-# Ops whose reduction axes and keepdim are their own `dim` / `keepdim` arguments.
-_DIM_FAMILIES = ("reduction", "softmax", "scan")
-_DIM_NORMS = ("rms_norm", "l1_norm", "l2_norm")
-
-
-def _reduction_to_args(d: dict[str, Any], edits: Mapping[str, Any]) -> None:
-    """An edited reduction axis/keepdim is the op's own dim/keepdim: write it back to op_args, so
-    re-derivation (output shape, formula) follows the edit instead of contradicting it."""
-    if not (d.get("family") in _DIM_FAMILIES or d.get("op") in _DIM_NORMS):
-        return
-    red = d.get("reduction") or {}
-    touched = {k for k in edits if k == "reduction" or k.startswith("reduction.")}
-    if not touched:
-        return
-    args = dict(d.get("op_args") or {})
-    if "reduction" in touched or "reduction.axes" in touched:
-        axes = red.get("axes")
-        if axes is not None:
-            args["dim"] = axes[0] if len(axes) == 1 else list(axes)
-    if ("reduction" in touched or "reduction.keepdim" in touched) and d.get("family") != "softmax":
-        args["keepdim"] = bool(red.get("keepdim", False))
-    d["op_args"] = args
-
-
-def _covers(unknown_key: str, edited: tuple[str, ...]) -> bool:
-    """An edit of `reduction` covers `reduction.axes`; an edit of `inputs.x.shape` covers it."""
-    return any(unknown_key == e or unknown_key.startswith(e + ".") or e.startswith(unknown_key + ".")
-               for e in edited)
-
-
-def _apply_edit(d: dict[str, Any], key: str, value: Any) -> None:
-    head, _, rest = key.partition(".")
-    if head not in EDITABLE:
-        raise InputError(f"cannot edit '{key}': editable fields are {', '.join(EDITABLE)}")
-    if head == "family" and value not in FAMILIES:
-        raise InputError(f"family must be one of {', '.join(FAMILIES)}, got {value!r}")
-    if not rest:
-        if head == "reduction" and isinstance(value, Reduction):
-            value = value.to_dict()
-        if head == "inputs":
-            value = [i.to_dict() if isinstance(i, Input) else dict(i) for i in value]
-        d[head] = thaw(value) if head in ("output_shape",) else value
-        return
-    if head == "inputs":
-        name, _, attr = rest.partition(".")
-        for item in d["inputs"]:
-            if item["name"] == name or (name.isdigit() and d["inputs"].index(item) == int(name)):
-                if attr not in ("shape", "dtype", "value", "kind"):
-                    raise InputError(f"cannot edit '{key}': an input has shape, dtype, value and kind")
-                item[attr] = thaw(value)
-                return
-        raise InputError(f"cannot edit '{key}': no input named '{name}'")
-    if head == "reduction":
-        red = d.get("reduction") or {"op": "sum", "axes": [], "keepdim": False, "scaling": "sum"}
-        if rest not in ("op", "axes", "keepdim", "scaling", "count", "inner_op", "inner_axes"):
-            raise InputError(f"cannot edit '{key}': a reduction has op, axes, keepdim, scaling, count")
-        red[rest] = thaw(value)
-        d["reduction"] = red
-        return
-    if head in ("op_args", "init_params", "attributes"):
-        target = dict(d.get(head) or {})
-        target[rest] = thaw(value)
-        d[head] = target
-        return
-    raise InputError(f"cannot edit '{key}': '{head}' has no sub-fields")
-
 
 def contract_fields() -> tuple[str, ...]:
     return tuple(f.name for f in fields(Contract))
+
+
+def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:
+    """Non-negative, sorted axes for dim=int | tuple | None (None: all axes)."""
+    if dim is None:
+        return tuple(range(rank))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
+            return None
+        out.append(d % rank if rank else 0)
+    return tuple(sorted(set(out)))

@@ -16,6 +16,8 @@ import libcst as cst
 
 from pypto_tui.contract import ir
 from pypto_tui.contract.ir import Node
+from pypto_tui.contract.model import Signature
+from pypto_tui.contract.signature import signature_of
 from pypto_tui.contract.values import (
     Evaluator,
     ModuleSpec,
@@ -57,6 +59,7 @@ class TaskFacts:
     root: Node
     forward_source: str
     noise_comments: list[str] = field(default_factory=list)
+    signature: Signature | None = None
 
 
 def parse(source: str, path: str | None) -> cst.Module:
@@ -590,7 +593,18 @@ def read_task(source: str, path: str | None = None) -> TaskFacts:
         path=path, aliases=aliases, env=env, init_params=params, init_values=init_values,
         init_problems=init_problems, attributes=dict(selfobj.attrs), forward_params=names,
         inputs=inputs, inputs_problem=problem, root=root, forward_source=fsrc, noise_comments=noise,
+        signature=signature_of(model),
     )
+
+
+def read_signature(source: str, path: str | None = None) -> Signature:
+    """Only `Model`'s signatures (what `lint --task` compares ModelNew with): the same parse and
+    the same reading as `read_task`, without evaluating the rest of the file."""
+    module = parse(source, path)
+    model = _classes(module).get("Model")
+    if model is None:
+        raise TaskFileError(f"{path or 'the task file'} has no 'class Model': --task takes a KernelBench task file")
+    return signature_of(model)
 
 
 def _noise_comments(text: str) -> list[str]:
@@ -598,4 +612,4 @@ def _noise_comments(text: str) -> list[str]:
     return [c.strip() for c in re.findall(r"#[^\n]*", text) if NOISE.search(c)]
 
 
-__all__ = ["TaskFacts", "canonical", "find_unknown", "read_task"]
+__all__ = ["TaskFacts", "canonical", "find_unknown", "read_signature", "read_task"]

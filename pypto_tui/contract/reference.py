@@ -14,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from pypto_tui.contract import ir
-from pypto_tui.contract.model import Contract
-from pypto_tui.contract.semantics import norm_axes
+from pypto_tui.contract.model import Contract, norm_axes
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
 
 

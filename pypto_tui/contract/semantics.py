@@ -2,7 +2,7 @@
 
 `derive` computes the reduction contract, the output shape and dtype, the formula, asymmetry
 (with the direction of a divergence) and whether pypto-tui can scaffold the op. It is pure and
-cheap, so `Contract.with_edits` re-runs it after every user edit: change `op_args.dim` and the
+cheap, so `edits.apply_edits` re-runs it after every user edit: change `op_args.dim` and the
 axes, the count of a mean and the output shape follow.
 """
 
@@ -13,16 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling
+from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 
 IDX = "ijklmnopq"
 
-UNSUPPORTED_FAMILIES = {
-    "conv": "convolutions have no pattern in the rule documents (patterns A-E)",
-    "pool": "pooling has no pattern in the rule documents (patterns A-E)",
-    "attention": "attention has no pattern in the rule documents (patterns A-E)",
-    "scan": "scans (cumsum and relatives) have no pattern in the rule documents (patterns A-E)",
-}
 SUPPORTED_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "prod")
 SUPPORTED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
                     "hinge_loss", "cosine_similarity")
@@ -92,9 +86,6 @@ def derive(c: Contract) -> Contract:
     if c.family == "unknown":
         out.supported = False
         out.reason = c.reason or out.reason or "the operator was not recognised"
-    elif c.family in UNSUPPORTED_FAMILIES:
-        out.supported = False
-        out.reason = out.reason or UNSUPPORTED_FAMILIES[c.family]
     if out.supported:
         out.reason = ""
     return replace(
@@ -116,19 +107,6 @@ def _need_shape(inp: Input | None, what: str = "output_shape") -> tuple[int, ...
     if inp.shape is None:
         raise _Missing(what, f"the shape of input '{inp.name}' is unknown")
     return inp.shape
-
-
-def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:
-    """Non-negative, sorted axes for dim=int | tuple | None (None: all axes)."""
-    if dim is None:
-        return tuple(range(rank))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
-            return None
-        out.append(d % rank if rank else 0)
-    return tuple(sorted(set(out)))
 
 
 def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> tuple[int, ...]:
@@ -180,12 +158,10 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     from pypto_tui.contract.values import broadcast
 
     shapes = [_need_shape(o) for o in ops]
-    shape = shapes[0]
-    for s in shapes[1:]:
-        b = broadcast(shape, s)
-        if b is None:
-            raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
-        shape = b
+    both = broadcast(*shapes)
+    if both is None:
+        raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
+    shape = cast(tuple[int, ...], both)  # known sizes in, known sizes out
     out.output_shape = shape
     out.output_dtype = _promote_all([o.dtype for o in ops])
     names = [o.name for o in ops]

@@ -19,14 +19,15 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider
 
-from pypto_tui.contract.reader import parse as parse_task
-from pypto_tui.errors import InputError, TaskFileError
+from pypto_tui.contract.model import Signature
+from pypto_tui.contract.reader import read_signature
+from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
-from pypto_tui.lint.base import Fix, InitSignature, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.profile import lint_settings
 from pypto_tui.lint.rules import ALL_RULES
-from pypto_tui.lint.rules.forward import find_class, init_signature
 from pypto_tui.source_bounds import MAX_BYTES, SourceTooComplex, check_source
 
 RULES: tuple[type[LintRule], ...] = ALL_RULES
@@ -52,13 +53,9 @@ def format_finding(f: LintFinding) -> str:
     return f"{f.path}:{f.line}:{f.col} {f.rule} {f.message}"
 
 
-def task_init_signature(task_source: str) -> InitSignature:
-    """`Model.__init__`'s parameters from a task file's source (bounded: see source_bounds)."""
-    module = parse_task(task_source, None)
-    cls = find_class(module, "Model")
-    if cls is None:
-        raise TaskFileError("the task file has no `class Model`: --task takes a KernelBench task file")
-    return init_signature(cls)
+def task_init_signature(task_source: str) -> Signature:
+    """`Model.__init__`'s parameters from a task file's source, read by the contract's (bounded) reader."""
+    return read_signature(task_source)
 
 
 def lint_source(
@@ -69,9 +66,16 @@ def lint_source(
     task_source: str | None = None,
     *,
     checks: Iterable[str] | None = None,
+    task_signature: Signature | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> list[LintFinding]:
-    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default."""
-    return _run(source, path, kb, flavour, task_source, checks).findings
+    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default;
+    `pypto` (the release) to the installed pypto's, else the pack's; `strict` to the pack's. The task's
+    Model signature comes from its source, or already read (`task_signature`: the contract holds it,
+    so the app does not read the task file again)."""
+    return _run(source, path, kb, flavour, task_source, checks, task_init=task_signature, pypto=pypto,
+                strict=strict).findings
 
 
 def lint_paths(
@@ -81,6 +85,8 @@ def lint_paths(
     task_source: str | None = None,
     *,
     checks: Iterable[str] | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> list[LintFinding]:
     """Lint files (folders are searched for *.py, in sorted order)."""
     kb = kb or get_kb()
@@ -92,7 +98,8 @@ def lint_paths(
         except InputError as exc:  # a FIFO, a device, too large, not UTF-8, unreadable: one finding
             out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {exc}"))
             continue
-        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init).findings)
+        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init, pypto=pypto,
+                        strict=strict).findings)
     return out
 
 
@@ -103,6 +110,8 @@ def fix_source(
     path: str = "<string>",
     flavour: str | None = None,
     task_source: str | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> tuple[str, list[LintFinding]]:
     """Apply the mechanical fixes (scalar-left forms, unary minus) until none is left.
 
@@ -112,7 +121,7 @@ def fix_source(
     kb = kb or get_kb()
     task_init = task_init_signature(task_source) if task_source is not None else None
     current = source
-    run = _run(current, path, kb, flavour, None, None, task_init=task_init)
+    run = _run(current, path, kb, flavour, None, None, task_init=task_init, pypto=pypto, strict=strict)
     for _ in range(MAX_FIX_PASSES):
         if not run.fixes or run.module is None:
             break
@@ -120,7 +129,7 @@ def fix_source(
         new = new_module.code
         if new == current:
             break
-        after = _run(new, path, kb, flavour, None, None, task_init=task_init)
+        after = _run(new, path, kb, flavour, None, None, task_init=task_init, pypto=pypto, strict=strict)
         if after.module is None:  # a fix must never break the file: keep the last good source
             break
         current, run = new, after
@@ -174,10 +183,14 @@ def _run(
     task_source: str | None,
     checks: Iterable[str] | None,
     *,
-    task_init: InitSignature | None = None,
+    task_init: Signature | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> _Run:
     kb = kb or get_kb()
     flav = kb.flavour(flavour)
+    settings = lint_settings(kb)
+    release = settings.profile(pypto)
     if task_source is not None and task_init is None:
         task_init = task_init_signature(task_source)
     rules = _selected(checks)
@@ -204,7 +217,8 @@ def _run(
     def resolve(provider: type) -> Mapping[cst.CSTNode, Any]:
         return parents if provider is ParentNodeProvider else wrapper.resolve(provider)  # type: ignore[arg-type]
 
-    ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve)
+    ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve,
+                      settings=settings, release=release, strict=strict)
     findings: list[LintFinding] = []
     fixes: list[Fix] = []
     lines = source.splitlines()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_tui.codegen import GeneratedKernel, generate
-from pypto_tui.design import Design, Pipeline
+from pypto_tui.codegen import GeneratedKernel
+from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.kb import KnowledgeBase
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ _cache: dict[tuple[str, str], GeneratedKernel] = {}
 def generate_task(kb: KnowledgeBase, task: str, flavour: str = "pypto-0.2.0", **design: object) -> GeneratedKernel:
     """A fresh pipeline for a fixture task name (or a task file path) and design fields."""
     path = TASKS / f"{task}.py" if not str(task).endswith(".py") else Path(task)
-    return generate(Pipeline(kb, Design(task=str(path), flavour=flavour, **design)))  # type: ignore[arg-type]
+    return kernel_of(Pipeline(kb, Design(task=str(path), flavour=flavour, **design)))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,7 @@ def test_scaffold_json_and_flavours():
 
 
 def test_scaffold_unsupported_exits_1_with_reason():
-    r = invoke("scaffold", FIX / "tasks_extra" / "cumsum_dim.py", "--json")
+    r = invoke("scaffold", FIX / "tasks_extra" / "unrecognised_op.py", "--json")
     d = json.loads(r.stdout)
     assert r.exit_code == 1 and d["status"] == "unsupported" and d["reason"]
 

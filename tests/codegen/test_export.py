@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pypto_tui.codegen.export import export_dir, scaffold_task, task_files
 from pypto_tui.errors import InputError
+from pypto_tui.export import export_dir, scaffold_task, task_files
 
 TESTS = Path(__file__).resolve().parent.parent
 TASKS = TESTS / "fixtures" / "tasks"

@@ -51,10 +51,11 @@ def test_doc_lines_are_dropped(kb):
 
 
 def test_lookup_order_flavour_then_common_then_bundled(kb_minimal, kb):
-    dirs = template_dirs(kb_minimal, "docs")
-    assert dirs[0] == Path(kb_minimal.path) / "templates" / "docs"
-    assert dirs[-1] == bundled_pack_dir() / "templates" / "common"
-    assert template_dirs(kb, "docs")[-1] == bundled_pack_dir() / "templates" / "common"
+    bundled = bundled_pack_dir() / "templates"
+    mine = Path(kb_minimal.path) / "templates"
+    assert template_dirs(kb_minimal, "docs") == [mine / "docs", mine / "common", bundled / "docs", bundled / "common",
+                                                 mine / "pypto-0.2.0", bundled / "pypto-0.2.0"]
+    assert template_dirs(kb, "pypto-0.2.0") == [bundled / "pypto-0.2.0", bundled / "common"]
 
 
 def test_a_missing_template_is_an_input_error(kb):
@@ -75,21 +76,21 @@ def _pack(tmp_path: Path, write: str | None) -> Path:
 
 
 def test_a_pack_without_templates_uses_the_bundled_ones(tmp_path, fresh):
-    from pypto_tui.codegen import generate
-    from pypto_tui.design import Design, Pipeline
+
+    from pypto_tui.design import Design, Pipeline, kernel_of
 
     kb2 = load_pack(_pack(tmp_path, None))
-    g = generate(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
+    g = kernel_of(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
     assert g.supported
     assert g.source.replace("'override' 0.1", "'default' 1.0") == fresh("elu").source
 
 
 def test_a_pack_can_override_one_template(tmp_path):
-    from pypto_tui.codegen import generate
-    from pypto_tui.design import Design, Pipeline
+
+    from pypto_tui.design import Design, Pipeline, kernel_of
 
     kb2 = load_pack(_pack(tmp_path, "## whole-tensor writes with a slice\n{dst}[:] = {value}\n"))
-    g = generate(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
+    g = kernel_of(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
     assert "out[:] = pypto.maximum(x, 0.0)" in g.source
     assert "def create_elu_kernel(flat_size, alpha):" in g.source  # the rest still from the default
 
@@ -109,8 +110,8 @@ def test_template_files_are_copyable(tmp_path):
 
 
 def test_a_new_flavour_borrows_the_bundled_templates_of_its_style(tmp_path, fresh):
-    from pypto_tui.codegen import generate
-    from pypto_tui.design import Design, Pipeline
+
+    from pypto_tui.design import Design, Pipeline, kernel_of
 
     pack = tmp_path / "next"
     pack.mkdir()
@@ -120,6 +121,6 @@ def test_a_new_flavour_borrows_the_bundled_templates_of_its_style(tmp_path, fres
         encoding="utf-8")
     kb2 = load_pack(pack)
     assert template_dirs(kb2, "pypto-next")[-1] == bundled_pack_dir() / "templates" / "pypto-0.2.0"
-    g = generate(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
+    g = kernel_of(Pipeline(kb2, Design(task=str(TASKS / "elu.py"))))
     assert g.supported and g.flavour == "pypto-next"
     assert "out.move(" in g.source

@@ -46,8 +46,8 @@ EXPECTED = {
                      (16, 1024, 768)),
     "matmul_transposed_a": ("matmul", "matmul", True, [((4096, 1024), "fp32"), ((4096, 2048), "fp32")], None, True,
                             (1024, 2048)),
-    "cumsum_dim": ("scan", "cumsum", False, [((128, 4000), "fp32")], ((1,), True, "none"), False, (128, 4000)),
-    "conv2d_module": ("conv", "conv", False, [((16, 3, 256, 256), "fp32")], None, False, (16, 64, 256, 256)),
+    "cumsum_dim": ("scan", "cumsum", True, [((128, 4000), "fp32")], ((1,), True, "none"), False, (128, 4000)),
+    "conv2d_module": ("conv", "conv", True, [((16, 3, 256, 256), "fp32")], None, False, (16, 64, 256, 256)),
 }
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pypto_tui.contract.edits import apply_edits
 from pypto_tui.contract.model import Contract, Input, Reduction
 from pypto_tui.dims import plan_dims
 from pypto_tui.errors import InputError
@@ -45,16 +46,16 @@ def test_dims_null_without_a_plan(contracts):
 
 def test_edit_recomputes_dependent_fields(contracts):
     c = contracts["sum_over_channels"]
-    e = c.with_edits({"op_args.dim": -1})
+    e = apply_edits(c, {"op_args.dim": -1})
     assert e.reduction.axes == (3,) and e.output_shape == (16, 64, 256, 1)
     assert "op_args.dim" in e.edited
     assert c.reduction.axes == (1,)  # the original is untouched
 
 
 def test_edit_of_reduction_fields_is_written_back(contracts):
-    e = contracts["sum_over_channels"].with_edits({"reduction.keepdim": False})
+    e = apply_edits(contracts["sum_over_channels"], {"reduction.keepdim": False})
     assert e.reduction.keepdim is False and e.output_shape == (16, 256, 256)
-    e = contracts["mean_spatial"].with_edits({"reduction.axes": [1, 2, 3]})
+    e = apply_edits(contracts["mean_spatial"], {"reduction.axes": [1, 2, 3]})
     assert e.reduction.count == 64 * 128 * 128 and e.output_shape == (16,)
 
 
@@ -65,7 +66,7 @@ def test_explicit_edits_win_and_clear_unknown(kb):
 
     task = Path(__file__).resolve().parent.parent / "fixtures" / "tasks_extra" / "unknown_op.py"
     c = extract_contract(task, kb)
-    e = c.with_edits({"family": "reduction", "op": "max", "op_args.dim": 1, "op_args.operands": ["x"],
+    e = apply_edits(c, {"family": "reduction", "op": "max", "op_args.dim": 1, "op_args.operands": ["x"],
                       "formula": "out[i] = max_j x[i, j]"}, kb)
     assert (e.family, e.op, e.supported) == ("reduction", "max", True)
     assert e.formula == "out[i] = max_j x[i, j]"
@@ -80,7 +81,7 @@ def test_input_edit_fills_an_unknown_shape(kb):
 
     task = Path(__file__).resolve().parent.parent / "fixtures" / "tasks_extra" / "unresolved_shape.py"
     c = extract_contract(task, kb, strict=False)
-    e = c.with_edits({"inputs.x.shape": [8, 32], "inputs.x.dtype": "fp16"}, kb)
+    e = apply_edits(c, {"inputs.x.shape": [8, 32], "inputs.x.dtype": "fp16"}, kb)
     assert e.inputs[0].shape == (8, 32) and e.output_shape == (8, 32) and e.output_dtype == "fp16"
     assert not e.unknown
 
@@ -89,7 +90,7 @@ def test_input_edit_fills_an_unknown_shape(kb):
                                   {"reduction.scaling": "avg"}, {"formula.x": "y"}])
 def test_bad_edits_are_input_errors(contracts, edit):
     with pytest.raises(InputError):
-        contracts["elu"].with_edits(edit)
+        apply_edits(contracts["elu"], edit)
 
 
 def test_dataclasses_from_dict_validate():

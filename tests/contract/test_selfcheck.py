@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pypto_tui.contract import CHECKS, selfcheck
+from pypto_tui.contract.edits import apply_edits
 from pypto_tui.contract.extract import extract_contract
 from pypto_tui.contract.selfcheck import INSTALL_HINT, self_check
 
@@ -53,21 +54,21 @@ def test_reference_agrees_on_hard_corners(name, kb):
 @pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
 def test_a_wrong_contract_is_an_error(contracts, kb):
     path = FIX / "tasks" / "kl_div_batchmean.py"
-    wrong = contracts["kl_div_batchmean"].with_edits({"op_args.reduction": "mean"}, kb)  # /numel, not /B
+    wrong = apply_edits(contracts["kl_div_batchmean"], {"op_args.reduction": "mean"}, kb)  # /numel, not /B
     res = self_check(wrong, path, kb=kb)
     assert res.status == "disagree" and res.findings[0].level == "error"
     assert res.findings[0].rule == "P0.self-check"
-    swapped = contracts["kl_div_batchmean"].with_edits({"op_args.operands": ["targets", "predictions"]}, kb)
+    swapped = apply_edits(contracts["kl_div_batchmean"], {"op_args.operands": ["targets", "predictions"]}, kb)
     assert self_check(swapped, path, kb=kb).status == "disagree"
 
 
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
 def test_wrong_keepdim_and_wrong_symmetry_are_caught(contracts, kb):
-    res = self_check(contracts["sum_over_channels"].with_edits({"reduction.keepdim": False}, kb),
+    res = self_check(apply_edits(contracts["sum_over_channels"], {"reduction.keepdim": False}, kb),
                      FIX / "tasks" / "sum_over_channels.py", kb=kb)
     assert res.status == "disagree" and "output shapes differ" in res.message
-    res = self_check(contracts["mse_loss"].with_edits({"asymmetric": True}, kb), FIX / "tasks" / "mse_loss.py", kb=kb)
+    res = self_check(apply_edits(contracts["mse_loss"], {"asymmetric": True}, kb), FIX / "tasks" / "mse_loss.py", kb=kb)
     assert res.status == "disagree" and "does not change" in res.message
 
 

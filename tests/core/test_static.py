@@ -1,7 +1,12 @@
-"""Static checks run with the tests: the layer contract (import-linter) and ruff."""
+"""Static checks run with the tests: the import contracts (import-linter) and ruff.
+
+The tools are dev dependencies (`pip install -e '.[dev]'`): a missing one fails these tests, it
+does not skip them, so CI can never pass without checking the layers.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,14 +21,68 @@ def _tool(name: str) -> str:
     exe = Path(sys.executable).with_name(name)
     found = str(exe) if exe.exists() else shutil.which(name)
     if not found:
-        pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
+        pytest.fail(f"{name} is not installed: it is a dev dependency (pip install -e '.[dev]')")
     return found
 
 
-def test_core_imports_no_ui_layer():
-    """import-linter: nothing in the core imports textual, typer, rich, the CLI or the screens."""
-    out = subprocess.run([_tool("lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+def _lint_imports(cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_import_contracts_hold():
+    """The layers (no circles), no UI library in the core, and code generation that does not re-plan."""
+    out = _lint_imports(ROOT)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "3 kept, 0 broken" in out.stdout
+
+
+@pytest.fixture
+def tree_copy(tmp_path: Path) -> Path:
+    """A copy of the package (links resolved) with the project's import-linter configuration."""
+    shutil.copytree(ROOT / "pypto_tui", tmp_path / "pypto_tui", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.tcss", "examples", "templates", "*.toml"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _broken(out: subprocess.CompletedProcess[str]) -> str:
+    assert out.returncode != 0, out.stdout[-2000:]
+    return out.stdout
+
+
+def test_layers_contract_catches_an_upward_import(tree_copy: Path):
+    """The old circle: code generation importing the pipeline (design) breaks two contracts."""
+    gen = tree_copy / "pypto_tui" / "codegen" / "generate.py"
+    gen.write_text(gen.read_text() + "\nfrom pypto_tui.design import Pipeline  # noqa\n")
+    text = _broken(_lint_imports(tree_copy, tree_copy))
+    assert "Layers: each part of pypto_tui imports only the parts below it BROKEN" in text
+    assert "Code generation renders the KernelPlan and does not re-plan BROKEN" in text
+    assert "pypto_tui.codegen.generate -> pypto_tui.design" in text
+
+
+def test_layers_contract_catches_a_low_layer_reaching_up(tree_copy: Path):
+    probe = tree_copy / "pypto_tui" / "contract" / "probe.py"
+    probe.write_text("import pypto_tui.tiles  # noqa\n")
+    text = _broken(_lint_imports(tree_copy, tree_copy))
+    assert "pypto_tui.contract.probe -> pypto_tui.tiles" in text
+
+
+def test_layers_contract_refuses_an_unplaced_module(tree_copy: Path):
+    """Exhaustive: a new top-level module must be given a layer before the contract passes."""
+    (tree_copy / "pypto_tui" / "newthing.py").write_text("X = 1\n")
+    text = _broken(_lint_imports(tree_copy, tree_copy))
+    assert "newthing" in text
+
+
+def test_the_core_may_not_import_a_ui_library(tree_copy: Path):
+    plan = tree_copy / "pypto_tui" / "plan.py"
+    plan.write_text(plan.read_text() + "\nimport rich  # noqa\n")
+    text = _broken(_lint_imports(tree_copy, tree_copy))
+    assert "Only the CLI and the app import a UI library BROKEN" in text
 
 
 def test_ruff_is_clean():

@@ -1,62 +1,65 @@
-"""Which pattern scaffolds a contract, and the builders for each.
+"""The pattern registry: every module in this package that exports `PATTERNS` takes part.
 
-One function per pattern, each decorated with the rules it implements. `select` maps the
-contract's family and op (and the dimension plan's reshape) to a builder, or raises Unsupported
-with the reason a user can act on.
+Adding an operator family is adding one module here (plus its pack data: rules, strategies,
+templates); nothing else in the code lists the patterns. `find` picks the pattern for a
+contract: among those whose families include the contract's, one that names the op wins over
+one that takes every op of the family; modules are read in name order, so the choice is stable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
+from functools import cache
 
-from pypto_tui.codegen.builder import Builder
-from pypto_tui.codegen.context import GenContext
-from pypto_tui.codegen.spec import Unsupported
-
-Build = Callable[[Builder], None]
-
-_FAMILY_REASONS = {
-    "scan": "scans (cumsum, cumprod, ...) have no pattern in the documents: no scaffold",
-    "conv": "convolutions have no pattern in the documents: no scaffold",
-    "pool": "pooling has no pattern in the documents: no scaffold",
-    "attention": "attention has no pattern in the documents: no scaffold",
-    "unknown": "the operator was not recognised",
-}
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.contract.model import Contract
 
 
-def select(ctx: GenContext) -> tuple[str, Build]:
-    """(pattern, builder) for the design, or Unsupported."""
-    c = ctx.contract
-    fam, op = c.family, c.op
-    if fam == "elementwise":
-        from pypto_tui.codegen.patterns.elementwise import build_elementwise
+@cache
+def registry() -> tuple[Pattern, ...]:
+    out: list[Pattern] = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        out.extend(getattr(module, "PATTERNS", ()))
+    return tuple(out)
 
-        return "A", build_elementwise
-    if fam == "matmul":
-        from pypto_tui.codegen.patterns.matmul import build_matmul
 
-        return "B", build_matmul
-    if fam == "norm":
-        if op == "frobenius_norm":
-            from pypto_tui.codegen.patterns.global_reduce import build_global_norm
+def find(c: Contract) -> Pattern | None:
+    """The pattern that scaffolds `c`, or None when no pattern covers its family and op."""
+    matching = [p for p in registry() if p.matches(c)]
+    specific = [p for p in matching if p.ops]
+    found = specific or matching
+    return found[0] if found else None
 
-            return "E", build_global_norm
-        from pypto_tui.codegen.patterns.norm import build_norm
 
-        return "C", build_norm
-    if fam == "loss":
-        from pypto_tui.codegen.patterns.loss import build_loss
+def by_id(pattern_id: str) -> Pattern | None:
+    return next((p for p in registry() if p.id == pattern_id), None)
 
-        return "D", build_loss
-    if fam == "softmax":
-        from pypto_tui.codegen.patterns.reduce import build_softmax
 
-        return "softmax", build_softmax
-    if fam == "reduction":
-        from pypto_tui.codegen.patterns.reduce import build_reduction
+def reason_for(c: Contract) -> str:
+    """Why no pattern scaffolds `c`, in words a user can act on."""
+    if c.family == "unknown":
+        why = "the operator was not recognised"
+    else:
+        fams = sorted({f for p in registry() for f in p.families})
+        ops = sorted({o for p in registry() if c.family in p.families for o in p.ops})
+        why = (f"no pattern scaffolds {c.family} / {c.op}"
+               + (f" (this family's patterns take {', '.join(ops)})" if ops else
+                  f" (patterns exist for {', '.join(fams)})"))
+    return f"{why} ({c.reason})" if c.reason else why
 
-        return "reduction", build_reduction
-    reason = _FAMILY_REASONS.get(fam, f"the {fam} family has no pattern")
-    if c.reason:
-        reason = f"{reason} ({c.reason})"
-    raise Unsupported(reason)
+
+class _Registry:
+    """The check behind the catalogue's `codegen.patterns`: every registered pattern, citing the
+    rules the patterns implement (so `kb list` traces a family's rules to code with no list here)."""
+
+    @property
+    def __cites__(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r for p in registry() for r in p.rules))
+
+    def __repr__(self) -> str:
+        return f"<{len(registry())} patterns: {', '.join(p.id for p in registry())}>"
+
+
+PATTERN_REGISTRY = _Registry()

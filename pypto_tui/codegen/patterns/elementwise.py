@@ -12,9 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pypto_tui.codegen import activations
-from pypto_tui.codegen.builder import Builder, dims_list, name
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
 from pypto_tui.codegen.expr import Ex, call, number_node
-from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam, Unsupported
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 Value = Callable[[Mapping[str, Ex]], Ex]
@@ -148,20 +150,17 @@ def build_elementwise(b: Builder) -> None:
     if any(shapes.get(o) != shapes.get(first) for o in operands):
         raise Unsupported("the elementwise inputs have different shapes (broadcasting is not scaffolded)")
     assert ctx.geometry is not None and ctx.tile is not None
-    flat = ctx.geometry.shape
     loop = ctx.loop_count is not None
     b.pattern = "A"
     b.summary = "Pattern A: elementwise on the flattened input" + (" with a loop" if loop else "")
-    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, None, "the flattened input",
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, "the flattened input",
                            loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
     env = {o: Ex.name(o) for o in operands}
-    prelude = []
+    prelude: Stmts = []
     if not loop:
         body = b.tmpl("elementwise", tile=tile, out=name("out"), value=value(env))
     else:
-        count = b.loop_constant(flat, ctx.tile, 0, b.why())
-        prelude = b.loop_prelude("flat_size", count)
-
         def step(size: str, off: str, suffix: str) -> list:
             views = []
             chunks = {}
@@ -171,8 +170,7 @@ def build_elementwise(b: Builder) -> None:
             return b.tmpl("elementwise_step", views=views, value=value(chunks),
                           offsets=dims_list([off]), out=name("out"))
 
-        body = b.tmpl("vec_setup", tile=tile) + b.loop(
-            "bi", "LOOP", step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+        prelude, body = b.chunked_loop("flat_size", step, setup=b.tmpl("vec_setup", tile=tile))
     op = c.op if c.op and c.op != "expression" else "elementwise"
     spec = KernelSpec(
         factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=["flat_size"], scalars=scalars,
@@ -193,3 +191,6 @@ def build_elementwise(b: Builder) -> None:
     b.unpack_dims(flat_names[0], ["flat_size"])
     b.call_kernel(spec, flat_names)
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(first))
+
+
+PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat",)),)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pypto_tui.codegen.builder import Builder, dims_list, name
 from pypto_tui.codegen.expr import Ex, call, reduce
-from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 
@@ -24,14 +26,14 @@ def build_global_norm(b: Builder) -> None:
     if len(c.operands) != 1 or ctx.geometry is None or ctx.tile is None or len(ctx.geometry.shape) != 1:
         raise Unsupported("the Frobenius scaling needs one input flattened to 1-D")
     x = c.operands[0].name
-    flat = ctx.geometry.shape
     eps_value = c.op_args.get("eps")
     scalars = [b.scalar("eps", float(eps_value), init_key="eps")] if eps_value else []
     loop = ctx.loop_count is not None
     b.pattern = "E"
     b.summary = "Pattern E: global sum of squares in a zeros accumulator" + (
         " over a loop, then a second loop scales every chunk" if loop else "")
-    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, 0, "the flattened input",
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, "the flattened input",
                            loop_note="handled by the pypto.loops below (LOOP_COUNT)" if loop else None)
     acc = Ex.name("sq_sum")
 
@@ -44,9 +46,6 @@ def build_global_norm(b: Builder) -> None:
         part = reduce("sum", Ex.name(x) * Ex.name(x), 0, True)
         body = b.tmpl("global", tile=tile, acc=name("sq_sum"), part=part, out=name("out"), value=Ex.name(x) / norm())
     else:
-        count = b.loop_constant(flat, ctx.tile, 0, b.why())
-        prelude = b.loop_prelude("flat_size", count)
-
         def sum_step(size: str, off: str, suffix: str) -> list:
             chunk = f"{x}_{suffix}"
             ch = Ex.name(chunk)
@@ -58,12 +57,9 @@ def build_global_norm(b: Builder) -> None:
             return b.tmpl("global_apply_step", views=b.view(chunk, x, [size], [off]),
                           value=Ex.name(chunk) / Ex.name("norm"), offsets=dims_list([off]), out=name("out"))
 
-        body = (b.tmpl("global_setup", tile=tile, acc=name("sq_sum"), dtype=b.pdtype())
-                + b.loop("bi", "SUM_LOOP", sum_step("BASIC_BATCH", "off", "chunk"),
-                         sum_step("TAIL", "TAIL_OFFSET", "tail"))
-                + b.fwd("norm = {v}", v=norm().node)
-                + b.loop("bj", "SCALE_LOOP", apply_step("BASIC_BATCH", "off", "chunk"),
-                         apply_step("TAIL", "TAIL_OFFSET", "tail")))
+        prelude, sums = b.chunked_loop("flat_size", sum_step, "bi", "SUM_LOOP",
+                                       setup=b.tmpl("global_setup", tile=tile, acc=name("sq_sum"), dtype=b.pdtype()))
+        body = sums + b.fwd("norm = {v}", v=norm().node) + b.loop_over(apply_step, "bj", "SCALE_LOOP")
     spec = KernelSpec(
         factory="create_frobenius_norm_kernel", kernel="frobenius_norm_kernel", dims=["flat_size"], scalars=scalars,
         inputs=[TensorParam(x, ("flat_size",), ctx.dtype)],
@@ -76,3 +72,6 @@ def build_global_norm(b: Builder) -> None:
     b.unpack_dims(xn, ["flat_size"])
     b.call_kernel(spec, [xn])
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
+
+
+PATTERNS = (Pattern("E", ("norm",), build_global_norm, ("E.global-accumulator",), ops=("frobenius_norm",)),)

@@ -13,14 +13,25 @@ own tile (D.two-phase): phase 1 reduces every row, phase 2 the per-sample values
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, literal, name
 from pypto_tui.codegen.expr import Ex, call, reduce
-from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam, Unsupported
+from pypto_tui.codegen.pattern import Pattern, main_tile_needs
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
+from pypto_tui.plan import Needs, TileRole
 from pypto_tui.shapes import fmt_dims
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
 
 Terms = Callable[[Mapping[str, Ex]], tuple[list[cst.BaseStatement], Ex]]
 SIMPLE = ("mse_loss", "l1_loss", "kl_div", "hinge_loss")
@@ -98,7 +109,6 @@ def _simple(b: Builder) -> None:
         raise Unsupported("the loss inputs have different shapes (broadcasting is not scaffolded)")
     if ctx.geometry is None or ctx.tile is None:
         raise Unsupported("no tile for this loss")
-    flat = ctx.geometry.shape
     terms, scalars = _terms(b, ops)
     prelude, scale, extra_dim = _scale(b)
     loop = ctx.loop_count is not None
@@ -106,7 +116,8 @@ def _simple(b: Builder) -> None:
     b.summary = f"Pattern D: {c.op} over the flattened inputs to one value"
     if loop:
         b.summary += ", accumulated over a loop"
-    tile = b.tile_constant("TILE_SHAPE", flat, ctx.tile, 0, "the flattened inputs",
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, "the flattened inputs",
                            loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
 
     def part(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
@@ -118,9 +129,6 @@ def _simple(b: Builder) -> None:
         stmts, total = part({o: Ex.name(o) for o in ops})
         body = b.tmpl("loss", tile=tile, terms=stmts, out=name("out"), total=total)
     else:
-        count = b.loop_constant(flat, ctx.tile, 0, b.why())
-        prelude += b.loop_prelude("flat_size", count)
-
         def step(size: str, off: str, suffix: str) -> list:
             views: list = []
             env = {}
@@ -130,8 +138,9 @@ def _simple(b: Builder) -> None:
             stmts, p = part(env)
             return b.tmpl("loss_step", views=views, terms=stmts, out=name("out"), part=p)
 
-        body = b.tmpl("loss_setup", tile=tile, out=name("out"), dtype=b.pdtype(c.output_dtype)) + b.loop(
-            "bi", "LOOP", step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+        loop_prelude, body = b.chunked_loop("flat_size", step, setup=b.tmpl(
+            "loss_setup", tile=tile, out=name("out"), dtype=b.pdtype(c.output_dtype)))
+        prelude += loop_prelude
     dims = ["flat_size"] + ([extra_dim] if extra_dim else [])
     direction = f" ({c.direction})" if c.direction else ""
     spec = KernelSpec(
@@ -164,8 +173,6 @@ def _scalar_result(b: Builder) -> cst.BaseExpression:
 
 
 def _triplet(b: Builder) -> None:
-    from pypto_tui.tiles import rank_candidates
-
     ctx = b.ctx
     c = ctx.contract
     args = c.op_args
@@ -177,7 +184,6 @@ def _triplet(b: Builder) -> None:
     if len(ops) != 3 or ctx.geometry is None or ctx.tile is None or len(ctx.geometry.shape) != 2:
         raise Unsupported("triplet margin loss needs three (batch, features) operands")
     shape = ctx.geometry.shape
-    rows = shape[0]
     anchor, positive, negative = ops
     src = b.ctx.task.op_arg_source
     margin = b.scalar("margin", args.get("margin", 1.0), init_key=src("triplet_margin_loss", "margin"))
@@ -190,11 +196,8 @@ def _triplet(b: Builder) -> None:
     if ctx.loop_count is not None:
         b.notes.append(f"Phase 1 has auto_tiles above the limit at {fmt_dims(shape)}; it runs without a loop "
                        "(a per-sample loop is not scaffolded).")
-    t1 = b.tile_constant("PHASE1_TILE_SHAPE", shape, ctx.tile, 1, "phase 1 (per-sample distances) on")
-    plan2 = rank_candidates(ctx.kb, (rows,), ctx.dtype, 0, top=1)
-    if plan2.recommended is None:
-        raise Unsupported(f"no legal phase-2 tile for ({rows},)")
-    t2 = b.tile_constant("PHASE2_TILE_SHAPE", (rows,), plan2.recommended.tile, 0, "phase 2 (the batch) on")
+    t1 = b.tile_constant(ctx.plan.tile("main"), "phase 1 (per-sample distances) on")
+    t2 = b.tile_constant(ctx.plan.tile("phase2"), "phase 2 (the batch) on")
     eps_e, m_e = Ex.name("eps", tensor=False), Ex.name("margin", tensor=False)
     a, p, n = Ex.name(anchor), Ex.name(positive), Ex.name(negative)
     phase1 = (b.fwd("d_pos = {v}", v=(a - p + eps_e).node) + b.fwd("d_neg = {v}", v=(a - n + eps_e).node)
@@ -229,3 +232,20 @@ def _triplet(b: Builder) -> None:
     b.unpack_dims(names[0], ["rows", "features"])
     b.call_kernel(spec, names)
     b.forward.result = _scalar_result(b)
+
+
+def loss_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """Simple losses reduce the flattened inputs along axis 0; a per-sample loss (D.two-phase)
+    tiles phase 1 on (rows, features) reducing the features, and phase 2 on the per-sample values."""
+    base = main_tile_needs(c, dims, g, kb)
+    main = base.tiles[0]
+    if c.op == "triplet_margin_loss" and len(g.shape) == 2:
+        phase1 = replace(main, constant="PHASE1_TILE_SHAPE", reduce_dim=1)
+        phase2 = TileRole("phase2", "PHASE2_TILE_SHAPE", (g.shape[0],), g.dtype, 0)
+        return replace(base, tiles=(phase1, phase2))
+    if len(g.shape) == 1:
+        return replace(base, tiles=(replace(main, reduce_dim=0),))
+    return base
+
+
+PATTERNS = (Pattern("D", ("loss",), build_loss, ("D.loss-scalar", "D.two-phase"), needs=loss_needs),)

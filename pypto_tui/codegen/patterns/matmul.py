@@ -7,8 +7,10 @@ tiles from the design, the pack's starting point, or the best legal candidate fo
 
 from __future__ import annotations
 
-from pypto_tui.codegen.builder import Builder, dims_list, literal, name
-from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 
@@ -31,10 +33,9 @@ def build_matmul(b: Builder) -> None:
             t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False)):
         raise Unsupported("this matmul needs its operands reshaped (3-D x 2-D or a vector): not scaffolded yet")
     a_trans, b_trans = bool(mm.get("a_trans")), bool(mm.get("b_trans"))
-    M, K, N = int(mm["m"]), int(mm["k"]), int(mm["n"])
     batch = mm.get("batch")
     out_dtype = c.output_dtype or "fp32"
-    cube_m, cube_k, cube_n = b.cube_constants(M, K, N)
+    cube_m, cube_k, cube_n = b.cube_constants()
     cube = {"cube_m": cube_m, "cube_k": cube_k, "cube_n": cube_n}
     pdt = b.pdtype(out_dtype)
     a_shape: tuple[str, ...]
@@ -51,20 +52,16 @@ def build_matmul(b: Builder) -> None:
         out_shape = ("m", "n")
     loop = batch is None and not a_trans and ctx.loop_count is not None
     b.pattern = "B"
-    prelude = []
+    prelude: Stmts = []
     if loop:
         b.summary = "Pattern B: 2-D matmul, loop along M (view -> matmul -> assemble)"
-        count = b.loop_constant((M, N), ctx.tile or (1, N), 0, "matmul")
-        prelude = b.loop_prelude("m", count)
-
         def step(size: str, off: str, suffix: str) -> list:
             chunk = f"{a_name}_{suffix}"
             return b.tmpl("matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
                           b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans), offsets=dims_list([off, 0]),
                           out=name("out"))
 
-        body = b.tmpl("matmul_setup", **cube) + b.loop("bi", "M_LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                     step("TAIL", "TAIL_OFFSET", "tail"))
+        prelude, body = b.chunked_loop("m", step, "bi", "M_LOOP", setup=b.tmpl("matmul_setup", **cube))
     else:
         b.summary = ("Pattern B: batched 3-D matmul, one call without a loop" if batch is not None
                      else "Pattern B: 2-D matmul in one call")
@@ -99,3 +96,6 @@ def build_matmul(b: Builder) -> None:
     b.forward.asserts = b.forward.asserts[:2]
     b.call_kernel(spec, [an, bn])
     b.forward.result = name("out")
+
+
+PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")),)

@@ -13,14 +13,13 @@ not applied; running statistics are not updated (the output is what the baseline
 
 from __future__ import annotations
 
-from pypto_tui.codegen.builder import Builder, dims_list, literal, name
+from pypto_tui.codegen.builder import Builder, Step, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex
-from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam, Unsupported
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
-# x, the expanded scale, the expanded shift and the result live in the unified buffer together;
-# measured with pypto 0.2.0: (1, 1, 16384) fp32 fails in SIM on (16, 64, 65536), (1, 1, 8192) builds.
-BN_LIVE_BUFFERS = 4
 LOOP_NOTE = "handled by the pypto.loop below (LOOP_COUNT)"
 BN_PRAGMA = "# pypto-lint: ignore[lint.loop_axis]  C.norm-loop: BatchNorm loops along the channel axis"
 
@@ -46,6 +45,39 @@ def build_norm(b: Builder) -> None:
         raise Unsupported(f"the norm '{c.op}' has no scaffold (group, instance, layer, RMS and batch norms do)")
 
 
+def _looped(b: Builder, prelude: list, total: str, step: Step, idx: str, loop_name: str,
+            tile: Ex) -> tuple[list, list]:
+    loop_prelude, body = b.chunked_loop(total, step, idx, loop_name, setup=b.tmpl("vec_setup", tile=tile))
+    return prelude + loop_prelude, body
+
+
+def _statistics_body(b: Builder, x: str, template: str, dims: list[str], inv_name: str, count_dim: str,
+                     summary: str, loop_total: str, loop_name: str, what: str) -> tuple[Stmts, Stmts]:
+    """(prelude, body) of a norm whose statistics run over axis 1: the tile, 1/count, and the body
+    whole or as the plan's loop along axis 0 (each chunk holds whole rows, so no carry)."""
+    ctx = b.ctx
+    loop = ctx.loop is not None
+    b.pattern = "C"
+    along = {"rows": "the rows", "batch": "the batch"}.get(loop_total, loop_total)
+    b.summary = summary + (f", looping along {along}" if loop else "")
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, what, loop_note=LOOP_NOTE if loop else None)
+    prelude = b.fwd("{inv} = 1.0 / {n}", inv=name(inv_name), n=name(count_dim))
+    inv_key = f"inv_{count_dim}"
+    common = {"eps": Ex.name("eps", tensor=False), inv_key: Ex.name(inv_name, tensor=False), "out": name("out")}
+    if not loop:
+        return prelude, b.tmpl(template, tile=tile, x=name(x), **common)
+    rank = len(dims)
+
+    def step(size: str, off: str, suffix: str) -> Stmts:
+        chunk = f"{x}_{suffix}"
+        offsets = b.chunk_offsets(rank, 0, off)
+        return b.tmpl(f"{template}_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size), offsets),
+                      x=name(chunk), offsets=dims_list(offsets), **common)
+
+    return _looped(b, prelude, loop_total, step, "bi", loop_name, tile)
+
+
 def _common_checks(b: Builder) -> str:
     c = b.ctx.contract
     if len(c.operands) != 1 or c.op_args.get("fused"):
@@ -67,27 +99,9 @@ def _row_norm(b: Builder) -> None:
         raise Unsupported(f"{c.op} needs the (rows, hidden) layout; the dimension plan gives {ctx.dims.reshape}")
     shape = ctx.geometry.shape
     eps = _eps(b)
-    loop = ctx.loop_count is not None
-    b.pattern = "C"
-    b.summary = f"Pattern C: {c.op} on (rows, hidden) = {shape}" + (", looping along the rows" if loop else "")
-    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, 1, "the (rows, hidden) input",
-                           loop_note=LOOP_NOTE if loop else None)
-    prelude = b.fwd("INV_HIDDEN = 1.0 / hidden")
-    inv = Ex.name("INV_HIDDEN", tensor=False)
-    eps_e = Ex.name("eps", tensor=False)
-    if not loop:
-        body = b.tmpl("row_norm", tile=tile, x=name(x), inv_hidden=inv, eps=eps_e, out=name("out"))
-    else:
-        count = b.loop_constant(shape, ctx.tile, 0, b.why())
-        prelude += b.loop_prelude("rows", count)
-
-        def step(size: str, off: str, suffix: str) -> list:
-            chunk = f"{x}_{suffix}"
-            return b.tmpl("row_norm_step", views=b.view(chunk, x, [size, "hidden"], [off, 0]), x=name(chunk),
-                          inv_hidden=inv, eps=eps_e, offsets=dims_list([off, 0]), out=name("out"))
-
-        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "ROW_LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                     step("TAIL", "TAIL_OFFSET", "tail"))
+    prelude, body = _statistics_body(b, x, "row_norm", ["rows", "hidden"], "INV_HIDDEN", "hidden",
+                                     f"Pattern C: {c.op} on (rows, hidden) = {shape}", "rows", "ROW_LOOP",
+                                     "the (rows, hidden) input")
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=["rows", "hidden"], scalars=[eps],
         inputs=[TensorParam(x, ("rows", "hidden"), ctx.dtype)],
@@ -131,29 +145,9 @@ def _rms_norm(b: Builder) -> None:
     rank = len(shape)
     dims = ["batch", "channels", "spatial"][:rank]
     eps = _eps(b)
-    loop = ctx.loop_count is not None
-    b.pattern = "C"
-    b.summary = f"Pattern C: RMSNorm over the channel axis of {shape}" + (", looping along the batch" if loop else "")
-    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, 1, "the (B, C, S) input",
-                           loop_note=LOOP_NOTE if loop else None)
-    prelude = b.fwd("INV_CHANNELS = 1.0 / channels")
-    inv = Ex.name("INV_CHANNELS", tensor=False)
-    eps_e = Ex.name("eps", tensor=False)
-    if not loop:
-        body = b.tmpl("rms_norm", tile=tile, x=name(x), inv_channels=inv, eps=eps_e, out=name("out"))
-    else:
-        count = b.loop_constant(shape, ctx.tile, 0, b.why())
-        prelude += b.loop_prelude("batch", count)
-
-        def step(size: str, off: str, suffix: str) -> list:
-            chunk = f"{x}_{suffix}"
-            return b.tmpl("rms_norm_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size),
-                                                        b.chunk_offsets(rank, 0, off)),
-                          x=name(chunk), inv_channels=inv, eps=eps_e,
-                          offsets=dims_list(b.chunk_offsets(rank, 0, off)), out=name("out"))
-
-        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "BATCH_LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                     step("TAIL", "TAIL_OFFSET", "tail"))
+    prelude, body = _statistics_body(b, x, "rms_norm", dims, "INV_CHANNELS", "channels",
+                                     f"Pattern C: RMSNorm over the channel axis of {shape}", "batch", "BATCH_LOOP",
+                                     "the (B, C, S) input")
     spec = KernelSpec(
         factory="create_rms_norm_kernel", kernel="rms_norm_kernel", dims=dims, scalars=[eps],
         inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
@@ -189,10 +183,9 @@ def _batch_norm(b: Builder) -> None:
     b.pattern = "C"
     b.summary = (f"Pattern C: BatchNorm (training statistics) on (B, C, S) = {shape}"
                  + (", looping along the channel axis" if loop else ""))
-    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, ctx.dims.reduce_axis, "the (B, C, S) input",
-                           loop_note=LOOP_NOTE.replace("loop", "loop along the channels") if loop else None,
-                           live_buffers=BN_LIVE_BUFFERS)
-    tile_value = b.constants[-1].value
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, "the (B, C, S) input",
+                           loop_note=LOOP_NOTE.replace("loop", "loop along the channels") if loop else None)
     prelude = b.fwd("INV_COUNT = 1.0 / (batch * spatial)")
     inv = Ex.name("INV_COUNT", tensor=False)
     eps_e = Ex.name("eps", tensor=False)
@@ -200,9 +193,6 @@ def _batch_norm(b: Builder) -> None:
         body = b.tmpl("batch_norm", tile=tile, x=name(x), inv_count=inv, eps=eps_e,
                       stat_shape=dims_list([1, "channels", "spatial"]), out=name("out"))
     else:
-        count = b.loop_constant(shape, tile_value, 1, b.why(), "the documents loop BatchNorm along C")
-        prelude += b.loop_prelude("channels", count)
-
         def step(size: str, off: str, suffix: str) -> list:
             chunk = f"{x}_{suffix}"
             return b.tmpl("batch_norm_step", views=b.view(chunk, x, ["batch", size, "spatial"], [0, off, 0],
@@ -210,8 +200,7 @@ def _batch_norm(b: Builder) -> None:
                           x=name(chunk), inv_count=inv, eps=eps_e, stat_shape=dims_list([1, size, "spatial"]),
                           offsets=dims_list([0, off, 0]), out=name("out"))
 
-        body = b.tmpl("vec_setup", tile=tile) + b.loop("ci", "CHANNEL_LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                     step("TAIL", "TAIL_OFFSET", "tail"))
+        prelude, body = _looped(b, prelude, "channels", step, "ci", "CHANNEL_LOOP", tile)
     spec = KernelSpec(
         factory="create_batch_norm_kernel", kernel="batch_norm_kernel", dims=dims, scalars=[eps],
         inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
@@ -229,3 +218,6 @@ def _batch_norm(b: Builder) -> None:
     b.unpack_dims(xn, dims)
     b.call_kernel(spec, [xn])
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
+
+
+PATTERNS = (Pattern("C", ("norm",), build_norm, ("C.norm-loop",)),)

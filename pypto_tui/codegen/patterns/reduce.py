@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from pypto_tui.codegen.builder import Builder, dims_list, literal, name
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, mean, reduce
-from pypto_tui.codegen.spec import KernelSpec, TensorParam, Unsupported
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, TensorParam
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 _OPS = {"sum": "sum", "mean": "mean", "max": "amax", "amax": "amax", "min": "amin", "amin": "amin"}
@@ -75,16 +77,14 @@ def build_softmax(b: Builder) -> None:
     loop = ctx.loop_count is not None
     b.pattern = "softmax"
     b.summary = f"{c.op} over axis {axis} with the chosen tile" + (", looping along axis 0" if loop else "")
-    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, axis, f"{x}",
-                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
-    prelude = []
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, f"{x}", loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    prelude: Stmts = []
     template = c.op
     if not loop:
         body = b.tmpl(template, tile=tile, x=name(x), dim=literal(axis), out=name("out"))
     else:
         _loop_axis_ok(b, axis, c.op)
-        count = b.loop_constant(shape, ctx.tile, 0, b.why())
-        prelude = b.loop_prelude("d0", count)
 
         def step(size: str, off: str, suffix: str) -> list:
             chunk = f"{x}_{suffix}"
@@ -93,8 +93,7 @@ def build_softmax(b: Builder) -> None:
                           x=name(chunk), dim=literal(axis), offsets=dims_list(b.chunk_offsets(rank, 0, off)),
                           out=name("out"))
 
-        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                               step("TAIL", "TAIL_OFFSET", "tail"))
+        prelude, body = b.chunked_loop("d0", step, setup=b.tmpl("vec_setup", tile=tile))
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
         inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
@@ -103,12 +102,7 @@ def build_softmax(b: Builder) -> None:
         doc=f"{c.op} over axis {axis} (one kernel for this fixed dim, P1.single-dim-kernel); "
             "shapes are closure constants (P1.static-shape).",
     )
-    b.add_kernel(spec)
-    b.assert_rank(x, rank)
-    xn = b.prepare(x, None, "")
-    b.unpack_dims(xn, dims)
-    b.call_kernel(spec, [xn])
-    b.forward.result = name("out")
+    b.call_as_laid_out(spec, x, dims)
 
 
 @cites("API.single-dim-reduce", "O3.merge-reduce-axes", "P2.keepdim-direct")
@@ -146,8 +140,8 @@ def build_reduction(b: Builder) -> None:
     b.pattern = "reduction"
     b.summary = (f"{c.op} over axis {axis}" + (" (the merged reduce axes)" if merged else "")
                  + f", keepdim={keepdim}" + (", looping along axis 0" if loop else ""))
-    tile = b.tile_constant("TILE_SHAPE", shape, ctx.tile, axis, x,
-                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, x, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
     prelude: list = []
     inv = None
     if op == "mean":
@@ -164,8 +158,6 @@ def build_reduction(b: Builder) -> None:
         body = b.tmpl("reduce", tile=tile, out=name("out"), value=value(Ex.name(x)))
     else:
         _loop_axis_ok(b, axis, c.op or "the reduction")
-        count = b.loop_constant(shape, ctx.tile, 0, b.why())
-        prelude += b.loop_prelude("d0", count)
         out_rank = len(out_shape)
 
         def step(size: str, off: str, suffix: str) -> list:
@@ -175,8 +167,8 @@ def build_reduction(b: Builder) -> None:
                           value=value(Ex.name(chunk)), offsets=dims_list(b.chunk_offsets(out_rank, 0, off)),
                           out=name("out"))
 
-        body = b.tmpl("vec_setup", tile=tile) + b.loop("bi", "LOOP", step("BASIC_BATCH", "off", "chunk"),
-                                                               step("TAIL", "TAIL_OFFSET", "tail"))
+        loop_prelude, body = b.chunked_loop("d0", step, setup=b.tmpl("vec_setup", tile=tile))
+        prelude += loop_prelude
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
         inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
@@ -191,3 +183,9 @@ def build_reduction(b: Builder) -> None:
     b.unpack_dims(xn, dims)
     b.call_kernel(spec, [xn])
     b.forward.result = _result(b, x, dims_plan.output_kernel_shape, keepdim)
+
+
+PATTERNS = (
+    Pattern("softmax", ("softmax",), build_softmax),
+    Pattern("reduction", ("reduction",), build_reduction),
+)

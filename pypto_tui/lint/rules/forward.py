@@ -13,8 +13,10 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from pypto_tui.contract.model import Signature
+from pypto_tui.contract.signature import init_params_of, method
 from pypto_tui.lint.analysis import Kind, ModuleInfo, Scope, children, iter_nodes, join, numeric_literal
-from pypto_tui.lint.base import InitParam, InitSignature, Invalid, LintRule, Valid, example
+from pypto_tui.lint.base import Invalid, LintRule, Valid, example
 
 ALLOWED_TORCH = frozenset({
     "torch.empty", "torch.zeros", "torch.empty_like", "torch.zeros_like", "torch.empty_strided",
@@ -265,32 +267,10 @@ class ForwardTorch(LintRule):
 
 
 # ------------------------------------------------------------------------------ init signature
-def init_signature(cls: cst.ClassDef) -> InitSignature:
-    """The parameters of `cls.__init__` after self, with defaults as normalised source."""
-    inits = _forward_methods(cls, "__init__")
-    if not inits:
-        return InitSignature([])
-    ps = inits[-1].params
-    out: list[InitParam] = []
-
-    def default(p: cst.Param) -> str | None:
-        if p.default is None:
-            return None
-        return " ".join(cst.Module([]).code_for_node(p.default).split())
-
-    for p in ps.posonly_params:
-        out.append(InitParam("posonly", p.name.value, default(p)))
-    for p in ps.params:
-        out.append(InitParam("arg", p.name.value, default(p)))
-    if isinstance(ps.star_arg, cst.Param):
-        out.append(InitParam("*args", ps.star_arg.name.value, None))
-    for p in ps.kwonly_params:
-        out.append(InitParam("kwonly", p.name.value, default(p)))
-    if ps.star_kwarg is not None:
-        out.append(InitParam("**kwargs", ps.star_kwarg.name.value, None))
-    if out and out[0].kind in ("posonly", "arg"):
-        out = out[1:]  # self
-    return InitSignature(out)
+def init_signature(cls: cst.ClassDef) -> Signature:
+    """The parameters of `cls.__init__` after self, read as the contract reads Model's."""
+    init = method(cls, "__init__")
+    return Signature(init=init_params_of(init.params)) if init is not None else Signature()
 
 
 def find_class(module: cst.Module, name: str) -> cst.ClassDef | None:

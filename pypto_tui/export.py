@@ -1,7 +1,7 @@
 """Scaffold one task, or every task in a folder, to PyPTO kernel modules on disk.
 
 Writing is deterministic (the same design gives the same bytes) and atomic (a temporary file in
-the target folder, then a rename: `pypto_tui.design.write_atomic`), and refuses to replace an
+the target folder, then a rename: `pypto_tui.fileio.write_atomic`), and refuses to replace an
 existing file unless `force`. In a folder export one task failing never stops the others: every
 task gets a row (ok | unsupported | error, with the reason), and the report is plain data that
 serialises to JSON.
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_tui.codegen.result import GeneratedKernel
-from pypto_tui.design import Design, Pipeline, write_atomic
+from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.errors import InputError
-from pypto_tui.fileio import require_file
+from pypto_tui.fileio import check_writable, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase
 
 Status = Literal["ok", "unsupported", "error"]
@@ -88,17 +88,14 @@ class ExportReport:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
 
 
-def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None) -> tuple[Pipeline, GeneratedKernel]:
-    # generate() directly, not design.kernel_of: kernel_of's cache key asks for the chosen tile,
-    # which raises for a contract with no kernel layout before generate can report "unsupported".
-    from pypto_tui.codegen.generate import generate
-
-    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour))
-    return pipeline, generate(pipeline)
+def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None,
+              dynamic_axis: int | None = None) -> tuple[Pipeline, GeneratedKernel]:
+    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour, dynamic_axis=dynamic_axis))
+    return pipeline, kernel_of(pipeline)
 
 
 def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
-                  force: bool = False, flavour: str | None = None) -> ScaffoldResult:
+                  force: bool = False, flavour: str | None = None, dynamic_axis: int | None = None) -> ScaffoldResult:
     """Generate the module for one task file; write it to `out_path` when given.
 
     Bad input (no such file, not a task file, an unknown flavour) raises InputError as every
@@ -110,12 +107,11 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
     fl = kb.flavour(flavour).name
     if out_path is not None:
         out = Path(out_path)
-        if out.exists() and not force:
-            raise InputError(f"{out} exists: pass --force to overwrite it")
+        check_writable(out, force)  # before any work: a FIFO, a device, an existing file without --force
         if out.resolve() == task.resolve():
             raise InputError(f"{out} is the task file itself: choose another output path")
     t0 = time.perf_counter()
-    pipeline, kernel = _generate(task, kb, fl)
+    pipeline, kernel = _generate(task, kb, fl, dynamic_axis)
     c = pipeline.contract()
     result = ScaffoldResult(task=str(task), status="ok" if kernel.supported else "unsupported",
                             reason=kernel.reason, family=c.family, op=c.op, pattern=kernel.pattern,
@@ -135,7 +131,7 @@ def task_files(tasks_dir: str | Path) -> list[Path]:
 
 
 def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, force: bool = False,
-               flavour: str | None = None) -> ExportReport:
+               flavour: str | None = None, dynamic_axis: int | None = None) -> ExportReport:
     """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task."""
     src, dst = Path(tasks_dir), Path(out_dir)
     files = task_files(src)
@@ -147,7 +143,7 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
     for task in files:
         t1 = time.perf_counter()
         try:
-            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour)
+            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis)
         except InputError as exc:
             row = ScaffoldResult(task=str(task), status="error", reason=str(exc))
         except Exception as exc:  # one broken task never stops the others

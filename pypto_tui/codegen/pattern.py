@@ -1,0 +1,55 @@
+"""A pattern: how one operator family becomes a kernel, declared next to the code that writes it.
+
+A pattern module (codegen/patterns/<family>.py) exports `PATTERNS`, a tuple of `Pattern`s. Each
+names the families (and optionally the ops) it scaffolds, the pack rule it implements, the
+function that writes the kernel from a Builder, and `needs`: what it asks the earlier steps to
+decide (its tiles, a matmul for the cube, the loop axis). The pipeline asks `needs` before the
+tile and loop steps run, so those steps decide exactly what the kernel will use; `build` then
+only writes the plan down. No libcst here: the pipeline reads `needs` cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pypto_tui.plan import Needs, TileRole
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
+
+NeedsFn = Callable[["Contract", "DimPlan", "Geometry", "KnowledgeBase"], Needs]
+
+
+def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """The common case: one vec tile on the main kernel tensor, the loop along the axis the pack
+    gives the op (ops.toml `loop_axis`, else the outermost), a matmul's M x K x N for the cube."""
+    data = kb.op_data(c.op)
+    role = TileRole("main", "TILE_SHAPE", g.shape, g.dtype, g.reduce_dim, live_buffers=data.live_buffers,
+                    min_rows=data.min_rows)
+    axis = data.loop_axis if data.loop_axis is not None and data.loop_axis < len(g.shape) else 0
+    return Needs((role,), g.matmul if c.family == "matmul" else None, axis, g.why, data.loop_note if axis else "")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """`rules` are the pack rules the pattern implements, the first being the one reported with the
+    kernel's summary; the rule catalogue traces each of them to the `codegen.patterns` check."""
+
+    id: str
+    families: tuple[str, ...]
+    build: Callable[[Any], None]
+    rules: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    needs: NeedsFn = main_tile_needs
+
+    @property
+    def rule(self) -> str | None:
+        return self.rules[0] if self.rules else None
+
+    def matches(self, c: Contract) -> bool:
+        return c.family in self.families and (not self.ops or c.op in self.ops)

@@ -1,0 +1,308 @@
+"""The kernel plan: every decision steps 1-4 made, frozen, which step 5 renders and nothing else.
+
+The tile calculator decides the tiles (with any unified-buffer step-down, a second phase's tile,
+the cube tiles), the loop planner decides the loop (its axis, count and tail), and the pipeline
+(`pypto_tui.design`) freezes them with the contract and the dimension plan into one `KernelPlan`.
+Code generation takes that plan and writes it down; it never evaluates, ranks or re-plans, so the
+Tiles and Loops steps of the app show exactly what the kernel uses.
+
+Pure data: no libcst, no numpy. `tiles` and `loops` build the evaluations defined here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding, has_error
+from pypto_tui.shapes import Shape
+from pypto_tui.vocabulary import LoopWhy, TailStrategy
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract, Signature
+    from pypto_tui.dims import DimPlan
+
+TileSource = Literal["user", "preset", "recommended", "stepped-down"]
+
+
+# ------------------------------------------------------------------------------------ evaluations
+@dataclass(frozen=True, slots=True)
+class TileEvaluation:
+    """Every number and finding for one vec tile on one shape (built by `tiles.evaluate_tile`)."""
+
+    shape: Shape
+    dtype: str
+    tile: Shape
+    reduce_dim: int | None
+    prod: int
+    auto_tiles: int
+    contiguous_bytes: int
+    reduce_segments: int | None
+    needs_loop: bool
+    ub_bytes: int
+    waste_axes: tuple[int, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not has_error(self.findings)
+
+    def numbers(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "prod": self.prod, "auto_tiles": self.auto_tiles,
+                "contiguous_bytes": self.contiguous_bytes, "reduce_segments": self.reduce_segments,
+                "ub_bytes": self.ub_bytes}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tile": list(self.tile),
+            "prod": self.prod,
+            "auto_tiles": self.auto_tiles,
+            "contiguous_bytes": self.contiguous_bytes,
+            "reduce_segments": self.reduce_segments,
+            "needs_loop": self.needs_loop,
+            "ub_bytes": self.ub_bytes,
+            "waste_axes": list(self.waste_axes),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CubeEvaluation:
+    """set_cube_tile_shapes(m, k, n) against the chip's buffers (built by `tiles.evaluate_cube`)."""
+
+    m: tuple[int, int]
+    k: tuple[int, ...]
+    n: tuple[int, int]
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    l1_bytes: int
+    tasks: int
+    findings: tuple[Finding, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"m": list(self.m), "k": list(self.k), "n": list(self.n), "l0a_bytes": self.l0a_bytes,
+                "l0b_bytes": self.l0b_bytes, "l0c_bytes": self.l0c_bytes, "l1_bytes": self.l1_bytes,
+                "tasks": self.tasks, "findings": [f.to_dict() for f in self.findings]}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopCandidate:
+    """One loop count along one axis (built by `loops.candidate`)."""
+
+    loop_count: int
+    basic_batch: int
+    num_iters: int
+    tail: int
+    view_shape: Shape
+    auto_tiles_per_iter: int
+    ring: int | None
+    tail_strategy: TailStrategy
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not has_error(self.findings)
+
+    @property
+    def has_tail(self) -> bool:
+        return self.tail != self.basic_batch
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "loop_count": self.loop_count,
+            "basic_batch": self.basic_batch,
+            "num_iters": self.num_iters,
+            "tail": self.tail,
+            "view_shape": list(self.view_shape),
+            "auto_tiles_per_iter": self.auto_tiles_per_iter,
+            "ring": self.ring,
+            "tail_strategy": self.tail_strategy,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+# ------------------------------------------------------------------------------------ geometry
+@dataclass(frozen=True)
+class Geometry:
+    """The kernel's main tensor as the tile and loop steps see it."""
+
+    shape: Shape
+    dtype: str
+    reduce_dim: int | None
+    why: LoopWhy
+    matmul: tuple[int, int, int] | None = None  # (M, K, N)
+
+
+def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
+    """Which tensor the tile applies to: the first kernel input (the output for a matmul)."""
+    tensors = [i for i in contract.inputs if i.kind == "tensor"]
+    dtype = (tensors[0].dtype if tensors and tensors[0].dtype else "fp32")
+    if contract.family == "matmul":
+        shapes = dims.kernel_shapes
+        out = tuple(dims.output_kernel_shape or ())
+        if len(shapes) >= 2 and shapes[0] and shapes[1] and len(out) >= 2:
+            M, N = out[-2], out[-1]
+            K = shapes[0][-1]
+            return Geometry(out, dtype, None, "matmul" if len(out) == 2 else "auto", (M, K, N))
+    if not dims.kernel_shapes or dims.kernel_shapes[0] is None:
+        raise InputError("the dimension plan has no kernel shape: fill the contract's unknown shapes first")
+    shape = tuple(dims.kernel_shapes[0])
+    why: LoopWhy = "reduce" if (contract.family in ("loss", "norm") and len(shape) == 1) else "auto"
+    return Geometry(shape, dtype, dims.reduce_axis, why)
+
+
+# ------------------------------------------------------------------------------------ what a pattern needs
+@dataclass(frozen=True, slots=True)
+class TileRole:
+    """A tensor that gets a vec tile, as a pattern asks for it.
+
+    `live_buffers` is how many tile-sized buffers one op of the pattern holds in the unified buffer
+    at once (pack data, measured: BatchNorm's x, expanded scale, expanded shift and result are 4);
+    the tile step shrinks a default tile until they fit (O1.ub-step-down). `reducing` says whether
+    the op reduces (a reducing op holds ~1.5x its tile), None meaning "when reduce_dim is set".
+    `min_rows`: the op pads the product of the tile's leading axes up to this many rows (measured:
+    cumsum transposes in 16-row blocks), which the unified-buffer estimate counts.
+    """
+
+    name: str
+    constant: str
+    shape: Shape
+    dtype: str
+    reduce_dim: int | None
+    reducing: bool | None = None
+    live_buffers: int = 1
+    min_rows: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a pattern needs decided before it can write a kernel: its tiles (the first is the main
+    one, which the Tiles step ranks), the matmul it tiles on the cube, and the loop's axis."""
+
+    tiles: tuple[TileRole, ...]
+    cube: tuple[int, int, int] | None = None  # (M, K, N)
+    loop_axis: int = 0
+    loop_why: LoopWhy = "auto"
+    loop_note: str = ""
+    loop_shape: Shape | None = None  # the shape the loop runs over, when it is not the main tile's
+
+
+# ------------------------------------------------------------------------------------ decisions
+@dataclass(frozen=True, slots=True)
+class TileChoice:
+    """The tile a role gets, and how it was decided (the user's, the pack's preset, the ranking's
+    first, or that one stepped down to fit the unified buffer: `requested` is then the original)."""
+
+    role: TileRole
+    evaluation: TileEvaluation
+    source: TileSource
+    requested: Shape | None = None
+    note: str = ""
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def tile(self) -> Shape:
+        return self.evaluation.tile
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role.name, "constant": self.role.constant, "tile": list(self.tile),
+                "source": self.source, "requested": list(self.requested) if self.requested else None,
+                "note": self.note, "evaluation": self.evaluation.to_dict(),
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+@dataclass(frozen=True, slots=True)
+class CubeChoice:
+    """The cube tiles of the plan's matmul and where they came from."""
+
+    M: int
+    K: int
+    N: int
+    evaluation: CubeEvaluation
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"M": self.M, "K": self.K, "N": self.N, "source": self.source, **self.evaluation.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class LoopChoice:
+    """The one loop of the plan: its axis, count, chunk, tail and why it exists."""
+
+    axis: int
+    total: int
+    shape: Shape
+    why: LoopWhy
+    reason: str
+    candidate: LoopCandidate
+    requested: int | None = None
+    note: str = ""
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return self.candidate.loop_count
+
+    @property
+    def tail_strategy(self) -> TailStrategy:
+        return "main+tail" if self.candidate.has_tail else self.candidate.tail_strategy
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis, "total": self.total, "why": self.why, "reason": self.reason,
+                "loop_count": self.count, "requested": self.requested, "tail_strategy": self.tail_strategy,
+                "note": self.note, "candidate": self.candidate.to_dict(),
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicAxis:
+    """One kernel axis left to run time (pypto.DYNAMIC): the kernel reads its size from the tensor
+    and runs the plan's loop ceildiv(size, block) times, the last block partial (valid_shape).
+    `block` is the loop's chunk at the design's size; `input_axis` the task input's axis it covers."""
+
+    kernel_axis: int
+    input_axis: int
+    block: int
+    source: str  # "the design (--dynamic-axis)" | "the task's DYNAMIC_AXIS"
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """Everything step 5 renders. `blocked` says why no kernel can be written (then the rest may
+    be partial); `pattern` is the id of the pattern that writes it."""
+
+    contract: Contract
+    dims: DimPlan
+    pattern: str
+    flavour: str
+    signature: Signature | None
+    geometry: Geometry | None = None
+    tiles: tuple[TileChoice, ...] = ()
+    cube: CubeChoice | None = None
+    loop: LoopChoice | None = None
+    blocked: str = ""
+    dynamic: DynamicAxis | None = None
+
+    def tile(self, role: str = "main") -> TileChoice:
+        for t in self.tiles:
+            if t.role.name == role:
+                return t
+        raise KeyError(f"the plan has no '{role}' tile")
+
+    @property
+    def main_tile(self) -> TileChoice | None:
+        return self.tiles[0] if self.tiles else None
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """What the tile and loop decisions reported (step-downs, tails), in plan order."""
+        out: list[Finding] = []
+        for t in self.tiles:
+            out.extend(t.findings)
+        if self.cube is not None:
+            out.extend(f for f in self.cube.evaluation.findings if f.level in ("warn", "error"))
+        if self.loop is not None:
+            out.extend(self.loop.findings)
+        return tuple(out)

@@ -1,0 +1,77 @@
+"""Step 5 renders the plan: what the Tiles and Loops steps show is exactly what the kernel uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline, kernel_of
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+TASKS = [*sorted((FIX / "tasks").glob("*.py")), FIX / "tasks_extra" / "cumsum_dim.py"]
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda p: p.stem)
+def test_kernel_constants_are_the_plans_choices(kb, task):
+    p = Pipeline(kb, Design(task=str(task)))
+    k = kernel_of(p)
+    assert k.supported, k.reason
+    plan = p.kernel_plan()
+    for choice in plan.tiles:
+        if choice.role.constant in k.constants:
+            assert tuple(k.constants[choice.role.constant]["value"]) == choice.tile
+    # a matmul writes cube tiles; its vec tile only sizes the M loop
+    assert plan.cube is not None or plan.tiles[0].role.constant in k.constants
+    assert plan.tiles[0].tile == p.chosen_tile()
+    loop = p.loop_choice()
+    if loop is None:
+        assert "LOOP_COUNT" not in k.constants
+    else:
+        assert k.constants["LOOP_COUNT"]["value"] == loop.count == p.chosen_loop_count()
+        assert k.constants["LOOP_COUNT"]["numbers"]["axis"] == p.loop_plan().axis
+    if plan.cube is not None:
+        assert k.constants["CUBE_M"]["value"] == list(plan.cube.evaluation.m)
+
+
+def test_batch_norm_step_down_is_decided_by_the_tile_step(kb):
+    """BatchNorm's 4 live buffers (ops.toml) make the tile step shrink its pick and say so there;
+    the loop step then plans the channel loop (ops.toml loop_axis) on the tile the kernel uses."""
+    p = Pipeline(kb, Design(task=str(FIX / "tasks" / "batch_norm.py")))
+    main = p.tile_choices()[0]
+    assert main.source == "stepped-down" and main.requested is not None
+    assert main.tile != main.requested and any(f.rule == "O1.ub-step-down" for f in main.findings)
+    assert p.loop_plan().axis == 1 and p.loop_plan().tile == main.tile
+
+
+def test_a_users_tile_is_kept_and_warned_about(kb):
+    p = Pipeline(kb, Design(task=str(FIX / "tasks" / "batch_norm.py"), tile=[1, 1, 16384]))
+    main = p.tile_choices()[0]
+    assert main.source == "user" and main.tile == (1, 1, 16384)
+    assert [f.level for f in main.findings if f.rule == "O1.ub-step-down"] == ["warn"]
+
+
+def test_triplet_phase2_tile_is_a_planned_role(kb):
+    p = Pipeline(kb, Design(task=str(FIX / "tasks" / "triplet_margin.py")))
+    roles = [c.role.name for c in p.tile_choices()]
+    assert roles == ["main", "phase2"]
+    assert p.kernel_plan().tile("phase2").role.shape == (p.geometry().shape[0],)
+
+
+def test_divisor_tail_preference_is_decided_by_the_loop_step(kb, tmp_path):
+    task = tmp_path / "scale.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x * 3.0\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(1000, 3001)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    p = Pipeline(kb, Design(task=str(task), tile=[1024], loop_count=16, loop_tail="divisor"))
+    choice = p.loop_choice()
+    assert choice is not None and not choice.candidate.has_tail
+    assert choice.total % choice.count == 0 and choice.count != 16
+    assert kernel_of(p).constants["LOOP_COUNT"]["value"] == choice.count
+
+
+def test_unknown_operator_blocks_the_plan_with_the_reason(kb):
+    p = Pipeline(kb, Design(task=str(FIX / "tasks_extra" / "unrecognised_op.py")))
+    plan = p.kernel_plan()
+    assert plan.blocked and not kernel_of(p).supported
