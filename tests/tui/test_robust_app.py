@@ -200,9 +200,7 @@ async def test_loop_star_stays_on_the_packs_pick(make_app, ui) -> None:
     app = make_app("scalar_mul_large")
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
-        for _ in range(3):
-            await pilot.press("ctrl+n")
-            await ui.settle(pilot, app)
+        await ui.forward(pilot, app, 3)
         screen = app.screen
         assert isinstance(screen, LoopsScreen)
         table = screen.query_one("#loop-table")
@@ -240,9 +238,7 @@ async def test_install_hint_keeps_the_sim_extra(make_app, ui, monkeypatch: pytes
     app = make_app("softmax_rows")
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
-        for _ in range(2):
-            await pilot.press("ctrl+n")
-            await ui.settle(pilot, app)
+        await ui.forward(pilot, app, 2)
         await pilot.press("ctrl+r")
         await pilot.pause()
         shown = [n.message for n in app._notifications]
@@ -295,9 +291,7 @@ async def test_a_tile_of_0_is_refused_not_called_clean(make_app, ui) -> None:
     app = make_app("softmax_rows")
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
-        for _ in range(2):
-            await pilot.press("ctrl+n")
-            await ui.settle(pilot, app)
+        await ui.forward(pilot, app, 2)
         screen = app.screen
         assert isinstance(screen, TilesScreen)
         await ui.type_into(pilot, app, "#tile-1", "0")
