@@ -102,3 +102,35 @@ def test_static_commands_never_run_the_task(tmp_path: Path, run_cli) -> None:
         assert "pypto-tui: note:" not in err
     assert not flag.exists()
     assert os.environ.get("PYPTO_TUI_DEBUG") is None
+
+
+def test_verify_says_once_that_it_runs_the_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify executes the task file (its Model is the baseline): it says so, once, on stderr."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import pypto_tui.cli.sim_cmd as sim_cmd
+    import pypto_tui.sim.verification as verification
+    from pypto_tui.cli import app
+
+    order: list[str] = []
+
+    class Report:
+        passed = True
+
+        def to_dict(self) -> dict[str, object]:
+            return {"passed": True}
+
+    def fake_verify(pipeline: object, **kw: object) -> Report:
+        order.append("run")
+        return Report()
+
+    monkeypatch.setattr(sim_cmd, "_require_sim", lambda: order.append("checked"))
+    monkeypatch.setattr(verification, "verify", fake_verify)
+    task = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "softmax_rows.py"
+    result = CliRunner().invoke(app, ["verify", str(task), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["passed"] is True and order == ["checked", "run"]
+    notes = [ln for ln in result.stderr.splitlines() if ln.startswith("pypto-tui: note:")]
+    assert len(notes) == 1 and f"verify executes the code in {task}" in notes[0] and "a task file is code" in notes[0]
