@@ -107,9 +107,9 @@ def test_enumeration_work_is_bounded_whatever_the_sizes(shape: tuple[int, ...]) 
     cap = kb.limits.max_elements
     for n in shape:
         assert all(v <= cap or v == n for v in axis_values(n, cap))
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: a loaded runner's waiting is not the enumeration's cost
     plan = rank_candidates(kb, shape, "fp32", 1, top=10)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert plan.recommended is not None and 0 < plan.enumerated < 1 << 21
     assert elapsed < 0.5
 
