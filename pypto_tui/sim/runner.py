@@ -268,7 +268,7 @@ def run_many(
             hit = store.get(key)
             if hit is not None:
                 res = J.SimResult.from_json(hit)
-                res.cached, res.key = True, key
+                res.cached, res.key, res.label = True, key, job.label
                 results[i] = res
                 done += 1
                 if progress:
