@@ -21,7 +21,7 @@ from typing import Any
 
 from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
-from pypto_tui.vocabulary import FAMILIES
+from pypto_tui.vocabulary import ESTIMATE_FEATURES, FAMILIES, RANKINGS
 
 ENV_VAR = "PYPTO_TUI_KB"
 BUNDLED_ROOT = Path(__file__).resolve().parent / "knowledge"
@@ -33,7 +33,7 @@ STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml")
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +171,41 @@ class PassVerify:
 
 
 @dataclass(frozen=True, slots=True)
+class CostFit:
+    """The cost estimate's coefficients for one family (or one op), fitted to the cost model of
+    one pypto version (estimate.toml, written by `pypto-tui kb calibrate`). `error` is the spread
+    of the fit within a task (the standard deviation of log(measured / estimated)); `intercept`
+    and `size` turn the within-task estimate into microseconds for display."""
+
+    name: str
+    pypto: str
+    coefficients: Mapping[str, float]
+    intercept: float = 0.0
+    size: float = 0.0
+    error: float = 0.0
+    worst: float = 0.0
+    samples: int = 0
+    tasks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateData:
+    """estimate.toml: which order decides the recommendation ("rules", the documents' order, or
+    "estimate") and the fitted coefficients per family or op."""
+
+    ranking: str
+    fits: Mapping[str, CostFit]
+    note: str = ""
+
+    def fit_for(self, family: str | None, op: str | None = None) -> CostFit | None:
+        """An op's own fit first (batch_norm), then its family's (norm)."""
+        for key in (op, family):
+            if key and key in self.fits:
+                return self.fits[key]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class Flavour:
     name: str
     description: str
@@ -197,6 +232,7 @@ class KnowledgeBase:
     files: Mapping[str, Path] = field(default_factory=dict)
     ops: Mapping[str, OpData] = field(default_factory=dict)
     pass_verify: PassVerify | None = None
+    estimate: EstimateData | None = None
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -560,6 +596,42 @@ def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
     return PassVerify(rule, t.text("reference"), passes)
 
 
+def _parse_estimate(r: _Reader) -> EstimateData:
+    head = r.sub("estimate")
+    ranking = head.text("ranking", required=False, choices=RANKINGS, default="rules")
+    fits: dict[str, CostFit] = {}
+    table = r.sub("fit", required=False)
+    for name in table.table:
+        f = table.sub(name)
+        coef = f.sub("coefficients")
+        values: dict[str, float] = {}
+        for feature in coef.table:
+            if feature not in ESTIMATE_FEATURES:
+                known = ", ".join(ESTIMATE_FEATURES)
+                raise coef.fail(feature, f"'{feature}' is not a feature of the estimate ({known})")
+            v = coef.table[feature]
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise coef.fail(feature, f"must be a number, got {v!r}")
+            values[feature] = float(v)
+        if not values:
+            raise f.fail("coefficients", "list at least one feature's coefficient")
+        samples = f.table.get("samples", 0)
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+            raise f.fail("samples", f"must be a whole number >= 0, got {samples!r}")
+
+        def num(key: str, default: float = 0.0, signed: bool = False, f: _Reader = f) -> float:
+            if key not in f.table:
+                return default
+            v = f.table[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or (not signed and v < 0):
+                raise f.fail(key, f"must be a {'' if signed else 'non-negative '}number, got {v!r}")
+            return float(v)
+
+        fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
+                             num("error"), num("worst"), samples, f.strs("tasks", required=False))
+    return EstimateData(ranking, fits, head.text("note", required=False))
+
+
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     """Which file provides each part of the pack, following `extends` to the bundled default."""
     pack_toml = path / "pack.toml"
@@ -619,12 +691,13 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     )
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
     pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
+    estimate = _parse_estimate(reader("estimate.toml")) if "estimate.toml" in files else None
     return KnowledgeBase(
         name=pack.text("name"), version=pack.text("version"),
         description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify,
+        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, estimate=estimate,
     )
 
 

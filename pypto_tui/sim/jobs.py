@@ -48,6 +48,7 @@ from pypto_tui.errors import InputError
 KINDS = ("cost", "verify")
 FILLS = ("randn", "uniform", "randint", "zeros", "ones", "arange")
 DTYPES = ("fp32", "fp16", "bf16", "int8", "int16", "int32", "int64", "uint8", "bool")
+ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 _DTYPE_ALIASES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
     "dt_fp32": "fp32", "dt_fp16": "fp16", "dt_bf16": "bf16", "dt_int8": "int8", "dt_int32": "int32",
@@ -65,6 +66,7 @@ UNVERIFIED = "unverified"          # verify ran, but a compiler pass wrote no pa
 TIMEOUT = "timeout"
 CRASHED = "crashed"                # the worker died (signal, out of memory) or wrote nothing
 UNAVAILABLE = "unavailable"        # pypto/torch missing or the wrong version
+CANCELLED = "cancelled"            # stopped by the user or a time budget before it finished
 CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR, UNVERIFIED)
 PASS_CHECK_FORMAT = 1  # bump when the pass check changes: cached verdicts from before are not reused
 

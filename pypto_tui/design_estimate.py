@@ -1,0 +1,70 @@
+"""The cost estimate priced for one design: what the Tiles and Loops steps hand their rankings.
+
+`estimate.py` prices a point (tile, loop count) of a tensor; this module knows which point a
+candidate really becomes. A tile candidate is priced with the loop the pipeline would plan for
+it (the user's count, else the planner's pick for that tile), and not at all when the pattern's
+op chain could not hold it in the unified buffer (O1.ub-step-down: the compiler refuses it). A
+loop count is priced with the tile the design uses. Shared by the pipeline and the `tile`/`loop`
+one-shots, which know the family only when given a task file or --family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pypto_tui.estimate import Estimator, LoopCost, Point, TileCost, estimator_for
+from pypto_tui.kb import KnowledgeBase
+from pypto_tui.loops import choose_loop, plan_loops
+from pypto_tui.plan import Needs, TileRole
+from pypto_tui.shapes import Shape
+from pypto_tui.tiles import held_bytes
+from pypto_tui.vocabulary import LoopWhy, TailPreference
+
+
+@dataclass(frozen=True)
+class DesignCosts:
+    """The pricing functions for one design (None when the family has no fit; `note` says why, or
+    which fit prices)."""
+
+    tile: TileCost | None
+    loop: LoopCost | None
+    note: str
+    estimator: Estimator | None = None
+
+
+def loop_cost(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int) -> LoopCost:
+    """Price a loop count for `tile` on the role's tensor."""
+    itemsize = kb.dtype_bytes(role.dtype)
+
+    def cost(count: int) -> float | None:
+        return est.us(Point(role.shape, itemsize, role.reduce_dim, tile, axis, count if count > 1 else None))
+
+    return cost
+
+
+def design_costs(kb: KnowledgeBase, family: str | None, op: str | None, needs: Needs,
+                 loop_count: int | None = None, tail: TailPreference | None = None) -> DesignCosts:
+    """Pricing for the main tile of `needs` and its loop, or none (with the reason)."""
+    est, why = estimator_for(kb, family, op)
+    if est is None:
+        return DesignCosts(None, None, why)
+    role = needs.tiles[0]
+    itemsize = kb.dtype_bytes(role.dtype)
+    axis, loop_why = needs.loop_axis, needs.loop_why
+
+    def tile_cost(tile: Shape) -> float | None:
+        if held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows) > kb.chip.ub_bytes:
+            return None
+        count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail)
+        return est.us(Point(role.shape, itemsize, role.reduce_dim, tile, axis, count))
+
+    return DesignCosts(tile_cost, None, est.describe(), est)
+
+
+def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int, why: LoopWhy,
+                  requested: int | None, tail: TailPreference | None) -> int | None:
+    """The loop count the pipeline would plan for `tile` (None: no loop), the pack's ranking
+    included, so a tile is priced as the kernel it would become."""
+    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, loop_cost(kb, est, role, tile, axis))
+    choice = choose_loop(kb, plan, requested, tail, why)
+    return choice.count if choice is not None else None

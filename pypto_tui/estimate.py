@@ -1,0 +1,203 @@
+"""The cost estimate: a design's time in the cost model, from counts the design decides, no compile.
+
+Why it exists: the documents' order is a good start but the cost model often disagrees (a tile
+30% slower than the best qualified one, a loop count 6% slower), and measuring every candidate
+takes minutes to hours. The estimate is a small log-linear model per operator family,
+
+    log(us) = intercept + size * log(elements) + sum_i coefficient_i * feature_i(design),
+
+whose coefficients are pack data (estimate.toml) fitted to SIM measurements by
+`pypto-tui kb calibrate` (which records the pypto version they were measured on). Each feature is
+the log of a count the tile and the loop decide (see `features`). Within one task only the
+features change, so the coefficients alone decide the order; `intercept` and `size` only turn it
+into microseconds for display.
+
+The estimate is evidence, not the truth: by default the recommendation keeps the documents' order
+and the estimate's pick is shown beside it (`ranking = "estimate"` in the pack switches). It only
+ever reorders candidates the rules have qualified; a hard rule is never overridden. A family the
+pack has no coefficients for gets no estimate, and says so.
+
+Plain Python (no numpy): `tile` one-shots call it on every qualified candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pypto_tui.findings import cites
+from pypto_tui.kb import CostFit, KnowledgeBase
+from pypto_tui.shapes import Shape, ceil_div
+
+# What a caller hands the ranking: the estimated µs of one candidate (a tile, a loop count), or
+# None when the estimate does not apply to it (the pack says it cannot compile, no fit, ...).
+TileCost = Callable[[Shape], float | None]
+LoopCost = Callable[[int], float | None]
+
+# One-sided 95% bound on a normal error: how far below its estimate a candidate may still land.
+CONFIDENCE_Z = 1.645
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One design as the estimate sees it: the main tensor, its tile, and the loop (if any)."""
+
+    shape: Shape
+    itemsize: int
+    reduce_dim: int | None
+    tile: Shape
+    loop_axis: int = 0
+    loop_count: int | None = None
+
+
+def features(p: Point, cores: int) -> dict[str, float]:
+    """The design's counts, each as a natural log (see vocabulary.ESTIMATE_FEATURES).
+
+    tiles          every tile of the tensor (what the scheduler hands out, one by one)
+    tile_elements  elements in one tile (the work of one tile op)
+    rows           rows of one tile (its non-contiguous runs)
+    critical_path  tiles one core runs in a row: the reduce axis's segments times the waves of
+                   independent tile groups over the vector cores
+    waves          how many rounds of independent tile groups the vector cores need
+    iterations     iterations of the loop (1 without one)
+    iter_tiles     tiles per loop iteration
+    cut            how much of the tile the loop's chunk cuts off (chunk rows < tile rows)
+    """
+    shape, tile = p.shape, p.tile
+    n = 1
+    for s, t in zip(shape, tile, strict=True):
+        n *= ceil_div(s, t)
+    elements = math.prod(tile)
+    rows = math.prod(tile[:-1]) if len(tile) > 1 else 1
+    rd = p.reduce_dim
+    segments = ceil_div(shape[rd], tile[rd]) if rd is not None else 1
+    groups = max(1, n // segments)
+    waves = ceil_div(groups, max(1, cores))
+    iterations, cut = 1, 1.0
+    if p.loop_count and p.loop_count > 1:
+        total = shape[p.loop_axis]
+        batch = ceil_div(total, p.loop_count)
+        iterations = ceil_div(total, batch)
+        if tile[p.loop_axis] > batch:
+            cut = tile[p.loop_axis] / batch
+    return {
+        "tiles": math.log(n),
+        "tile_elements": math.log(elements),
+        "rows": math.log(rows),
+        "critical_path": math.log(segments * waves),
+        "waves": math.log(waves),
+        "iterations": math.log(iterations),
+        "iter_tiles": math.log(max(1.0, n / iterations)),
+        "cut": math.log(cut),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Estimator:
+    """A family's fit, ready to price designs."""
+
+    fit: CostFit
+    cores: int
+
+    def log_relative(self, p: Point) -> float:
+        """The part of log(us) the design decides (what orders candidates within a task)."""
+        f = features(p, self.cores)
+        return sum(c * f[name] for name, c in self.fit.coefficients.items())
+
+    def us(self, p: Point) -> float:
+        """Estimated microseconds (the order is trustworthy; the absolute figure is rougher)."""
+        size = math.log(max(1, math.prod(p.shape)))
+        return math.exp(self.fit.intercept + self.fit.size * size + self.log_relative(p))
+
+    def describe(self) -> str:
+        f = self.fit
+        spread = f"±{100 * (math.exp(f.error) - 1):.0f}%" if f.error else "error unknown"
+        return f"the '{f.name}' estimate fitted on pypto {f.pypto} ({spread}, {f.samples} runs)"
+
+
+def estimator_for(kb: KnowledgeBase, family: str | None, op: str | None = None) -> tuple[Estimator | None, str]:
+    """The pack's estimate for an op (its own fit, else its family's), or None and why not."""
+    if kb.estimate is None:
+        return None, f"pack '{kb.name}' has no estimate.toml: the documents' order decides"
+    fit = kb.estimate.fit_for(family, op)
+    if fit is None:
+        what = f"'{op}' or its family '{family}'" if op and op != family else f"family '{family}'"
+        return None, (f"no fitted estimate for {what} in pack '{kb.name}': the documents' order decides "
+                      "(`pypto-tui kb calibrate` fits one)")
+    return Estimator(fit, kb.chip.aiv_cores), ""
+
+
+def ranks_by_estimate(kb: KnowledgeBase) -> bool:
+    """Whether the pack lets the estimate decide the recommendation (`ranking = "estimate"`)."""
+    return kb.estimate is not None and kb.estimate.ranking == "estimate"
+
+
+# ------------------------------------------------------------------------------------ ranking
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates priced by the estimate: `values[i]` for the i-th candidate in the documents'
+    order (None: not priced), `best` the index of the cheapest, `order` every index, cheapest
+    first (unpriced ones last, in the documents' order)."""
+
+    values: tuple[float | None, ...]
+    best: int | None
+    order: tuple[int, ...]
+    note: str = ""
+
+
+C = TypeVar("C")
+
+
+@cites("SIM.cost-estimate")
+def rank_by_estimate(candidates: Sequence[C], cost: Callable[[C], float | None] | None, note: str = "") -> Ranking:
+    """Price each candidate (given in the documents' order); ties keep that order."""
+    if cost is None:
+        return Ranking(tuple(None for _ in candidates), None, tuple(range(len(candidates))), note)
+    values = tuple(cost(c) for c in candidates)
+    priced = sorted((v, i) for i, v in enumerate(values) if v is not None)
+    order = tuple(i for _, i in priced) + tuple(i for i, v in enumerate(values) if v is None)
+    best = priced[0][1] if priced else None
+    if best is None and not note:
+        note = "the estimate prices none of these candidates"
+    return Ranking(values, best, order, note)
+
+
+def lower_bound(value: float, scale: float, error: float, measured: int) -> float:
+    """How fast a candidate estimated at `value` might really be, once `measured` runs of the same
+    task have set `scale` (measured / estimated): the one-sided 95% bound of a log-normal error
+    whose spread is the fit's `error`, widened for a scale read off few runs."""
+    spread = CONFIDENCE_Z * error * math.sqrt(1.0 + 1.0 / max(1, measured))
+    return value * scale * math.exp(-spread)
+
+
+@dataclass(frozen=True)
+class Reordered:
+    """The qualified candidates priced, and the order the recommendation follows: `order` holds
+    positions of the documents' order (unchanged unless the pack ranks by the estimate), `values`
+    the price per position (None: unpriced), `best` the cheapest qualified position."""
+
+    order: tuple[int, ...]
+    values: dict[int, float]
+    best: int | None
+    ranking: str
+    note: str
+
+
+@cites("SIM.cost-estimate")
+def reorder(kb: KnowledgeBase, cost: TileCost | None, total: int, positions: Sequence[int], tiles: Sequence[Shape],
+            note: str = "") -> Reordered:
+    """Price the qualified tiles: `tiles[j]` sits at `positions[j]` of the documents' order of
+    `total` candidates. When the pack ranks by the estimate, the priced qualified tiles come first,
+    cheapest first, then the rest as the documents order them: the estimate never lifts a tile the
+    rules did not qualify."""
+    ranking = rank_by_estimate(tiles, cost, note)
+    values = {positions[j]: v for j, v in enumerate(ranking.values) if v is not None}
+    best = positions[ranking.best] if ranking.best is not None else None
+    keep = tuple(range(total))
+    if cost is None or best is None or not ranks_by_estimate(kb):
+        return Reordered(keep, values, best, "rules", ranking.note)
+    first = [positions[j] for j in ranking.order if ranking.values[j] is not None]
+    seen = set(first)
+    return Reordered(tuple(first) + tuple(i for i in keep if i not in seen), values, best, "estimate", ranking.note)
