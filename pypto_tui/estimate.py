@@ -38,6 +38,8 @@ LoopCost = Callable[[int], float | None]
 
 # One-sided 95% bound on a normal error: how far below its estimate a candidate may still land.
 CONFIDENCE_Z = 1.645
+# Half of the 192 KB unified buffer: a tile this large leaves no room for a second buffer.
+UB_HALF_BYTES = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +55,17 @@ class Point:
 
 
 def features(p: Point, cores: int) -> dict[str, float]:
-    """The design's counts, each as a natural log (see vocabulary.ESTIMATE_FEATURES).
+    """The design's counts, each as a natural log (the names are vocabulary.ESTIMATE_FEATURES).
 
-    tiles          every tile of the tensor (what the scheduler hands out, one by one)
+    tiles          every tile of the tensor (what the scheduler hands out)
     tile_elements  elements in one tile (the work of one tile op)
-    rows           rows of one tile (its non-contiguous runs)
-    critical_path  tiles one core runs in a row: the reduce axis's segments times the waves of
-                   independent tile groups over the vector cores
-    waves          how many rounds of independent tile groups the vector cores need
+    rows           rows of one tile (its separate contiguous runs)
+    groups         independent tile groups: tiles that do not share a reduction
+    segments       tiles one reduction chains together (the reduce axis's segments)
+    waves          rounds of one loop iteration's groups over the vector cores
     iterations     iterations of the loop (1 without one)
-    iter_tiles     tiles per loop iteration
-    cut            how much of the tile the loop's chunk cuts off (chunk rows < tile rows)
+    big_split      a reduction split over several tiles that each fill half the unified buffer or
+                   more (log of the fill times log of the segments: 0 unless both)
     """
     shape, tile = p.shape, p.tile
     n = 1
@@ -74,23 +76,30 @@ def features(p: Point, cores: int) -> dict[str, float]:
     rd = p.reduce_dim
     segments = ceil_div(shape[rd], tile[rd]) if rd is not None else 1
     groups = max(1, n // segments)
-    waves = ceil_div(groups, max(1, cores))
-    iterations, cut = 1, 1.0
+    iterations = 1
+    per_iter = groups
     if p.loop_count and p.loop_count > 1:
         total = shape[p.loop_axis]
         batch = ceil_div(total, p.loop_count)
         iterations = ceil_div(total, batch)
-        if tile[p.loop_axis] > batch:
-            cut = tile[p.loop_axis] / batch
+        view = tuple(batch if i == p.loop_axis else s for i, s in enumerate(shape))
+        cut = tuple(min(t, v) for t, v in zip(tile, view, strict=True))
+        n_iter = 1
+        for s, t in zip(view, cut, strict=True):
+            n_iter *= ceil_div(s, t)
+        seg_iter = ceil_div(view[rd], cut[rd]) if rd is not None else 1
+        per_iter = max(1, n_iter // seg_iter)
+    waves = ceil_div(per_iter, max(1, cores))
+    fill = elements * p.itemsize / UB_HALF_BYTES
     return {
         "tiles": math.log(n),
         "tile_elements": math.log(elements),
         "rows": math.log(rows),
-        "critical_path": math.log(segments * waves),
+        "groups": math.log(groups),
+        "segments": math.log(segments),
         "waves": math.log(waves),
         "iterations": math.log(iterations),
-        "iter_tiles": math.log(max(1.0, n / iterations)),
-        "cut": math.log(cut),
+        "big_split": math.log(max(1.0, fill * 2)) * math.log(segments),
     }
 
 

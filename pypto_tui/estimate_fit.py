@@ -1,0 +1,185 @@
+"""Fit the cost estimate's coefficients to measured runs (what `pypto-tui kb calibrate` writes).
+
+The model (estimate.py) is log(us) = intercept + size * log(elements) + sum_i c_i * feature_i.
+Only the features vary within a task, and only their order matters for a recommendation, so the
+coefficients are fitted *within* tasks: every task's features and log-times are centred on their
+own means before a ridge least-squares fit (the ridge, on standardised features, keeps a family
+measured on two or three tasks from chasing one task's quirks; its strength is picked by
+leave-one-task-out cross-validation when there are three tasks or more). The task means then fit
+`intercept` and `size`, which only make the figure readable as microseconds.
+
+`error` is the spread the guided sweep trusts: the standard deviation of log(measured /
+estimated) within a task, taken from leave-one-task-out predictions when the family has more
+than one task (an estimate of how it does on a task it has not seen), else in-sample. `worst` is
+the largest such miss. Both are written to the pack with the number of runs and the tasks.
+
+numpy only; nothing here runs the compiler (sim/calibrate.py collects the runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pypto_tui.estimate import Point, features
+from pypto_tui.kb import CostFit
+from pypto_tui.vocabulary import ESTIMATE_FEATURES
+
+RIDGES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+DEFAULT_RIDGE = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One measured design: the task it belongs to, its family and op, the point, the time."""
+
+    task: str
+    family: str
+    op: str
+    point: Point
+    e2e_us: float
+
+
+@dataclass(frozen=True)
+class _Design:
+    tasks: tuple[str, ...]
+    X: np.ndarray           # features, one row per sample
+    y: np.ndarray           # log(us)
+    size: np.ndarray        # log(elements of the tensor)
+    task_of: np.ndarray     # index into tasks
+
+
+def _design(samples: Sequence[Sample], names: Sequence[str], cores: int) -> _Design:
+    tasks = tuple(dict.fromkeys(s.task for s in samples))
+    index = {t: i for i, t in enumerate(tasks)}
+    X = np.array([[features(s.point, cores)[n] for n in names] for s in samples], dtype=float)
+    y = np.log([s.e2e_us for s in samples])
+    size = np.log([max(1, math.prod(s.point.shape)) for s in samples])
+    return _Design(tasks, X, y, size, np.array([index[s.task] for s in samples]))
+
+
+def _centre(d: _Design, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X, y = d.X[rows].copy(), d.y[rows].copy()
+    for t in np.unique(d.task_of[rows]):
+        m = d.task_of[rows] == t
+        X[m] -= X[m].mean(axis=0)
+        y[m] -= y[m].mean()
+    return X, y
+
+
+def _solve(X: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
+    """Ridge least squares on standardised columns, returned in the columns' own units."""
+    scale = X.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    Z = X / scale
+    coef = np.linalg.solve(Z.T @ Z + ridge * len(y) * 1e-2 * np.eye(Z.shape[1]), Z.T @ y)
+    return np.asarray(coef / scale)
+
+
+def _within_residuals(d: _Design, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """log(measured / estimated) with each task's own offset removed (what ordering sees)."""
+    X, y = _centre(d, rows)
+    return np.asarray(y - X @ coef)
+
+
+def _loto(d: _Design, ridge: float) -> tuple[np.ndarray, float]:
+    """Leave-one-task-out: the within-task residuals of each task under a fit to the others, and
+    the mean log ratio of the pick's time to the task's best (what a recommendation costs)."""
+    res = np.zeros(len(d.y))
+    picks = []
+    everything = np.arange(len(d.y))
+    for t in range(len(d.tasks)):
+        test = everything[d.task_of == t]
+        train = everything[d.task_of != t]
+        coef = _solve(*_centre(d, train), ridge)
+        res[test] = _within_residuals(d, test, coef)
+        guess = d.X[test] @ coef
+        picks.append(d.y[test][int(np.argmin(guess))] - d.y[test].min())
+    return res, float(np.mean(picks))
+
+
+def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
+        names: Sequence[str] = ESTIMATE_FEATURES, ridge: float | None = None) -> CostFit:
+    """The coefficients for one family (or op) from its samples (at least two per task count)."""
+    per_task: dict[str, int] = defaultdict(int)
+    for s in samples:
+        per_task[s.task] += 1
+    kept = [s for s in samples if per_task[s.task] >= 2 and s.e2e_us > 0]
+    if not kept:
+        raise ValueError(f"no task of '{name}' has two measured runs: nothing to fit")
+    d = _design(kept, names, cores)
+    everything = np.arange(len(d.y))
+    loto_res: np.ndarray | None = None
+    if ridge is None:
+        ridge = DEFAULT_RIDGE
+        if len(d.tasks) >= 3:
+            scored = [(_loto(d, r), r) for r in RIDGES]
+            (loto_res, _), ridge = min(scored, key=lambda x: (round(x[0][1], 3), float(np.mean(x[0][0] ** 2))))
+    coef = _solve(*_centre(d, everything), ridge)
+    if loto_res is None and len(d.tasks) >= 2:
+        loto_res, _ = _loto(d, ridge)
+    res = loto_res if loto_res is not None else _within_residuals(d, everything, coef)
+    # intercept and size: task means of log(us) less the features' part, against log(elements)
+    offsets, sizes = [], []
+    for t in range(len(d.tasks)):
+        m = d.task_of == t
+        offsets.append(float(d.y[m].mean() - (d.X[m] @ coef).mean()))
+        sizes.append(float(d.size[m].mean()))
+    if len(set(sizes)) >= 2:
+        slope, intercept = np.polyfit(sizes, offsets, 1)
+    else:
+        slope, intercept = 0.0, float(np.mean(offsets))
+    return CostFit(
+        name=name, pypto=pypto,
+        coefficients={n: round(float(c), 5) for n, c in zip(names, coef, strict=True)},
+        intercept=round(float(intercept), 5), size=round(float(slope), 5),
+        error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
+        samples=len(kept), tasks=d.tasks,
+    )
+
+
+def fit_all(samples: Iterable[Sample], pypto: str, cores: int) -> dict[str, CostFit]:
+    """One fit per family that has runs to fit."""
+    by: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        by[s.family].append(s)
+    out: dict[str, CostFit] = {}
+    for family, group in sorted(by.items()):
+        try:
+            out[family] = fit(group, family, pypto, cores)
+        except ValueError:
+            continue
+    return out
+
+
+# ------------------------------------------------------------------------------------ the pack file
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
+    """estimate.toml for a pack: the ranking switch, then one [fit.<name>] table per fit."""
+    out = [
+        "# The cost estimate (rule SIM.cost-estimate): per operator family, the coefficients of",
+        "#   log(us) = intercept + size * log(elements) + sum(coefficient * feature)",
+        "# fitted to SIM measurements by `pypto-tui kb calibrate` (features: pypto_tui/estimate.py).",
+        "# error: the spread of log(measured / estimated) within a task (leave-one-task-out when the",
+        "# family has more than one task); worst: the largest such miss; pypto: the version measured.",
+        "# ranking = \"rules\" keeps the documents' order for the recommendation and shows the estimate's",
+        "# pick beside it; \"estimate\" lets the estimate order the qualified candidates.",
+        "[estimate]",
+        f"ranking = {_toml_str(ranking)}",
+        f"note = {_toml_str(note)}",
+    ]
+    for name in sorted(fits):
+        f = fits[name]
+        out += ["", f"[fit.{name}]", f"pypto = {_toml_str(f.pypto)}", f"intercept = {f.intercept}",
+                f"size = {f.size}", f"error = {f.error}", f"worst = {f.worst}", f"samples = {f.samples}",
+                "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
+                f"[fit.{name}.coefficients]"]
+        out += [f"{k} = {v}" for k, v in f.coefficients.items()]
+    return "\n".join(out) + "\n"
