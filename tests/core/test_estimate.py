@@ -98,7 +98,10 @@ def test_calibrated_pack_changes_the_ranking_and_never_lifts_an_unqualified_tile
 def test_calibrated_pack_changes_the_loop_recommendation(tmp_path):
     pack = load_pack(write_pack(tmp_path, {"norm": CostFit("norm", "0.2.0", {"iterations": 0.5})}, "estimate"))
     est, _ = estimator_for(pack, "norm")
-    price = (lambda n: est.us(Point((128, 524288), 4, 1, (1, 8192), 0, n)))
+
+    def price(n):
+        return est.us(Point((128, 524288), 4, 1, (1, 8192), 0, n))
+
     rules = plan_loops(load_pack(bundled_pack_dir()), (128, 524288), "fp32", (1, 8192), 0, None, "auto", price)
     ranked = plan_loops(pack, (128, 524288), "fp32", (1, 8192), 0, None, "auto", price)
     assert rules.recommended.loop_count == 16 and rules.ranking == "rules"
