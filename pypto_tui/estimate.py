@@ -38,6 +38,9 @@ LoopCost = Callable[[int], float | None]
 
 # One-sided 95% bound on a normal error: how far below its estimate a candidate may still land.
 CONFIDENCE_Z = 1.645
+# The least spread a guided sweep assumes: a fit's error on a task it has not seen is rarely
+# below 10%, and a family fitted on one or two tasks can look tighter than it is.
+SEARCH_ERROR_FLOOR = 0.10
 # Half of the 192 KB unified buffer: a tile this large leaves no room for a second buffer.
 UB_HALF_BYTES = 65536
 
@@ -54,18 +57,24 @@ class Point:
     loop_count: int | None = None
 
 
-def features(p: Point, cores: int) -> dict[str, float]:
+def features(p: Point, cores: int, elements_per_task: float = 0.0) -> dict[str, float]:
     """The design's counts, each as a natural log (the names are vocabulary.ESTIMATE_FEATURES).
 
-    tiles          every tile of the tensor (what the scheduler hands out)
-    tile_elements  elements in one tile (the work of one tile op)
+    tiles          every tile of the tensor
     rows           rows of one tile (its separate contiguous runs)
     groups         independent tile groups: tiles that do not share a reduction
     segments       tiles one reduction chains together (the reduce axis's segments)
     waves          rounds of one loop iteration's groups over the vector cores
     iterations     iterations of the loop (1 without one)
     big_split      a reduction split over several tiles that each fill half the unified buffer or
-                   more (log of the fill times log of the segments: 0 unless both)
+                   more (the log of the fill times the log of the segments: 0 unless both)
+    balance        the scheduler's work against the cores': log(tasks + chain / elements_per_task),
+                   where tasks are the groups the scheduler hands out one by one (per iteration,
+                   times the iterations) and chain the elements one core works through in a row
+                   (segments x waves x tile elements). Few big groups leave cores idle and make
+                   long chains; many small ones queue at the scheduler: its minimum is where the
+                   two balance, and `elements_per_task` (fitted per family, 0: tasks alone) says
+                   how many chained elements cost as much as handing out one task.
     """
     shape, tile = p.shape, p.tile
     n = 1
@@ -76,8 +85,7 @@ def features(p: Point, cores: int) -> dict[str, float]:
     rd = p.reduce_dim
     segments = ceil_div(shape[rd], tile[rd]) if rd is not None else 1
     groups = max(1, n // segments)
-    iterations = 1
-    per_iter = groups
+    iterations, per_iter, chained = 1, groups, segments
     if p.loop_count and p.loop_count > 1:
         total = shape[p.loop_axis]
         batch = ceil_div(total, p.loop_count)
@@ -87,19 +95,23 @@ def features(p: Point, cores: int) -> dict[str, float]:
         n_iter = 1
         for s, t in zip(view, cut, strict=True):
             n_iter *= ceil_div(s, t)
-        seg_iter = ceil_div(view[rd], cut[rd]) if rd is not None else 1
-        per_iter = max(1, n_iter // seg_iter)
+        chained = ceil_div(view[rd], cut[rd]) if rd is not None else 1
+        per_iter = max(1, n_iter // chained)
+        if rd is not None and rd == p.loop_axis:
+            chained *= iterations          # a reduction along the loop adds up across iterations
     waves = ceil_div(per_iter, max(1, cores))
+    tasks = per_iter * iterations
+    chain = chained * waves * elements
     fill = elements * p.itemsize / UB_HALF_BYTES
     return {
         "tiles": math.log(n),
-        "tile_elements": math.log(elements),
         "rows": math.log(rows),
         "groups": math.log(groups),
         "segments": math.log(segments),
         "waves": math.log(waves),
         "iterations": math.log(iterations),
         "big_split": math.log(max(1.0, fill * 2)) * math.log(segments),
+        "balance": math.log(tasks + (chain / elements_per_task if elements_per_task > 0 else 0.0)),
     }
 
 
@@ -112,7 +124,7 @@ class Estimator:
 
     def log_relative(self, p: Point) -> float:
         """The part of log(us) the design decides (what orders candidates within a task)."""
-        f = features(p, self.cores)
+        f = features(p, self.cores, self.fit.elements_per_task)
         return sum(c * f[name] for name, c in self.fit.coefficients.items())
 
     def us(self, p: Point) -> float:
@@ -176,8 +188,9 @@ def rank_by_estimate(candidates: Sequence[C], cost: Callable[[C], float | None] 
 def lower_bound(value: float, scale: float, error: float, measured: int) -> float:
     """How fast a candidate estimated at `value` might really be, once `measured` runs of the same
     task have set `scale` (measured / estimated): the one-sided 95% bound of a log-normal error
-    whose spread is the fit's `error`, widened for a scale read off few runs."""
-    spread = CONFIDENCE_Z * error * math.sqrt(1.0 + 1.0 / max(1, measured))
+    whose spread is the fit's `error` (at least SEARCH_ERROR_FLOOR), widened for a scale read off
+    few runs."""
+    spread = CONFIDENCE_Z * max(error, SEARCH_ERROR_FLOOR) * math.sqrt(1.0 + 1.0 / max(1, measured))
     return value * scale * math.exp(-spread)
 
 

@@ -4,9 +4,12 @@ The model (estimate.py) is log(us) = intercept + size * log(elements) + sum_i c_
 Only the features vary within a task, and only their order matters for a recommendation, so the
 coefficients are fitted *within* tasks: every task's features and log-times are centred on their
 own means before a ridge least-squares fit (the ridge, on standardised features, keeps a family
-measured on two or three tasks from chasing one task's quirks; its strength is picked by
-leave-one-task-out cross-validation when there are three tasks or more). The task means then fit
-`intercept` and `size`, which only make the figure readable as microseconds.
+measured on two or three tasks from chasing one task's quirks). The fit uses few features
+(FIT_FEATURES: the scheduler/cores balance, the reduction's segments, the big-tile split, the
+loop's iterations); the balance feature's one non-linear number, `elements_per_task`, and the
+ridge's strength are chosen together by leave-one-task-out cross-validation: the pair whose fits,
+made without a task, pick the fastest design of that task (then the smallest error). The task
+means then fit `intercept` and `size`, which only make the figure readable as microseconds.
 
 `error` is the spread the guided sweep trusts: the standard deviation of log(measured /
 estimated) within a task, taken from leave-one-task-out predictions when the family has more
@@ -27,10 +30,12 @@ import numpy as np
 
 from pypto_tui.estimate import Point, features
 from pypto_tui.kb import CostFit
-from pypto_tui.vocabulary import ESTIMATE_FEATURES
 
-RIDGES = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+FIT_FEATURES = ("balance", "segments", "big_split", "iterations")
+RIDGES = (0.1, 0.3, 1.0, 3.0)
 DEFAULT_RIDGE = 1.0
+BALANCES = (0.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0, 100000.0)  # 0: the tasks alone
+DEFAULT_BALANCE = 3000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +58,10 @@ class _Design:
     task_of: np.ndarray     # index into tasks
 
 
-def _design(samples: Sequence[Sample], names: Sequence[str], cores: int) -> _Design:
+def _design(samples: Sequence[Sample], names: Sequence[str], cores: int, balance: float) -> _Design:
     tasks = tuple(dict.fromkeys(s.task for s in samples))
     index = {t: i for i, t in enumerate(tasks)}
-    X = np.array([[features(s.point, cores)[n] for n in names] for s in samples], dtype=float)
+    X = np.array([[features(s.point, cores, balance)[n] for n in names] for s in samples], dtype=float)
     y = np.log([s.e2e_us for s in samples])
     size = np.log([max(1, math.prod(s.point.shape)) for s in samples])
     return _Design(tasks, X, y, size, np.array([index[s.task] for s in samples]))
@@ -72,12 +77,17 @@ def _centre(d: _Design, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _solve(X: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
-    """Ridge least squares on standardised columns, returned in the columns' own units."""
+    """Ridge least squares on standardised columns, returned in the columns' own units; a column
+    that does not vary within any task gets 0 (it cannot order anything)."""
     scale = X.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    Z = X / scale
-    coef = np.linalg.solve(Z.T @ Z + ridge * len(y) * 1e-2 * np.eye(Z.shape[1]), Z.T @ y)
-    return np.asarray(coef / scale)
+    live = scale > 1e-6
+    coef = np.zeros(X.shape[1])
+    if not live.any():
+        return coef
+    Z = X[:, live] / scale[live]
+    solved = np.linalg.solve(Z.T @ Z + ridge * len(y) * 1e-2 * np.eye(Z.shape[1]), Z.T @ y)
+    coef[live] = solved / scale[live]
+    return coef
 
 
 def _within_residuals(d: _Design, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
@@ -103,25 +113,30 @@ def _loto(d: _Design, ridge: float) -> tuple[np.ndarray, float]:
 
 
 def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
-        names: Sequence[str] = ESTIMATE_FEATURES, ridge: float | None = None) -> CostFit:
-    """The coefficients for one family (or op) from its samples (at least two per task count)."""
+        names: Sequence[str] = FIT_FEATURES, ridge: float | None = None, balance: float | None = None) -> CostFit:
+    """The coefficients for one family (or op) from its samples (tasks with two runs or more)."""
     per_task: dict[str, int] = defaultdict(int)
     for s in samples:
         per_task[s.task] += 1
     kept = [s for s in samples if per_task[s.task] >= 2 and s.e2e_us > 0]
     if not kept:
         raise ValueError(f"no task of '{name}' has two measured runs: nothing to fit")
-    d = _design(kept, names, cores)
+    tasks = len({s.task for s in kept})
+    ridges = RIDGES if ridge is None and tasks >= 2 else (ridge or DEFAULT_RIDGE,)
+    balances = BALANCES if balance is None and tasks >= 2 else (DEFAULT_BALANCE if balance is None else balance,)
+    best: tuple[tuple[float, float], float, float, _Design, np.ndarray | None] | None = None
+    for k in balances:
+        d = _design(kept, names, cores, k)
+        for r in ridges:
+            loto_res, pick = _loto(d, r) if tasks >= 2 else (None, 0.0)
+            spread = float(np.mean(loto_res ** 2)) if loto_res is not None else 0.0
+            score = (round(pick, 3), spread)
+            if best is None or score < best[0]:
+                best = (score, k, r, d, loto_res)
+    assert best is not None
+    _, k, r, d, loto_res = best
     everything = np.arange(len(d.y))
-    loto_res: np.ndarray | None = None
-    if ridge is None:
-        ridge = DEFAULT_RIDGE
-        if len(d.tasks) >= 3:
-            scored = [(_loto(d, r), r) for r in RIDGES]
-            (loto_res, _), ridge = min(scored, key=lambda x: (round(x[0][1], 3), float(np.mean(x[0][0] ** 2))))
-    coef = _solve(*_centre(d, everything), ridge)
-    if loto_res is None and len(d.tasks) >= 2:
-        loto_res, _ = _loto(d, ridge)
+    coef = _solve(*_centre(d, everything), r)
     res = loto_res if loto_res is not None else _within_residuals(d, everything, coef)
     # intercept and size: task means of log(us) less the features' part, against log(elements)
     offsets, sizes = [], []
@@ -129,7 +144,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         m = d.task_of == t
         offsets.append(float(d.y[m].mean() - (d.X[m] @ coef).mean()))
         sizes.append(float(d.size[m].mean()))
-    if len(set(sizes)) >= 2:
+    if max(sizes) - min(sizes) > 0.5:
         slope, intercept = np.polyfit(sizes, offsets, 1)
     else:
         slope, intercept = 0.0, float(np.mean(offsets))
@@ -138,7 +153,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         coefficients={n: round(float(c), 5) for n, c in zip(names, coef, strict=True)},
         intercept=round(float(intercept), 5), size=round(float(slope), 5),
         error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
-        samples=len(kept), tasks=d.tasks,
+        samples=len(kept), tasks=d.tasks, elements_per_task=k,
     )
 
 
@@ -178,7 +193,8 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
     for name in sorted(fits):
         f = fits[name]
         out += ["", f"[fit.{name}]", f"pypto = {_toml_str(f.pypto)}", f"intercept = {f.intercept}",
-                f"size = {f.size}", f"error = {f.error}", f"worst = {f.worst}", f"samples = {f.samples}",
+                f"size = {f.size}", f"elements_per_task = {f.elements_per_task}", f"error = {f.error}",
+                f"worst = {f.worst}", f"samples = {f.samples}",
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
                 f"[fit.{name}.coefficients]"]
         out += [f"{k} = {v}" for k, v in f.coefficients.items()]

@@ -186,6 +186,7 @@ class CostFit:
     worst: float = 0.0
     samples: int = 0
     tasks: tuple[str, ...] = ()
+    elements_per_task: float = 0.0  # the "balance" feature's scale (see estimate.features)
 
 
 @dataclass(frozen=True, slots=True)
@@ -628,7 +629,8 @@ def _parse_estimate(r: _Reader) -> EstimateData:
             return float(v)
 
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
-                             num("error"), num("worst"), samples, f.strs("tasks", required=False))
+                             num("error"), num("worst"), samples, f.strs("tasks", required=False),
+                             num("elements_per_task"))
     return EstimateData(ranking, fits, head.text("note", required=False))
 
 

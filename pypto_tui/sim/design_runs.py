@@ -311,7 +311,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     axis, line = sweep_line(plan, pick)
     search = qualified if mode != "guided" else line
     planned = len(search) if mode == "exhaustive" else min(budget, len(search))
-    extra_planned = len(rejected) + (1 if mode == "guided" else 0)
+    extra_planned = len(rejected) + (1 if mode != "estimate" else 0)
     fc = _forecast("tiles", [sweep_size(pipeline, c.tile) for c in search[:64]], planned + extra_planned,
                    mode != "exhaustive", jobs)
     if forecast:
@@ -327,8 +327,9 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
         result = _search(mode, qualified, [c.estimate_us for c in qualified], measure,
                          costs.estimator.fit.error if costs.estimator else 0.0, jobs, budget, line)
         extra = [c for c in rejected if not rows[c.tile].measured]
-        if mode == "guided" and pick is not None and pick in by_tile and not (pick in rows and rows[pick].measured):
-            extra.insert(0, by_tile[pick])
+        # the rules' pick is measured beside the others, unless the estimate has ruled it out
+        if mode != "estimate" and rules_key in by_tile and not (rules_key in rows and rows[rules_key].measured):
+            extra.insert(0, by_tile[rules_key])
         if extra:
             measure(extra)
         stepped = _ub_step_down(pipeline, plan, rows, pick, measure)

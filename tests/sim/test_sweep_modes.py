@@ -109,11 +109,12 @@ def test_estimate_guided_search_rules():
         calls.append(list(batch))
         return [values[c] for c in batch]
 
-    r = estimate_guided_sweep(list(values), [10.0, 12.0, 30.0, 10.5], measure, error=0.05, parallel=2)
+    r = estimate_guided_sweep(list(values), [10.0, 14.0, 30.0, 10.5], measure, error=0.0, parallel=2)
+    # the error floor keeps d (estimated 5% dearer than a) in play; b and c are ruled out
     assert calls == [["a"], ["d"]] and r.best == "d" and "rules out" in r.stopped
     failed = estimate_guided_sweep(["x", "y"], [1.0, 2.0], lambda b: [None for _ in b], error=0.1)
     assert failed.best is None and failed.measurements == 2
-    capped = estimate_guided_sweep(list(values), [10.0, 12.0, 30.0, 11.0], measure, error=5.0, max_measurements=2)
+    capped = estimate_guided_sweep(list(values), [10.0, 14.0, 30.0, 10.5], measure, error=5.0, max_measurements=2)
     assert capped.measurements == 2 and "budget" in capped.stopped
     unpriced = estimate_guided_sweep(["x"], [None], measure, error=0.1)
     assert unpriced.measurements == 0 and "prices no" in unpriced.stopped
