@@ -56,9 +56,10 @@ def test_rank_by_estimate_keeps_the_documents_order_on_ties_and_puts_unpriced_la
 
 
 def test_lower_bound_widens_with_error_and_few_runs():
-    assert lower_bound(10.0, 1.0, 0.0, 1) == 10.0
     one, many = lower_bound(10.0, 1.0, 0.2, 1), lower_bound(10.0, 1.0, 0.2, 9)
     assert one < many < 10.0
+    assert lower_bound(10.0, 1.0, 0.0, 1) == lower_bound(10.0, 1.0, 0.1, 1) < 10.0   # the floor
+    assert lower_bound(10.0, 2.0, 0.3, 1) > lower_bound(10.0, 1.0, 0.3, 1)
 
 
 def test_default_pack_keeps_the_documents_order(kb):
