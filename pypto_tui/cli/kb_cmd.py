@@ -144,7 +144,8 @@ def list_checks(json_out: JsonOption = False) -> None:
 @kb_app.command("calibrate")
 @handles_input_errors
 def calibrate(
-    tasks: Annotated[list[Path], typer.Argument(help="KernelBench task files to measure (their families get fits).")],
+    tasks: Annotated[list[str], typer.Argument(help="KernelBench task files to measure (their families get fits); "
+                                               "TASK:tiles or TASK:loops runs only that sweep for it.")],
     out: Annotated[Path, typer.Option("--out", help="Folder for the calibrated pack (extends the default).")],
     sweep: Annotated[str, typer.Option("--sweep", help="tiles, loops or both: the exhaustive sweeps to run.")] = "both",
     ranking: Annotated[str, typer.Option("--ranking", help="What the new pack's recommendation follows: estimate "
@@ -168,7 +169,15 @@ def calibrate(
         raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
     if ranking not in RANKINGS:
         raise InputError(f"--ranking {ranking!r}: use {' or '.join(RANKINGS)}")
-    missing = [str(t) for t in tasks if not t.is_file()]
+    kinds = ("tiles", "loops") if sweep == "both" else (sweep,)
+    plan: list[tuple[Path, tuple[str, ...]]] = []
+    for item in tasks:
+        path, _, only = item.rpartition(":")
+        if only in ("tiles", "loops", "both") and path and not Path(item).is_file():
+            plan.append((Path(path), ("tiles", "loops") if only == "both" else (only,)))
+        else:
+            plan.append((Path(item), kinds))
+    missing = [str(t) for t, _ in plan if not t.is_file()]
     if missing:
         raise InputError(f"no such task file: {', '.join(missing)}")
     pack = load_kb(kb)
@@ -182,9 +191,8 @@ def calibrate(
     from pypto_tui.cli.progress import SweepBar, workers_end_with_us
     from pypto_tui.sim.runner import StopSignal
 
-    kinds = ("tiles", "loops") if sweep == "both" else (sweep,)
     with workers_end_with_us(), SweepBar("calibrating", enabled=not json_out) as bar:
-        result = run(pack, tasks, out, kinds=kinds, ranking=ranking, force=force, jobs=jobs, timeout_s=timeout,
+        result = run(pack, plan, out, ranking=ranking, force=force, jobs=jobs, timeout_s=timeout,
                      cache=not no_cache, progress=bar.tick, status=bar.stage, stop=StopSignal(time_budget),
                      forecast=lambda f: bar.announce(f.text()), on_task=lambda name: bar.announce(f"measuring {name}"))
     if json_out:

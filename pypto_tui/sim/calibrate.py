@@ -123,20 +123,20 @@ def measure_task(kb: KnowledgeBase, task: Path, kinds: Sequence[str], **options:
     return runs
 
 
-def calibrate(kb: KnowledgeBase, tasks: Sequence[Path], out: Path, *, kinds: Sequence[str] = ("tiles", "loops"),
+def calibrate(kb: KnowledgeBase, tasks: Sequence[tuple[Path, Sequence[str]]], out: Path, *,
               ranking: str = "estimate", force: bool = False, on_task: Callable[[str], None] | None = None,
               **options: Any) -> Calibration:
-    """Measure, fit, write. `options` go to the sweeps (jobs, timeout_s, cache, progress, status,
-    stop, forecast)."""
+    """Measure each (task, sweeps to run), fit, write. `options` go to the sweeps (jobs,
+    timeout_s, cache, progress, status, stop, forecast)."""
     from pypto_tui.sim.shim import pypto_version
 
     check_out_dir(out, force)
     version = pypto_version() or "unknown"
     measured: list[TaskRuns] = []
     stop = options.get("stop")
-    for task in tasks:
+    for task, kinds in tasks:
         if on_task:
-            on_task(task.name)
+            on_task(f"{task.name} ({' and '.join(kinds)})")
         measured.append(measure_task(kb, task, kinds, **options))
         if stop is not None and stop.reason():
             break
