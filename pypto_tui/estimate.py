@@ -57,7 +57,7 @@ class Point:
     loop_count: int | None = None
 
 
-def features(p: Point, cores: int, elements_per_task: float = 0.0) -> dict[str, float]:
+def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead: float = 0.0) -> dict[str, float]:
     """The design's counts, each as a natural log (the names are vocabulary.ESTIMATE_FEATURES).
 
     tiles          every tile of the tensor
@@ -67,14 +67,14 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0) -> dict[str, 
     waves          rounds of one loop iteration's groups over the vector cores
     iterations     iterations of the loop (1 without one)
     big_split      a reduction split over several tiles that each fill half the unified buffer or
-                   more (the log of the fill times the log of the segments: 0 unless both)
+                   more (the log of the fill times the squared log of the segments: 0 unless both)
     balance        the scheduler's work against the cores': log(tasks + chain / elements_per_task),
                    where tasks are the groups the scheduler hands out one by one (per iteration,
-                   times the iterations) and chain the elements one core works through in a row
-                   (segments x waves x tile elements). Few big groups leave cores idle and make
-                   long chains; many small ones queue at the scheduler: its minimum is where the
-                   two balance, and `elements_per_task` (fitted per family, 0: tasks alone) says
-                   how many chained elements cost as much as handing out one task.
+                   times the iterations) and chain what one core works through in a row: its tiles
+                   (segments x waves), each costing its elements plus `tile_overhead` elements'
+                   worth of fixed cost. Few big groups leave cores idle and make long chains; many
+                   small ones queue at the scheduler: the minimum is where the two balance.
+                   `elements_per_task` (0: tasks alone) and `tile_overhead` are fitted per family.
     """
     shape, tile = p.shape, p.tile
     n = 1
@@ -101,7 +101,7 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0) -> dict[str, 
             chained *= iterations          # a reduction along the loop adds up across iterations
     waves = ceil_div(per_iter, max(1, cores))
     tasks = per_iter * iterations
-    chain = chained * waves * elements
+    chain = chained * waves * (elements + tile_overhead)
     fill = elements * p.itemsize / UB_HALF_BYTES
     return {
         "tiles": math.log(n),
@@ -110,7 +110,7 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0) -> dict[str, 
         "segments": math.log(segments),
         "waves": math.log(waves),
         "iterations": math.log(iterations),
-        "big_split": math.log(max(1.0, fill * 2)) * math.log(segments),
+        "big_split": math.log(max(1.0, fill * 2)) * math.log(segments) ** 2,
         "balance": math.log(tasks + (chain / elements_per_task if elements_per_task > 0 else 0.0)),
     }
 
@@ -124,7 +124,7 @@ class Estimator:
 
     def log_relative(self, p: Point) -> float:
         """The part of log(us) the design decides (what orders candidates within a task)."""
-        f = features(p, self.cores, self.fit.elements_per_task)
+        f = features(p, self.cores, self.fit.elements_per_task, self.fit.tile_overhead)
         return sum(c * f[name] for name, c in self.fit.coefficients.items())
 
     def us(self, p: Point) -> float:

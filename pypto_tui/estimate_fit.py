@@ -6,9 +6,10 @@ coefficients are fitted *within* tasks: every task's features and log-times are 
 own means before a ridge least-squares fit (the ridge, on standardised features, keeps a family
 measured on two or three tasks from chasing one task's quirks). The fit uses few features
 (FIT_FEATURES: the scheduler/cores balance, the reduction's segments, the big-tile split, the
-loop's iterations); the balance feature's one non-linear number, `elements_per_task`, and the
-ridge's strength are chosen together by leave-one-task-out cross-validation: the pair whose fits,
-made without a task, pick the fastest design of that task (then the smallest error). The task
+loop's iterations); the balance feature's two non-linear numbers (`elements_per_task`,
+`tile_overhead`) and the ridge's strength are chosen together by leave-one-task-out
+cross-validation: the ones whose fits, made without a task, pick the fastest design of that task
+(then the smallest error). The task
 means then fit `intercept` and `size`, which only make the figure readable as microseconds.
 
 `error` is the spread the guided sweep trusts: the standard deviation of log(measured /
@@ -34,8 +35,9 @@ from pypto_tui.kb import CostFit
 FIT_FEATURES = ("balance", "segments", "big_split", "iterations")
 RIDGES = (0.1, 0.3, 1.0, 3.0)
 DEFAULT_RIDGE = 1.0
-BALANCES = (0.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0, 100000.0)  # 0: the tasks alone
-DEFAULT_BALANCE = 3000.0
+BALANCES = (0.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)  # elements per task (0: the tasks alone)
+OVERHEADS = (0.0, 2048.0, 8192.0, 32768.0)                   # a tile op's fixed cost, in elements
+DEFAULT_BALANCE, DEFAULT_OVERHEAD = 3000.0, 8192.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +60,10 @@ class _Design:
     task_of: np.ndarray     # index into tasks
 
 
-def _design(samples: Sequence[Sample], names: Sequence[str], cores: int, balance: float) -> _Design:
+def _design(samples: Sequence[Sample], names: Sequence[str], cores: int, balance: tuple[float, float]) -> _Design:
     tasks = tuple(dict.fromkeys(s.task for s in samples))
     index = {t: i for i, t in enumerate(tasks)}
-    X = np.array([[features(s.point, cores, balance)[n] for n in names] for s in samples], dtype=float)
+    X = np.array([[features(s.point, cores, *balance)[n] for n in names] for s in samples], dtype=float)
     y = np.log([s.e2e_us for s in samples])
     size = np.log([max(1, math.prod(s.point.shape)) for s in samples])
     return _Design(tasks, X, y, size, np.array([index[s.task] for s in samples]))
@@ -123,18 +125,20 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         raise ValueError(f"no task of '{name}' has two measured runs: nothing to fit")
     tasks = len({s.task for s in kept})
     ridges = RIDGES if ridge is None and tasks >= 2 else (ridge or DEFAULT_RIDGE,)
-    balances = BALANCES if balance is None and tasks >= 2 else (DEFAULT_BALANCE if balance is None else balance,)
-    best: tuple[tuple[float, float], float, float, _Design, np.ndarray | None] | None = None
-    for k in balances:
-        d = _design(kept, names, cores, k)
+    balances = ([(k, e) for k in BALANCES for e in (OVERHEADS if k else (0.0,))]
+                if balance is None and tasks >= 2
+                else [(DEFAULT_BALANCE if balance is None else balance, DEFAULT_OVERHEAD)])
+    best: tuple[tuple[float, float], tuple[float, float], float, _Design, np.ndarray | None] | None = None
+    for kb_ in balances:
+        d = _design(kept, names, cores, kb_)
         for r in ridges:
             loto_res, pick = _loto(d, r) if tasks >= 2 else (None, 0.0)
             spread = float(np.mean(loto_res ** 2)) if loto_res is not None else 0.0
             score = (round(pick, 3), spread)
             if best is None or score < best[0]:
-                best = (score, k, r, d, loto_res)
+                best = (score, kb_, r, d, loto_res)
     assert best is not None
-    _, k, r, d, loto_res = best
+    _, (k, overhead), r, d, loto_res = best
     everything = np.arange(len(d.y))
     coef = _solve(*_centre(d, everything), r)
     res = loto_res if loto_res is not None else _within_residuals(d, everything, coef)
@@ -153,7 +157,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         coefficients={n: round(float(c), 5) for n, c in zip(names, coef, strict=True)},
         intercept=round(float(intercept), 5), size=round(float(slope), 5),
         error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
-        samples=len(kept), tasks=d.tasks, elements_per_task=k,
+        samples=len(kept), tasks=d.tasks, elements_per_task=k, tile_overhead=overhead,
     )
 
 
@@ -193,7 +197,8 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
     for name in sorted(fits):
         f = fits[name]
         out += ["", f"[fit.{name}]", f"pypto = {_toml_str(f.pypto)}", f"intercept = {f.intercept}",
-                f"size = {f.size}", f"elements_per_task = {f.elements_per_task}", f"error = {f.error}",
+                f"size = {f.size}", f"elements_per_task = {f.elements_per_task}",
+                f"tile_overhead = {f.tile_overhead}", f"error = {f.error}",
                 f"worst = {f.worst}", f"samples = {f.samples}",
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
                 f"[fit.{name}.coefficients]"]

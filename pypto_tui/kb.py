@@ -186,7 +186,8 @@ class CostFit:
     worst: float = 0.0
     samples: int = 0
     tasks: tuple[str, ...] = ()
-    elements_per_task: float = 0.0  # the "balance" feature's scale (see estimate.features)
+    elements_per_task: float = 0.0  # the "balance" feature's two numbers (see estimate.features)
+    tile_overhead: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,7 +631,7 @@ def _parse_estimate(r: _Reader) -> EstimateData:
 
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
                              num("error"), num("worst"), samples, f.strs("tasks", required=False),
-                             num("elements_per_task"))
+                             num("elements_per_task"), num("tile_overhead"))
     return EstimateData(ranking, fits, head.text("note", required=False))
 
 
