@@ -60,6 +60,37 @@ def _value(v: float | None) -> float:
     return math.inf if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+class _Runs(Generic[T]):
+    """The measurements of one search, in the order they were made."""
+
+    def __init__(self, candidates: Sequence[T], measure_batch: MeasureBatch[T]) -> None:
+        self.cands, self.measure_batch = list(candidates), measure_batch
+        self.values: dict[int, float | None] = {}
+        self.order: list[int] = []
+
+    def run(self, indices: list[int]) -> None:
+        got = list(self.measure_batch([self.cands[i] for i in indices]))
+        if len(got) != len(indices):
+            raise ValueError(f"measure_batch returned {len(got)} values for {len(indices)} candidates")
+        for i, v in zip(indices, got, strict=True):
+            self.values[i] = v
+            self.order.append(i)
+
+    def result(self, stopped: str = "") -> SweepResult[T]:
+        """The best measured value wins (ties: the first measured); failures never win."""
+        best_i: int | None = None
+        for i in self.order:
+            if _value(self.values[i]) == math.inf:
+                continue
+            if best_i is None or _value(self.values[i]) < _value(self.values[best_i]):
+                best_i = i
+        measured = tuple((self.cands[i], self.values[i]) for i in self.order)
+        n = len(self.cands)
+        if best_i is None:
+            return SweepResult(None, None, measured, n, stopped)
+        return SweepResult(self.cands[best_i], self.values[best_i], measured, n, stopped)
+
+
 def guided_sweep_batched(
     candidates: Sequence[T], measure_batch: MeasureBatch[T], *, max_measurements: int | None = None
 ) -> SweepResult[T]:
@@ -69,16 +100,8 @@ def guided_sweep_batched(
     if n == 0:
         return SweepResult(None, None, (), 0)
     budget = n if max_measurements is None else max(1, min(n, int(max_measurements)))
-    values: dict[int, float | None] = {}
-    order: list[int] = []
-
-    def run(indices: list[int]) -> None:
-        got = list(measure_batch([cands[i] for i in indices]))
-        if len(got) != len(indices):
-            raise ValueError(f"measure_batch returned {len(got)} values for {len(indices)} candidates")
-        for i, v in zip(indices, got, strict=True):
-            values[i] = v
-            order.append(i)
+    runs = _Runs(cands, measure_batch)
+    values, order, run = runs.values, runs.order, runs.run
 
     mid = n // 2
     run([mid])
@@ -101,17 +124,7 @@ def guided_sweep_batched(
             right_open = hi < n - 1 and _value(values[hi]) < _value(values[hi - 1])
         elif right_open:
             break  # the budget ran out before the right side's step
-
-    best_i: int | None = None
-    for i in order:
-        if values[i] is None or math.isnan(_value(values[i])) or _value(values[i]) == math.inf:
-            continue
-        if best_i is None or _value(values[i]) < _value(values[best_i]):
-            best_i = i
-    measured = tuple((cands[i], values[i]) for i in order)
-    if best_i is None:
-        return SweepResult(None, None, measured, n)
-    return SweepResult(cands[best_i], values[best_i], measured, n)
+    return runs.result()
 
 
 def guided_sweep(
@@ -142,10 +155,9 @@ def estimate_guided_sweep(
     priced = sorted((float(e), i) for i, e in enumerate(estimates) if e is not None and e > 0)
     n = len(candidates)
     budget = n if max_measurements is None else max(1, min(n, int(max_measurements)))
-    values: dict[int, float | None] = {}
-    order: list[int] = []
+    runs = _Runs(candidates, measure_batch)
+    values, order = runs.values, runs.order
     stopped = "every priced candidate measured"
-
     price = {i: e for e, i in priced}
 
     def contenders() -> list[int]:
@@ -164,26 +176,10 @@ def estimate_guided_sweep(
                 stopped = (f"the estimate rules out the {len(priced) - len(order)} candidate(s) left "
                            f"(none could beat the best by more than {100 * win_margin:.0f}%)")
             break
-        take = left[: (1 if not order else max(1, parallel))][: budget - len(order)]
-        got = list(measure_batch([candidates[i] for i in take]))
-        if len(got) != len(take):
-            raise ValueError(f"measure_batch returned {len(got)} values for {len(take)} candidates")
-        for i, v in zip(take, got, strict=True):
-            values[i] = v
-            order.append(i)
+        runs.run(left[: (1 if not order else max(1, parallel))][: budget - len(order)])
     else:
         if contenders():
             stopped = f"the budget of {budget} simulation(s) ran out"
     if not priced:
         stopped = "the estimate prices no candidate"
-
-    best_i: int | None = None
-    for i in order:
-        if _value(values[i]) == math.inf:
-            continue
-        if best_i is None or _value(values[i]) < _value(values[best_i]):
-            best_i = i
-    measured = tuple((candidates[i], values[i]) for i in order)
-    if best_i is None:
-        return SweepResult(None, None, measured, n, stopped)
-    return SweepResult(candidates[best_i], values[best_i], measured, n, stopped)
+    return runs.result(stopped)
