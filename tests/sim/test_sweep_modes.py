@@ -176,3 +176,30 @@ def test_cli_rejects_exhaustive_without_a_sweep():
     out = subprocess.run([sys.executable, "-m", "pypto_tui", "sim", str(TASKS / "elu.py"), "--exhaustive"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--sweep" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_calibrate_measures_fits_and_writes_a_pack_that_changes_the_ranking(compiler, tmp_path, monkeypatch):
+    """kb calibrate end to end (the compiler replaced by fake_time, where (1, 32, 256) is fastest):
+    the pack it writes extends the default, names the pypto version and the tasks, and ranks by
+    its estimate; the default pack keeps the documents' (1, 16, 256)."""
+    from pypto_tui.sim import calibrate as C
+    from pypto_tui.sim import shim
+
+    monkeypatch.setattr(shim, "pypto_version", lambda: "0.2.0")
+    kb = load_pack(bundled_pack_dir())
+    out = tmp_path / "cal"
+    tasks = [(TASKS / "max_over_dim.py", ("tiles",)), (TASKS / "sum_over_channels.py", ("tiles",))]
+    result = C.calibrate(kb, tasks, out, ranking="estimate")
+    assert set(result.fits) >= {"reduction"} and result.pypto == "0.2.0"
+    assert result.fits["reduction"].tasks == ("max_over_dim", "sum_over_channels")
+    pack = load_pack(out)
+    assert pack.name == "calibrated" and pack.estimate.ranking == "estimate"
+    assert "0.2.0" in (out / "pack.toml").read_text() and "max_over_dim" in pack.estimate.note
+    assert pack.rules == kb.rules  # everything but the estimate comes from the default
+    ranked = Pipeline(pack, Design(task=str(TASKS / "max_over_dim.py"))).tile_plan()
+    documents = Pipeline(kb, Design(task=str(TASKS / "max_over_dim.py"))).tile_plan()
+    assert documents.recommended.tile == (1, 16, 256) and documents.ranking == "rules"
+    assert ranked.ranking == "estimate" and ranked.recommended.tile != (1, 16, 256)
+    assert ranked.best_by_rules.tile == (1, 16, 256)
+    with pytest.raises(Exception, match="--force"):
+        C.calibrate(kb, tasks, out)
