@@ -30,6 +30,7 @@ from pypto_tui.findings import cites
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import timings
 from pypto_tui.sim.sweep import SweepResult, estimate_guided_sweep, guided_sweep_batched
+from pypto_tui.tiles import held_bytes
 
 Progress = Callable[[int, int, J.SimResult], None]
 Status = Callable[[J.SimJob, str], None]
@@ -301,7 +302,12 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     plan = pipeline.tile_plan(top=None)
     pick = pipeline.chosen_tile()
     rules_key = _rules_tile(pipeline, plan)
-    qualified = [c for c in plan.candidates if c.qualified]
+    # O1.ub-step-down: a tile the op chain cannot hold is never the kernel's (the tile step steps it
+    # down; 0.2.0 may compile it but leaves a pass unverifiable), so it is no candidate here either.
+    role, kb = pipeline.needs().tiles[0], pipeline.kb
+    held = [c for c in plan.candidates if c.qualified
+            and held_bytes(kb, c.tile, role.dtype, role.live_buffers, role.min_rows) > kb.chip.ub_bytes]
+    qualified = [c for c in plan.candidates if c.qualified and c not in held]
     rejected = sorted((c for c in plan.candidates if not c.qualified and not c.evaluation.waste_axes),
                       key=lambda c: (c.evaluation.reduce_segments or 1, -c.evaluation.prod, c.rank))[:challengers]
     by_tile = {c.tile: c for c in plan.candidates}
@@ -340,6 +346,9 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     _finish(report, mode, costs.note, stopped or (result.stopped if result else ""), fc, measure)
     if stepped:
         report.notes.append(stepped)
+    if held:
+        report.notes.append(f"{len(held)} qualified tile(s) left out: the op chain holds {role.live_buffers} "
+                            f"tile-sized buffers, more than the unified buffer takes (O1.ub-step-down)")
     if mode == "guided" and axis >= 0:
         report.notes.insert(0, f"sweep line: axis {axis} varied through the rules' pick {tuple(pick or ())} "
                                f"({len(line)} qualified tiles on it)")
