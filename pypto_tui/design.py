@@ -289,7 +289,7 @@ class Pipeline:
         if costs.estimator is not None:
             from pypto_tui.design_estimate import loop_cost
 
-            price = loop_cost(self.kb, costs.estimator, role, tile, needs.loop_axis)
+            price = loop_cost(self.kb, costs.estimator, role, tile, needs.loop_axis, costs.op)
         key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, costs.note)
         return self._memo("loop_plan", key, lambda: plan_loops(
             self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,

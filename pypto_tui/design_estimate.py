@@ -30,14 +30,24 @@ class DesignCosts:
     loop: LoopCost | None
     note: str
     estimator: Estimator | None = None
+    op: str | None = None
 
 
-def loop_cost(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int) -> LoopCost:
+def reduce_axes(kb: KnowledgeBase, role: TileRole, op: str | None) -> tuple[int, ...]:
+    """The axes the op reduces over: the pack's reduce_axes for it (ops.toml), else the role's one."""
+    data = kb.op_data(op)
+    if data.reduce_axes:
+        return tuple(a for a in data.reduce_axes if a < len(role.shape))
+    return () if role.reduce_dim is None else (role.reduce_dim,)
+
+
+def loop_cost(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int,
+              op: str | None = None) -> LoopCost:
     """Price a loop count for `tile` on the role's tensor."""
-    itemsize = kb.dtype_bytes(role.dtype)
+    itemsize, axes = kb.dtype_bytes(role.dtype), reduce_axes(kb, role, op)
 
     def cost(count: int) -> float | None:
-        return est.us(Point(role.shape, itemsize, role.reduce_dim, tile, axis, count if count > 1 else None))
+        return est.us(Point(role.shape, itemsize, axes, tile, axis, count if count > 1 else None))
 
     return cost
 
@@ -49,22 +59,22 @@ def design_costs(kb: KnowledgeBase, family: str | None, op: str | None, needs: N
     if est is None:
         return DesignCosts(None, None, why)
     role = needs.tiles[0]
-    itemsize = kb.dtype_bytes(role.dtype)
+    itemsize, axes = kb.dtype_bytes(role.dtype), reduce_axes(kb, role, op)
     axis, loop_why = needs.loop_axis, needs.loop_why
 
     def tile_cost(tile: Shape) -> float | None:
         if held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows) > kb.chip.ub_bytes:
             return None
-        count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail)
-        return est.us(Point(role.shape, itemsize, role.reduce_dim, tile, axis, count))
+        count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail, op)
+        return est.us(Point(role.shape, itemsize, axes, tile, axis, count))
 
-    return DesignCosts(tile_cost, None, est.describe(), est)
+    return DesignCosts(tile_cost, None, est.describe(), est, op)
 
 
 def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int, why: LoopWhy,
-                  requested: int | None, tail: TailPreference | None) -> int | None:
+                  requested: int | None, tail: TailPreference | None, op: str | None = None) -> int | None:
     """The loop count the pipeline would plan for `tile` (None: no loop), the pack's ranking
     included, so a tile is priced as the kernel it would become."""
-    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, loop_cost(kb, est, role, tile, axis))
+    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, loop_cost(kb, est, role, tile, axis, op))
     choice = choose_loop(kb, plan, requested, tail, why)
     return choice.count if choice is not None else None

@@ -51,7 +51,7 @@ class Point:
 
     shape: Shape
     itemsize: int
-    reduce_dim: int | None
+    reduce_axes: tuple[int, ...]     # the axes the op reduces over (empty: none)
     tile: Shape
     loop_axis: int = 0
     loop_count: int | None = None
@@ -63,7 +63,7 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
     tiles          every tile of the tensor
     rows           rows of one tile (its separate contiguous runs)
     groups         independent tile groups: tiles that do not share a reduction
-    segments       tiles one reduction chains together (the reduce axis's segments)
+    segments       tiles one reduction chains together (the segments of its reduce axes)
     waves          rounds of one loop iteration's groups over the vector cores
     iterations     iterations of the loop (1 without one)
     big_split      a reduction split over several tiles that each fill half the unified buffer or
@@ -82,8 +82,8 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
         n *= ceil_div(s, t)
     elements = math.prod(tile)
     rows = math.prod(tile[:-1]) if len(tile) > 1 else 1
-    rd = p.reduce_dim
-    segments = ceil_div(shape[rd], tile[rd]) if rd is not None else 1
+    axes = p.reduce_axes
+    segments = math.prod(ceil_div(shape[a], tile[a]) for a in axes)
     groups = max(1, n // segments)
     iterations, per_iter, chained = 1, groups, segments
     if p.loop_count and p.loop_count > 1:
@@ -95,9 +95,9 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
         n_iter = 1
         for s, t in zip(view, cut, strict=True):
             n_iter *= ceil_div(s, t)
-        chained = ceil_div(view[rd], cut[rd]) if rd is not None else 1
+        chained = math.prod(ceil_div(view[a], cut[a]) for a in axes)
         per_iter = max(1, n_iter // chained)
-        if rd is not None and rd == p.loop_axis:
+        if p.loop_axis in axes:
             chained *= iterations          # a reduction along the loop adds up across iterations
     waves = ceil_div(per_iter, max(1, cores))
     tasks = per_iter * iterations

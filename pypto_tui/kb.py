@@ -153,6 +153,7 @@ class OpData:
     rule: str = ""
     note: str = ""
     loop_note: str = ""
+    reduce_axes: tuple[int, ...] = ()  # every axis the op's reduction spans, when it is more than the contract's one
 
 
 @dataclass(frozen=True, slots=True)
@@ -581,7 +582,7 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
         live = o.integer("live_buffers") if "live_buffers" in o.table else 1
         rows = o.integer("min_rows") if "min_rows" in o.table else 1
         out[name] = OpData(name, live, axis, rows, rule, o.text("note", required=False),
-                           o.text("loop_note", required=False))
+                           o.text("loop_note", required=False), o.ints("reduce_axes", required=False, minimum=0))
     return out
 
 

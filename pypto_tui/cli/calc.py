@@ -146,7 +146,7 @@ def loop(
         from pypto_tui.plan import TileRole
 
         price = loop_cost(pack, costs.estimator, TileRole("main", "TILE_SHAPE", tuple(shp), dt, rd), tuple(tile_dims),
-                          axis)
+                          axis, costs.op)
     plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not)
     failed = plan.recommended is None or has_error(plan.recommended.findings)
     if json_out:

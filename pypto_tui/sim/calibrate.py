@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pypto_tui.design import Design, Pipeline, write_atomic
+from pypto_tui.design_estimate import reduce_axes
 from pypto_tui.errors import InputError
 from pypto_tui.estimate import Point
 from pypto_tui.estimate_fit import Sample, estimate_toml, fit_all
@@ -88,7 +89,7 @@ def _samples(pipeline: Pipeline, task: str, family: str, op: str, report: SweepR
         else:
             tile, count = tuple(pipeline.chosen_tile() or ()), int(row.value)
         loop = count if count and count > 1 else None
-        point = Point(role.shape, itemsize, role.reduce_dim, tile, needs.loop_axis, loop)
+        point = Point(role.shape, itemsize, reduce_axes(pipeline.kb, role, op), tile, needs.loop_axis, loop)
         out.append(Sample(task, family, op, point, float(row.e2e_us)))
     return out
 

@@ -34,18 +34,21 @@ def softmax_fit(**coefficients: float) -> CostFit:
 
 
 def test_features_count_what_the_design_decides():
-    f = features(Point((16, 16384), 4, 1, (2, 4096)), cores=48)
+    f = features(Point((16, 16384), 4, (1,), (2, 4096)), cores=48)
     assert set(f) == set(ESTIMATE_FEATURES)
     assert math.exp(f["tiles"]) == pytest.approx(32)          # 8 x 4 tiles
     assert math.exp(f["segments"]) == pytest.approx(4)        # the reduce axis in 4 tiles
     assert math.exp(f["groups"]) == pytest.approx(8)
     assert math.exp(f["rows"]) == pytest.approx(2)
     assert f["iterations"] == 0.0 and f["waves"] == 0.0
-    looped = features(Point((128, 524288), 4, 1, (1, 8192), 0, 16), cores=48)
+    looped = features(Point((128, 524288), 4, (1,), (1, 8192), 0, 16), cores=48)
     assert math.exp(looped["iterations"]) == pytest.approx(16)
     assert math.exp(looped["waves"]) == pytest.approx(1)      # 8 rows a chunk: one wave of 8 groups
-    assert features(Point((16, 16384), 4, 1, (2, 8192)), 48)["big_split"] > 0   # 64 KB tiles, 2 segments
-    assert features(Point((16, 16384), 4, 1, (1, 16384)), 48)["big_split"] == 0  # one segment: no split
+    assert features(Point((16, 16384), 4, (1,), (2, 8192)), 48)["big_split"] > 0   # 64 KB tiles, 2 segments
+    assert features(Point((16, 16384), 4, (1,), (1, 16384)), 48)["big_split"] == 0  # one segment: no split
+    # BatchNorm's statistics run over batch and space (ops.toml reduce_axes): one group per channel
+    bn = features(Point((8, 32, 4096), 4, (0, 2), (2, 1, 1024)), 48)
+    assert math.exp(bn["groups"]) == pytest.approx(32) and math.exp(bn["segments"]) == pytest.approx(16)
 
 
 def test_rank_by_estimate_keeps_the_documents_order_on_ties_and_puts_unpriced_last():
@@ -82,7 +85,7 @@ def test_calibrated_pack_changes_the_ranking_and_never_lifts_an_unqualified_tile
     assert est is not None and not why
 
     def price(tile):
-        return est.us(Point((16, 16384), 4, 1, tile))
+        return est.us(Point((16, 16384), 4, (1,), tile))
 
     plan = rank_candidates(pack, (16, 16384), "fp32", 1, top=500, estimate=price)
     assert plan.ranking == "estimate"
@@ -101,7 +104,7 @@ def test_calibrated_pack_changes_the_loop_recommendation(tmp_path):
     est, _ = estimator_for(pack, "norm")
 
     def price(n):
-        return est.us(Point((128, 524288), 4, 1, (1, 8192), 0, n))
+        return est.us(Point((128, 524288), 4, (1,), (1, 8192), 0, n))
 
     rules = plan_loops(load_pack(bundled_pack_dir()), (128, 524288), "fp32", (1, 8192), 0, None, "auto", price)
     ranked = plan_loops(pack, (128, 524288), "fp32", (1, 8192), 0, None, "auto", price)
@@ -159,7 +162,7 @@ def _made_up_runs() -> list[Sample]:
             for cols in (256, 512, 1024, 2048, 4096):
                 if r * cols > 16384 or cols > shape[1]:
                     continue
-                p = Point(shape, 4, 1, (r, cols))
+                p = Point(shape, 4, (1,), (r, cols))
                 f = features(p, 48)
                 wobble = 0.02 * math.sin(7 * r + cols)
                 us = math.exp(1.0 + i + sum(c * f[n] for n, c in true.items()) + wobble)
