@@ -15,7 +15,8 @@ means then fit `intercept` and `size`, which only make the figure readable as mi
 `error` is the spread the guided sweep trusts: the standard deviation of log(measured /
 estimated) within a task, taken from leave-one-task-out predictions when the family has more
 than one task (an estimate of how it does on a task it has not seen), else in-sample. `worst` is
-the largest such miss. Both are written to the pack with the number of runs and the tasks.
+the largest such miss; `loop_error` the same spread among runs that differ only in the loop count
+(what a loop sweep compares). All are written to the pack with the number of runs and the tasks.
 
 numpy only; nothing here runs the compiler (sim/calibrate.py collects the runs).
 """
@@ -142,6 +143,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
     everything = np.arange(len(d.y))
     coef = _solve(*_centre(d, everything), r)
     res = loto_res if loto_res is not None else _within_residuals(d, everything, coef)
+    loop_error = _loop_spread(kept, res)
     # intercept and size: task means of log(us) less the features' part, against log(elements)
     offsets, sizes = [], []
     for t in range(len(d.tasks)):
@@ -158,7 +160,18 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         intercept=round(float(intercept), 5), size=round(float(slope), 5),
         error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
         samples=len(kept), tasks=d.tasks, elements_per_task=k, tile_overhead=overhead,
+        loop_error=round(loop_error, 4),
     )
+
+
+def _loop_spread(samples: Sequence[Sample], res: np.ndarray) -> float:
+    """The spread of the residuals among runs that differ only in their loop count (same task,
+    same tile): what a loop sweep's stopping rule needs, often tighter than the tiles'."""
+    groups: dict[tuple[str, tuple[int, ...]], list[float]] = defaultdict(list)
+    for s, r in zip(samples, res, strict=True):
+        groups[(s.task, s.point.tile)].append(float(r))
+    centred = [r - float(np.mean(g)) for g in groups.values() if len(g) >= 2 for r in g]
+    return float(np.std(centred)) if len(centred) >= 3 else 0.0
 
 
 def fit_all(samples: Iterable[Sample], pypto: str, cores: int) -> dict[str, CostFit]:
@@ -198,7 +211,7 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
         f = fits[name]
         out += ["", f"[fit.{name}]", f"pypto = {_toml_str(f.pypto)}", f"intercept = {f.intercept}",
                 f"size = {f.size}", f"elements_per_task = {f.elements_per_task}",
-                f"tile_overhead = {f.tile_overhead}", f"error = {f.error}",
+                f"tile_overhead = {f.tile_overhead}", f"error = {f.error}", f"loop_error = {f.loop_error}",
                 f"worst = {f.worst}", f"samples = {f.samples}",
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
                 f"[fit.{name}.coefficients]"]

@@ -189,6 +189,7 @@ class CostFit:
     tasks: tuple[str, ...] = ()
     elements_per_task: float = 0.0  # the "balance" feature's two numbers (see estimate.features)
     tile_overhead: float = 0.0
+    loop_error: float = 0.0         # the spread among runs that differ only in the loop count (0: use error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -632,7 +633,7 @@ def _parse_estimate(r: _Reader) -> EstimateData:
 
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
                              num("error"), num("worst"), samples, f.strs("tasks", required=False),
-                             num("elements_per_task"), num("tile_overhead"))
+                             num("elements_per_task"), num("tile_overhead"), num("loop_error"))
     return EstimateData(ranking, fits, head.text("note", required=False))
 
 

@@ -447,8 +447,9 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
     result: SweepResult[Any] | None = None
     stopped = ""
     try:
+        fit = costs.estimator.fit if costs.estimator else None
         result = _search(mode, qualified, [price.get(n) for n in qualified], measure,
-                         costs.estimator.fit.error if costs.estimator else 0.0, jobs, budget)
+                         (fit.loop_error or fit.error) if fit else 0.0, jobs, budget)
     except SweepStopped as exc:
         stopped = f"stopped: {exc}"
     rec = plan.best_by_rules.loop_count if plan.best_by_rules else None
