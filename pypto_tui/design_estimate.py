@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypto_tui.estimate import Estimator, LoopCost, Point, TileCost, estimator_for
+from pypto_tui.estimate import Estimator, LoopCost, Point, TileCost, estimator_for, ranks_by_estimate
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.loops import choose_loop, plan_loops
 from pypto_tui.plan import Needs, TileRole
-from pypto_tui.shapes import Shape
+from pypto_tui.shapes import Shape, auto_tiles
 from pypto_tui.tiles import held_bytes
 from pypto_tui.vocabulary import LoopWhy, TailPreference
 
@@ -75,6 +75,10 @@ def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape
                   requested: int | None, tail: TailPreference | None, op: str | None = None) -> int | None:
     """The loop count the pipeline would plan for `tile` (None: no loop), the pack's ranking
     included, so a tile is priced as the kernel it would become."""
-    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, loop_cost(kb, est, role, tile, axis, op))
+    if requested is None and auto_tiles(role.shape, tile) <= kb.limits.max_auto_tiles and why == "auto":
+        return None  # no loop is needed (P6.avoid-loops): the planner's answer, without planning
+    # Only a pack that ranks by the estimate lets the price choose the loop; else the documents do.
+    price = loop_cost(kb, est, role, tile, axis, op) if ranks_by_estimate(kb) else None
+    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, price)
     choice = choose_loop(kb, plan, requested, tail, why)
     return choice.count if choice is not None else None

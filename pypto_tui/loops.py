@@ -212,7 +212,7 @@ def plan_loops(
     priced = rank_by_estimate(loops, (lambda c: estimate(c.loop_count)) if estimate else None,  # type: ignore[attr-defined]
                               estimate_note)
     price = {c.loop_count: v for c, v in zip(loops, priced.values, strict=True) if v is not None}
-    cands = tuple(replace(c, estimate_us=price.get(c.loop_count)) for c in cands)
+    cands = tuple(replace(c, estimate_us=price[c.loop_count]) if c.loop_count in price else c for c in cands)
 
     alternatives: list[LoopCandidate] = []
     for c in cands:
