@@ -69,8 +69,9 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
     big_split      a reduction split over several tiles that each fill half the unified buffer or
                    more (the log of the fill times the squared log of the segments: 0 unless both)
     balance        the scheduler's work against the cores': log(tasks + chain / elements_per_task),
-                   where tasks are the groups the scheduler hands out one by one (per iteration,
-                   times the iterations) and chain what one core works through in a row: its tiles
+                   where tasks are what the scheduler hands out one by one (the groups; in a loop,
+                   each iteration's groups and reduction partials) and chain what one core works
+                   through in a row: its tiles
                    (segments x waves), each costing its elements plus `tile_overhead` elements'
                    worth of fixed cost. Few big groups leave cores idle and make long chains; many
                    small ones queue at the scheduler: the minimum is where the two balance.
@@ -86,6 +87,7 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
     segments = math.prod(ceil_div(shape[a], tile[a]) for a in axes)
     groups = max(1, n // segments)
     iterations, per_iter, chained = 1, groups, segments
+    tasks = groups
     if p.loop_count and p.loop_count > 1:
         total = shape[p.loop_axis]
         batch = ceil_div(total, p.loop_count)
@@ -97,10 +99,11 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
             n_iter *= ceil_div(s, t)
         chained = math.prod(ceil_div(view[a], cut[a]) for a in axes)
         per_iter = max(1, n_iter // chained)
+        # every iteration hands out its groups and the partial results of its reductions
+        tasks = iterations * (per_iter + (chained if axes else 0))
         if p.loop_axis in axes:
             chained *= iterations          # a reduction along the loop adds up across iterations
     waves = ceil_div(per_iter, max(1, cores))
-    tasks = per_iter * iterations
     chain = chained * waves * (elements + tile_overhead)
     fill = elements * p.itemsize / UB_HALF_BYTES
     return {

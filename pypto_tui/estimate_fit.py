@@ -36,7 +36,7 @@ from pypto_tui.kb import CostFit
 FIT_FEATURES = ("balance", "segments", "big_split", "iterations")
 RIDGES = (0.1, 0.3, 1.0, 3.0)
 DEFAULT_RIDGE = 1.0
-BALANCES = (0.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)  # elements per task (0: the tasks alone)
+BALANCES = (0.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)  # elements per task (0: tasks alone)
 OVERHEADS = (0.0, 2048.0, 8192.0, 32768.0)                   # a tile op's fixed cost, in elements
 DEFAULT_BALANCE, DEFAULT_OVERHEAD = 3000.0, 8192.0
 
