@@ -13,7 +13,9 @@ Two estimates are scored: the pack's (its fits include these very tasks: in-samp
 honest view of a task the fit has not seen, a leave-one-task-out fit made from the other tasks'
 exhaustive runs (`--loto`). Every run goes through the result cache (`$PYPTO_TUI_CACHE_DIR`, else
 the user cache), so a second run costs seconds; the first takes hours on a busy 2-core machine.
-`--json FILE` writes every figure.
+`--json FILE` writes every figure. `--calibrate DIR` first runs `kb calibrate` over the same tasks
+(both sweeps of the tile tasks, the loop sweep of the loop tasks) into DIR, the way the default
+pack's estimate.toml was made (then with --ranking rules).
 """
 
 from __future__ import annotations
@@ -89,7 +91,17 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="task names to run (default: all)")
     ap.add_argument("--loto", action="store_true", help="also score leave-one-task-out fits")
     ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--calibrate", type=Path, help="first calibrate a pack over these tasks into this folder")
     args = ap.parse_args()
+    if args.calibrate:
+        from typer.main import get_command
+
+        from pypto_tui.cli import app
+
+        items = [str(t) for t in TILES] + [f"{t}:loops" for t in LOOPS if t not in TILES]
+        get_command(app)(["kb", "calibrate", *items, "--out", str(args.calibrate), "--ranking", "rules",
+                          "--jobs", str(args.jobs), "--timeout", str(args.timeout), "--force"],
+                         standalone_mode=False)
 
     from pypto_tui.design import Design, Pipeline
     from pypto_tui.kb import get_kb

@@ -65,7 +65,9 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
     groups         independent tile groups: tiles that do not share a reduction
     segments       tiles one reduction chains together (the segments of its reduce axes)
     waves          rounds of one loop iteration's groups over the vector cores
-    iterations     iterations of the loop (1 without one)
+    iterations     iterations of a loop over independent chunks (1 without one)
+    serial         iterations of a loop along a reduce axis: each adds its partial result to the
+                   previous one's, so they run one after another (1 otherwise)
     big_split      a reduction split over several tiles that each fill half the unified buffer or
                    more (the log of the fill times the squared log of the segments: 0 unless both)
     balance        the scheduler's work against the cores': log(tasks + chain / elements_per_task),
@@ -112,7 +114,8 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
         "groups": math.log(groups),
         "segments": math.log(segments),
         "waves": math.log(waves),
-        "iterations": math.log(iterations),
+        "iterations": 0.0 if p.loop_axis in axes else math.log(iterations),
+        "serial": math.log(iterations) if p.loop_axis in axes else 0.0,
         "big_split": math.log(max(1.0, fill * 2)) * math.log(segments) ** 2,
         "balance": math.log(tasks + (chain / elements_per_task if elements_per_task > 0 else 0.0)),
     }

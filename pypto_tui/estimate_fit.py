@@ -6,11 +6,11 @@ coefficients are fitted *within* tasks: every task's features and log-times are 
 own means before a ridge least-squares fit (the ridge, on standardised features, keeps a family
 measured on two or three tasks from chasing one task's quirks). The fit uses few features
 (FIT_FEATURES: the scheduler/cores balance, the reduction's segments, the big-tile split, the
-loop's iterations); the balance feature's two non-linear numbers (`elements_per_task`,
-`tile_overhead`) and the ridge's strength are chosen together by leave-one-task-out
-cross-validation: the ones whose fits, made without a task, pick the fastest design of that task
-(then the smallest error). The task
-means then fit `intercept` and `size`, which only make the figure readable as microseconds.
+loop's iterations over independent chunks and along a reduction); the balance feature's two
+non-linear numbers (`elements_per_task`, `tile_overhead`) and the ridge's strength are chosen
+together by leave-one-task-out cross-validation: the ones whose fits, made without a task, pick
+the fastest design of that task (then the smallest error). The task means then fit `intercept`
+and `size`, which only make the figure readable as microseconds.
 
 `error` is the spread the guided sweep trusts: the standard deviation of log(measured /
 estimated) within a task, taken from leave-one-task-out predictions when the family has more
@@ -33,7 +33,7 @@ import numpy as np
 from pypto_tui.estimate import Point, features
 from pypto_tui.kb import CostFit
 
-FIT_FEATURES = ("balance", "segments", "big_split", "iterations")
+FIT_FEATURES = ("balance", "segments", "big_split", "iterations", "serial")
 RIDGES = (0.1, 0.3, 1.0, 3.0)
 DEFAULT_RIDGE = 1.0
 BALANCES = (0.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)  # elements per task (0: tasks alone)

@@ -28,7 +28,7 @@ TAIL_PREFERENCES: tuple[str, ...] = ("divisor", "main+tail")
 # (knowledge/<pack>/estimate.toml). Each is the natural log of a count the design decides; see
 # estimate.features for what each one counts.
 ESTIMATE_FEATURES: tuple[str, ...] = (
-    "tiles", "rows", "groups", "segments", "waves", "iterations", "big_split", "balance",
+    "tiles", "rows", "groups", "segments", "waves", "iterations", "serial", "big_split", "balance",
 )
 # How the recommendation is ranked: the documents' order, or the fitted cost estimate.
 RANKINGS: tuple[str, ...] = ("rules", "estimate")

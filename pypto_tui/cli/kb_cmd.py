@@ -212,6 +212,8 @@ def calibrate(
     for task in result.tasks:
         if task.skipped:
             console.print(f"[yellow]{task.task}: skipped ({task.skipped})[/]")
+        for note in task.notes:
+            console.print(f"[dim]{task.task}: {note}[/]")
     if result.kept:
         console.print(f"[dim]kept from the base pack: {', '.join(sorted(result.kept))}[/]")
     console.print(f"use it with --kb {out} (ranking = \"{result.ranking}\")")

@@ -1,7 +1,8 @@
 """`pypto-tui kb calibrate`: measure tasks exhaustively, fit the cost estimate, write a pack.
 
 For each task: the exhaustive tile sweep (every qualified tile, each with the loop the pipeline
-plans for it) and the exhaustive loop sweep (every qualified loop count for the chosen tile).
+plans for it) and the exhaustive loop sweep (every qualified loop count for the chosen tile; not
+for a task that needs no loop, whose sweep would force one the planner never gives it).
 Every run that compiled becomes a sample (estimate_fit.Sample); the samples of each operator
 family are fitted (estimate_fit.fit) and written to PACKDIR as a pack that extends the bundled
 default: pack.toml (the pypto version measured on, the tasks) and estimate.toml (the fitted
@@ -37,6 +38,7 @@ class TaskRuns:
     reports: list[SweepReport] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     skipped: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Calibration:
             "fitted": {k: fit_dict(v) for k, v in self.fits.items()},
             "kept_from_base": {k: fit_dict(v) for k, v in self.kept.items()},
             "tasks": [{"task": t.task, "family": t.family, "op": t.op, "samples": len(t.samples),
-                       "skipped": t.skipped or None,
+                       "skipped": t.skipped or None, "notes": t.notes,
                        "sweeps": [{"sweep": r.sweep, "simulations": r.simulations, "qualified": r.qualified,
                                    "best": r.best_qualified.label if r.best_qualified else None,
                                    "best_us": r.best_qualified.e2e_us if r.best_qualified else None,
@@ -108,6 +110,10 @@ def measure_task(kb: KnowledgeBase, task: Path, kinds: Sequence[str], **options:
         runs.skipped = str(exc)
         return runs
     for kind in kinds:
+        if kind == "loops" and not (p.loop_plan() and p.loop_plan().needs_loop):  # type: ignore[union-attr]
+            # the sweep would force a loop the planner never gives this task: not a regime to learn
+            runs.notes.append("no loop sweep: the task needs no loop (its sweep would force one)")
+            continue
         sweep = sweep_tiles if kind == "tiles" else sweep_loops
         opts = dict(options)
         if kind == "loops":
@@ -115,7 +121,7 @@ def measure_task(kb: KnowledgeBase, task: Path, kinds: Sequence[str], **options:
         try:
             report = sweep(p, exhaustive=True, **opts)
         except InputError as exc:
-            runs.skipped = f"{kind}: {exc}"
+            runs.notes.append(f"no {kind} sweep: {exc}")
             continue
         runs.reports.append(report)
         runs.samples += _samples(p, task.stem, runs.family, runs.op, report)
