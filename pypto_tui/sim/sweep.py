@@ -157,7 +157,6 @@ def estimate_guided_sweep(
     budget = n if max_measurements is None else max(1, min(n, int(max_measurements)))
     runs = _Runs(candidates, measure_batch)
     values, order = runs.values, runs.order
-    stopped = "every priced candidate measured"
     price = {i: e for e, i in priced}
 
     def contenders() -> list[int]:
@@ -169,17 +168,16 @@ def estimate_guided_sweep(
         scale = math.exp(sum(math.log(v / e) for v, e in ok) / len(ok))
         return [i for i in left if lower_bound(price[i], scale, error, len(ok)) < best * (1.0 - win_margin)]
 
-    while len(order) < budget:
-        left = contenders()
-        if not left:
-            if len(order) < len(priced):
-                stopped = (f"the estimate rules out the {len(priced) - len(order)} candidate(s) left "
-                           f"(none could beat the best by more than {100 * win_margin:.0f}%)")
-            break
+    while len(order) < budget and (left := contenders()):
         runs.run(left[: (1 if not order else max(1, parallel))][: budget - len(order)])
-    else:
-        if contenders():
-            stopped = f"the budget of {budget} simulation(s) ran out"
+    unmeasured = sum(1 for _, i in priced if i not in values)
     if not priced:
         stopped = "the estimate prices no candidate"
+    elif contenders():
+        stopped = f"the budget of {budget} simulation(s) ran out"
+    elif unmeasured:
+        stopped = (f"the estimate rules out the {unmeasured} candidate(s) left "
+                   f"(none could beat the best by more than {100 * win_margin:.0f}%)")
+    else:
+        stopped = "every priced candidate measured"
     return runs.result(stopped)

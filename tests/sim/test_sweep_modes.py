@@ -71,12 +71,13 @@ def test_exhaustive_measures_every_qualified_tile(compiler):
     assert {"best_by_rules", "best_qualified", "best_by_cost", "best_by_estimate", "forecast_s", "jobs"} <= set(d)
 
 
-def test_without_a_fit_the_documents_guide_and_say_why(compiler):
-    p = Pipeline(load_pack(bundled_pack_dir()), Design(task=str(TASKS / "group_norm.py")))
+def test_without_a_fit_the_documents_guide_and_say_why(compiler, tmp_path):
+    only_softmax = pack_with(tmp_path, softmax=CostFit("softmax", "0.2.0", {"segments": 1.0}))
+    p = Pipeline(only_softmax, Design(task=str(TASKS / "group_norm.py")))
     report = R.sweep_loops(p)
     assert report.mode == "guided"
-    assert report.estimate and any("estimate" in n for n in report.notes)
-    assert report.simulations < 5
+    assert "no fitted estimate" in report.estimate and any("norm" in n for n in report.notes)
+    assert report.simulations < 5 and report.best_by_estimate is None
 
 
 def test_the_estimate_guides_the_loop_sweep_and_stops_early(compiler, tmp_path):
