@@ -31,7 +31,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "loops.need", "loops.ladder", "loops.tail", "loops.outermost", "loops.per_iter_tiles",
     # contract and dimensions
     "contract.formula", "contract.operator", "contract.reduction", "contract.asymmetry",
-    "contract.selfcheck", "contract.unknown_fields", "contract.init_params",
+    "contract.selfcheck", "contract.unknown_fields", "contract.init_params", "contract.dynamic_axes",
     "dims.rank_strategy", "dims.merge_reduce",
     # lint
     "lint.scalar_left", "lint.unary_minus", "lint.scalar_first_arg", "lint.nested_loop", "lint.loop_axis",
@@ -48,6 +48,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
 APPLIER_NAMES: frozenset[str] = frozenset({
     "tiles.rank_candidates", "tiles.choose", "loops.plan", "loops.choice", "dims.plan",
     "codegen.factory", "codegen.model_new", "codegen.operators", "codegen.loop_tail", "codegen.patterns",
+    "codegen.dynamic_axis",
     "sim.sweep",
 })
 

@@ -22,6 +22,7 @@ APPLIES = {
     "codegen.model_new": build_model_new,
     "codegen.operators": Ex,
     "codegen.loop_tail": Builder.loop_constant,
+    "codegen.dynamic_axis": Builder.dynamic_block_constant,
     "codegen.patterns": PATTERN_REGISTRY,
 }
 

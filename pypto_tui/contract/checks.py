@@ -166,8 +166,27 @@ def check_init_params(contract: Contract, kb: KnowledgeBase | None = None) -> li
     return out
 
 
+_BAD_DYNAMIC = _MISSING_INIT.replace("import torch.nn as nn\n", 'import torch.nn as nn\n\nDYNAMIC_AXIS = ["Q"]\n')
+
+
+@cites("P1.dynamic-axis")
+@examples(valid=[ex(contract=Task("elu"))],
+          invalid=[ex(contract=Task(source=_BAD_DYNAMIC), message="DYNAMIC_AXIS")])
+def check_dynamic_axes(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
+    """A task's DYNAMIC_AXIS declaration that cannot be read is reported, and the scaffold stays static."""
+    kb = _kb(kb)
+    if contract.dynamic_problem:
+        return [rule_finding(kb, "P1.dynamic-axis", f"{contract.dynamic_problem}; the kernel keeps every axis "
+                             "static")]
+    if contract.dynamic_axes:
+        return [rule_finding(kb, "P1.dynamic-axis", f"the task declares axis {list(contract.dynamic_axes)} of the "
+                             "first input dynamic: the scaffold makes it pypto.DYNAMIC", "info")]
+    return []
+
+
 CONTRACT_CHECKS: tuple[Check, ...] = (
     check_operator, check_formula, check_reduction, check_asymmetry, check_init_params, check_unknown_fields,
+    check_dynamic_axes,
 )
 
 

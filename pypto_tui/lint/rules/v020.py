@@ -335,17 +335,6 @@ class ReturnInKernel(LintRule):
 
                 return kernel
             """),
-        Valid(example("""\
-            import pypto
-
-
-            @pypto.jit
-            def kernel(x: pypto.Tensor((16, 512), pypto.DT_FP32)) -> pypto.Tensor((16, 512), pypto.DT_FP32):
-                pypto.set_vec_tile_shapes(16, 512)
-                output = pypto.tensor([16, 512], pypto.DT_FP32)
-                output[:] = pypto.exp(x)
-                return output
-            """), flavour="docs"),
     )
     INVALID = (
         Invalid(example("""\
