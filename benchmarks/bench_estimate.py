@@ -162,7 +162,7 @@ def main() -> None:
             fam = p.contract().family
             e = loto_estimator(samples, task.stem, fam, kb.chip.aiv_cores)
             if e is not None:
-                measured = list(_samples(p, task.stem, fam, "", ref))
+                measured = list(_samples(p, task.stem, fam, p.contract().op or "", ref))
                 qualified = [s for s in measured if s.point.loop_count != 1]
                 if kind == "tiles":
                     keep = {tuple(r.value) for r in ref.rows if r.qualified and r.measured and r.e2e_us}

@@ -72,7 +72,8 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
                    more (the log of the fill times the squared log of the segments: 0 unless both)
     balance        the scheduler's work against the cores': log(tasks + chain / elements_per_task),
                    where tasks are what the scheduler hands out one by one (the groups; in a loop,
-                   each iteration's groups and reduction partials) and chain what one core works
+                   each iteration's groups and reduction partials; a reduction over tiles that fill
+                   half the unified buffer, a task per extra segment) and chain what one core works
                    through in a row: its tiles
                    (segments x waves), each costing its elements plus `tile_overhead` elements'
                    worth of fixed cost. Few big groups leave cores idle and make long chains; many
@@ -108,6 +109,12 @@ def features(p: Point, cores: int, elements_per_task: float = 0.0, tile_overhead
     waves = ceil_div(per_iter, max(1, cores))
     chain = chained * waves * (elements + tile_overhead)
     fill = elements * p.itemsize / UB_HALF_BYTES
+    if fill >= 1 and segments > 1:
+        # A reduction over tiles that fill half the unified buffer is handed out in more tasks than
+        # its groups (cost model, max_over_dim (16,256,256): (1,64,256) 48 tasks, (1,32,256) 16);
+        # a task per extra step approximates it (64 there) and halves the worst held-out static
+        # pick (benchmarks/README.md).
+        tasks += groups * (segments - 1)
     return {
         "tiles": math.log(n),
         "rows": math.log(rows),

@@ -160,7 +160,7 @@ def _made_up_runs() -> list[Sample]:
             if r > rows:
                 continue
             for cols in (256, 512, 1024, 2048, 4096):
-                if r * cols > 16384 or cols > shape[1]:
+                if r * cols >= 16384 or cols > shape[1]:   # under half the unified buffer: no big split
                     continue
                 p = Point(shape, 4, (1,), (r, cols))
                 f = features(p, 48)
@@ -168,6 +168,17 @@ def _made_up_runs() -> list[Sample]:
                 us = math.exp(1.0 + i + sum(c * f[n] for n, c in true.items()) + wobble)
                 out.append(Sample(f"task{i}", "softmax", "softmax", p, us))
     return out
+
+
+def test_a_reduction_over_tiles_filling_half_the_buffer_is_handed_out_a_task_per_step():
+    """The cost model's task count grows for such tiles (max_over_dim (1,64,256): 48 tasks, against
+    16 for (1,32,256)); the balance feature counts a task per extra segment there, not below."""
+    def tasks(tile):
+        return round(math.exp(features(Point((16, 256, 256), 4, (1,), tile), 48)["balance"]))
+
+    assert tasks((1, 32, 256)) == 16                   # 32 KB tiles: one task per group
+    assert tasks((1, 64, 256)) == 16 + 16 * 3          # 64 KB tiles, 4 segments: a task per extra step
+    assert tasks((1, 256, 64)) == 64 * 1               # 64 KB but one segment: nothing to split
 
 
 def test_the_fit_recovers_a_known_model_and_its_error():
