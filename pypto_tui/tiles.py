@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.estimate import TileCost, reorder
 from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
@@ -33,6 +34,8 @@ class Candidate:
     qualified: bool
     reasons: tuple[str, ...]
     preset: bool = False
+    rules_rank: int | None = None      # its place in the documents' order (rank follows the pack's ranking)
+    estimate_us: float | None = None   # the cost estimate (SIM.cost-estimate), qualified tiles only
 
     @property
     def tile(self) -> Shape:
@@ -40,7 +43,8 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         d = self.evaluation.to_dict()
-        d.update(rank=self.rank, qualified=self.qualified, preset=self.preset, reasons=list(self.reasons))
+        d.update(rank=self.rank, qualified=self.qualified, preset=self.preset, reasons=list(self.reasons),
+                 rules_rank=self.rules_rank, estimate_us=self.estimate_us)
         return d
 
 
@@ -55,9 +59,17 @@ class TilePlan:
     qualified_count: int
     below_1kb_fallback: bool
     notes: tuple[str, ...] = field(default=())
+    best_by_rules: Candidate | None = None
+    best_by_estimate: Candidate | None = None
+    ranking: str = "rules"             # which order `recommended` follows: "rules" or "estimate"
+    estimate_note: str = ""            # why there is no estimate, or which fit priced the tiles
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "best_by_rules": self.best_by_rules.to_dict() if self.best_by_rules else None,
+            "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
+            "ranking": self.ranking,
+            "estimate_note": self.estimate_note,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "reduce_dim": self.reduce_dim,
@@ -347,7 +359,7 @@ def evaluate_tile(
 
 
 # ------------------------------------------------------------------------------------ enumerate
-@cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order")
+@cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order", "SIM.cost-estimate")
 def rank_candidates(
     kb: KnowledgeBase,
     shape: Sequence[int],
@@ -355,6 +367,8 @@ def rank_candidates(
     reduce_dim: int | None = None,
     top: int | None = 10,
     reducing: bool | None = None,
+    estimate: TileCost | None = None,
+    estimate_note: str = "",
 ) -> TilePlan:
     """Enumerate and rank tiles in the documents' order.
 
@@ -362,6 +376,10 @@ def rank_candidates(
     then contiguity >= 1 KB (the rest only when nothing reaches it); then fewer loops; then, while the
     reduce axis is split, no budget on non-reduce axes; then the reduce-axis sweet spot 16 -> 32 -> 64;
     then fewer reduce segments; then a fuller budget (fewer tiles).
+
+    `estimate` prices a tile in µs (SIM.cost-estimate, see pypto_tui.estimate): the qualified tiles
+    are priced, the cheapest is `best_by_estimate`, and when the pack ranks by the estimate the
+    qualified tiles are reordered by price (never the others, never past a hard limit).
     """
     shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
@@ -378,10 +396,20 @@ def rank_candidates(
         return TilePlan(shape, dtype, rd, (), None, space.enumerated, 0, False, (space.empty,))
 
     order = list(space.order)
-    chosen = order if top is None else order[: max(top, 1)]
+    rules_rank = {row: pos for pos, row in enumerate(order)}
     preset_row = space.preset_row
-    if preset_row is not None and preset_row not in chosen:
-        chosen = [preset_row, *chosen[:-1]] if chosen else [preset_row]
+    rules_row = preset_row if preset_row is not None else order[0]
+    # SIM.cost-estimate: price the qualified tiles; the pack says whether the price reorders them.
+    at = [pos for pos, row in enumerate(order) if space.qualified(row)]
+    priced = reorder(kb, estimate, len(order), at, [space.tile(order[pos]) for pos in at], estimate_note)
+    price = {order[pos]: v for pos, v in priced.values.items()}
+    estimate_row = order[priced.best] if priced.best is not None else None
+    order = [order[pos] for pos in priced.order]
+    chosen = order if top is None else order[: max(top, 1)]
+    missing = list(dict.fromkeys(m for m in (preset_row, rules_row, estimate_row)
+                                 if m is not None and m not in set(chosen)))
+    if missing:
+        chosen = [*chosen[: max(0, len(chosen) - len(missing))], *missing]
     notes: list[str] = []
     if space.reachable is False:
         notes.append(f"the last axis is only {shape[-1] * b} B: no tile reaches "
@@ -390,18 +418,25 @@ def rank_candidates(
         notes.append("no candidate reaches 1 KB contiguous without waste: ranking the ones below it (O1)")
 
     cands: list[Candidate] = []
+    by_row: dict[int, Candidate] = {}
     rank_of = {row: pos for pos, row in enumerate(order)}
     for row in chosen:
         ev = evaluate_tile(kb, shape, dtype, space.tile(row), rd, is_reducing)
         qualified = space.qualified(row)
         reasons = _reasons(kb, ev, qualified, space.sweet(row), space.spend(row), space.fallback,
                            row == preset_row, rd)
-        cands.append(Candidate(rank_of[row], ev, qualified, tuple(reasons), row == preset_row))
+        if row in price:
+            reasons.append(f"estimate {price[row]:.2f} us (SIM.cost-estimate)")
+        by_row[row] = Candidate(rank_of[row], ev, qualified, tuple(reasons), row == preset_row,
+                                rules_rank[row], price.get(row))
+        cands.append(by_row[row])
     cands.sort(key=lambda c: c.rank)
-    recommended = next((c for c in cands if c.preset), None) or (cands[0] if cands else None)
+    # The documents' preset is their pick; when the estimate ranks, it stays best_by_rules.
+    preset_pick = by_row.get(preset_row) if preset_row is not None and priced.ranking == "rules" else None
+    recommended = preset_pick or (cands[0] if cands else None)
     return TilePlan(shape, dtype, rd, tuple(cands), recommended, space.enumerated, space.qualified_count,
-                    space.fallback, tuple(notes))
-
+                    space.fallback, tuple(notes), by_row.get(rules_row),
+                    by_row.get(estimate_row) if estimate_row is not None else None, priced.ranking, priced.note)
 
 def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,
              fallback: bool, preset: bool, rd: int | None) -> list[str]:

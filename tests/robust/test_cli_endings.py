@@ -166,3 +166,11 @@ def test_eighty_columns_cut_no_cell(run_cli, args: list[str]) -> None:
 def test_piped_panel_is_not_400_columns(run_cli) -> None:
     rc, out, _ = run_cli("kb", "show", "P4.tile-budget", env={"COLUMNS": ""})
     assert rc == 0 and max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_the_bundled_pack_reads_every_key_it_holds() -> None:
+    """A key a parser reads straight from its table must be marked read, or every command warns
+    about the default pack (ops.toml's loop_axis and estimate.toml's fits did, after merges)."""
+    from pypto_tui.kb import load_pack
+
+    assert load_pack(bundled_pack()).warnings == ()
