@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import write_atomic
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import (
     CubeChoice,
@@ -110,30 +110,6 @@ class Design:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         return write_atomic(Path(path), self.to_json(), force=True)
-
-
-def write_atomic(path: Path, text: str, force: bool = False) -> Path:
-    """Write via a temporary file in the same folder and rename: a crash never leaves half a file.
-
-    Refuses to replace an existing file unless `force` (nothing the user saved is lost silently).
-    """
-    path = Path(path)
-    if path.exists() and not force:
-        raise InputError(f"{path} exists: pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def task_geometry(task: str | os.PathLike[str], kb: KnowledgeBase) -> Geometry:

@@ -1,7 +1,7 @@
 """Scaffold one task, or every task in a folder, to PyPTO kernel modules on disk.
 
 Writing is deterministic (the same design gives the same bytes) and atomic (a temporary file in
-the target folder, then a rename: `pypto_tui.design.write_atomic`), and refuses to replace an
+the target folder, then a rename: `pypto_tui.fileio.write_atomic`), and refuses to replace an
 existing file unless `force`. In a folder export one task failing never stops the others: every
 task gets a row (ok | unsupported | error, with the reason), and the report is plain data that
 serialises to JSON.
@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_tui.codegen.result import GeneratedKernel
-from pypto_tui.design import Design, Pipeline, kernel_of, write_atomic
+from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import check_writable, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase
 
 Status = Literal["ok", "unsupported", "error"]
@@ -102,13 +103,11 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
     an existing `out_path` without `force` raises InputError and nothing is written.
     """
     task = Path(task_path)
-    if not task.is_file():
-        raise InputError(f"{task}: no such task file")
+    require_file(task, "task file")  # says what it is instead: missing, a folder, a FIFO...
     fl = kb.flavour(flavour).name
     if out_path is not None:
         out = Path(out_path)
-        if out.exists() and not force:
-            raise InputError(f"{out} exists: pass --force to overwrite it")
+        check_writable(out, force)  # before any work: a FIFO, a device, an existing file without --force
         if out.resolve() == task.resolve():
             raise InputError(f"{out} is the task file itself: choose another output path")
     t0 = time.perf_counter()

@@ -11,6 +11,7 @@ from the bundled default pack. That keeps a user's pack down to the numbers they
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -32,6 +33,14 @@ SEVERITIES = ("error", "warn", "info")
 STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
+SANE_INT = 1 << 20
+"""Largest number a pack's integer limits may hold unless a key says otherwise: every real limit
+(16384 elements, 2048 tiles, 192 KB of unified buffer...) is far below; a larger one is a typo
+that would turn a bounded search unbounded."""
+MAX_LIST = 64
+MAX_PACK_FILE = 1 << 20
+OTHER_FILES = ("lint.toml",)
+"""Pack files read by another part (lint.toml: lint.profile), so not unknown files."""
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
 OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml")
 
@@ -237,6 +246,8 @@ class KnowledgeBase:
     ops: Mapping[str, OpData] = field(default_factory=dict)
     pass_verify: PassVerify | None = None
     estimate: EstimateData | None = None
+    warnings: tuple[str, ...] = ()
+    """Keys and files the pack holds that nothing reads (a typo warns; it never changes a verdict)."""
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -272,10 +283,18 @@ class KnowledgeBase:
 
 # ------------------------------------------------------------------------------------ validation
 class _Reader:
-    """Typed access to one TOML table that reports problems as PackError(file, key, reason)."""
+    """Typed access to one TOML table that reports problems as PackError(file, key, reason).
 
-    def __init__(self, file: str, table: Mapping[str, Any], prefix: str = "") -> None:
+    Every key read is remembered, and every reader made from this one is registered with it, so
+    after loading `unread()` names the keys nobody read: a misspelt key is warned about instead
+    of silently changing nothing."""
+
+    def __init__(self, file: str, table: Mapping[str, Any], prefix: str = "",
+                 registry: list[_Reader] | None = None) -> None:
         self.file, self.table, self.prefix = file, table, prefix
+        self.seen: set[str] = set()
+        self.registry: list[_Reader] = registry if registry is not None else []
+        self.registry.append(self)
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}{key}"
@@ -283,7 +302,25 @@ class _Reader:
     def fail(self, key: str, reason: str) -> PackError:
         return PackError(self.file, self._key(key), reason)
 
+    def mark(self, *keys: str) -> None:
+        """Keys read directly from `table` (not through a typed getter)."""
+        self.seen.update(keys)
+
+    def unread(self) -> list[str]:
+        """'file: key: unknown key (ignored)' for every key of this reader and its children nobody read."""
+        import difflib  # only when a pack has a key nobody reads (a typo): not on every load
+
+        out = []
+        for r in self.registry:
+            for key in r.table:
+                if key not in r.seen:
+                    close = difflib.get_close_matches(key, sorted(r.seen), n=1)
+                    hint = f"; did you mean {close[0]}?" if close else ""
+                    out.append(f"pack file {r.file}: {r._key(key)}: unknown key, ignored{hint}")
+        return out
+
     def _get(self, key: str, required: bool) -> Any:
+        self.seen.add(key)
         if key not in self.table:
             if required:
                 raise self.fail(key, "missing (required)")
@@ -301,20 +338,22 @@ class _Reader:
             raise self.fail(key, f"'{v}' is not one of {', '.join(choices)}")
         return v
 
-    def integer(self, key: str, minimum: int = 1) -> int:
+    def integer(self, key: str, minimum: int = 1, maximum: int = SANE_INT) -> int:
         v = self._get(key, True)
         if isinstance(v, bool) or not isinstance(v, int):
-            raise self.fail(key, f"must be an integer, got {v!r}")
+            raise self.fail(key, f"must be an integer, got {_short(v)}")
         if v < minimum:
             raise self.fail(key, f"must be >= {minimum}, got {v}")
+        if v > maximum:
+            raise self.fail(key, f"must be <= {maximum} (no real limit is larger: a typo?), got {v}")
         return v
 
-    def number(self, key: str, minimum: float = 0.0) -> float:
+    def number(self, key: str, minimum: float = 0.0, maximum: float = 16.0) -> float:
         v = self._get(key, True)
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.fail(key, f"must be a number, got {v!r}")
-        if v < minimum:
-            raise self.fail(key, f"must be >= {minimum}, got {v}")
+            raise self.fail(key, f"must be a number, got {_short(v)}")
+        if not math.isfinite(v) or v < minimum or v > maximum:
+            raise self.fail(key, f"must be a number from {minimum} to {maximum}, got {v}")
         return float(v)
 
     def flag(self, key: str, default: bool = False) -> bool:
@@ -325,14 +364,15 @@ class _Reader:
             raise self.fail(key, f"must be true or false, got {v!r}")
         return v
 
-    def ints(self, key: str, required: bool = True, minimum: int = 1) -> tuple[int, ...]:
+    def ints(self, key: str, required: bool = True, minimum: int = 1, maximum: int = SANE_INT) -> tuple[int, ...]:
         v = self._get(key, required)
         if v is None:
             return ()
-        if not isinstance(v, list) or not v or not all(
-            isinstance(x, int) and not isinstance(x, bool) and x >= minimum for x in v
+        if not isinstance(v, list) or not v or len(v) > MAX_LIST or not all(
+            isinstance(x, int) and not isinstance(x, bool) and minimum <= x <= maximum for x in v
         ):
-            raise self.fail(key, f"must be a non-empty list of integers >= {minimum}, got {v!r}")
+            raise self.fail(key, f"must be a non-empty list of at most {MAX_LIST} integers from {minimum} to "
+                                 f"{maximum}, got {_short(v)}")
         return tuple(v)
 
     def strs(self, key: str, required: bool = True) -> tuple[str, ...]:
@@ -346,10 +386,10 @@ class _Reader:
     def sub(self, key: str, required: bool = True) -> _Reader:
         v = self._get(key, required)
         if v is None:
-            return _Reader(self.file, {}, f"{self._key(key)}.")
+            return _Reader(self.file, {}, f"{self._key(key)}.", self.registry)
         if not isinstance(v, dict):
             raise self.fail(key, "must be a table")
-        return _Reader(self.file, v, f"{self._key(key)}.")
+        return _Reader(self.file, v, f"{self._key(key)}.", self.registry)
 
     def array(self, key: str, required: bool = True) -> list[_Reader]:
         v = self._get(key, required)
@@ -357,17 +397,30 @@ class _Reader:
             return []
         if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
             raise self.fail(key, "must be an array of tables ([[...]])")
-        return [_Reader(self.file, x, f"{self._key(key)}[{i}].") for i, x in enumerate(v)]
+        return [_Reader(self.file, x, f"{self._key(key)}[{i}].", self.registry) for i, x in enumerate(v)]
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """One pack file, bounded (a regular file of at most MAX_PACK_FILE bytes, UTF-8, sane nesting)."""
+    from pypto_tui.fileio import read_bytes
+
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        data = read_bytes(path, "pack file", MAX_PACK_FILE)
+    except InputError as exc:
+        raise PackError(path.name, "", str(exc).replace(f"pack file {path} ", "", 1)) from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise PackError(path.name, "", f"is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise PackError(path.name, "", f"not valid TOML ({exc})") from None
-    except OSError as exc:
-        raise PackError(path.name, "", f"cannot be read ({exc.strerror})") from None
+    except RecursionError:
+        raise PackError(path.name, "", "nests arrays or tables too deeply to read") from None
 
 
 def _parse_sources(r: _Reader) -> dict[str, Source]:
@@ -466,15 +519,15 @@ def _parse_limits(r: _Reader) -> Limits:
     d = r.sub("dtype_bytes")
     dtypes: dict[str, int] = {}
     for name in d.table:
-        dtypes[name] = d.integer(name)
+        dtypes[name] = d.integer(name, maximum=16)
     if not dtypes:
         raise r.fail("dtype_bytes", "must list at least one dtype")
     return Limits(
         max_elements=t.integer("max_elements"),
         max_auto_tiles=t.integer("max_auto_tiles"),
         contiguous_bytes=t.integer("contiguous_bytes"),
-        last_dim_align_bytes=t.integer("last_dim_align_bytes"),
-        max_vec_rank=t.integer("max_vec_rank"),
+        last_dim_align_bytes=t.integer("last_dim_align_bytes", maximum=4096),
+        max_vec_rank=t.integer("max_vec_rank", maximum=8),
         dtype_bytes=dtypes,
     )
 
@@ -483,28 +536,32 @@ def _parse_chip(r: _Reader) -> Chip:
     c = r.sub("chip")
     return Chip(
         name=c.text("name"),
-        ub_bytes=c.integer("ub_bytes"),
+        ub_bytes=c.integer("ub_bytes", maximum=1 << 30),
         reduce_ub_factor=c.number("reduce_ub_factor", 1.0),
         reduce_ub_extra_bytes=c.integer("reduce_ub_extra_bytes", 0),
         elementwise_ub_factor=c.number("elementwise_ub_factor", 1.0),
-        l1_bytes=c.integer("l1_bytes"),
-        l0a_bytes=c.integer("l0a_bytes"),
-        l0b_bytes=c.integer("l0b_bytes"),
-        l0c_bytes=c.integer("l0c_bytes"),
-        cube_align_elements=c.integer("cube_align_elements"),
+        l1_bytes=c.integer("l1_bytes", maximum=1 << 30),
+        l0a_bytes=c.integer("l0a_bytes", maximum=1 << 30),
+        l0b_bytes=c.integer("l0b_bytes", maximum=1 << 30),
+        l0c_bytes=c.integer("l0c_bytes", maximum=1 << 30),
+        cube_align_elements=c.integer("cube_align_elements", maximum=1024),
         cycles_per_us=c.integer("cycles_per_us"),
-        aic_cores=c.integer("aic_cores"),
-        aiv_cores=c.integer("aiv_cores"),
+        aic_cores=c.integer("aic_cores", maximum=1 << 16),
+        aiv_cores=c.integer("aiv_cores", maximum=1 << 16),
     )
 
 
 def _parse_ladders(r: _Reader) -> Ladders:
     loops = r.sub("loop_count")
+    loops.mark("rings")
     rings_raw = loops.table.get("rings")
-    if not isinstance(rings_raw, list) or not rings_raw or not all(
-        isinstance(ring, list) and ring and all(isinstance(x, int) and x >= 1 for x in ring) for ring in rings_raw
+    if not isinstance(rings_raw, list) or not rings_raw or len(rings_raw) > MAX_LIST or not all(
+        isinstance(ring, list) and ring and len(ring) <= MAX_LIST
+        and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= SANE_INT for x in ring)
+        for ring in rings_raw
     ):
-        raise loops.fail("rings", f"must be a list of non-empty lists of integers >= 1, got {rings_raw!r}")
+        raise loops.fail("rings", f"must be a list of non-empty lists of integers from 1 to {SANE_INT}, "
+                                  f"got {_short(rings_raw)}")
     rings = tuple(tuple(ring) for ring in rings_raw)
     flat = [n for ring in rings for n in ring]
     if len(set(flat)) != len(flat):
@@ -539,12 +596,13 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
 ]:
     presets = []
     for p in r.array("preset", required=False):
-        shape, tile = p.ints("shape"), p.ints("tile")
+        shape, tile = p.ints("shape", maximum=1 << 40), p.ints("tile")
         if len(shape) != len(tile):
             raise p.fail("tile", f"has {len(tile)} dims but shape has {len(shape)}")
         dtype = p.text("dtype")
         if dtype not in limits.dtype_bytes:
             raise p.fail("dtype", f"'{dtype}' is not in limits.toml [dtype_bytes]")
+        p.mark("reduce_dim")
         rd = p.table.get("reduce_dim")
         if rd is not None and (not isinstance(rd, int) or not 0 <= rd < len(shape)):
             raise p.fail("reduce_dim", f"must be an axis of the shape (0..{len(shape) - 1}), got {rd!r}")
@@ -555,7 +613,7 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
     starts = []
     for s in r.array("start", required=False):
         tile = s.ints("tile")
-        rank = s.integer("rank")
+        rank = s.integer("rank", maximum=8)
         if rank != len(tile):
             raise s.fail("tile", f"has {len(tile)} dims but rank is {rank}")
         starts.append(StartTile(rank, tile, s.text("rule"), s.text("note", required=False)))
@@ -578,6 +636,7 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
         if rule and rule not in rules:
             raise o.fail("rule", f"'{rule}' is not a rule id in rules.toml")
         axis = o.table.get("loop_axis")
+        o.mark("loop_axis")
         if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int) or axis < 0):
             raise o.fail("loop_axis", f"must be an axis number >= 0, got {axis!r}")
         live = o.integer("live_buffers") if "live_buffers" in o.table else 1
@@ -614,12 +673,14 @@ def _parse_estimate(r: _Reader) -> EstimateData:
                 known = ", ".join(ESTIMATE_FEATURES)
                 raise coef.fail(feature, f"'{feature}' is not a feature of the estimate ({known})")
             v = coef.table[feature]
+            coef.mark(feature)
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise coef.fail(feature, f"must be a number, got {v!r}")
             values[feature] = float(v)
         if not values:
             raise f.fail("coefficients", "list at least one feature's coefficient")
         samples = f.table.get("samples", 0)
+        f.mark("samples")
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
             raise f.fail("samples", f"must be a whole number >= 0, got {samples!r}")
 
@@ -627,6 +688,7 @@ def _parse_estimate(r: _Reader) -> EstimateData:
             if key not in f.table:
                 return default
             v = f.table[key]
+            f.mark(key)
             if isinstance(v, bool) or not isinstance(v, int | float) or (not signed and v < 0):
                 raise f.fail(key, f"must be a {'' if signed else 'non-negative '}number, got {v!r}")
             return float(v)
@@ -669,10 +731,15 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     files, head = _pack_files(root)
     docs = {name: (head if name == "pack.toml" else _read_toml(p)) for name, p in files.items()}
 
+    readers: dict[str, _Reader] = {}
+
     def reader(name: str) -> _Reader:
-        return _Reader(files[name].name, docs[name])
+        if name not in readers:
+            readers[name] = _Reader(files[name].name, docs[name])
+        return readers[name]
 
     pack = reader("pack.toml").sub("pack")
+    pack.mark("extends")
     schema = pack.integer("schema")
     if schema != SCHEMA_VERSION:
         raise pack.fail("schema", f"this pypto-tui reads schema {SCHEMA_VERSION}, the pack says {schema}")
@@ -697,12 +764,18 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
     pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
     estimate = _parse_estimate(reader("estimate.toml")) if "estimate.toml" in files else None
+    name, version = pack.text("name"), pack.text("version")
+    description = pack.text("description", required=False)
+    warnings = [w for r in readers.values() for w in r.unread()]
+    known = set(REQUIRED_FILES + OPTIONAL_FILES + OTHER_FILES)
+    warnings += [f"pack folder {root}: {p.name} is not a pack file (none of {', '.join(sorted(known))}); "
+                 "it is ignored" for p in sorted(root.glob("*.toml")) if p.name not in known]
     return KnowledgeBase(
-        name=pack.text("name"), version=pack.text("version"),
-        description=pack.text("description", required=False), path=root,
+        name=name, version=version, description=description, path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
         starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, estimate=estimate,
+        warnings=tuple(warnings),
     )
 
 

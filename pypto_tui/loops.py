@@ -19,10 +19,13 @@ from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import LoopCandidate, LoopChoice
-from pypto_tui.shapes import Shape, auto_tiles, ceil_div, normalise_axis, parse_tile_for
+from pypto_tui.shapes import Shape, auto_tiles, ceil_div, check_shape, normalise_axis, parse_tile_for
 from pypto_tui.vocabulary import LoopWhy, TailPreference, TailStrategy
 
 Why = LoopWhy
+
+MAX_DIVISOR_SEARCH = 1 << 16
+"""Loop counts tried when looking for one whose batch divides the axis (beyond it, none is useful)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
 def divisor_near(total: int, loop_count: int) -> int | None:
     """The loop count closest to `loop_count` on a log scale whose BASIC_BATCH divides `total` exactly."""
     best: tuple[float, int] | None = None
-    limit = min(total, max(loop_count * 4, 1))
+    limit = min(total, max(loop_count * 4, 1), MAX_DIVISOR_SEARCH)
     for c in range(1, limit + 1):
         if total % c:
             continue
@@ -190,7 +193,7 @@ def plan_loops(
     `estimate` prices a loop count in µs (SIM.cost-estimate): the counts that pass are priced, the
     cheapest loop is `best_by_estimate`, and when the pack ranks by the estimate (and a loop is
     needed, and the user named no count) it is the recommendation."""
-    shape = tuple(shape)
+    shape = check_shape(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     ax = normalise_axis(axis, len(shape), "loop axis")

@@ -13,6 +13,13 @@ from pypto_tui.findings import cites
 
 Shape = tuple[int, ...]
 
+MAX_RANK = 32
+"""More dimensions than any framework's tensor takes (torch's kernels stop at 25): a typo, not a shape."""
+MAX_DIM = 2**40
+MAX_ELEMENTS = 2**48
+"""Sizes no device holds (2**48 fp32 elements is a petabyte). Past them a shape is a typo; refusing
+it keeps every computation on it (enumeration, loop counts) bounded and within int64."""
+
 
 def parse_dims(text: str | Sequence[int], what: str = "shape") -> Shape:
     """'16,256,256' / '(16, 256, 256)' / '16x256' / [16, 256] -> (16, 256, 256). Dims must be >= 1."""
@@ -27,21 +34,42 @@ def parse_dims(text: str | Sequence[int], what: str = "shape") -> Shape:
                 value = int(p)
             except ValueError:
                 raise InputError(
-                    f"{what} '{text}' has '{p}', which is not a whole number: write it like 16,256,256"
+                    f"{what} '{clip(text)}' has '{clip(p)}', which is not a whole number: write it like 16,256,256"
                 ) from None
             dims.append(value)
     else:
         dims = []
         for d in text:
             if isinstance(d, bool) or not isinstance(d, int):
-                raise InputError(f"{what} {list(text)} has {d!r}, which is not a whole number")
+                raise InputError(f"{what} {clip(repr(list(text)))} has {clip(repr(d))}, which is not a whole number")
             dims.append(d)
-        if not dims:
-            raise InputError(f"{what} is empty: write it like 16,256,256")
+    return check_shape(dims, what)
+
+
+def check_shape(dims: Sequence[int], what: str = "shape") -> Shape:
+    """`dims` as a shape, refused (InputError) unless every size is a positive whole number and the
+    rank and sizes are ones a tensor can have (MAX_RANK, MAX_DIM, MAX_ELEMENTS)."""
+    dims = tuple(dims)
+    if not dims:
+        raise InputError(f"{what} is empty: write it like 16,256,256")
+    if len(dims) > MAX_RANK:
+        raise InputError(f"{what} has {len(dims)} dimensions: a tensor has at most {MAX_RANK}; "
+                         "check the shape (or merge axes)")
     for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise InputError(f"{what} {_fmt(dims)} has {d!r}, which is not a whole number")
         if d <= 0:
             raise InputError(f"{what} {_fmt(dims)} has {d}: every dimension must be a positive whole number")
-    return tuple(dims)
+        if d > MAX_DIM:
+            raise InputError(f"{what} has a dimension of {d}: sizes above 2**40 ({MAX_DIM}) are not a tensor any "
+                             "device holds; check the shape")
+    total = 1
+    for d in dims:
+        total *= d
+    if total > MAX_ELEMENTS:
+        raise InputError(f"{what} {_fmt(dims)} has {total} elements: more than 2**48, which no device holds; "
+                         "check the shape")
+    return dims
 
 
 @cites("P4.tile-rank")
@@ -64,6 +92,11 @@ def normalise_axis(axis: int, rank: int, what: str = "reduce dim") -> int:
     if not -rank <= axis < rank:
         raise InputError(f"{what} {axis} is out of range for a rank-{rank} shape: use 0..{rank - 1} (or -{rank}..-1)")
     return axis % rank
+
+
+def clip(text: str, width: int = 60) -> str:
+    """A user's value, shortened for an error message (a 25 MB argument must not become the message)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _fmt(dims: Sequence[int]) -> str:

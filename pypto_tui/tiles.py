@@ -2,8 +2,8 @@
 
 Two paths on purpose. `evaluate_tile` is plain Python: it runs on every keystroke in the app and
 must stay in tens of microseconds, where numpy's per-call overhead would dominate. `rank_candidates`
-enumerates the whole candidate space with numpy (a 4-D shape with awkward dims has hundreds of
-thousands of combinations) and only builds full evaluations for the rows it returns.
+ranks the whole candidate space (tile_space: plain Python for the usual few hundred tiles, numpy for
+a 4-D shape's hundreds of thousands) and only builds full evaluations for the rows it returns.
 
 Every number a check compares against comes from the knowledge pack, and every finding cites the
 rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the rule documents').
@@ -22,7 +22,9 @@ from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import CubeChoice, CubeEvaluation, TileChoice, TileEvaluation, TileRole, TileSource
-from pypto_tui.shapes import Shape, auto_tiles, ceil_div, fmt_dims, normalise_axis, parse_tile_for
+from pypto_tui.shapes import Shape, auto_tiles, ceil_div, check_shape, fmt_dims, normalise_axis, parse_tile_for
+from pypto_tui.tile_space import axis_values as axis_values  # re-exported: it lived here
+from pypto_tui.tile_space import rank_space
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,13 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
     up = ceil_div(last, unit) * unit
     down = (last // unit) * unit
     hint = f"use {down} or {up}" if down > 0 else f"use {up}"
-    if shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
+    if last > shape[-1]:  # past the axis: the nearest aligned sizes would be past it too
+        cover = ceil_div(shape[-1], unit) * unit
+        below = (shape[-1] // unit) * unit
+        hint = f"the axis is {shape[-1]} long: use {cover}" + (
+            " (the whole axis)" if cover == shape[-1]
+            else f" ({cover - shape[-1]} padding element(s))" + (f" or {below}" if below > 0 else ""))
+    elif shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
         hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
                 f"{up - shape[-1]} padding element(s)")
     return rule_finding(kb, "P4.last-dim-align",
@@ -317,7 +325,7 @@ def evaluate_tile(
     reducing: bool | None = None,
 ) -> TileEvaluation:
     """Every number and finding for one tile. Raises InputError for a tile of the wrong rank."""
-    shape = tuple(shape)
+    shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
@@ -351,32 +359,6 @@ def evaluate_tile(
 
 
 # ------------------------------------------------------------------------------------ enumerate
-def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int]:
-    """Tile sizes worth trying on an axis of length n: powers of two and divisors up to cap.
-
-    On the last axis only 32-byte aligned sizes qualify; when the axis itself cannot be aligned,
-    the aligned round-up (a little padding) is offered too, because nothing smaller is legal.
-    """
-    limit = min(n, cap)
-    vals = {1 << k for k in range(limit.bit_length()) if (1 << k) <= limit}
-    small = 1
-    while small * small <= n:
-        if n % small == 0:
-            for d in (small, n // small):
-                if d <= limit:
-                    vals.add(d)
-        small += 1
-    if n <= cap:
-        vals.add(n)
-    if last:
-        vals = {v for v in vals if v % unit == 0}
-        if n % unit:
-            up = ceil_div(n, unit) * unit
-            if up <= cap:
-                vals.add(up)
-    return sorted(vals)
-
-
 @cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order", "SIM.cost-estimate")
 def rank_candidates(
     kb: KnowledgeBase,
@@ -399,135 +381,62 @@ def rank_candidates(
     are priced, the cheapest is `best_by_estimate`, and when the pack ranks by the estimate the
     qualified tiles are reordered by price (never the others, never past a hard limit).
     """
-    import numpy as np
-
-    shape = tuple(shape)
-    if not shape:
-        raise InputError("shape is empty: write it like 16,256,256")
+    shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     rd = normalise_axis(reduce_dim, len(shape)) if reduce_dim is not None else None
     is_reducing = (rd is not None) if reducing is None else reducing
-    cap = kb.limits.max_elements
-    unit = align_unit(kb, dtype)
-    last = len(shape) - 1
-    notes: list[str] = []
     vec_rank = check_vec_rank(kb, shape)
     if vec_rank is not None:
-        notes.append(vec_rank.message)
-
-    # Build the grid axis by axis, pruning partial products over the budget as we go.
-    grid = np.ones((1, 0), dtype=np.int64)
-    partial = np.ones(1, dtype=np.int64)
-    for axis, n in enumerate(shape):
-        vals = np.array(axis_values(n, cap, axis == last, unit), dtype=np.int64)
-        if vals.size == 0:
-            vals = np.array([ceil_div(n, unit) * unit], dtype=np.int64)
-        rows = np.repeat(np.arange(grid.shape[0]), vals.size)
-        cols = np.tile(vals, grid.shape[0])
-        new_partial = partial[rows] * cols
-        keep = new_partial <= cap
-        grid = np.concatenate([grid[rows][keep], cols[keep][:, None]], axis=1)
-        partial = new_partial[keep]
-    enumerated = int(grid.shape[0])
-    if enumerated == 0:
-        return TilePlan(shape, dtype, rd, (), None, 0, 0, False,
-                        (*notes, f"no tile fits prod <= {cap} with an aligned last dim"))
-
-    shp = np.array(shape, dtype=np.int64)
-    prod = partial
-    auto = np.prod(-(-shp // grid), axis=1)
-    contig = grid[:, last] * b
-    raw_ub = prod * b
-    ub = (raw_ub * kb.chip.reduce_ub_factor + kb.chip.reduce_ub_extra_bytes) if is_reducing else (
-        raw_ub * kb.chip.elementwise_ub_factor)
-    hard_ok = ub <= kb.chip.ub_bytes
-    grid, prod, auto, contig = grid[hard_ok], prod[hard_ok], auto[hard_ok], contig[hard_ok]
-    if grid.shape[0] == 0:
-        return TilePlan(shape, dtype, rd, (), None, enumerated, 0, False,
-                        (*notes, "every tile overflows the unified buffer"))
-
-    waste = np.any(grid > shp, axis=1)
-    forced_pad = (grid[:, last] > shp[last]) & (shape[last] % unit != 0)
-    waste_pen = (waste & ~forced_pad).astype(np.int64)
-    reachable = shape[last] * b >= kb.limits.contiguous_bytes or bool(forced_pad.any())
-    contig_ok = contig >= kb.limits.contiguous_bytes
-    fallback = not bool((contig_ok & (waste_pen == 0)).any())
-    contig_pen = (~contig_ok).astype(np.int64) if not fallback else np.zeros(len(grid), dtype=np.int64)
-    loop_pen = (auto > kb.limits.max_auto_tiles).astype(np.int64)
-    if rd is not None:
-        segments = -(-shp[rd] // grid[:, rd])
-        mask = np.ones(len(shape), dtype=bool)
-        mask[[rd, last]] = False
-        spend = np.prod(grid[:, mask], axis=1) if mask.any() else np.ones(len(grid), dtype=np.int64)
-        spend_pen = np.where(segments > 1, spend, 1)
-        if rd != last:
-            order = list(kb.ladders.reduce_axis)
-            sweet = np.full(len(grid), len(order), dtype=np.int64)
-            for i, v in enumerate(order):
-                sweet[grid[:, rd] == v] = i
-            unused = (grid[:, rd] == 1) & (shape[rd] > 1)
-        else:
-            sweet = np.zeros(len(grid), dtype=np.int64)
-            unused = np.zeros(len(grid), dtype=bool)
-    else:
-        segments = np.ones(len(grid), dtype=np.int64)
-        spend_pen = np.ones(len(grid), dtype=np.int64)
-        sweet = np.zeros(len(grid), dtype=np.int64)
-        unused = np.zeros(len(grid), dtype=bool)
-
-    # np.lexsort sorts by the LAST key first.
-    keys = [*(grid[:, i] for i in reversed(range(len(shape)))), -contig, auto, -prod, segments, sweet,
-            unused.astype(np.int64), spend_pen, loop_pen, contig_pen, waste_pen]
-    order_idx = np.lexsort(keys)
-    qualified_mask = (waste_pen == 0) & (contig_pen == 0)
-    qualified_count = int(qualified_mask.sum())
-    rules_rank = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
-
+        # No tile of this rank can be set: enumerating one would only cost time (a 16-D space
+        # takes gigabytes). The finding says what to do instead.
+        return TilePlan(shape, dtype, rd, (), None, 0, 0, False, (vec_rank.message,))
     preset = kb.preset_for(shape, dtype, rd)
-    preset_row: int | None = None
-    if preset is not None:
-        hits = np.nonzero(np.all(grid == np.array(preset.tile), axis=1))[0]
-        preset_row = int(hits[0]) if hits.size else None
-    rules_row = preset_row if preset_row is not None else int(order_idx[0])
+    space = rank_space(kb, shape, b, rd, is_reducing, align_unit(kb, dtype), preset.tile if preset else None)
+    if space.empty is not None:
+        return TilePlan(shape, dtype, rd, (), None, space.enumerated, 0, False, (space.empty,))
+
+    order = list(space.order)
+    rules_rank = {row: pos for pos, row in enumerate(order)}
+    preset_row = space.preset_row
+    rules_row = preset_row if preset_row is not None else order[0]
     # SIM.cost-estimate: price the qualified tiles; the pack says whether the price reorders them.
-    at = np.nonzero(qualified_mask[order_idx])[0]
-    priced = reorder(kb, estimate, len(order_idx), at.tolist(), [tuple(map(int, r)) for r in grid[order_idx[at]]],
-                     estimate_note)
-    price = {int(order_idx[pos]): v for pos, v in priced.values.items()}
-    estimate_row = int(order_idx[priced.best]) if priced.best is not None else None
-    order_idx = order_idx[list(priced.order)]
-    chosen = order_idx if top is None else order_idx[: max(top, 1)]
+    at = [pos for pos, row in enumerate(order) if space.qualified(row)]
+    priced = reorder(kb, estimate, len(order), at, [space.tile(order[pos]) for pos in at], estimate_note)
+    price = {order[pos]: v for pos, v in priced.values.items()}
+    estimate_row = order[priced.best] if priced.best is not None else None
+    order = [order[pos] for pos in priced.order]
+    chosen = order if top is None else order[: max(top, 1)]
     missing = list(dict.fromkeys(m for m in (preset_row, rules_row, estimate_row)
-                                 if m is not None and m not in set(chosen.tolist())))
+                                 if m is not None and m not in set(chosen)))
     if missing:
-        chosen = np.concatenate([chosen[: max(0, len(chosen) - len(missing))], missing])
-    if reachable is False:
-        notes.append(f"the last axis is only {shape[last] * b} B: no tile reaches "
+        chosen = [*chosen[: max(0, len(chosen) - len(missing))], *missing]
+    notes: list[str] = []
+    if space.reachable is False:
+        notes.append(f"the last axis is only {shape[-1] * b} B: no tile reaches "
                      f"{kb.limits.contiguous_bytes} B contiguous, so the ranking compares the rest (O1)")
-    elif fallback:
+    elif space.fallback:
         notes.append("no candidate reaches 1 KB contiguous without waste: ranking the ones below it (O1)")
 
     cands: list[Candidate] = []
     by_row: dict[int, Candidate] = {}
-    rank_of = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
-    for row in chosen.tolist():
-        tile = tuple(int(x) for x in grid[row])
-        ev = evaluate_tile(kb, shape, dtype, tile, rd, is_reducing)
-        reasons = _reasons(kb, ev, bool(qualified_mask[row]), int(sweet[row]), int(spend_pen[row]),
-                           fallback, row == preset_row, rd)
+    rank_of = {row: pos for pos, row in enumerate(order)}
+    for row in chosen:
+        ev = evaluate_tile(kb, shape, dtype, space.tile(row), rd, is_reducing)
+        qualified = space.qualified(row)
+        reasons = _reasons(kb, ev, qualified, space.sweet(row), space.spend(row), space.fallback,
+                           row == preset_row, rd)
         if row in price:
             reasons.append(f"estimate {price[row]:.2f} us (SIM.cost-estimate)")
-        by_row[row] = Candidate(rank_of[row], ev, bool(qualified_mask[row]), tuple(reasons), row == preset_row,
+        by_row[row] = Candidate(rank_of[row], ev, qualified, tuple(reasons), row == preset_row,
                                 rules_rank[row], price.get(row))
         cands.append(by_row[row])
     cands.sort(key=lambda c: c.rank)
     # The documents' preset is their pick; when the estimate ranks, it stays best_by_rules.
     preset_pick = by_row.get(preset_row) if preset_row is not None and priced.ranking == "rules" else None
     recommended = preset_pick or (cands[0] if cands else None)
-    return TilePlan(shape, dtype, rd, tuple(cands), recommended, enumerated, qualified_count, fallback,
-                    tuple(notes), by_row.get(rules_row), by_row.get(estimate_row) if estimate_row is not None else None,
-                    priced.ranking, priced.note)
-
+    return TilePlan(shape, dtype, rd, tuple(cands), recommended, space.enumerated, space.qualified_count,
+                    space.fallback, tuple(notes), by_row.get(rules_row),
+                    by_row.get(estimate_row) if estimate_row is not None else None, priced.ranking, priced.note)
 
 def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,
              fallback: bool, preset: bool, rd: int | None) -> list[str]:

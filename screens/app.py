@@ -31,7 +31,7 @@ from pypto_tui.screens.dims_screen import DimsScreen
 from pypto_tui.screens.kernel_screen import KernelScreen
 from pypto_tui.screens.loops_screen import LoopsScreen
 from pypto_tui.screens.rules_screen import RuleBrowserScreen
-from pypto_tui.screens.session import Autosave, Session, list_examples, state_dir
+from pypto_tui.screens.session import Autosave, Session, list_examples, read_design, state_dir
 from pypto_tui.screens.tiles_screen import TilesScreen
 from pypto_tui.screens.widgets import STEP_LABELS
 
@@ -70,7 +70,7 @@ class PyptoApp(App[None]):
         kb_dir = str(kb) if kb is not None else None
         session_path = Path(session) if session is not None else None
         if session_path is not None:
-            design = Design.load(session_path)  # InputError reaches the CLI as a one-line error
+            design = read_design(session_path)  # InputError reaches the CLI as a one-line error
             if kb_dir is not None:
                 design.kb = kb_dir
         else:
@@ -79,11 +79,19 @@ class PyptoApp(App[None]):
         self.session.listeners.append(self._on_session_change)
         self.session.defer = self._after_paint
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",  # type: ignore[override]
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification is plain text: messages carry paths, shapes and install commands
+        (`pip install 'pypto-tui[sim]'`), whose brackets Textual's markup would swallow."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
         self.autosaver.start()
         self.autosaver.write(self.session.design)
         self.switch_mode(self.session.design.step)
+        for notice in self.autosaver.notices:
+            self.notify(notice, title="Autosave set aside", severity="warning", timeout=12)
         if self.leftover is not None:
             self.push_screen(RestoreDialog(self.leftover), self._restored)
         elif not self.session.design.task:
@@ -122,10 +130,14 @@ class PyptoApp(App[None]):
                 self.session.replace_design(leftover)
             except InputError as exc:
                 self.notify(str(exc), title="Cannot restore", severity="error")
-                return
+                return  # its files stay: the next start offers it again
+            self.autosaver.forget_leftover()  # it lives in our own slot now
             self._show_step(self.session.design.step)
             self.notify("restored the last autosave", title="Session")
-        elif not self.session.design.task:
+            return
+        if restore is False:
+            self.autosaver.forget_leftover()
+        if not self.session.design.task:
             self.action_open_task()
 
     def _on_session_change(self, step: str) -> None:
@@ -232,7 +244,8 @@ class PyptoApp(App[None]):
 
     def _save_to(self, path: str, confirmed: bool = False) -> None:
         target = Path(path).expanduser()
-        if target.exists() and not confirmed and target != self.session.session_path:
+        exists = target.exists() or target.is_symlink()  # a dangling link counts too
+        if exists and not confirmed and target != self.session.session_path:
             self.push_screen(ConfirmDialog(f"{target} exists. Replace it?", yes="Replace", no="Keep"),
                              lambda ok: self._save_to(path, confirmed=True) if ok else None)
             return

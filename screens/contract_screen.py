@@ -34,6 +34,7 @@ from pypto_tui.shapes import parse_dims
 from pypto_tui.vocabulary import FAMILIES
 
 SCALINGS = ("sum", "mean", "batchmean", "none")
+SELF_CHECK_TIMEOUT = 60
 
 
 # ---------------------------------------------------------------------------------- parsers
@@ -155,6 +156,7 @@ class ContractScreen(StepScreen):
         self.errors: dict[str, str] = {}
         self._structure: Any = None
         self._loaded_task: str | None = None
+        self._form_gen = 0
         self.loading = False
 
     def compose_body(self) -> ComposeResult:
@@ -178,8 +180,7 @@ class ContractScreen(StepScreen):
         if not d.task:
             self._structure = None
             self.contract = None
-            self.query_one("#form").remove_children()
-            self.query_one("#form").mount(Static(
+            self._set_form(Static(
                 "No task yet. Press ctrl+o to open a task file or pick one of the bundled examples.",
                 classes="empty"))
             self.query_one("#unknowns", Static).update("")
@@ -192,9 +193,7 @@ class ContractScreen(StepScreen):
             self._loaded_task = d.task
             self.loading = True
             self._structure = None
-            form = self.query_one("#form")
-            form.remove_children()
-            form.mount(Static(f"Reading {Path(d.task).name} …", classes="empty"))
+            self._set_form(Static(f"Reading {Path(d.task).name} …", classes="empty", markup=False))
             self.start_work(f"reading {Path(d.task).name} (static analysis, nothing is executed)…")
             self._load_contract(self.session.pipeline)
             return
@@ -204,9 +203,7 @@ class ContractScreen(StepScreen):
         self.contract = contract
         if contract is None:
             self._structure = None
-            form = self.query_one("#form")
-            form.remove_children()
-            form.mount(Static(f"✗ {err}", classes="field-error"))
+            self._set_form(Static(f"✗ {err}", classes="field-error", markup=False))
             self.set_status(err or "", "error")
             return
         structure = (d.task, tuple((i.name, i.kind) for i in contract.inputs),
@@ -268,8 +265,6 @@ class ContractScreen(StepScreen):
             specs[k] = FieldSpec(k, k, parse_literal, _show_value)
         self.specs = specs
         self.errors = {}
-        form = self.query_one("#form", VerticalScroll)
-        form.remove_children()
         rows: list[Widget] = []
         sections = [("Operator", ("family", "op")), ("Inputs", ("inputs.",)), ("Init parameters", ("init_params.",)),
                     ("Reduction", ("reduction.",)), ("Semantics", ("asymmetric", "direction", "formula",
@@ -285,7 +280,26 @@ class ContractScreen(StepScreen):
             for k in keys:
                 placed.add(k)
                 rows.append(self._row(specs[k], _get(contract, k)))
-        form.mount(*rows)
+        self._set_form(*rows, show=True)
+
+    def _set_form(self, *widgets: Widget, show: bool = False) -> None:
+        """Replace the form's content. The old rows are removed (awaited) before the new ones are
+        mounted: they share ids, and mounting while the removal is pending raised DuplicateIds
+        when a second task was opened from this step. Swaps run in order; a newer one wins."""
+        self._form_gen += 1
+        gen = self._form_gen
+        form = self.query_one("#form", VerticalScroll)
+
+        async def swap() -> None:
+            await form.remove_children()
+            if gen != self._form_gen:
+                return  # a newer form is on its way
+            await form.mount(*widgets)
+            if show and self.contract is not None:  # the rows exist now: show values and state on them
+                self._show_values(self.contract)
+                self._show_state(self.contract)
+
+        self.call_later(swap)
 
     def _row(self, spec: FieldSpec, value: Any) -> Widget:
         """One labelled row, created with the contract's value (so mounting it is not an edit)."""
@@ -492,8 +506,14 @@ class ContractScreen(StepScreen):
         if self.contract is None or not self.session.design.task:
             self.notify("open a task first", severity="warning")
             return
+        task = self.session.design.task
+        if not getattr(self.papp, "told_code_runs", False):  # once per app run: a task file is code
+            self.papp.told_code_runs = True  # type: ignore[attr-defined]
+            self.notify(f"the self-check runs the code in {Path(task).name} (a task file is code: run only files "
+                        f"you trust), in a subprocess of its own process group, stopped after {SELF_CHECK_TIMEOUT} s",
+                        title="Running the task file", severity="warning", timeout=10)
         self.start_work("self-check: running the baseline on small asymmetric inputs…")
-        self._self_check(self.contract, self.session.design.task)
+        self._self_check(self.contract, task)
 
     @work(thread=True, exclusive=True, group="selfcheck", exit_on_error=False)
     def _self_check(self, contract: Contract, task: str) -> None:
@@ -501,7 +521,7 @@ class ContractScreen(StepScreen):
 
         self.post_message(WorkProgress("selfcheck", 0, 0, "self-check running in a subprocess…"))
         try:
-            result = self_check(contract, task, timeout=60, kb=self.session.kb)
+            result = self_check(contract, task, timeout=SELF_CHECK_TIMEOUT, kb=self.session.kb)
         except Exception as exc:
             self.post_message(WorkFinished("selfcheck", error=describe_error(exc)))
             return

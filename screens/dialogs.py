@@ -213,7 +213,7 @@ class RestoreDialog(ModalScreen[bool]):
             yield Static(
                 f"pypto-tui did not exit cleanly last time. Its autosave holds {task} at the "
                 f"{d.step} step{tile}{loop}.",
-                classes="dialog-text",
+                classes="dialog-text", markup=False,
             )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Restore (r)", id="restore", variant="primary")

@@ -18,8 +18,9 @@ from textual.widgets import Static, TextArea
 
 from pypto_tui.codegen.result import GeneratedKernel
 from pypto_tui.contract.model import Signature
-from pypto_tui.design import kernel_of, write_atomic
+from pypto_tui.design import kernel_of
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import write_atomic
 from pypto_tui.findings import Finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.lint.base import LintFinding
@@ -167,7 +168,7 @@ class KernelScreen(StepScreen):
         if not path or not self.source:
             return
         target = Path(path).expanduser()
-        if target.exists() and not confirmed:
+        if (target.exists() or target.is_symlink()) and not confirmed:  # a dangling link counts too
             self.app.push_screen(
                 ConfirmDialog(f"{target} already exists. Overwrite it?", yes="Overwrite", no="Keep it",
                               title="File exists"),

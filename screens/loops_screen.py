@@ -21,7 +21,7 @@ from textual_plotext import PlotextPlot
 from pypto_tui.design import Design
 from pypto_tui.errors import InputError
 from pypto_tui.findings import worst
-from pypto_tui.loops import LoopCandidate, LoopPlan
+from pypto_tui.loops import LoopCandidate, LoopPlan, plan_loops
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, sweep_summary
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content
@@ -55,6 +55,7 @@ class LoopsScreen(SimRunner, StepScreen):
         self._sweep_lines: list[str] = []
         self._table_sig: Any = None
         self._chart_sig: Any = None
+        self._pack_pick: str | None = None
 
     def compose_body(self) -> ComposeResult:
         with Horizontal(id="loop-top"):
@@ -106,6 +107,7 @@ class LoopsScreen(SimRunner, StepScreen):
         sweep.display = bool(self._sweep_lines)
         need.set_class(plan.needs_loop, "-needed")
         chosen = self.chosen()
+        self._pack_pick = self._pack_recommendation(plan)
         with self.prevent(Input.Changed):
             self.query_one("#custom-count", Input).value = str(self.session.design.loop_count or "")
         self._fill_table(plan, chosen)
@@ -135,8 +137,21 @@ class LoopsScreen(SimRunner, StepScreen):
             return next((c for c in plan.candidates if c.loop_count == 1), None)
         return None if plan.needs_loop else plan.recommended
 
+    def _pack_recommendation(self, plan: LoopPlan) -> str | None:
+        """The row key of the pack's own pick. With a loop count chosen, the plan puts that count
+        first as its "recommended" one; the ★ must stay on the pack's pick (never move onto the
+        user's row, an ERROR one included), so that pick is planned without the choice."""
+        if self.session.design.loop_count is None:
+            return _key(plan.recommended) if plan.recommended else None
+        try:
+            why = self.session.pipeline.needs().loop_why
+            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why)
+        except Exception:
+            return None
+        return _key(own.recommended) if own.recommended else None
+
     def _fill_table(self, plan: LoopPlan, chosen: LoopCandidate | None) -> None:
-        sig = (id(plan), _key(chosen) if chosen else None, tuple(sorted(self._times.items())))
+        sig = (id(plan), _key(chosen) if chosen else None, tuple(sorted(self._times.items())), self._pack_pick)
         if sig == self._table_sig:
             return  # unchanged: rebuilding the table would repaint it for nothing
         self._table_sig = sig
@@ -148,7 +163,7 @@ class LoopsScreen(SimRunner, StepScreen):
             if k in self._rows:
                 continue
             self._rows[k] = c
-            mark = ("▶" if chosen is not None and k == _key(chosen) else "") + ("★" if c is plan.recommended else "")
+            mark = ("▶" if chosen is not None and k == _key(chosen) else "") + ("★" if k == self._pack_pick else "")
             t = self._times.get(c.loop_count)
             label = f"{c.loop_count}" + (" main+tail" if c.tail_strategy == "main+tail" else "")
             table.add_row(mark, label, str(c.basic_batch), str(c.num_iters), str(c.tail),

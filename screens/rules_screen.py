@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -36,7 +36,8 @@ class RuleBrowserScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(icon="◆")
         with Vertical(id="rules-body"):
-            yield Field("", id="rule-filter", placeholder="filter: id, step, kind or words (e.g. contiguous, loops)")
+            yield Field("", id="rule-filter", select_on_focus=False,  # typing from the table appends
+                        placeholder="type to filter: id, step, kind or words (e.g. contiguous, loops)")
             with Horizontal(id="rules-main"):
                 yield DataTable(id="rule-table", cursor_type="row", zebra_stripes=True, classes="panel")
                 yield RuleExplanation(id="rule-detail", classes="panel")
@@ -85,6 +86,17 @@ class RuleBrowserScreen(Screen[None]):
         event.stop()
         if event.row_key is not None and event.row_key.value:
             self._show(str(event.row_key.value))
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing filters at once: a printable key pressed anywhere else goes to the filter field
+        (the table has no letter bindings; ctrl+f still focuses the field)."""
+        filt = self.query_one("#rule-filter", Input)
+        if self.focused is filt or not event.is_printable or not event.character:
+            return
+        event.stop()
+        event.prevent_default()
+        filt.focus()
+        filt.insert_text_at_cursor(event.character)
 
     def action_close(self) -> None:
         self.dismiss(None)

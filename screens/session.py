@@ -12,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import STEPS, Design, Pipeline, write_atomic
+from pypto_tui.design import STEPS, Design, Pipeline
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import read_text, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, get_kb
+from pypto_tui.shapes import MAX_DIM, check_shape
 
 STATE_ENV = "PYPTO_TUI_STATE_DIR"
 STEP_TITLES = {"contract": "Contract", "dims": "Dimensions", "tiles": "Tiles", "loops": "Loops",
@@ -60,47 +63,208 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-@dataclass
-class Autosave:
-    """`autosave.json` plus a lock file holding our pid.
+# ---------------------------------------------------------------------------------- session files
+MAX_SESSION_BYTES = 1 << 20
+_TEXT_FIELDS = ("task", "kb", "flavour", "strategy", "loop_tail", "step")
 
-    A clean exit removes the lock; a lock left behind by a process that is gone means the last
-    run crashed or was killed, and its autosave is offered back.
-    """
+
+def read_design(path: Path) -> Design:
+    """A saved design, or InputError (one line) for anything that is not one: not a regular file,
+    too large, not UTF-8, not JSON, nested too deep, a number too large, a field of the wrong type.
+    A corrupt file must never take the app down (or refuse to start it until it is deleted)."""
+    try:
+        text = read_text(path, "session file", MAX_SESSION_BYTES)
+        data = json.loads(text)
+    except InputError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise InputError(f"session file {path} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # 5000-digit ints, 100,000 '['
+        what = "nests too deeply" if isinstance(exc, RecursionError) else f"cannot be read ({type(exc).__name__})"
+        raise InputError(f"session file {path} {what}: is it a pypto-tui session?") from None
+    design = Design.from_dict(data)
+    problem = _field_problem(design)
+    if problem:
+        raise InputError(f"session file {path}: {problem}: is it a pypto-tui session?")
+    return design
+
+
+def _field_problem(d: Design) -> str | None:
+    """Why a loaded design's fields cannot be used (JSON gives any type anywhere), or None."""
+    for name in _TEXT_FIELDS:
+        v = getattr(d, name)
+        if v is not None and not isinstance(v, str):
+            return f"'{name}' must be text, got {type(v).__name__}"
+    if not isinstance(d.contract_edits, dict) or not all(isinstance(k, str) for k in d.contract_edits):
+        return "'contract_edits' must be an object with text keys"
+    if d.tile is not None:
+        try:
+            check_shape(d.tile if isinstance(d.tile, list) else [], "tile")
+        except InputError as exc:
+            return f"'tile' is not a tile ({exc})"
+    if d.loop_count is not None and (isinstance(d.loop_count, bool) or not isinstance(d.loop_count, int)
+                                     or not 0 <= d.loop_count <= MAX_DIM):
+        return "'loop_count' must be a whole number"
+    if d.cube is not None:
+        if not isinstance(d.cube, dict):
+            return "'cube' must be an object"
+        for key, value in d.cube.items():
+            try:
+                check_shape(value if isinstance(value, list) else [], f"cube {key}")
+            except InputError as exc:
+                return f"'cube' is not a cube tile ({exc})"
+    return None
+
+
+# ---------------------------------------------------------------------------------- autosave
+@dataclass(frozen=True)
+class Slot:
+    """One autosave and its lock. The first instance on a state folder uses `autosave.json` and
+    `running.lock`; another one running at the same time gets `autosave-PID.json` and
+    `running-PID.lock`, so two instances never write over each other's work."""
 
     folder: Path
+    suffix: str = ""
 
     @property
     def path(self) -> Path:
-        return self.folder / "autosave.json"
+        return self.folder / f"autosave{self.suffix}.json"
 
     @property
     def lock(self) -> Path:
-        return self.folder / "running.lock"
+        return self.folder / f"running{self.suffix}.lock"
+
+    def owner(self) -> int | None:
+        """The pid in the lock file (None: no lock, or not a pid)."""
+        try:
+            text = read_text(self.lock, "lock file", 64)
+            return int(text.strip() or 0)
+        except (InputError, ValueError):
+            return None
+
+    def remove(self) -> None:
+        for p in (self.path, self.lock):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+@dataclass
+class Autosave:
+    """Autosave slots in a state folder: one per running instance, each with a lock holding its pid.
+
+    A clean exit removes the lock; a lock left behind by a process that is gone means that run
+    crashed or was killed, and its autosave is offered back (the newest, if several). An autosave
+    that cannot be read is set aside (renamed `*.corrupt-TIME.json`) with a notice, never fatal.
+    """
+
+    folder: Path
+    pid: int = field(default_factory=os.getpid)
+    slot: Slot = field(init=False)
+    leftover_slot: Slot | None = field(default=None, init=False)
+    notices: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.folder = Path(self.folder)
+        self.slot = Slot(self.folder)
+
+    @property
+    def path(self) -> Path:
+        return self.slot.path
+
+    @property
+    def lock(self) -> Path:
+        return self.slot.lock
+
+    def slots(self) -> list[Slot]:
+        try:
+            locks = sorted(self.folder.glob("running*.lock"))
+        except OSError:
+            return []
+        return [Slot(self.folder, lk.name[len("running"):-len(".lock")]) for lk in locks]
 
     def leftover(self) -> Design | None:
-        """The design a crashed run left behind, if any (unreadable leftovers are ignored)."""
+        """The design a crashed run left behind, if any (the newest of them)."""
+        found: list[tuple[float, Slot, Design]] = []
+        for slot in self.slots():
+            pid = slot.owner()
+            if pid is None or pid in (self.pid, os.getpid()) or _pid_alive(pid):
+                continue
+            try:
+                mtime = slot.path.stat().st_mtime
+            except OSError:
+                with contextlib.suppress(OSError):
+                    slot.lock.unlink()  # a crash with nothing to restore: the lock is stale
+                continue
+            try:
+                found.append((mtime, slot, read_design(slot.path)))
+            except InputError as exc:
+                self._set_aside(slot, exc)
+        if not found:
+            return None
+        found.sort(key=lambda x: x[0])
+        _, self.leftover_slot, design = found[-1]
+        return design
+
+    def _set_aside(self, slot: Slot, why: InputError) -> None:
+        aside = slot.path.with_name(f"{slot.path.stem}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}.json")
         try:
-            pid = int(self.lock.read_text(encoding="utf-8").strip() or 0)
-        except (OSError, ValueError):
-            return None
-        if pid == os.getpid() or _pid_alive(pid) or not self.path.is_file():
-            return None
-        try:
-            return Design.load(self.path)
-        except InputError:
-            return None
+            os.replace(slot.path, aside)
+            with contextlib.suppress(OSError):
+                slot.lock.unlink()
+            self.notices.append(f"the autosave could not be read ({why}); it was set aside as {aside.name}")
+        except OSError as exc:
+            self.notices.append(f"the autosave {slot.path} could not be read ({why}) nor set aside "
+                                f"({exc.strerror}); it is ignored")
+
+    def forget_leftover(self) -> None:
+        """The user restored or discarded the leftover: its slot is no longer anybody's."""
+        if self.leftover_slot is not None and self.leftover_slot != self.slot:
+            self.leftover_slot.remove()
+        self.leftover_slot = None
 
     def start(self) -> None:
+        """Claim a slot: the shared one when it is free, else one of our own (never another
+        running instance's, nor a crashed one's whose autosave is still to be offered)."""
+        primary = Slot(self.folder)
+        pid = primary.owner()
+        stale = pid is None or (pid != self.pid and not _pid_alive(pid) and not primary.path.exists())
+        if pid == self.pid or (primary.lock.exists() and stale) or not primary.lock.exists():
+            if pid != self.pid:
+                with contextlib.suppress(OSError):
+                    primary.lock.unlink()
+            if self._claim(primary):
+                return
+        own = Slot(self.folder, f"-{self.pid}")
         with contextlib.suppress(OSError):
-            write_atomic(self.lock, f"{os.getpid()}\n", force=True)
+            own.lock.unlink()
+        self._claim(own)
+
+    def _claim(self, slot: Slot) -> bool:
+        """Create the slot's lock exclusively (two instances starting at once cannot both win)."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(slot.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return slot.owner() == self.pid and self._use(slot)
+        except OSError:
+            return self._use(slot)  # a read-only state folder must not break editing
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"{self.pid}\n")
+        return self._use(slot)
+
+    def _use(self, slot: Slot) -> bool:
+        self.slot = slot
+        return True
 
     def write(self, design: Design) -> None:
-        with contextlib.suppress(OSError):  # a read-only state folder must not break editing
+        with contextlib.suppress(OSError, InputError):  # a read-only state folder must not break editing
             write_atomic(self.path, design.to_json(), force=True)
 
     def finish(self) -> None:
+        """A clean exit: no lock left (nothing to offer), and our own slot's autosave goes too."""
         self.lock.unlink(missing_ok=True)
+        if self.slot.suffix:
+            self.path.unlink(missing_ok=True)
 
 
 class Session:
@@ -193,8 +357,7 @@ class Session:
 
     def set_task(self, task: str | Path) -> None:
         p = Path(task)
-        if not p.is_file():
-            raise InputError(f"task file {p} does not exist")
+        require_file(p, "task file")
         design = Design(task=str(p), kb=self.kb_dir, flavour=self.design.flavour)
         self.replace_design(design)
 
@@ -263,4 +426,4 @@ class Session:
 
 
 def load_session(path: Path) -> Design:
-    return Design.load(path)
+    return read_design(Path(path))

@@ -30,8 +30,21 @@ from pypto_tui.screens.widgets import (
     dims_text,
     level_content,
 )
-from pypto_tui.shapes import parse_dims
+from pypto_tui.shapes import MAX_DIM, clip, parse_dims
 from pypto_tui.tiles import TileEvaluation, TilePlan, evaluate_cube, evaluate_tile
+
+
+def _tile_size_problem(text: str, axis: int, length: int) -> str | None:
+    """What is wrong with one tile field's text, in the words of that field (None: a usable size)."""
+    try:
+        v = int(text)
+    except ValueError:
+        return f"axis {axis}: '{clip(text, 20)}' is not a whole number (1..{length})"
+    if v < 1:
+        return f"axis {axis}: a tile size is a positive whole number ({v} covers nothing): use 1..{length}"
+    if v > MAX_DIM:
+        return f"axis {axis}: {v} is far beyond the axis ({length}): use 1..{length}"
+    return None
 
 
 class TilesScreen(SimRunner, StepScreen):
@@ -208,11 +221,9 @@ class TilesScreen(SimRunner, StepScreen):
             if not text:
                 bad = f"axis {i}: give a tile size (1..{g.shape[i]} or more)"
             else:
-                try:
-                    (v,) = parse_dims(text, f"tile axis {i}")
-                    values.append(v)
-                except (InputError, ValueError) as exc:
-                    bad = str(exc) if isinstance(exc, InputError) else f"axis {i}: one whole number"
+                bad = _tile_size_problem(text, i, g.shape[i])
+                if bad is None:
+                    values.append(int(text))
             if f.has_class("-bad") != (bad is not None):
                 f.set_class(bad is not None, "-bad")
             error = error or bad
@@ -233,7 +244,7 @@ class TilesScreen(SimRunner, StepScreen):
         findings = self.query_one("#findings", FindingsList)
         if ev is None:
             self._put("#tile-metrics", "")
-            findings.show(())
+            findings.show((), empty="not evaluated: fix the tile size first")
             self.set_status(error or "", "error")
             return None
         self._put(

@@ -114,8 +114,11 @@ class StepIndicator(Horizontal):
             )
 
 
-def _placeholder() -> Option:
-    return Option(Content.styled("no findings", "dim italic"), disabled=True)
+NO_FINDINGS = "no findings"
+
+
+def _placeholder(text: str = NO_FINDINGS) -> Option:
+    return Option(Content.styled(text, "dim italic"), disabled=True)
 
 
 class FindingsList(FixedSize, OptionList):
@@ -129,17 +132,20 @@ class FindingsList(FixedSize, OptionList):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(_placeholder(), id=id, classes=classes)
         self._placeholder = True
+        self._empty = NO_FINDINGS
         self.findings: tuple[Finding, ...] = ()
         self._pinned: str | None = None
 
-    def show(self, findings: Iterable[Finding]) -> None:
+    def show(self, findings: Iterable[Finding], empty: str = NO_FINDINGS) -> None:
         """Replace the list (worst first). The user's pick stays highlighted unless something
-        worse appeared; otherwise the worst finding is highlighted, so its rule is explained."""
+        worse appeared; otherwise the worst finding is highlighted, so its rule is explained.
+        `empty` is shown when there is nothing to list (say why: "no findings" is a verdict)."""
         new = tuple(sorted(findings, key=lambda f: _ORDER.get(f.level, 4)))  # stable
-        if new == self.findings:
+        if new == self.findings and (new or empty == self._empty):
             return
         old = self.findings
         self.findings = new
+        self._empty = empty
         with self.prevent(OptionList.OptionHighlighted):
             if self._placeholder:
                 self.remove_option_at_index(0)
@@ -155,7 +161,7 @@ class FindingsList(FixedSize, OptionList):
             if len(new) > common:
                 self.add_options([Option(finding_content(f)) for f in new[common:]])
             if not new:
-                self.add_option(_placeholder())
+                self.add_option(_placeholder(empty))
                 self._placeholder = True
             if new:
                 idx = 0

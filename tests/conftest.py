@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,33 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("PYPTO_TUI_STATE_DIR", str(tmp_path_factory.mktemp("state")))
 
 
+SLOW_MODULES = ("tui/test_snapshots.py", "tui/test_full_design.py", "tui/test_sim_actions.py",
+                "tui/test_tiles_live.py")
+SLOW_NAMES = ("test_kill_9_then_restore_offered", "test_two_real_app_processes_then_kill_the_first")
+PILOT_SMOKE = ("test_prefilled_from_task", "test_open_dialog_reports_missing_file_in_place",
+               "test_second_task_from_step_1_shows_the_new_contract", "test_rule_browser_filters_as_you_type")
+"""The Pilot tests that stay in the fast run: one per area (contract form, dialogs, issue 15)."""
+
+
+def _slow(item: pytest.Item) -> bool:
+    """What `pytest -m "not sim and not slow"` (the developers' fast run) leaves to CI: app flows
+    through several steps, snapshots, real app processes, torch and the wheel build."""
+    path = item.path.as_posix()
+    if any(item.get_closest_marker(m) is not None for m in ("torch", "packaging")):
+        return True
+    if any(path.endswith(m) for m in SLOW_MODULES) or item.name.split("[")[0] in SLOW_NAMES:
+        return True
+    fn = getattr(item, "function", None)
+    return "/tests/tui/" in path and inspect.iscoroutinefunction(fn) and item.name.split("[")[0] not in PILOT_SMOKE
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (`-n 2 --dist loadgroup`), keep every compiler-backed test on one worker: they
-    already run two compiler processes at a time, while the other worker takes the rest."""
+    already run two compiler processes at a time, while the other worker takes the rest. Mark the
+    slow tests (see `_slow`) so the fast run can leave them out."""
     for item in items:
         if item.get_closest_marker("sim") is not None:
             item.add_marker(pytest.mark.xdist_group("compiler"))
+        if _slow(item):
+            item.add_marker(pytest.mark.slow)

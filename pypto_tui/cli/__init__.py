@@ -12,15 +12,28 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli import calc
-from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
-from pypto_tui.cli.contract_cmd import contract
-from pypto_tui.cli.export_cmd import export, scaffold
-from pypto_tui.cli.kb_cmd import kb_app
-from pypto_tui.cli.lint_cmd import lint
-from pypto_tui.cli.sim_cmd import sim, verify
+from pypto_tui.cli.common import Exit, KbOption, handles_input_errors
+from pypto_tui.cli.guard import GuardedGroup
+
+
+class PyptoGroup(GuardedGroup):
+    """The commands, in the order `-h` lists them; each module is imported when its command runs."""
+
+    LAZY = {  # noqa: RUF012  (a class-level table, read-only)
+        "tile": "pypto_tui.cli.calc:tile",
+        "loop": "pypto_tui.cli.calc:loop",
+        "contract": "pypto_tui.cli.contract_cmd:contract",
+        "scaffold": "pypto_tui.cli.export_cmd:scaffold",
+        "export": "pypto_tui.cli.export_cmd:export",
+        "lint": "pypto_tui.cli.lint_cmd:lint",
+        "sim": "pypto_tui.cli.sim_cmd:sim",
+        "verify": "pypto_tui.cli.sim_cmd:verify",
+        "kb": "pypto_tui.cli.kb_cmd:kb_app",
+    }
+
 
 app = typer.Typer(
+    cls=PyptoGroup,
     name="pypto-tui",
     help="A terminal kernel-design assistant for PyPTO: contract -> dimensions -> tiles -> loops -> kernel.",
     add_completion=False,
@@ -28,15 +41,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.command("tile")(calc.tile)
-app.command("loop")(calc.loop)
-app.command("contract")(contract)
-app.command("scaffold")(scaffold)
-app.command("export")(export)
-app.command("lint")(lint)
-app.command("sim")(sim)
-app.command("verify")(verify)
-app.add_typer(kb_app, name="kb")
 
 
 @app.callback(invoke_without_command=True)
@@ -59,11 +63,12 @@ def ui(
 
 
 def _run_app(task: Path | None, kb: Path | None, session: Path | None) -> None:
+    from pypto_tui.fileio import require_file
     from pypto_tui.kb import get_kb
 
     get_kb(kb)  # a bad pack is refused here, before the screen takes over
-    if task is not None and not task.is_file():
-        raise fail(f"task file {task} does not exist")
+    if task is not None:
+        require_file(task, "task file")
     from pypto_tui.screens.app import run_app
 
     raise typer.Exit(run_app(task=task, kb=kb, session=session))

@@ -90,6 +90,9 @@ def tile(
     pack.dtype_bytes(dt)
     evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
     want_candidates = (tile is None) if candidates is None else candidates
+    if evaluation is None and not want_candidates:
+        raise InputError("--no-candidates without --tile leaves nothing to show: give --tile 1,16,256 "
+                         "(or drop --no-candidates)")
     plan = None
     if want_candidates:
         costs, why = _costs(task, family, shp, dt, rd, pack)

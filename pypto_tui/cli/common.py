@@ -17,6 +17,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+try:  # typer >= 0.27 vendors Click; older releases run on Click itself
+    from typer._click import exceptions as click_exceptions
+    from typer._click.globals import get_current_context
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]  # noqa: F401
+    from click import get_current_context  # type: ignore[no-redef]
+
 from pypto_tui.errors import InputError
 
 
@@ -37,10 +44,52 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def one_line(text: str) -> str:
+    """`text` as one printable line: newlines, tabs and escape sequences a user typed into a value
+    are shown escaped (`\\n`), so an error never spans lines or recolours the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def _json_requested() -> bool:
+    ctx = get_current_context(silent=True)
+    return bool(ctx is not None and ctx.params.get("json_out"))
+
+
+def error_json(message: str) -> None:
+    """The --json answer of a run that ends with exit status 2: one document with "error"."""
+    emit_json({"error": message})
+
+
 def fail(message: str, code: int = Exit.BAD_INPUT) -> typer.Exit:
-    """Print one line to stderr and return the Exit to raise."""
-    sys.stderr.write(f"pypto-tui: error: {message}\n")
+    """Print one line to stderr (and `{"error": ...}` on stdout with --json); return the Exit to raise."""
+    sys.stderr.write(f"pypto-tui: error: {one_line(message)}\n")
+    if code == Exit.BAD_INPUT and _json_requested():
+        error_json(message)
     return typer.Exit(code)
+
+
+_warned: set[str] = set()
+
+
+def reset_notices() -> None:
+    """A new run: every warning and note may be printed (once) again."""
+    _warned.clear()
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, once per run (stdout stays data)."""
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"pypto-tui: warning: {one_line(message)}\n")
+
+
+def note(message: str) -> None:
+    """One informational line on stderr, once per run."""
+    if message not in _warned:
+        _warned.add(message)
+        sys.stderr.write(f"pypto-tui: note: {one_line(message)}\n")
 
 
 def handles_input_errors(fn: F) -> F:
@@ -52,7 +101,11 @@ def handles_input_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except InputError as exc:
             raise fail(str(exc)) from None
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        except UnicodeDecodeError as exc:
+            raise fail(f"a file is not UTF-8 text ({exc.reason} at byte {exc.start}): save it as UTF-8") from None
+        except OSError as exc:
+            if exc.filename is None:
+                raise
             raise fail(f"{exc.filename}: {exc.strerror}") from None
 
     return wrapper  # type: ignore[return-value]
@@ -75,6 +128,10 @@ def _default(obj: Any) -> Any:
 
 
 def load_kb(kb: Path | None):  # type: ignore[no-untyped-def]
+    """The resolved pack; what it holds but nobody reads (a misspelt key) is warned about on stderr."""
     from pypto_tui.kb import get_kb
 
-    return get_kb(kb)
+    pack = get_kb(kb)
+    for w in pack.warnings:
+        warn(w)
+    return pack

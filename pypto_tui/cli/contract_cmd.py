@@ -1,7 +1,7 @@
 """`contract TASK.py [--run]`: the semantic contract and the dimension plan of a task file.
 
 The task file is read statically (libcst); `--run` is the only thing that executes it, and then
-only in a subprocess with a timeout.
+only in a subprocess of its own process group with a timeout, after a note on stderr saying so.
 """
 
 from __future__ import annotations
@@ -11,15 +11,17 @@ from typing import Annotated, Any
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
 from pypto_tui.findings import Finding, has_error
 
 
 @handles_input_errors
 def contract(
     task: Annotated[Path, typer.Argument(help="A KernelBench task file (read statically, never imported).")],
-    run: Annotated[bool, typer.Option("--run", help="Self-check: run the baseline in a subprocess on small "
-                                      "asymmetric inputs and compare it with the contract.")] = False,
+    run: Annotated[bool, typer.Option("--run", help="Self-check: run the baseline on small asymmetric inputs "
+                                      "and compare it with the contract. This EXECUTES the task file (a task "
+                                      "file is code): in a subprocess of its own process group, killed whole "
+                                      "at --timeout.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds the --run subprocess may take.",
                                            min=1)] = 60.0,
     strategy: Annotated[str | None, typer.Option("--strategy", help="Pick another rank strategy (see dims "
@@ -30,16 +32,18 @@ def contract(
     """Print the contract (formula, inputs, reduction, asymmetry) and the dimension plan (rules P0-P3, O3)."""
     from pypto_tui.contract.extract import extract_contract
     from pypto_tui.dims import plan_dims
+    from pypto_tui.fileio import require_file
 
     pack = load_kb(kb)
-    if not task.is_file():
-        raise FileNotFoundError(2, "no such task file", str(task))
+    require_file(task, "task file")
     c = extract_contract(task, pack)
     plan = plan_dims(c, pack, strategy)
     check = None
     if run:
         from pypto_tui.contract.selfcheck import self_check
 
+        note(f"--run executes the code in {task} (a task file is code: run only files you trust), "
+             f"in a subprocess of its own process group, stopped after {timeout:g} s")
         check = self_check(c, task, timeout, kb=pack)
     findings: list[Finding] = [*c.findings, *plan.findings, *(check.findings if check else ())]
     doc = c.to_json_dict(plan)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, one_line
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 FlavourOpt = Annotated[str | None, typer.Option("--flavour", help="API flavour from the pack (default: the pack's "
@@ -59,7 +59,7 @@ def scaffold(
     if json_out:
         emit_json(result.to_dict(with_source=output is None))
     elif not result.ok:
-        typer.echo(f"{task}: {result.status}: {result.reason}", err=True)
+        typer.echo(one_line(f"{task}: {result.status}: {result.reason}"), err=True)
     elif output is None:
         typer.echo(result.source, nl=False)
     else:

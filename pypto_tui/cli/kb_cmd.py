@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES, module_of
-from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb
+from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb, warn
 from pypto_tui.kb import Rule, load_pack, resolve_pack_dir
 
 kb_app = typer.Typer(help="The knowledge pack: its rules, and where the code checks each one.",
@@ -59,14 +59,25 @@ def list_rules(
                    "rules": [rule_dict(r) for r in rules]})
         return
     from rich.table import Table
+    from rich.text import Text
 
-    from pypto_tui.cli.render import LEVEL_STYLE, console
+    from pypto_tui.cli.render import LEVEL_STYLE, console, narrow
 
+    if narrow():  # a narrow terminal: one block per rule, nothing cut
+        from rich.padding import Padding
+
+        console.print(Text(f"pack '{pack.name}' {pack.version}: {len(rules)} rules", style="bold"))
+        for r in rules:
+            checked = _proof_text(r).replace("\n", ", ")
+            console.print(Text.assemble((r.id, "bold"), f"  {r.kind} · ", (r.severity, LEVEL_STYLE[r.severity]),
+                                        f" · {r.step} · {r.authority} · checked by {checked}"))
+            console.print(Padding(Text(r.statement), (0, 0, 0, 2)))
+        return
     t = Table(title=f"pack '{pack.name}' {pack.version}: {len(rules)} rules", title_justify="left")
     for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by (valid/invalid examples)"):
         t.add_column(col, no_wrap=col in ("id", "kind", "sev", "step", "whose"))
     for r in rules:
-        t.add_row(r.id, r.kind, f"[{LEVEL_STYLE[r.severity]}]{r.severity}[/]", r.step, r.authority, r.statement,
+        t.add_row(r.id, r.kind, Text(r.severity, style=LEVEL_STYLE[r.severity]), r.step, r.authority, r.statement,
                   _proof_text(r))
     console.print(t)
 
@@ -88,17 +99,20 @@ def show_rule(
         emit_json({"rule": rule_dict(rule)})
         return
     from rich.panel import Panel
+    from rich.text import Text
 
     from pypto_tui.cli.render import console
 
     src = pack.sources[rule.source]
     proof = "advice (not checked)" if rule.advice else _proof_text(rule).replace("\n", ", ")
-    body = (f"[bold]{rule.statement}[/]\n\n{rule.explanation}\n\n"
-            f"[dim]kind[/] {rule.kind}   [dim]severity[/] {rule.severity}   [dim]step[/] {rule.step}\n"
-            f"[dim]source[/] {src.title} ({rule.authority})\n"
-            f"[dim]checked by[/] {proof}\n"
-            f"[dim]where[/] {', '.join(_where(rule)) or '-'}")
-    console.print(Panel(body, title=rule.id, title_align="left"))
+    body = Text.assemble(
+        (rule.statement, "bold"), f"\n\n{rule.explanation}\n\n",
+        ("kind", "dim"), f" {rule.kind}   ", ("severity", "dim"), f" {rule.severity}   ", ("step", "dim"),
+        f" {rule.step}\n", ("source", "dim"), f" {src.title} ({rule.authority})\n", ("checked by", "dim"),
+        f" {proof}\n", ("where", "dim"), f" {', '.join(_where(rule)) or '-'}")
+    # a paragraph has no natural width: piped (a 400-column console) it is wrapped at 100
+    width = None if console.is_terminal else min(console.width, 100)
+    console.print(Panel(body, title=rule.id, title_align="left", width=width))
 
 
 @kb_app.command("validate")
@@ -114,7 +128,10 @@ def validate(
     pack = load_pack(path)
     advice = sum(1 for r in pack.rules.values() if r.advice)
     doc = {"valid": True, "pack": pack.name, "version": pack.version, "path": str(pack.path),
-           "rules": len(pack.rules), "advice": advice, "files": {k: str(v) for k, v in pack.files.items()}}
+           "rules": len(pack.rules), "advice": advice, "files": {k: str(v) for k, v in pack.files.items()},
+           "warnings": list(pack.warnings)}
+    for w in pack.warnings:
+        warn(w)
     if json_out:
         emit_json(doc)
     else:

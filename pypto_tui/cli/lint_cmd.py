@@ -1,10 +1,12 @@
 """`lint FILE... [--fix] [--task TASK.py] [--pypto 0.2.0|0.2.1] [--strict]`: the PyPTO lint over kernel modules.
 
 Output is `file:line:col RULE-ID message`, one per line, like every linter; exit 1 when anything
-is found. `--fix` rewrites only what is mechanical (scalar-left `-`/`/`, unary minus) and writes
-each file back atomically; what it cannot fix stays a finding. `--pypto` picks the release the
-kernels are checked against (default: the installed pypto's, else the pack's fallback);
-`--strict` reports the rule documents' style rules at their documents' severity.
+is found. `--fix` rewrites only what is mechanical (scalar-left `-`/`/`, unary minus) and edits each
+file in place (same inode, mode and hard links; a symlink's target is the file fixed); what it
+cannot fix stays a finding. A file that cannot be read (a FIFO, not UTF-8, too large) is one
+`io-error` finding, never counted as clean. `--pypto` picks the release the kernels are checked
+against (default: the installed pypto's, else the pack's fallback); `--strict` reports the rule
+documents' style rules at their documents' severity.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def lint(
     json_out: JsonOption = False,
 ) -> None:
     """Lint PyPTO kernel modules against the pack's rules (exit 1 when anything is found)."""
-    from pypto_tui.design import write_atomic
-    from pypto_tui.lint.engine import fix_source, format_finding, lint_paths
+    from pypto_tui.fileio import read_text, rewrite_in_place
+    from pypto_tui.lint.engine import expand_paths, fix_source, format_finding, lint_paths
     from pypto_tui.lint.profile import lint_settings
+    from pypto_tui.source_bounds import MAX_BYTES
 
     pack = load_kb(kb)
     pack.flavour(flavour)
@@ -46,18 +49,22 @@ def lint(
     release = settings.profile(pypto).pypto
     strict_mode = settings.strict if strict is None else strict
     for f in files:
-        if not f.exists():
+        if not f.exists() and not f.is_symlink():
             raise InputError(f"{f} does not exist: give kernel modules or folders to lint")
-    task_source = task.read_text(encoding="utf-8") if task is not None else None
+    task_source = read_text(task, "task file", MAX_BYTES) if task is not None else None
+    targets = expand_paths(files)
     fixed: list[str] = []
     if fix:
-        for f in _py_files(files):
-            text = f.read_text(encoding="utf-8")
+        for f in targets:
+            try:
+                text = read_text(f, "kernel module", MAX_BYTES)
+            except InputError:
+                continue  # reported below as the file's io-error finding
             new, _rest = fix_source(text, pack, path=str(f), flavour=flavour, task_source=task_source,
                                     pypto=release, strict=strict_mode)
             if new != text:
-                write_atomic(f, new, force=True)
-                fixed.append(str(f))
+                real = rewrite_in_place(f, text, new)  # same inode, mode and links; symlinks followed
+                fixed.append(str(f) if real == f.resolve() else f"{f} -> {real}")
     findings = lint_paths(files, pack, flavour, task_source, pypto=release, strict=strict_mode)
     if json_out:
         emit_json({"findings": [x.to_dict() for x in findings], "fixed": fixed, "count": len(findings),
@@ -68,12 +75,5 @@ def lint(
         for x in findings:
             typer.echo(format_finding(x))
         if not findings:
-            typer.echo(f"clean: {len(_py_files(files))} file(s), no findings (pypto {release})", err=True)
+            typer.echo(f"clean: {len(targets)} file(s), no findings (pypto {release})", err=True)
     raise typer.Exit(Exit.FINDINGS if findings else Exit.OK)
-
-
-def _py_files(paths: list[Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in paths:
-        out.extend(sorted(p.rglob("*.py")) if p.is_dir() else [p])
-    return out

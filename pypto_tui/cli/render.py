@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,7 +16,27 @@ from pypto_tui.findings import Finding
 LEVEL_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}
 LEVEL_MARK = {"error": "✗", "warn": "!", "info": "i", "ok": "✓"}
 
-console = Console(highlight=False)
+PIPE_WIDTH = 400
+"""Width of the output when stdout is not a terminal: wide enough that no table cell is cut or
+wrapped into a column of single letters (a pipe has no width; `| grep` wants one row per line)."""
+NARROW = 100
+"""Below this many columns the wide tables (kb list, loop) switch to a compact layout."""
+
+
+def _console() -> Console:
+    """No markup: rule statements, task names and messages are printed as they are (Rich would
+    take `shape[i]` for an italic tag and drop it); styles are given as Text objects."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console(highlight=False, markup=False)
+    return Console(highlight=False, markup=False, width=PIPE_WIDTH)
+
+
+console = _console()
+
+
+def narrow() -> bool:
+    """Is the output a terminal too narrow for the wide tables?"""
+    return console.width < NARROW
 
 
 def level_text(level: str) -> Text:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
 from pypto_tui.errors import InputError
 
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
@@ -21,10 +21,10 @@ TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
 
 def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None, flavour: str | None = None):  # type: ignore[no-untyped-def]
     from pypto_tui.design import Design, Pipeline
+    from pypto_tui.fileio import require_file
     from pypto_tui.shapes import parse_dims
 
-    if not task.is_file():
-        raise FileNotFoundError(2, "no such task file", str(task))
+    require_file(task, "task file")
     pack = load_kb(kb)
     design = Design(task=str(task), kb=str(kb) if kb else None, flavour=flavour,
                     tile=list(parse_dims(tile, "tile")) if tile else None, loop_count=loop_count)
@@ -64,7 +64,10 @@ def sim(
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate."""
+    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate.
+
+    Runs pypto's compiler on the generated kernel in worker subprocesses (each in its own process
+    group, killed at --timeout); the task file itself is not executed (verify does that)."""
     from pypto_tui.sim import design_runs as R
     from pypto_tui.sim.runner import run_one
 
@@ -170,7 +173,10 @@ def verify(
     json_out: JsonOption = False,
 ) -> None:
     """Run a kernel through pypto's interpreter and every compiler pass it checks, and compare it
-    with the torch baseline (the generated kernel, or --kernel FILE). Runs the files' code."""
+    with the torch baseline (the generated kernel, or --kernel FILE).
+
+    This EXECUTES the task file (its Model is the baseline; a task file is code) and the kernel
+    file, in a worker subprocess of its own process group, killed whole at --timeout."""
     from pypto_tui.sim.verification import verify as run_verify
 
     if scale not in ("small", "full"):
@@ -181,6 +187,9 @@ def verify(
     p = _pipeline(task, kb, tile, loop_count)
     if kernel is not None or p.contract().supported:
         _require_sim()
+        what = f"{task} and {kernel}" if kernel is not None else str(task)
+        note(f"verify executes the code in {what} (the baseline; a task file is code: run only files you "
+             f"trust), in a subprocess of its own process group, stopped after {timeout:g} s")
     from pypto_tui.cli.progress import StageSpinner, workers_end_with_us
 
     with workers_end_with_us(), StageSpinner(f"verify {kernel.name if kernel else task.name}") as spinner:

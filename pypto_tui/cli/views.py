@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from pypto_tui.cli.render import LEVEL_STYLE, console, dims, findings_table, kv_table, level_text
+from pypto_tui.cli.render import LEVEL_STYLE, console, dims, findings_table, kv_table, level_text, narrow
 from pypto_tui.findings import worst
 from pypto_tui.loops import LoopPlan
 from pypto_tui.tiles import TileEvaluation, TilePlan
@@ -72,18 +73,29 @@ def show_loops(plan: LoopPlan) -> None:
                        f"({plan.total}), auto_tiles {plan.auto_tiles}", style="bold"))
     console.print(Text(("loop needed: " if plan.needs_loop else "no loop needed: ") + plan.reason,
                        style="yellow" if plan.needs_loop else "green"))
-    t = Table(title="loop_count candidates (documents' order)", title_justify="left")
-    for col in ("loop_count", "BASIC_BATCH", "iters", "tail", "view", "tiles/iter", "verdict", "notes"):
-        t.add_column(col, no_wrap=col != "notes")
+    compact = narrow()  # a narrow terminal: no vertical rules, the notes below the table
+    t = Table(title="loop_count candidates (documents' order)", title_justify="left",
+              box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD, pad_edge=not compact)
+    cols = ("loop_count", "BASIC_BATCH", "iters", "tail", "view", "tiles/iter", "verdict")
+    for col in (*cols, *(() if compact else ("notes",))):
+        t.add_column(col, no_wrap=col != "notes", min_width=min(len(col), 10))
     rows = list(plan.candidates) + list(plan.alternatives)
+    notes: list[Text] = []
     for c in rows:
         mark = "★ " if plan.recommended is c else ""
+        tail = (" +tail" if compact else " (main+tail)") if c.tail_strategy == "main+tail" else ""
+        label = f"{mark}{c.loop_count}{tail}"
         lvl = worst(f for f in c.findings if f.level != "info")
-        t.add_row(f"{mark}{c.loop_count}" + (" (main+tail)" if c.tail_strategy == "main+tail" else ""),
-                  str(c.basic_batch), str(c.num_iters), str(c.tail), dims(c.view_shape), str(c.auto_tiles_per_iter),
-                  level_text(lvl), Text("; ".join(f.message for f in c.findings if f.level in ("error", "warn")),
-                                        style=LEVEL_STYLE.get(lvl, "")))
+        note = Text("; ".join(f.message for f in c.findings if f.level in ("error", "warn")),
+                    style=LEVEL_STYLE.get(lvl, ""))
+        cells: list[str | Text] = [label, str(c.basic_batch), str(c.num_iters), str(c.tail), dims(c.view_shape),
+                 str(c.auto_tiles_per_iter), level_text(lvl)]
+        t.add_row(*cells, *(() if compact else (note,)))
+        if compact and note.plain:
+            notes.append(Text.assemble(f"  {label.strip('★ ')}: ", note))
     console.print(t)
+    for n in notes:
+        console.print(n)
     if plan.recommended is not None:
         r = plan.recommended
         console.print(Text(f"recommended: loop_count {r.loop_count}, BASIC_BATCH {r.basic_batch}", style="bold green"))

@@ -29,7 +29,9 @@ from typing import Any
 import libcst as cst
 
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir
+from pypto_tui.source_bounds import MAX_BYTES, check_source
 
 TEMPLATE_SUFFIX = ".py.tmpl"
 COMMON = "common"
@@ -74,7 +76,7 @@ def find_template(kb: KnowledgeBase, flavour: str, name: str) -> Template:
 
 @lru_cache(maxsize=256)
 def _read(path: str, mtime: float) -> str:
-    lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = read_text(path, "kernel template", MAX_BYTES).splitlines(keepends=True)  # bounded: packs are input
     while lines and lines[0].startswith("##"):
         lines.pop(0)
     while lines and not lines[0].strip():
@@ -105,7 +107,9 @@ def _mangle(text: str, names: frozenset[str]) -> str:
 
 @lru_cache(maxsize=512)
 def _parsed_module(text: str, names: frozenset[str]) -> cst.Module:
-    return cst.parse_module(_mangle(text, names))
+    source = _mangle(text, names)
+    check_source(source, "a kernel template")  # a pack's template is input: bounded before libcst
+    return cst.parse_module(source)
 
 
 @lru_cache(maxsize=512)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from pypto_tui.contract import checks, semantics
@@ -22,7 +21,9 @@ from pypto_tui.contract.model import Contract, Input, freeze
 from pypto_tui.contract.reader import TaskFacts, read_task
 from pypto_tui.contract.recognise import recognise
 from pypto_tui.contract.values import TensorSpec, Unknown, find_unknown, plain
-from pypto_tui.errors import TaskFileError
+from pypto_tui.errors import InputError, TaskFileError
+from pypto_tui.fileio import read_text
+from pypto_tui.source_bounds import MAX_BYTES
 
 
 def _load(path_or_source: str | os.PathLike[str]) -> tuple[str, str | None]:
@@ -30,16 +31,14 @@ def _load(path_or_source: str | os.PathLike[str]) -> tuple[str, str | None]:
         isinstance(path_or_source, str) and "\n" not in path_or_source and len(path_or_source) < 4096
     ):
         path = os.fspath(path_or_source)
+        if not os.path.lexists(path):
+            raise TaskFileError(f"{path}: no such file; give the path of a KernelBench task file")
+        if os.path.isdir(path):
+            raise TaskFileError(f"{path} is a folder; give one task file (export takes folders)")
         try:
-            return Path(path).read_text(encoding="utf-8"), path
-        except FileNotFoundError:
-            raise TaskFileError(f"{path}: no such file; give the path of a KernelBench task file") from None
-        except IsADirectoryError:
-            raise TaskFileError(f"{path} is a folder; give one task file (export takes folders)") from None
-        except UnicodeDecodeError:
-            raise TaskFileError(f"{path} is not UTF-8 text; a task file is a Python source file") from None
-        except OSError as exc:
-            raise TaskFileError(f"{path} cannot be read ({exc.strerror})") from None
+            return read_text(path, "task file", MAX_BYTES), path
+        except InputError as exc:
+            raise TaskFileError(str(exc)) from None
     return str(path_or_source), None
 
 

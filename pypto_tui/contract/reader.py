@@ -29,6 +29,7 @@ from pypto_tui.contract.values import (
     module_aliases,
 )
 from pypto_tui.errors import TaskFileError
+from pypto_tui.source_bounds import check_source
 
 NOISE = re.compile(r"change to desired|example", re.IGNORECASE)
 
@@ -62,7 +63,14 @@ class TaskFacts:
 
 
 def parse(source: str, path: str | None) -> cst.Module:
+    """libcst's tree of a task file, after the bounds check (a hostile file is refused, not parsed)."""
     where = path or "the task file"
+    invalid = check_source(source, where)
+    if invalid is not None:
+        raise TaskFileError(
+            f"{where} is not valid Python (line {invalid.lineno}, column {invalid.offset}: {invalid.msg}); "
+            "fix the syntax or point at a KernelBench task file"
+        )
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:

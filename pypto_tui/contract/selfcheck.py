@@ -24,6 +24,7 @@ from typing import Any
 
 from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites
+from pypto_tui.procgroup import run_in_group
 
 RUNNER = Path(__file__).resolve().parent / "baseline_runner.py"
 INSTALL_HINT = "pip install torch==2.13.0  (the CPU build)"
@@ -309,6 +310,11 @@ def _self_check(contract: Any, task_path: Any, timeout: float, python: str, env:
         r = SelfCheckResult("no-reference", "input shapes are unknown: fill them in before the self-check")
         r.findings.append(_finding(kb, "warn", r.message))
         return r
+    too_big = _too_big_to_run(contract)
+    if too_big is not None:
+        r = SelfCheckResult("error", too_big)
+        r.findings.append(_finding(kb, "warn", r.message))
+        return r
     arrays, shapes, replayed = make_inputs(contract)
     try:
         ref = reference(contract, arrays)
@@ -332,6 +338,24 @@ def _self_check(contract: Any, task_path: Any, timeout: float, python: str, env:
         result.findings.append(_finding(kb, "info", "some inputs could not be rebuilt from their get_inputs() "
                                                     "recipe; plain normal samples were used"))
     return result
+
+
+def _too_big_to_run(contract: Any) -> str | None:
+    """Why the inputs cannot be built (a 200-D or 2**62-element input would exhaust memory), or None."""
+    from pypto_tui.errors import InputError
+    from pypto_tui.shapes import check_shape
+
+    smap = scale_map(contract)
+    for t in contract.tensor_inputs:
+        try:
+            check_shape(t.shape or (1,), f"input '{t.name}'")
+        except InputError as exc:
+            return f"the self-check cannot build its inputs: {exc}"
+        scaled = math.prod(smap.get(s, s) for s in (t.shape or ()))
+        if scaled > FULL_SIZE_LIMIT:
+            return (f"the self-check cannot build input '{t.name}': {scaled} elements even scaled down "
+                    f"(limit {FULL_SIZE_LIMIT})")
+    return None
 
 
 def _no_torch(python: str, kb: Any) -> SelfCheckResult:
@@ -374,21 +398,21 @@ def _run_and_compare(contract: Any, task: Path, arrays: list[Any], shapes: dict[
         (wd / "job.json").write_text(json.dumps({"task_path": str(task.resolve()), "runs": runs, "seed": 0}))
         run_env = dict(os.environ if env is None else env)
         run_env.setdefault("OMP_NUM_THREADS", "1")
-        try:
-            proc = subprocess.run([python, str(RUNNER), str(wd)], cwd=wd, env=run_env, capture_output=True,
-                                  text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            r = SelfCheckResult("timeout", f"the baseline did not finish within {timeout:g} s", torch_available=True,
-                                shapes=shapes, scaled=scaled)
-            r.findings.append(_finding(kb, "warn", r.message))
-            return r
+        try:  # the task's code runs here: its own process group, killed whole when done or late
+            proc = run_in_group([python, str(RUNNER), str(wd)], cwd=wd, env=run_env, timeout=timeout)
         except OSError as exc:
             r = SelfCheckResult("error", f"cannot start {python}: {exc.strerror}", shapes=shapes, scaled=scaled)
             r.findings.append(_finding(kb, "warn", r.message))
             return r
         res_file = wd / "result.json"
+        if proc.timed_out and not res_file.is_file():
+            r = SelfCheckResult("timeout", f"the baseline did not finish within {timeout:g} s; it was stopped with "
+                                           "every process it started", torch_available=True, shapes=shapes,
+                                scaled=scaled)
+            r.findings.append(_finding(kb, "warn", r.message))
+            return r
         if not res_file.is_file():
-            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            tail = proc.output.strip().splitlines()[-1:] or ["no output"]
             r = SelfCheckResult("error", f"the baseline runner died: {tail[0]}", shapes=shapes, scaled=scaled)
             r.findings.append(_finding(kb, "warn", r.message))
             return r

@@ -22,11 +22,13 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider
 from pypto_tui.contract.model import Signature
 from pypto_tui.contract.reader import read_signature
 from pypto_tui.errors import InputError
+from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
 from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
 from pypto_tui.lint.profile import lint_settings
 from pypto_tui.lint.rules import ALL_RULES
+from pypto_tui.source_bounds import MAX_BYTES, SourceTooComplex, check_source
 
 RULES: tuple[type[LintRule], ...] = ALL_RULES
 CHECKS: dict[str, type[LintRule]] = {r.CHECK: r for r in RULES}
@@ -52,7 +54,7 @@ def format_finding(f: LintFinding) -> str:
 
 
 def task_init_signature(task_source: str) -> Signature:
-    """`Model.__init__`'s parameters from a task file's source, read by the contract's reader."""
+    """`Model.__init__`'s parameters from a task file's source, read by the contract's (bounded) reader."""
     return read_signature(task_source)
 
 
@@ -90,12 +92,11 @@ def lint_paths(
     kb = kb or get_kb()
     task_init = task_init_signature(task_source) if task_source is not None else None
     out: list[LintFinding] = []
-    for file in _expand(paths):
+    for file in expand_paths(paths):
         try:
-            text = Path(file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {reason}"))
+            text = read_text(file, "kernel module", MAX_BYTES)
+        except InputError as exc:  # a FIFO, a device, too large, not UTF-8, unreadable: one finding
+            out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {exc}"))
             continue
         out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init, pypto=pypto,
                         strict=strict).findings)
@@ -136,12 +137,14 @@ def fix_source(
 
 
 # --------------------------------------------------------------------------------- internals
-def _expand(paths: Iterable[str | Path]) -> list[Path]:
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to lint: folders are searched for *.py (sorted). Every *.py entry that is not a
+    folder is kept, so a FIFO or a dangling link is reported as unreadable, never skipped as clean."""
     out: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out.extend(sorted(q for q in path.rglob("*.py") if q.is_file()))
+            out.extend(sorted(q for q in path.rglob("*.py") if not q.is_dir()))
         else:
             out.append(path)
     return out
@@ -191,6 +194,13 @@ def _run(
     if task_source is not None and task_init is None:
         task_init = task_init_signature(task_source)
     rules = _selected(checks)
+    try:
+        invalid = check_source(source, path)
+    except SourceTooComplex as exc:
+        return _Run([LintFinding(path, 1, 1, PARSE_RULE, PARSE_CHECK, "error", f"cannot lint: {exc}")])
+    if invalid is not None:
+        return _Run([LintFinding(path, invalid.lineno or 1, invalid.offset or 1, PARSE_RULE, PARSE_CHECK, "error",
+                                 f"syntax error: {invalid.msg}")])
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:

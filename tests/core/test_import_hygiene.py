@@ -1,4 +1,5 @@
-"""The one-shot commands stay light: tile/loop import neither Textual nor libcst nor torch."""
+"""The one-shot commands stay light: tile/loop/kb import neither Textual nor libcst nor torch nor rich
+(with --json), and no other command's module (commands are built when invoked, cli.guard.LAZY)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit:
         pass
 heavy = sorted(m for m in ("textual", "libcst", "torch", "pypto", "rich") if m in sys.modules)
-print(__import__("json").dumps(heavy))
+others = sorted(m for m in sys.modules if m.startswith("pypto_tui.cli.") and m.endswith("_cmd")
+                and m != f"pypto_tui.cli.{{argv[0]}}_cmd")
+print(__import__("json").dumps(heavy + others))
 """
 
 

@@ -60,6 +60,13 @@ async def type_into(pilot: object, app: PyptoApp, selector: str, text: str) -> N
     await pilot.pause()  # type: ignore[attr-defined]
 
 
+async def forward(pilot: object, app: PyptoApp, steps: int) -> None:
+    """Go `steps` steps on (ctrl+n), settling after each."""
+    for _ in range(steps):
+        await pilot.press("ctrl+n")  # type: ignore[attr-defined]
+        await settle(pilot, app)
+
+
 def task_path(name: str) -> str:
     return str(TASKS / f"{name}.py")
 
@@ -67,4 +74,4 @@ def task_path(name: str) -> str:
 @pytest.fixture
 def ui() -> SimpleNamespace:
     """The helpers above, for test modules (importlib mode keeps conftest out of sys.path)."""
-    return SimpleNamespace(settle=settle, type_into=type_into, task=task_path, size=SIZE, tasks=TASKS)
+    return SimpleNamespace(settle=settle, type_into=type_into, forward=forward, task=task_path, size=SIZE, tasks=TASKS)

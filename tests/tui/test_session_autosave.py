@@ -161,7 +161,7 @@ def test_kill_9_then_restore_offered(tmp_path, ui) -> None:
     """A real app process, killed with SIGKILL mid-design, leaves an autosave the next run offers."""
     state = tmp_path / "state"
     script = (
-        "import sys, asyncio\n"
+        "import sys, asyncio, json\n"
         "from pypto_tui.screens.app import PyptoApp\n"
         "app = PyptoApp(task=sys.argv[1], blink=False)\n"
         "async def main():\n"
@@ -169,6 +169,8 @@ def test_kill_9_then_restore_offered(tmp_path, ui) -> None:
         "        await app.workers.wait_for_complete(); await pilot.pause()\n"
         "        await pilot.press('ctrl+n'); await pilot.pause(); await pilot.press('ctrl+n')\n"
         "        await app.workers.wait_for_complete(); await pilot.pause()\n"
+        "        while json.loads(app.autosaver.path.read_text())['step'] != 'tiles':\n"
+        "            await pilot.pause(0.05)  # the autosave follows the frame that shows the step\n"
         "        print('ready', flush=True)\n"
         "        await asyncio.sleep(600)\n"
         "asyncio.run(main())\n"
