@@ -22,7 +22,7 @@ from pypto_tui.errors import InputError
 
 @handles_input_errors
 def lint(
-    files: Annotated[list[Path], typer.Argument(help="Kernel modules (or folders of them) to lint.")],
+    files: Annotated[list[str], typer.Argument(help="Kernel modules (or folders of them) to lint.")],
     fix: Annotated[bool, typer.Option("--fix", help="Rewrite the mechanical findings in place.")] = False,
     task: Annotated[Path | None, typer.Option("--task", help="The task file: check ModelNew.__init__ against "
                                               "Model.__init__.", show_default=False)] = None,
@@ -43,16 +43,20 @@ def lint(
     from pypto_tui.lint.profile import lint_settings
     from pypto_tui.source_bounds import MAX_BYTES
 
+    if any(not name.strip() for name in files):
+        # Path("") is the current folder: an empty argument would lint (and --fix) everything here
+        raise InputError("an empty path was given: name the kernel modules or folders to lint (use . for this folder)")
+    paths = [Path(name) for name in files]
     pack = load_kb(kb)
     pack.flavour(flavour)
     settings = lint_settings(pack)
     release = settings.profile(pypto).pypto
     strict_mode = settings.strict if strict is None else strict
-    for f in files:
+    for f in paths:
         if not f.exists() and not f.is_symlink():
             raise InputError(f"{f} does not exist: give kernel modules or folders to lint")
     task_source = read_text(task, "task file", MAX_BYTES) if task is not None else None
-    targets = expand_paths(files)
+    targets = expand_paths(paths)
     fixed: list[str] = []
     if fix:
         for f in targets:
@@ -65,7 +69,7 @@ def lint(
             if new != text:
                 real = rewrite_in_place(f, text, new)  # same inode, mode and links; symlinks followed
                 fixed.append(str(f) if real == f.resolve() else f"{f} -> {real}")
-    findings = lint_paths(files, pack, flavour, task_source, pypto=release, strict=strict_mode)
+    findings = lint_paths(paths, pack, flavour, task_source, pypto=release, strict=strict_mode)
     if json_out:
         emit_json({"findings": [x.to_dict() for x in findings], "fixed": fixed, "count": len(findings),
                    "pypto": release, "strict": strict_mode})

@@ -199,3 +199,12 @@ def test_lint_task_binary_is_bad_input(tmp_path: Path, run_cli) -> None:
     task.write_bytes(bytes(range(256)))
     rc, _, err = run_cli("lint", str(k), "--task", str(task))
     assert rc == 2 and "not UTF-8" in one_error_line(err)
+
+
+def test_lint_an_empty_path_is_refused_not_read_as_this_folder(tmp_path: Path, run_cli) -> None:
+    """Path("") is ".": `lint "" --fix` used to fix every module of the current folder."""
+    k = tmp_path / "k.py"
+    k.write_text(FIXABLE_KERNEL)
+    rc, _, err = run_cli("lint", "", str(k), "--fix", cwd=tmp_path)
+    assert rc == 2 and "empty path" in one_error_line(err)
+    assert k.read_text() == FIXABLE_KERNEL
