@@ -271,9 +271,10 @@ class Pipeline:
         needs = self.needs()
         role = needs.tiles[0]
         shape = needs.loop_shape or role.shape
-        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count)
+        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, needs.loop_unit)
         return self._memo("loop_plan", key, lambda: plan_loops(
-            self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why))
+            self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,
+            needs.loop_unit))
 
     def loop_choice(self) -> LoopChoice | None:
         """The loop the kernel runs (None: no loop)."""

@@ -37,9 +37,11 @@ class LoopPlan:
     recommended: LoopCandidate | None
     alternatives: tuple[LoopCandidate, ...]
     findings: tuple[Finding, ...]
+    unit: int = 1  # elements per unit of the loop axis (total and BASIC_BATCH count units)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "unit": self.unit,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "tile": list(self.tile),
@@ -102,15 +104,18 @@ def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
 
 @cites("O2.loop-log-scale", "CL.matmul-basic-batch")
 def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
-              tail_strategy: TailStrategy | None = None) -> LoopCandidate:
-    """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles."""
+              tail_strategy: TailStrategy | None = None, unit: int = 1) -> LoopCandidate:
+    """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles.
+
+    `unit`: the axis is cut in whole units of this many elements (a conv's output rows of `unit`
+    positions each); total, BASIC_BATCH and the tail then count units."""
     if loop_count < 1:
         raise InputError(f"loop count {loop_count} must be a positive whole number")
-    total = shape[axis]
+    total = shape[axis] // unit
     bb = ceil_div(total, loop_count)
     iters = ceil_div(total, bb)
     tail = total - (iters - 1) * bb
-    view = tuple(bb if i == axis else s for i, s in enumerate(shape))
+    view = tuple(bb * unit if i == axis else s for i, s in enumerate(shape))
     per_iter = auto_tiles(view, tile)
     ring = kb.ladders.loop_ring_of(loop_count)
     fs: list[Finding] = []
@@ -125,9 +130,9 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
     f2 = check_per_iter_tiles(kb, per_iter)
     if f2:
         fs.append(f2)
-    if tile[axis] > bb:
-        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb}: the tile is "
-                           f"cut down to the chunk"))
+    if tile[axis] > bb * unit:
+        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb * unit}: the "
+                           f"tile is cut down to the chunk"))
     if iters < loop_count:
         fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
                            f"ceil_div({total}, {bb}) = {iters}", "info"))
@@ -162,13 +167,17 @@ def plan_loops(
     axis: int = 0,
     loop_count: int | None = None,
     why: Why = "auto",
+    unit: int = 1,
 ) -> LoopPlan:
-    """Plan one loop (never nested) along `axis`, candidates in the documents' order."""
+    """Plan one loop (never nested) along `axis`, candidates in the documents' order. `unit`: the
+    axis is cut in whole units of that many elements (see `candidate`)."""
     shape = tuple(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     ax = normalise_axis(axis, len(shape), "loop axis")
-    total = shape[ax]
+    if unit < 1 or shape[ax] % unit:
+        raise InputError(f"loop unit {unit} does not divide axis {ax} of {shape}")
+    total = shape[ax] // unit
     needs, reason, need_finding = loop_need(kb, shape, t, why)
     plan_findings: list[Finding] = [need_finding]
     outer = check_outermost(kb, ax)
@@ -181,21 +190,21 @@ def plan_loops(
             raise InputError(f"--loop-count {loop_count} must be a positive whole number")
         counts.append(loop_count)
     counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
-    cands = tuple(candidate(kb, shape, t, ax, c) for c in counts)
+    cands = tuple(candidate(kb, shape, t, ax, c, unit=unit) for c in counts)
 
     alternatives: list[LoopCandidate] = []
     for c in cands:
         if c.has_tail:
             d = divisor_near(total, c.loop_count)
             if d is not None and d not in counts and all(a.loop_count != d for a in alternatives):
-                alternatives.append(candidate(kb, shape, t, ax, d))
-            alternatives.append(candidate(kb, shape, t, ax, c.loop_count, "main+tail"))
+                alternatives.append(candidate(kb, shape, t, ax, d, unit=unit))
+            alternatives.append(candidate(kb, shape, t, ax, c.loop_count, "main+tail", unit=unit))
 
     recommended: LoopCandidate | None
     if loop_count is not None:
         recommended = cands[0]
     elif not needs:
-        recommended = next((c for c in cands if c.loop_count == 1), None) or candidate(kb, shape, t, ax, 1)
+        recommended = next((c for c in cands if c.loop_count == 1), None) or candidate(kb, shape, t, ax, 1, unit=unit)
     else:
         # Documents' order, skipping the end points unless nothing in the middle works.
         pool = [c for c in cands if c.loop_count != 1] or list(cands)
@@ -203,7 +212,7 @@ def plan_loops(
         if recommended is None:
             recommended = next((a for a in alternatives if a.ok), None)
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
-                    tuple(alternatives), tuple(plan_findings))
+                    tuple(alternatives), tuple(plan_findings), unit)
 
 
 
@@ -232,16 +241,16 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
         findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every iteration "
                                      f"within the limits: {count} is used; raise it or shrink the tile", "warn"))
     count = max(1, min(count, plan.total))
-    cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+    cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, unit=plan.unit)
     if cand.has_tail and tail == "divisor":
         d = divisor_near(plan.total, count)
         if d is not None and d != count:
             findings.append(rule_finding(kb, "P6.loop-tail", f"loop count {count} leaves a tail of {cand.tail}: "
                                          f"{d} divides {plan.total} exactly and is used instead", "info"))
             count = d
-            cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+            cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, unit=plan.unit)
     if cand.has_tail:
-        cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail")
+        cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail", unit=plan.unit)
     findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
     return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note, tuple(findings))
 

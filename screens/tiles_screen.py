@@ -221,7 +221,8 @@ class TilesScreen(SimRunner, StepScreen):
             try:
                 if choice is not None:
                     role = choice.role
-                    ev = evaluate_tile(self.session.kb, role.shape, role.dtype, values, role.reduce_dim, role.reducing)
+                    ev = evaluate_tile(self.session.kb, role.shape, role.dtype, values, role.reduce_dim, role.reducing,
+                                       role.strict_align)
                 else:
                     ev = evaluate_tile(self.session.kb, g.shape, g.dtype, values, g.reduce_dim)
             except InputError as exc:

@@ -125,6 +125,7 @@ class Builder:
         self.constants: list[Constant] = []
         self.kernels: list[KernelSpec] = []
         self.forward = ForwardSpec()
+        self.helpers: list[cst.BaseStatement] = []  # module-level functions placed before the factories
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.pattern = ""

@@ -77,3 +77,5 @@ class ForwardSpec:
     prepare: list[cst.BaseStatement] = field(default_factory=list)
     calls: list[cst.BaseStatement] = field(default_factory=list)
     result: cst.BaseExpression | None = None
+    # extra ModelNew.__init__ statements after the parameters are kept (a conv's own nn.Conv*d)
+    init: list[cst.BaseStatement] = field(default_factory=list)

@@ -340,10 +340,12 @@ def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[st
     Sizes a module is built for (norm channels, normalized shapes, group counts) are kept, and the
     last axis stays >= 32 elements so 32-byte aligned tiles and 1 KB moves still make sense.
     """
+    from pypto_tui.contract.conv import min_sizes
     from pypto_tui.contract.selfcheck import _keep_values
 
     c = pipeline.contract()
     keep = _keep_values(c)
+    floors = min_sizes(c)  # a conv or pool keeps at least two output positions per spatial axis
     groups = c.op_args.get("num_groups") or c.attributes.get("num_groups")
     shapes = {i.name: list(i.shape) for i in c.tensor_inputs if i.shape is not None}
     mapping: dict[int, int] = {}
@@ -356,7 +358,7 @@ def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[st
         changed = False
         for v in sorted(values, key=lambda d: -mapping.get(d, d)):  # type: ignore[operator]
             cur = mapping.get(v, v)
-            floor = MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2
+            floor = max(MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2, floors.get(v, 0))
             if v in keep:
                 continue
             taken = {mapping.get(o, o) for o in values if o != v}
@@ -400,7 +402,9 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small",
             edits[f"inputs.{name}.shape"] = list(s)
         test = Pipeline(pipeline.kb, replace(pipeline.design, contract_edits=edits, tile=None, loop_count=None))
         tile = _clamped_tile(pipeline, test)
-        loop = max(1, min(full_loop, test.geometry().shape[0])) if full_loop else None
+        plan = test.loop_plan()
+        loop = max(1, min(full_loop, plan.total if plan is not None else test.geometry().shape[0])) if full_loop \
+            else None
         test = Pipeline(pipeline.kb, replace(test.design, tile=list(tile) if tile else None, loop_count=loop))
     else:
         test = pipeline
@@ -471,11 +475,11 @@ def _clamped_tile(full: Pipeline, test: Pipeline) -> tuple[int, ...] | None:
     tile = full.chosen_tile()
     if tile is None:
         return None
-    g = test.geometry()
-    if len(g.shape) != len(tile):
+    role = test.needs().tiles[0]  # the main tile's own tensor (a conv's column buffer, not its input)
+    if len(role.shape) != len(tile):
         return None
-    unit = align_unit(test.kb, g.dtype)
-    out = [min(t, s) for t, s in zip(tile, g.shape, strict=True)]
+    unit = align_unit(test.kb, role.dtype)
+    out = [min(t, s) for t, s in zip(tile, role.shape, strict=True)]
     if out[-1] % unit:
         out[-1] = max(unit, (out[-1] // unit) * unit)
     return tuple(out)

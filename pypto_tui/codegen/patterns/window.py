@@ -1,0 +1,658 @@
+"""Convolutions and pooling: the im2col plan (pypto_tui.window) written as pypto 0.2.0 kernels.
+
+`pypto.conv` does not run on a CPU in 0.2.0 (CONV.not-runnable). A module here has up to two
+kernels and one helper:
+
+- `<op>_geometry(n, c, ...)`: the sizes for the input dims forward sees (torch's output-size
+  formulas, the prepared extents, the blocks of output rows); forward and both factories read it;
+- a pre kernel that pads (zeros, -inf for a max pool) and zero-inserts (transposed convs) one
+  (image, channel) plane per iteration, when the op needs it (padding, strides, ceil_mode);
+- the main kernel: one `pypto.loop` over items x blocks of output rows (CONV.row-blocks), and per
+  item the columns and one matmul (CONV.im2col), the sum of tap x weight (CONV.depthwise-taps) or
+  the per-axis max/sum of a pool (POOL.separable).
+
+Inputs are (N*C, *spatial) planes (a 1-D signal (N*C, 1, L)), so one image's channels are
+consecutive and a group's channels one view; the output is (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
+ModelNew builds the task's own modules (CONV.weights-from-module) and forward passes
+`self.<conv>.weight` and `.bias` to the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from pypto_tui.codegen.builder import Builder, Stmts, literal, name
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
+from pypto_tui.contract.conv import WindowError, window_spec
+from pypto_tui.errors import InputError, Unsupported
+from pypto_tui.findings import cites
+from pypto_tui.plan import Needs, TileRole
+from pypto_tui.window import STRATEGY_OF_ID, WindowPlan, plan_window
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
+
+RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
+         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole")
+POOL_RULES = ("POOL.separable", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
+              "CONV.assemble-whole", "CONV.not-runnable")
+ROW_BUDGET = 1 << 20  # elements of one row's window views per item: channel blocks are cut to fit it
+CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
+# pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
+# need only these besides their own parameters
+_GLOBALS = frozenset({"nn", "torch", "True", "False", "None", "math"})
+
+
+# ------------------------------------------------------------------------------------ planning
+def window_plan(c: Contract, dims: DimPlan, kb: KnowledgeBase) -> WindowPlan:
+    """The im2col plan for the contract and the dimension plan's strategy (Unsupported if none)."""
+    try:
+        spec = window_spec(c)
+    except WindowError as exc:
+        raise Unsupported(str(exc)) from None
+    strategy = STRATEGY_OF_ID.get(dims.strategy or "")
+    if strategy is None:
+        raise Unsupported(f"the dimension plan's strategy '{dims.strategy}' is not a conv or pool layout")
+    try:
+        return plan_window(spec, strategy, ROW_BUDGET)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+
+
+def _main_role(plan: WindowPlan, dtype: str, kb: KnowledgeBase) -> tuple[TileRole, int, int]:
+    """(the main tile role, the loop axis, the loop unit): the tensor whose tiles fill an iteration."""
+    a0 = plan.axes[0]
+    data = kb.op_data(plan.spec.kind)
+    if plan.strategy == "im2col":
+        shape = (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit)
+        role = TileRole("columns", "TILE", shape, dtype, None, reducing=False, live_buffers=data.live_buffers,
+                        strict_align=True)
+        return role, 2, plan.row_unit
+    rest = plan.row_elements // a0.step
+    shape = (plan.channels_per_item, 1, plan.rows * a0.step) if plan.nd == 1 else (
+        plan.channels_per_item, plan.rows * a0.step, rest)
+    role = TileRole("window", "TILE", shape, dtype, None, reducing=False, live_buffers=data.live_buffers)
+    return role, (2 if plan.nd == 1 else 1), a0.step
+
+
+def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """The tiles (columns or windows, a 4-D window tile for 3-D ops, the pre kernel's planes), the
+    matmul for the cube, and a loop over blocks of output rows."""
+    try:
+        plan = window_plan(c, dims, kb)
+    except Unsupported as exc:
+        raise InputError(f"no im2col plan: {exc}") from None
+    dtype = g.dtype
+    main, axis, unit = _main_role(plan, dtype, kb)
+    roles = [main]
+    if plan.nd == 3:
+        a = plan.axes
+        shape = (plan.channels_per_item, plan.rows * a[0].step, a[1].view, a[2].view) if plan.strategy != "pool-taps" \
+            else (plan.channels_per_item, plan.rows * a[0].step, a[1].prepared, a[2].view)
+        roles.append(TileRole("window4", "WINDOW_TILE", shape, dtype, None, reducing=False))
+    if plan.prepare or any(a.step > 1 for a in plan.axes) or plan.spec.ceil_mode:
+        q = tuple(a.prepared for a in plan.axes)
+        shape = (1, 1, q[0]) if plan.nd == 1 else (1, *q)
+        roles.append(TileRole("prepare", "PREP_TILE", shape, dtype, None, reducing=False, strict_align=True))
+    cube = None
+    if plan.matmul is not None:
+        M, K, _ = plan.matmul
+        cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
+    repeat = plan.repeat
+    note = (f"blocks of output rows, repeated for {repeat} item(s) ({plan.spec.batch} image(s) x "
+            f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel block(s)'})")
+    return Needs(tuple(roles), cube, axis, "auto", note, None, unit, tuple(plan.rows_table()))
+
+
+# ------------------------------------------------------------------------------------ names
+def _letters(nd: int) -> tuple[str, ...]:
+    return ("L",) if nd == 1 else ("H", "W") if nd == 2 else ("D", "H", "W")
+
+
+def _dims(nd: int) -> list[str]:
+    return ["n", "c", *({1: ["length"], 2: ["h", "w"], 3: ["d", "h", "w"]}[nd])]
+
+
+def _e(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _list(items: list[str]) -> cst.List:
+    return cst.List([cst.Element(_e(i)) for i in items])
+
+
+def _prod(items: list[str]) -> str:
+    items = [i for i in items if i != "1"] or ["1"]
+    return " * ".join(items)
+
+
+class _Names:
+    """The generated module's names for one plan: per-axis sizes and the shapes the kernels use."""
+
+    def __init__(self, plan: WindowPlan) -> None:
+        self.plan = plan
+        self.nd = plan.nd
+        self.L = _letters(plan.nd)
+        self.sizes = _dims(plan.nd)[2:]
+        self.o = [f"O{a}" for a in self.L]
+        self.q = [f"Q{a}" for a in self.L]
+        self.lo = [f"LO_{a}" for a in self.L]
+        self.hi = [f"HI_{a}" for a in self.L]
+        self.geometry = [*self.o, *self.q, *self.lo, *self.hi, "ROWS", "BLOCKS", "LAST", "SPREAD"]
+
+    def step(self, i: int) -> int:
+        return self.plan.axes[i].step
+
+    def unit(self) -> str:
+        return _prod(self.o[1:]) if self.nd > 1 else "1"
+
+    def out_block(self, ch: str) -> list[str]:
+        return [ch, "ROWS", "UNIT"] if self.nd > 1 else [ch, "1", "ROWS"]
+
+    def out_offsets(self, row0: str) -> list[str]:
+        return [row0, "r0", "0"] if self.nd > 1 else [row0, "0", "r0"]
+
+    def out_shape(self, channels: str) -> list[str]:
+        return [f"n * {channels}", self.o[0], self.unit()] if self.nd > 1 else [f"n * {channels}", "1", self.o[0]]
+
+    def planes_shape(self, extents: list[str]) -> list[str]:
+        return ["n * c", "1", extents[0]] if self.nd == 1 else ["n * c", *extents]
+
+
+# ------------------------------------------------------------------------------------ the module
+@cites(*RULES, *POOL_RULES)
+def build_window(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    plan = window_plan(c, ctx.dims, ctx.kb)
+    spec = plan.spec
+    if len(c.operands) < 1 or c.op_args.get("fused") or c.op_args.get("composite"):
+        raise Unsupported(c.reason or f"the {c.family} is part of a larger expression: not scaffolded")
+    if c.reason and not c.supported:
+        raise Unsupported(c.reason)
+    if spec.is_conv and not spec.weight_attr:
+        raise Unsupported("the conv's module attribute is unknown: only nn.Conv*d modules called in forward "
+                          "are scaffolded")
+    nm = _Names(plan)
+    x = c.operands[0].name
+    op = _op_name(spec)
+    b.pattern = "window"
+    b.summary = f"{spec.describe()}: {plan.strategy_text()}"
+    _constants(b, plan, nm)
+    tiles = {t.role.name: t for t in ctx.plan.tiles}
+    main = b.tile_constant(tiles[_main_name(plan)], "the column buffer (CG, TAPS, positions)" if
+                           plan.strategy == "im2col" else "the window views (channels, rows, positions)",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)")
+    win4 = b.tile_constant(tiles["window4"], "the 4-D window views of a 3-D op") if "window4" in tiles else None
+    prep = b.tile_constant(tiles["prepare"], "the prepared input planes") if "prepare" in tiles else None
+    _loop_constant(b, plan)
+    geometry = f"{op}_geometry"
+    b.helpers += _geometry_helper(b, plan, nm, geometry)
+    dims = _dims(plan.nd)
+    unpack = _unpack(nm, geometry, dims)
+    # forward: dims, geometry, the input as planes
+    b.assert_rank(x, plan.nd + 2)
+    b.unpack_dims(x, dims)
+    b.forward.prepare += unpack
+    planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
+                       "planes")
+    src = planes
+    if prep is not None:
+        src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
+    if plan.strategy == "im2col":
+        _im2col_kernel(b, plan, nm, op, main, win4, src, unpack)
+    elif plan.strategy == "depthwise-taps":
+        _depthwise_kernel(b, plan, nm, op, main, win4, src, unpack)
+    else:
+        _pool_kernel(b, plan, nm, op, main, win4, src, unpack)
+    _model_modules(b, spec)
+    channels = "OUT_CHANNELS" if spec.is_conv else "c"
+    b.forward.result = _e(f"out.reshape(n, {channels}, {', '.join(nm.o)})")
+
+
+def _main_name(plan: WindowPlan) -> str:
+    return "columns" if plan.strategy == "im2col" else "window"
+
+
+def _op_name(spec: Any) -> str:
+    return (f"conv_transpose{spec.nd}d" if spec.transposed else f"conv{spec.nd}d") if spec.is_conv else \
+        f"{spec.kind}{spec.nd}d"
+
+
+def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
+    """The op's fixed parameters (contract op_args) and the tap offsets, as named constants."""
+    s = plan.spec
+    what = "the conv's" if s.is_conv else "the pool's"
+    rule = "CONV.im2col" if s.is_conv else "POOL.separable"
+    lines = [f"KERNEL, STRIDE, PADDING (low, high), DILATION: {what} parameters, fixed by get_init_inputs ({rule});",
+             f"  {'; '.join(s.size_formulas())}."]
+    b.add_constant(Constant("KERNEL", tuple(s.kernel), lines, (rule,), {"kernel": list(s.kernel)}))
+    b.add_constant(Constant("STRIDE", tuple(s.stride), [], (rule,), {}))
+    b.add_constant(Constant("PADDING", tuple(tuple(p) for p in s.padding), [], (rule,), {}))
+    b.add_constant(Constant("DILATION", tuple(s.dilation), [], (rule,), {}))
+    taps_rule = "CONV.transposed" if s.transposed else rule
+    if s.transposed:
+        b.add_constant(Constant("OUTPUT_PADDING", tuple(s.output_padding), [], ("CONV.transposed",), {}))
+        b.add_constant(Constant("BASE", tuple(a.base for a in plan.axes), [], ("CONV.transposed",), {}))
+    if s.is_conv:
+        lines = [f"IN_CHANNELS, OUT_CHANNELS, GROUPS, CG = C/G, OCG = OC/G, TAPS = prod(KERNEL) ({rule}):",
+                 f"  the implicit matmul per image and group is ({s.out_per_group} x {s.in_per_group * s.taps}) @ "
+                 f"({s.in_per_group * s.taps} x positions)."]
+        b.add_constant(Constant("IN_CHANNELS", s.in_channels, lines, (rule,), {}))
+        b.add_constant(Constant("OUT_CHANNELS", s.out_channels, [], (rule,), {}))
+        b.add_constant(Constant("GROUPS", s.groups, [], (rule,), {}))
+        b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
+        b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
+    lines = [f"TAPS, TAP_*: the window's taps and each tap's offset along each axis ({taps_rule}"
+             + ("; reverse order: the transposed conv's weights are not flipped)" if s.transposed else ")")]
+    b.add_constant(Constant("TAPS", s.taps, lines, (taps_rule,), {}))
+    if plan.strategy == "pool-taps":
+        for i, a in enumerate(plan.axes):
+            b.add_constant(Constant(f"TAP_{nm.L[i]}", [a.base + k * a.dilation for k in range(a.kernel)], [],
+                                    (taps_rule,), {}))
+        return
+    offsets: list[list[int]] = [[] for _ in plan.axes]
+    for t in range(s.taps):
+        ks = _unravel(plan.taps - 1 - t if s.transposed else t, s.kernel)
+        for i, (a, k) in enumerate(zip(plan.axes, ks, strict=True)):
+            offsets[i].append(a.base + k * a.dilation)
+    for i in range(plan.nd):
+        b.add_constant(Constant(f"TAP_{nm.L[i]}", offsets[i], [], (taps_rule,), {}))
+
+
+def _channel_block(plan: WindowPlan) -> str:
+    """Channels per item for the forward's channel count: the largest divisor of c up to the plan's
+    block (the plan's block fits an iteration at the task's size; a test may use fewer channels)."""
+    return f"CB = max(d for d in range(1, min(c, {plan.channels_per_item}) + 1) if c % d == 0)"
+
+
+def _unravel(t: int, kernel: tuple[int, ...]) -> list[int]:
+    out = []
+    for k in reversed(kernel):
+        out.append(t % k)
+        t //= k
+    return list(reversed(out))
+
+
+@cites("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail")
+def _loop_constant(b: Builder, plan: WindowPlan) -> None:
+    """LOOP_COUNT: blocks of output rows per item, as the loop step chose it (1: no loop needed)."""
+    loop = b.ctx.loop
+    rows = plan.rows
+    if loop is None:
+        lines = [f"LOOP_COUNT: 1 block of all {rows} output row(s) per item (P6.avoid-loops: no block loop needed); "
+                 f"the pypto.loop runs over the {plan.repeat} item(s) (CONV.row-blocks)."]
+        b.add_constant(Constant("LOOP_COUNT", 1, lines, ("CONV.row-blocks", "P6.avoid-loops"),
+                                {"rows": rows, "basic_batch": rows, "iterations": plan.repeat}))
+        return
+    cand = loop.candidate
+    bb = cand.basic_batch
+    blocks = cand.num_iters
+    tail = (f"; the last block starts at row {rows - bb} (a full block shifted back: {bb - cand.tail} row(s) "
+            "recomputed, never read past the end)" if cand.has_tail else "")
+    lines = [f"LOOP_COUNT: blocks of output rows per item ({loop.reason}; O2.loop-log-scale, CONV.row-blocks):",
+             f"  ROWS = BASIC_BATCH = ceil_div({rows}, {loop.count}) = {bb}, {blocks} block(s){tail}; "
+             f"the pypto.loop runs {plan.repeat} item(s) x {blocks} = {plan.repeat * blocks} iteration(s), "
+             f"{cand.auto_tiles_per_iter} tile(s) of the main tensor per iteration."]
+    for f in loop.findings:
+        if f.level in ("warn", "error"):
+            lines.append(f"  {f.level} {f.rule}: {f.message}")
+            b.findings.append(f)
+    b.add_constant(Constant("LOOP_COUNT", loop.count, lines, ("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail"),
+                            {"rows": rows, "basic_batch": bb, "blocks": blocks, "items": plan.repeat,
+                             "iterations": plan.repeat * blocks, "auto_tiles_per_iter": cand.auto_tiles_per_iter}))
+
+
+def _geometry_helper(b: Builder, plan: WindowPlan, nm: _Names, fn: str) -> Stmts:
+    s = plan.spec
+    axes: Stmts = []
+    template = "window_axis_transposed" if s.transposed else "window_axis_ceil" if s.ceil_mode else "window_axis"
+    for i in range(plan.nd):
+        axes += b.tmpl(template, o=name(nm.o[i]), q=name(nm.q[i]), lo=name(nm.lo[i]), hi=name(nm.hi[i]),
+                       size=name(nm.sizes[i]), i=literal(i))
+    returns = cst.Tuple([cst.Element(name(v)) for v in nm.geometry])
+    from pypto_tui.codegen.model_new import docstring
+
+    doc = docstring(f"Sizes of {_op_name(s)} for these input dims (CONV.im2col, CONV.row-blocks): "
+                    f"({', '.join(nm.geometry)}).", "    ")
+    params = cst.Parameters(params=[cst.Param(name(d)) for d in _dims(plan.nd)])
+    return b.tmpl("window_geometry", name=name(fn), params=params, doc=[doc], axes=axes, rows=name(nm.o[0]),
+                  returns=returns)
+
+
+def _unpack(nm: _Names, fn: str, dims: list[str]) -> Stmts:
+    targets = ", ".join(nm.geometry)
+    return [cst.parse_statement(f"{targets} = {fn}({', '.join(dims)})\n")]
+
+
+def _factory_prelude(unpack: Stmts, extra: list[str]) -> Stmts:
+    return [*unpack, *(cst.parse_statement(line + "\n") for line in extra)]
+
+
+# ------------------------------------------------------------------------------------ the pre kernel
+@cites("CONV.transposed", "POOL.max-pad-inf", "CONV.assemble-whole")
+def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, planes: str,
+                    unpack: Stmts) -> str:
+    """Zero insertion and padding, one plane per iteration; forward allocates the prepared input."""
+    nd = plan.nd
+    dt = b.pdtype()
+    ext = list(nm.sizes)
+    steps: Stmts = []
+    plane_axis = [2] if nd == 1 else [1 + i for i in range(nd)]
+    extra: list[str] = []
+    if nd == 3:
+        extra.append("PREP_TILE_3D = (1, PREP_TILE[2], PREP_TILE[3])")
+    for i, a in enumerate(plan.axes):
+        if a.insert <= 1:
+            continue
+        lead = _prod(["1", *ext[:i]])
+        rest = _prod(ext[i + 1:])
+        stride = f"STRIDE[{i}]"
+        steps += b.tmpl("window_reshape", dst=name("plane"), src=name("plane"),
+                        shape=_list([f"{lead} * {ext[i]}", "1", rest]))
+        if nd == 3:  # the concat's tile: 3-D, its last dim 32-byte aligned (HW.concat-reduce-align)
+            steps += [cst.parse_statement("pypto.set_vec_tile_shapes(*PREP_TILE_3D)\n")]
+        steps += b.tmpl("window_insert", zeros=_list([f"{lead} * {ext[i]}", f"{stride} - 1", rest]), dt=dt)
+        if nd == 3:
+            steps += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})\n")]
+        steps += b.tmpl("window_reshape", dst=name("plane"), src=name("plane"),
+                        shape=_list(_plane(nd, [*ext[:i], f"{ext[i]} * {stride}", *ext[i + 1:]])))
+        ext[i] = f"{ext[i]} * {stride}"
+    for i in reversed(range(nd)):
+        hi_ext = [*ext[:i], nm.hi[i], *ext[i + 1:]]
+        lo_ext = [*ext[:i], nm.lo[i], *ext[i + 1:]]
+        steps += b.tmpl("window_pad", hi=name(nm.hi[i]), lo=name(nm.lo[i]), hi_shape=_list(_plane(nd, hi_ext)),
+                        lo_shape=_list(_plane(nd, lo_ext)), axis=literal(plane_axis[i]), dt=dt)
+        ext[i] = nm.q[i]
+    fill = _e('float("-inf")') if plan.fill == float("-inf") else literal(0.0)
+    body = b.tmpl("window_prepare", fill=fill, tile=tile, planes=_e("n * c"), x=name(planes), out=name("out"),
+                  plane_shape=_list(_plane(nd, list(nm.sizes))),
+                  offsets=_list(["i", *["0"] * (len(_plane(nd, ext)) - 1)]), steps=steps)
+    dims = _dims(nd)
+    in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
+    out_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.q)))
+    spec = KernelSpec(
+        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],  # type: ignore[arg-type]
+        output=TensorParam("out", out_shape, b.ctx.dtype),  # type: ignore[arg-type]
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"The prepared input of {op}: each (image, channel) plane "
+             + ("zero-inserted and " if any(a.insert > 1 for a in plan.axes) else "")
+             + f"padded with {'-inf' if plan.fill == float('-inf') else 'zeros'} "
+             "(CONV.transposed, POOL.max-pad-inf), one plane per iteration, assembled whole (CONV.assemble-whole)."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [planes], out="prepared")
+    return "prepared"
+
+
+def _plane(nd: int, ext: list[str]) -> list[str]:
+    return ["1", "1", ext[0]] if nd == 1 else ["1", *ext]
+
+
+# ------------------------------------------------------------------------------------ window views
+def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: str, taps: list[str],
+            win4: Any, row_axis_only: bool = False) -> Stmts:
+    """One tap's window of a block of output rows, strides taken inside (CONV.stride-view), ending
+    as `win` of shape (ch, ROWS, UNIT) for nd > 1 before the final reshape (im2col reshapes it)."""
+    nd = plan.nd
+    steps = [nm.step(i) for i in range(nd)]
+    ext = [f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
+        f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(1, nd)]
+    if nd == 1:
+        shape, offsets = [ch, "1", ext[0]], [first, "0", f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1
+                                             else f"r0 + {taps[0]}"]
+    else:
+        shape = [ch, *ext]
+        offsets = [first, f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}", *taps[1:]]
+    out: Stmts = []
+    if nd == 3 and win4 is not None:
+        out += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{win4.node.value})\n")]
+    out += b.tmpl("window_view", dst=name("win"), src=name(src), shape=_list(shape), offsets=_list(offsets))
+    if nd == 3:
+        out += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list([ch, ext[0], _prod(ext[1:])]))
+        out += [cst.parse_statement("pypto.set_vec_tile_shapes(*TILE)\n")]
+    sel = ["ROWS", *nm.o[1:]]
+    for i in range(nd):
+        if steps[i] <= 1:
+            continue
+        lead = _prod([ch, *sel[:i]])
+        rest = _prod(ext[i + 1:])
+        out += b.tmpl("window_stride", dst=name("win"), src=name("win"),
+                      split=_list([lead, sel[i], f"{steps[i]} * {rest}" if rest != "1" else str(steps[i])]),
+                      kept=_list([lead, sel[i], rest]))
+        ext[i] = sel[i]
+    return out
+
+
+def _weights_forward(b: Builder, plan: WindowPlan, attr: str, shape: list[str]) -> None:
+    b.forward.prepare += [cst.parse_statement(
+        f"weight = self.{attr}.weight.detach().reshape({', '.join(shape)}).contiguous()\n")]
+    if plan.spec.bias:
+        b.forward.prepare += [cst.parse_statement(
+            f"bias = self.{attr}.bias.detach().reshape({'OUT_CHANNELS' if plan.spec.is_conv else 'c'}, 1, 1)"
+            ".contiguous()\n")]
+
+
+def _widen(src: str, nm: _Names, ch: str) -> cst.BaseExpression:
+    """`src` (ch, 1, 1) widened to one block, one axis per expand_clone."""
+    if nm.nd == 1:
+        return _e(f"pypto.expand_clone({src}, [{ch}, 1, ROWS])")
+    return _e(f"pypto.expand_clone(pypto.expand_clone({src}, [{ch}, 1, UNIT]), [{ch}, ROWS, UNIT])")
+
+
+# ------------------------------------------------------------------------------------ im2col
+@cites("CONV.im2col", "CONV.transposed", "B.matmul-cube-tiles")
+def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+                   unpack: Stmts) -> None:
+    spec = plan.spec
+    attr = str(spec.weight_attr)
+    cube_m, cube_k, cube_n = b.cube_constants()
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    window = _window(b, plan, nm, "xq", "CG", "img * c + g * CG", taps, win4)
+    setup: Stmts = []
+    if spec.transposed:
+        setup += b.tmpl("conv_transposed_weights", w=name("w"))
+        weights = "wt"
+        w_shape = ["IN_CHANNELS", "OCG", "TAPS"]
+    else:
+        weights = "w"
+        w_shape = ["OUT_CHANNELS", "CG * TAPS"]
+    if spec.bias:
+        setup += b.tmpl("conv_bias", widened=_widen("b", nm, "OUT_CHANNELS"))
+    store: Stmts = b.tmpl("window_reshape", dst=name("y"), src=name("y"), shape=_list(nm.out_block("OCG")))
+    value = _e(f"y + pypto.view(bias_block, [{', '.join(nm.out_block('OCG'))}], [g * OCG, 0, 0])") if spec.bias \
+        else name("y")
+    store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("img * OUT_CHANNELS + g * OCG")),
+                    out=name("out"))
+    body = b.tmpl("conv_im2col", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile, setup=setup,
+                  window=window, weights=name(weights), dt=b.pdtype(), store=store)
+    dims = _dims(plan.nd)
+    extra = [f"UNIT = {nm.unit()}", "BLOCK = ROWS * UNIT", "ITEMS = n * GROUPS * BLOCKS"]
+    inputs = [TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype),  # type: ignore[arg-type]
+              TensorParam("w", tuple(_e(v) for v in w_shape), b.ctx.dtype)]  # type: ignore[arg-type]
+    if spec.bias:
+        inputs.append(TensorParam("b", (name("OUT_CHANNELS"), 1, 1), b.ctx.dtype))  # type: ignore[arg-type]
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[], inputs=inputs,
+        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("OUT_CHANNELS")), b.ctx.dtype),  # type: ignore[arg-type]
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as im2col (CONV.im2col{', CONV.transposed' if spec.transposed else ''}): per item "
+             "(image, group) and block of output rows, the taps' windows are stacked into columns and one matmul "
+             "with the group's weights writes the block (CONV.row-blocks)."),
+    )
+    b.add_kernel(kspec)
+    _weights_forward(b, plan, attr, w_shape)
+    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+
+
+# ------------------------------------------------------------------------------------ depthwise
+@cites("CONV.depthwise-taps")
+def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+                      unpack: Stmts) -> None:
+    spec = plan.spec
+    block = nm.out_block("CB")
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    window = _window(b, plan, nm, "xq", "CB", "img * c + cb * CB", taps, win4)
+    window += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list(block))
+    setup = b.tmpl("conv_depthwise_weights", w=name("w"), widened=_widen("tap", nm, "C"))
+    if spec.bias:
+        setup += b.tmpl("conv_bias", widened=_widen("b", nm, "C"))
+        value = _e(f"acc + pypto.view(bias_block, [{', '.join(block)}], [cb * CB, 0, 0])")
+    else:
+        value = name("acc")
+    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("img * c + cb * CB")), out=name("out"))
+    body = b.tmpl("conv_depthwise", tile=tile, setup=setup, window=window, block=_list(block), store=store)
+    dims = _dims(plan.nd)
+    extra = [f"UNIT = {nm.unit()}", "C = c", _channel_block(plan), "CBLOCKS = c // CB",
+             "ITEMS = n * CBLOCKS * BLOCKS"]
+    inputs = [TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype),  # type: ignore[arg-type]
+              TensorParam("w", (name("c"), name("TAPS"), 1), b.ctx.dtype)]  # type: ignore[arg-type]
+    if spec.bias:
+        inputs.append(TensorParam("b", (name("c"), 1, 1), b.ctx.dtype))  # type: ignore[arg-type]
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[], inputs=inputs,
+        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("c")), b.ctx.dtype),  # type: ignore[arg-type]
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as a sum over the taps (CONV.depthwise-taps): per item (image, block of "
+             f"{plan.channels_per_item} channel(s)) and block of output rows (CONV.row-blocks)."),
+    )
+    b.add_kernel(kspec)
+    _weights_forward(b, plan, str(spec.weight_attr), ["c", "TAPS", "1"])
+    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+
+
+# ------------------------------------------------------------------------------------ pooling
+@cites("POOL.separable", "POOL.avg-divisor")
+def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+                 unpack: Stmts) -> None:
+    spec = plan.spec
+    nd = plan.nd
+    if spec.kind == "avg_pool" and plan.divisor is None:
+        raise Unsupported("average pooling whose divisor varies per position (count_include_pad=False with "
+                          "padding, or ceil_mode windows past the padding) is not scaffolded yet")
+    steps = [nm.step(i) for i in range(nd)]
+    combine = "pypto.maximum({a}, win)" if spec.kind == "max_pool" else "{a} + win"
+    axes: Stmts = []
+    slab = "SLAB"
+    first = "img * c + cb * CB"
+    if nd == 1:
+        win = _window(b, plan, nm, "xq", "CB", first, ["TAP_L[k]"], win4)
+        if steps[0] > 1:
+            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list(["CB", "1", "ROWS"]))
+        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=win,
+                       combine=_e(combine.format(a="acc")))
+    else:
+        # the last axis straight from the prepared input, over the block's whole slab of rows
+        last = nd - 1
+        lw = f"{nm.o[last]} * {steps[last]}" if steps[last] > 1 else nm.o[last]
+        mid = [nm.q[1]] if nd == 3 else []
+        shape = ["CB", slab, *mid, lw]
+        offsets = [first, f"r0 * {steps[0]}", *(["0"] if nd == 3 else []), f"TAP_{nm.L[last]}[k]"]
+        win: Stmts = []
+        if nd == 3 and win4 is not None:
+            win += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{win4.node.value})\n")]
+        win += b.tmpl("window_view", dst=name("win"), src=name("xq"), shape=_list(shape), offsets=_list(offsets))
+        lead = _prod(["CB", slab, *mid])
+        if nd == 3:
+            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list([_prod(["CB", slab]),
+                                                                                          nm.q[1], lw]))
+            win += [cst.parse_statement("pypto.set_vec_tile_shapes(*TILE)\n")]
+        if steps[last] > 1:
+            win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
+                          split=_list([lead, nm.o[last], str(steps[last])]), kept=_list([lead, nm.o[last], "1"]))
+            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"),
+                          shape=_list([_prod(["CB", slab]) if nd == 3 else "CB", nm.q[1] if nd == 3 else slab,
+                                       nm.o[last]]))
+        acc = f"acc_{nm.L[last].lower()}"
+        axes += b.tmpl("pool_axis", acc=name(acc), taps=_e(f"KERNEL[{last}]"), window=win,
+                       combine=_e(combine.format(a=acc)))
+        if nd == 3:  # the middle axis, over views of the first result
+            lead = _prod(["CB", slab])
+            win = b.tmpl("window_view", dst=name("win"), src=name(acc),
+                         shape=_list([lead, f"{nm.o[1]} * {steps[1]}" if steps[1] > 1 else nm.o[1], nm.o[2]]),
+                         offsets=_list(["0", "TAP_H[k]", "0"]))
+            if steps[1] > 1:
+                win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
+                              split=_list([lead, nm.o[1], f"{steps[1]} * {nm.o[2]}"]),
+                              kept=_list([lead, nm.o[1], nm.o[2]]))
+            axes += b.tmpl("pool_axis", acc=name("acc_h"), taps=_e("KERNEL[1]"), window=win,
+                           combine=_e(combine.format(a="acc_h")))
+            axes += b.tmpl("window_reshape", dst=name("acc_h"), src=name("acc_h"),
+                           shape=_list(["CB", slab, f"{nm.o[1]} * {nm.o[2]}"]))
+            acc = "acc_h"
+        rest = "UNIT"
+        win = b.tmpl("window_view", dst=name("win"), src=name(acc),
+                     shape=_list(["CB", f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS", rest]),
+                     offsets=_list(["0", f"TAP_{nm.L[0]}[k]", "0"]))
+        if steps[0] > 1:
+            win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
+                          split=_list(["CB", "ROWS", f"{steps[0]} * {rest}"]), kept=_list(["CB", "ROWS", rest]))
+        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=win,
+                       combine=_e(combine.format(a="acc")))
+    value = name("acc") if spec.kind == "max_pool" else _e("acc * INV_COUNT")
+    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets(first)), out=name("out"))
+    body = b.tmpl("pool_taps", tile=tile, setup=[], axes=axes, store=store)
+    dims = _dims(nd)
+    extra = [f"UNIT = {nm.unit()}", _channel_block(plan), "CBLOCKS = c // CB",
+             "ITEMS = n * CBLOCKS * BLOCKS", f"SLAB = (KERNEL[0] - 1) * DILATION[0] + ROWS * {steps[0]}"]
+    if spec.kind == "avg_pool":
+        extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype)],  # type: ignore[arg-type]
+        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("c")), b.ctx.dtype),  # type: ignore[arg-type]
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} by window axes (POOL.separable): per item (image, block of "
+             f"{plan.channels_per_item} channel(s)) and block of output rows (CONV.row-blocks), a "
+             f"{'max' if spec.kind == 'max_pool' else 'sum'} over each axis's taps"
+             + (f", then x 1/{plan.divisor:g} (POOL.avg-divisor)" if spec.kind == "avg_pool" else "") + "."),
+    )
+    b.add_kernel(kspec)
+    b.call_kernel(kspec, [src])
+
+
+# ------------------------------------------------------------------------------------ ModelNew's modules
+@cites("CONV.weights-from-module")
+def _model_modules(b: Builder, spec: Any) -> None:
+    """ModelNew.__init__ repeats the task's module constructors, in order (CONV.weights-from-module):
+    under the same seed they draw the same weights. A constructor that reads names other than
+    __init__'s parameters is rebuilt from the contract's values instead."""
+    task = b.ctx.task
+    params = set(task.param_names)
+    attrs = dict(b.ctx.contract.attributes)
+    for attr, kind, args, names in task.modules:
+        if set(names) <= params | _GLOBALS:
+            call = _e(f"nn.{kind}({args})")
+        else:
+            values = {k: v for k, v in dict(attrs.get(attr) or {}).items() if k != "type"}
+            if not values:
+                raise Unsupported(f"self.{attr} = nn.{kind}(...) reads names ModelNew cannot see "
+                                  f"({', '.join(sorted(set(names) - params - _GLOBALS))})")
+            call = _e(f"nn.{kind}(" + ", ".join(f"{k}={_py(v)}" for k, v in values.items()) + ")")
+        b.forward.init += b.fwd("self.{a} = {call}", a=name(attr), call=call)
+    if spec.is_conv and not any(a == spec.weight_attr for a, *_ in task.modules):
+        raise Unsupported(f"self.{spec.weight_attr} is not built by a plain `self.{spec.weight_attr} = "
+                          "nn.Conv...(...)` in Model.__init__: ModelNew could not build the same weights")
+
+
+def _py(v: Any) -> str:
+    if isinstance(v, list):
+        return repr(tuple(v))
+    return repr(v)
+
+
+def _needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    return window_needs(c, dims, g, kb)
+
+
+PATTERNS = (
+    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:3]), needs=_needs),
+)
