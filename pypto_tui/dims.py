@@ -355,6 +355,8 @@ def _window(strategy: str) -> Any:
         out = spec.out_spatial
         out_kernel: Shape = (n * spec.out_channels, out[0], math.prod(out[1:])) if spec.nd > 1 else (
             n * spec.out_channels, 1, out[0])
+        if strategy == "pool-taps" and spec.nd == 3:  # a 3-D pool keeps its 4-D views to the end
+            out_kernel = (n * spec.out_channels, *out)
         fwd: list[Shape | None] = [kernel if t.is_tensor and t.name == c.operands[0].name else None
                                    for t in c.inputs]
         return _Layout([kernel], fwd, [[0, 1], *[[a] for a in range(2, 2 + spec.nd)]], [], None, out_kernel)

@@ -263,18 +263,7 @@ def default_strategy(spec: WindowSpec) -> str:
     return "depthwise-taps" if spec.depthwise else "im2col"
 
 
-def channel_block(spec: WindowSpec, row_elements: int, budget: int) -> int:
-    """Channels per item for the tap strategies: the most channels (a divisor of C) whose window
-    view of one output row stays within `budget` elements, so one block of rows fits an iteration."""
-    c = spec.in_channels
-    best = 1
-    for d in range(1, c + 1):
-        if c % d == 0 and d * row_elements <= budget:
-            best = d
-    return best
-
-
-def plan_window(spec: WindowSpec, strategy: str | None = None, row_budget: int = 1 << 20) -> WindowPlan:
+def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
     """The plan for `spec` with `strategy` (default: im2col for convs, taps for depthwise and pools).
     Raises ValueError when the strategy cannot compute this op."""
     strategy = strategy or default_strategy(spec)
@@ -289,6 +278,6 @@ def plan_window(spec: WindowSpec, strategy: str | None = None, row_budget: int =
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
         return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups)
-    probe = WindowPlan(spec, strategy, axes, 1, spec.in_channels)
-    cb = channel_block(spec, probe.row_elements, row_budget)
-    return WindowPlan(spec, strategy, axes, cb, spec.in_channels // cb)
+    # the tap strategies take one channel plane per item: their window views then never merge channels
+    # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
+    return WindowPlan(spec, strategy, axes, 1, spec.in_channels)

@@ -481,7 +481,9 @@ def _clamped_tile(full: Pipeline, test: Pipeline) -> tuple[int, ...] | None:
     unit = align_unit(test.kb, role.dtype)
     out = [min(t, s) for t, s in zip(tile, role.shape, strict=True)]
     if out[-1] % unit:
-        out[-1] = max(unit, (out[-1] // unit) * unit)
+        # a tile that covered the whole last axis keeps covering it (aligned up), else round down
+        whole = tile[-1] >= role.shape[-1]
+        out[-1] = -(-out[-1] // unit) * unit if whole else max(unit, (out[-1] // unit) * unit)
     return tuple(out)
 
 

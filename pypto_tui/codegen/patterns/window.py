@@ -43,7 +43,6 @@ RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transpose
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole")
 POOL_RULES = ("POOL.separable", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
               "CONV.assemble-whole", "CONV.not-runnable")
-ROW_BUDGET = 1 << 20  # elements of one row's window views per item: channel blocks are cut to fit it
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
 # pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
 # need only these besides their own parameters
@@ -61,54 +60,67 @@ def window_plan(c: Contract, dims: DimPlan, kb: KnowledgeBase) -> WindowPlan:
     if strategy is None:
         raise Unsupported(f"the dimension plan's strategy '{dims.strategy}' is not a conv or pool layout")
     try:
-        return plan_window(spec, strategy, ROW_BUDGET)
+        return plan_window(spec, strategy)
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
 
 
-def _main_role(plan: WindowPlan, dtype: str, kb: KnowledgeBase) -> tuple[TileRole, int, int]:
-    """(the main tile role, the loop axis, the loop unit): the tensor whose tiles fill an iteration."""
+def _window_shape(plan: WindowPlan) -> tuple[int, ...]:
+    """One plane's window views over all output rows, as the kernel's 3-D window ops see them: (1,
+    rows*stride, the rest of one view row) (1-D: (1, 1, rows*stride)). The leading 1 keeps channels
+    out of the tile: 0.2.0 copies whole blocks when a window reshape merges tiled channels with
+    rows, and overflows the unified buffer (CONV.window-tile)."""
     a0 = plan.axes[0]
-    data = kb.op_data(plan.spec.kind)
-    if plan.strategy == "im2col":
-        shape = (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit)
-        role = TileRole("columns", "TILE", shape, dtype, None, reducing=False, live_buffers=data.live_buffers,
-                        strict_align=True)
-        return role, 2, plan.row_unit
-    rest = plan.row_elements // a0.step
-    shape = (plan.channels_per_item, 1, plan.rows * a0.step) if plan.nd == 1 else (
-        plan.channels_per_item, plan.rows * a0.step, rest)
-    role = TileRole("window", "TILE", shape, dtype, None, reducing=False, live_buffers=data.live_buffers)
-    return role, (2 if plan.nd == 1 else 1), a0.step
+    if plan.nd == 1:
+        return (1, 1, plan.rows * a0.step)
+    return (1, plan.rows * a0.step, plan.row_elements // a0.step)
 
 
 def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
-    """The tiles (columns or windows, a 4-D window tile for 3-D ops, the pre kernel's planes), the
-    matmul for the cube, and a loop over blocks of output rows."""
+    """The tiles (the im2col columns, the window views, a 4-D window tile for 3-D ops, the pre
+    kernel's planes), the matmul for the cube, and a loop over blocks of output rows."""
     try:
         plan = window_plan(c, dims, kb)
     except Unsupported as exc:
         raise InputError(f"no im2col plan: {exc}") from None
     dtype = g.dtype
-    main, axis, unit = _main_role(plan, dtype, kb)
-    roles = [main]
+    data = kb.op_data(plan.spec.kind)
+    a0 = plan.axes[0]
+    win = _window_shape(plan)
+    loop_axis = 2 if plan.nd == 1 else 1
+    window = TileRole("window", "WINDOW_TILE" if plan.strategy == "im2col" else "TILE", win, dtype, None,
+                      reducing=False, live_buffers=data.live_buffers)
+    if plan.strategy == "im2col":
+        columns = TileRole("columns", "TILE", (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit), dtype,
+                           None, reducing=False, live_buffers=data.live_buffers, strict_align=True)
+        roles, loop_axis, unit = [columns, window], 2, plan.row_unit
+    else:
+        roles, unit = [window], a0.step
     if plan.nd == 3:
         a = plan.axes
-        shape = (plan.channels_per_item, plan.rows * a[0].step, a[1].view, a[2].view) if plan.strategy != "pool-taps" \
-            else (plan.channels_per_item, plan.rows * a[0].step, a[1].prepared, a[2].view)
-        roles.append(TileRole("window4", "WINDOW_TILE", shape, dtype, None, reducing=False))
-    if plan.prepare or any(a.step > 1 for a in plan.axes) or plan.spec.ceil_mode:
+        if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
+            roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].prepared, a[2].view), dtype, None,
+                                reducing=False, live_buffers=data.live_buffers)
+        else:
+            roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
+                                  None, reducing=False))
+    if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
-        shape = (1, 1, q[0]) if plan.nd == 1 else (1, *q)
-        roles.append(TileRole("prepare", "PREP_TILE", shape, dtype, None, reducing=False, strict_align=True))
+        roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
+                              reducing=False, strict_align=True))
     cube = None
     if plan.matmul is not None:
         M, K, _ = plan.matmul
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
-    repeat = plan.repeat
-    note = (f"blocks of output rows, repeated for {repeat} item(s) ({plan.spec.batch} image(s) x "
-            f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel block(s)'})")
-    return Needs(tuple(roles), cube, axis, "auto", note, None, unit, tuple(plan.rows_table()))
+    note = (f"blocks of output rows, repeated for {plan.repeat} item(s) ({plan.spec.batch} image(s) x "
+            f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
+    return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, tuple(plan.rows_table()))
+
+
+def _prepares(plan: WindowPlan) -> bool:
+    """A pre kernel builds the prepared input: padding or zero insertion, or a stride or ceil_mode
+    (at some input sizes the last block's strided views need room past the input)."""
+    return plan.prepare or any(a.step > 1 for a in plan.axes) or plan.spec.ceil_mode
 
 
 # ------------------------------------------------------------------------------------ names
@@ -146,6 +158,8 @@ class _Names:
         self.lo = [f"LO_{a}" for a in self.L]
         self.hi = [f"HI_{a}" for a in self.L]
         self.geometry = [*self.o, *self.q, *self.lo, *self.hi, "ROWS", "BLOCKS", "LAST", "SPREAD"]
+        # a 3-D pool keeps its views 4-D to the end: its output is (N*C, O0, O1, O2)
+        self.natural = plan.strategy == "pool-taps" and plan.nd == 3
 
     def step(self, i: int) -> int:
         return self.plan.axes[i].step
@@ -154,12 +168,18 @@ class _Names:
         return _prod(self.o[1:]) if self.nd > 1 else "1"
 
     def out_block(self, ch: str) -> list[str]:
+        if self.natural:
+            return [ch, "ROWS", *self.o[1:]]
         return [ch, "ROWS", "UNIT"] if self.nd > 1 else [ch, "1", "ROWS"]
 
     def out_offsets(self, row0: str) -> list[str]:
+        if self.natural:
+            return [row0, "r0", "0", "0"]
         return [row0, "r0", "0"] if self.nd > 1 else [row0, "0", "r0"]
 
     def out_shape(self, channels: str) -> list[str]:
+        if self.natural:
+            return [f"n * {channels}", *self.o]
         return [f"n * {channels}", self.o[0], self.unit()] if self.nd > 1 else [f"n * {channels}", "1", self.o[0]]
 
     def planes_shape(self, extents: list[str]) -> list[str]:
@@ -187,9 +207,13 @@ def build_window(b: Builder) -> None:
     b.summary = f"{spec.describe()}: {plan.strategy_text()}"
     _constants(b, plan, nm)
     tiles = {t.role.name: t for t in ctx.plan.tiles}
-    main = b.tile_constant(tiles[_main_name(plan)], "the column buffer (CG, TAPS, positions)" if
-                           plan.strategy == "im2col" else "the window views (channels, rows, positions)",
-                           loop_note="handled by the pypto.loop below (LOOP_COUNT)")
+    loop_note = "handled by the pypto.loop below (LOOP_COUNT)"
+    if plan.strategy == "im2col":
+        main = b.tile_constant(tiles["columns"], "the column buffer (CG, TAPS, positions)", loop_note=loop_note)
+        win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)", loop_note=loop_note)
+    else:
+        main = win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)",
+                                     loop_note=loop_note)
     win4 = b.tile_constant(tiles["window4"], "the 4-D window views of a 3-D op") if "window4" in tiles else None
     prep = b.tile_constant(tiles["prepare"], "the prepared input planes") if "prepare" in tiles else None
     _loop_constant(b, plan)
@@ -207,18 +231,14 @@ def build_window(b: Builder) -> None:
     if prep is not None:
         src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
     if plan.strategy == "im2col":
-        _im2col_kernel(b, plan, nm, op, main, win4, src, unpack)
+        _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
     elif plan.strategy == "depthwise-taps":
-        _depthwise_kernel(b, plan, nm, op, main, win4, src, unpack)
+        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack)
     else:
-        _pool_kernel(b, plan, nm, op, main, win4, src, unpack)
+        _pool_kernel(b, plan, nm, op, win, win4, src, unpack)
     _model_modules(b, spec)
     channels = "OUT_CHANNELS" if spec.is_conv else "c"
     b.forward.result = _e(f"out.reshape(n, {channels}, {', '.join(nm.o)})")
-
-
-def _main_name(plan: WindowPlan) -> str:
-    return "columns" if plan.strategy == "im2col" else "window"
 
 
 def _op_name(spec: Any) -> str:
@@ -250,6 +270,9 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
         b.add_constant(Constant("GROUPS", s.groups, [], (rule,), {}))
         b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
         b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
+    if any(a.step > 1 for a in plan.axes):
+        b.add_constant(Constant("INDEX_TILE", 1024, ["INDEX_TILE: the 1-D tile of the strided axes' kept positions "
+                                                     "(pypto.arange; CONV.stride-view)."], ("CONV.stride-view",), {}))
     lines = [f"TAPS, TAP_*: the window's taps and each tap's offset along each axis ({taps_rule}"
              + ("; reverse order: the transposed conv's weights are not flipped)" if s.transposed else ")")]
     b.add_constant(Constant("TAPS", s.taps, lines, (taps_rule,), {}))
@@ -265,12 +288,6 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
             offsets[i].append(a.base + k * a.dilation)
     for i in range(plan.nd):
         b.add_constant(Constant(f"TAP_{nm.L[i]}", offsets[i], [], (taps_rule,), {}))
-
-
-def _channel_block(plan: WindowPlan) -> str:
-    """Channels per item for the forward's channel count: the largest divisor of c up to the plan's
-    block (the plan's block fits an iteration at the task's size; a test may use fewer channels)."""
-    return f"CB = max(d for d in range(1, min(c, {plan.channels_per_item}) + 1) if c % d == 0)"
 
 
 def _unravel(t: int, kernel: tuple[int, ...]) -> list[int]:
@@ -399,40 +416,52 @@ def _plane(nd: int, ext: list[str]) -> list[str]:
 
 # ------------------------------------------------------------------------------------ window views
 def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: str, taps: list[str],
-            win4: Any, row_axis_only: bool = False) -> Stmts:
-    """One tap's window of a block of output rows, strides taken inside (CONV.stride-view), ending
-    as `win` of shape (ch, ROWS, UNIT) for nd > 1 before the final reshape (im2col reshapes it)."""
+            win: Any, win4: Any) -> Stmts:
+    """One tap's window of a block of output rows under the window tile (CONV.window-tile), each
+    stride taken by index_select (CONV.stride-view): it ends as `win`, (ch, ROWS, O1[, O2]) (1-D:
+    (ch, 1, ROWS)), in the view's own rank."""
     nd = plan.nd
     steps = [nm.step(i) for i in range(nd)]
     ext = [f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
         f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(1, nd)]
+    row = f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}"
     if nd == 1:
-        shape, offsets = [ch, "1", ext[0]], [first, "0", f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1
-                                             else f"r0 + {taps[0]}"]
+        shape, offsets, axes = [ch, "1", ext[0]], [first, "0", row], [2]
     else:
-        shape = [ch, *ext]
-        offsets = [first, f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}", *taps[1:]]
-    out: Stmts = []
-    if nd == 3 and win4 is not None:
-        out += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{win4.node.value})\n")]
+        shape, offsets, axes = [ch, *ext], [first, row, *taps[1:]], [1 + i for i in range(nd)]
+    out: Stmts = [_set_tile(win4 if nd == 3 else win)]
     out += b.tmpl("window_view", dst=name("win"), src=name(src), shape=_list(shape), offsets=_list(offsets))
-    if nd == 3:
-        out += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list([ch, ext[0], _prod(ext[1:])]))
-        out += [cst.parse_statement("pypto.set_vec_tile_shapes(*TILE)\n")]
-    sel = ["ROWS", *nm.o[1:]]
     for i in range(nd):
-        if steps[i] <= 1:
-            continue
-        lead = _prod([ch, *sel[:i]])
-        rest = _prod(ext[i + 1:])
-        out += b.tmpl("window_stride", dst=name("win"), src=name("win"),
-                      split=_list([lead, sel[i], f"{steps[i]} * {rest}" if rest != "1" else str(steps[i])]),
-                      kept=_list([lead, sel[i], rest]))
-        ext[i] = sel[i]
+        if steps[i] > 1:
+            out += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(axes[i]),
+                          index=name(_index_name(nm, i)))
     return out
 
 
+def _index_name(nm: _Names, i: int) -> str:
+    return f"keep_{nm.L[i].lower()}"
+
+
+def _indices(b: Builder, plan: WindowPlan, nm: _Names, rows_axis: bool = True) -> Stmts:
+    """The kept positions of every strided axis (CONV.stride-view); axis 0 counts the block's rows."""
+    out: Stmts = []
+    for i in range(plan.nd):
+        s = nm.step(i)
+        if s <= 1:
+            continue
+        count = f"ROWS * {s}" if i == 0 and rows_axis else f"{nm.o[i]} * {s}"
+        out += b.tmpl("window_index", tile=name("INDEX_TILE"), index=name(_index_name(nm, i)), count=_e(count),
+                      stride=literal(s))
+    return out
+
+
+def _set_tile(tile: Any) -> cst.BaseStatement:
+    return cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})\n")
+
+
 def _weights_forward(b: Builder, plan: WindowPlan, attr: str, shape: list[str]) -> None:
+    """forward's only work on the module: its weight and bias, detached and reshaped for the kernel
+    (CONV.weights-from-module)."""
     b.forward.prepare += [cst.parse_statement(
         f"weight = self.{attr}.weight.detach().reshape({', '.join(shape)}).contiguous()\n")]
     if plan.spec.bias:
@@ -450,79 +479,75 @@ def _widen(src: str, nm: _Names, ch: str) -> cst.BaseExpression:
 
 # ------------------------------------------------------------------------------------ im2col
 @cites("CONV.im2col", "CONV.transposed", "B.matmul-cube-tiles")
-def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win: Any, win4: Any, src: str,
                    unpack: Stmts) -> None:
     spec = plan.spec
-    attr = str(spec.weight_attr)
     cube_m, cube_k, cube_n = b.cube_constants()
     taps = [f"TAP_{a}[t]" for a in nm.L]
-    window = _window(b, plan, nm, "xq", "CG", "img * c + g * CG", taps, win4)
-    setup: Stmts = []
+    window = _window(b, plan, nm, "xq", "CG", "img * c + g * CG", taps, win, win4)
+    setup: Stmts = _indices(b, plan, nm)
+    if setup:
+        setup.append(_set_tile(tile))
     if spec.transposed:
         setup += b.tmpl("conv_transposed_weights", w=name("w"))
-        weights = "wt"
-        w_shape = ["IN_CHANNELS", "OCG", "TAPS"]
+        weights, w_shape = "wt", ["IN_CHANNELS", "OCG", "TAPS"]
     else:
-        weights = "w"
-        w_shape = ["OUT_CHANNELS", "CG * TAPS"]
+        weights, w_shape = "w", ["OUT_CHANNELS", "CG * TAPS"]
+    block = nm.out_block("OCG")
+    store: Stmts = b.tmpl("window_reshape", dst=name("y"), src=name("y"), shape=_list(block))
     if spec.bias:
-        setup += b.tmpl("conv_bias", widened=_widen("b", nm, "OUT_CHANNELS"))
-    store: Stmts = b.tmpl("window_reshape", dst=name("y"), src=name("y"), shape=_list(nm.out_block("OCG")))
-    value = _e(f"y + pypto.view(bias_block, [{', '.join(nm.out_block('OCG'))}], [g * OCG, 0, 0])") if spec.bias \
-        else name("y")
-    store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("img * OUT_CHANNELS + g * OCG")),
-                    out=name("out"))
+        store += b.tmpl("conv_bias", widened=_widen("pypto.view(b, [OCG, 1, 1], [g * OCG, 0, 0])", nm, "OCG"))
+    store += b.tmpl("conv_store", value=_e("y + bias_block") if spec.bias else name("y"),
+                    offsets=_list(nm.out_offsets("img * OUT_CHANNELS + g * OCG")), out=name("out"))
     body = b.tmpl("conv_im2col", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile, setup=setup,
                   window=window, weights=name(weights), dt=b.pdtype(), store=store)
-    dims = _dims(plan.nd)
     extra = [f"UNIT = {nm.unit()}", "BLOCK = ROWS * UNIT", "ITEMS = n * GROUPS * BLOCKS"]
-    inputs = [TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype),  # type: ignore[arg-type]
-              TensorParam("w", tuple(_e(v) for v in w_shape), b.ctx.dtype)]  # type: ignore[arg-type]
+    inputs = [_param("xq", nm.planes_shape(list(nm.q)), b), _param("w", w_shape, b)]
     if spec.bias:
-        inputs.append(TensorParam("b", (name("OUT_CHANNELS"), 1, 1), b.ctx.dtype))  # type: ignore[arg-type]
+        inputs.append(_param("b", ["OUT_CHANNELS", "1", "1"], b))
     kspec = KernelSpec(
-        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[], inputs=inputs,
-        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("OUT_CHANNELS")), b.ctx.dtype),  # type: ignore[arg-type]
-        prelude=_factory_prelude(unpack, extra), body=body,
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[], inputs=inputs,
+        output=_param("out", nm.out_shape("OUT_CHANNELS"), b), prelude=_factory_prelude(unpack, extra), body=body,
         doc=(f"{spec.describe()} as im2col (CONV.im2col{', CONV.transposed' if spec.transposed else ''}): per item "
              "(image, group) and block of output rows, the taps' windows are stacked into columns and one matmul "
              "with the group's weights writes the block (CONV.row-blocks)."),
     )
     b.add_kernel(kspec)
-    _weights_forward(b, plan, attr, w_shape)
+    _weights_forward(b, plan, str(spec.weight_attr), w_shape)
     b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+
+
+def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
+    return TensorParam(pname, tuple(_e(v) for v in shape), b.ctx.dtype)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------ depthwise
 @cites("CONV.depthwise-taps")
-def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
                       unpack: Stmts) -> None:
     spec = plan.spec
-    block = nm.out_block("CB")
+    block = nm.out_block("1")
     taps = [f"TAP_{a}[t]" for a in nm.L]
-    window = _window(b, plan, nm, "xq", "CB", "img * c + cb * CB", taps, win4)
+    window = _window(b, plan, nm, "xq", "1", "plane", taps, win, win4)
     window += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list(block))
-    setup = b.tmpl("conv_depthwise_weights", w=name("w"), widened=_widen("tap", nm, "C"))
+    if plan.nd == 3:
+        window.append(_set_tile(win))
+    store: Stmts = []
     if spec.bias:
-        setup += b.tmpl("conv_bias", widened=_widen("b", nm, "C"))
-        value = _e(f"acc + pypto.view(bias_block, [{', '.join(block)}], [cb * CB, 0, 0])")
-    else:
-        value = name("acc")
-    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("img * c + cb * CB")), out=name("out"))
-    body = b.tmpl("conv_depthwise", tile=tile, setup=setup, window=window, block=_list(block), store=store)
-    dims = _dims(plan.nd)
-    extra = [f"UNIT = {nm.unit()}", "C = c", _channel_block(plan), "CBLOCKS = c // CB",
-             "ITEMS = n * CBLOCKS * BLOCKS"]
-    inputs = [TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype),  # type: ignore[arg-type]
-              TensorParam("w", (name("c"), name("TAPS"), 1), b.ctx.dtype)]  # type: ignore[arg-type]
+        store += b.tmpl("conv_bias", widened=_widen("pypto.view(b, [1, 1, 1], [ch, 0, 0])", nm, "1"))
+    store += b.tmpl("conv_store", value=_e("acc + bias_block") if spec.bias else name("acc"),
+                    offsets=_list(nm.out_offsets("plane")), out=name("out"))
+    body = b.tmpl("conv_depthwise", tile=win, setup=_indices(b, plan, nm), window=window,
+                  weight=_widen("pypto.view(w, [1, 1, 1], [ch, t, 0])", nm, "1"), store=store)
+    extra = [f"UNIT = {nm.unit()}", "C = c", "ITEMS = n * c * BLOCKS"]
+    inputs = [_param("xq", nm.planes_shape(list(nm.q)), b), _param("w", ["c", "TAPS", "1"], b)]
     if spec.bias:
-        inputs.append(TensorParam("b", (name("c"), 1, 1), b.ctx.dtype))  # type: ignore[arg-type]
+        inputs.append(_param("b", ["c", "1", "1"], b))
     kspec = KernelSpec(
-        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[], inputs=inputs,
-        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("c")), b.ctx.dtype),  # type: ignore[arg-type]
-        prelude=_factory_prelude(unpack, extra), body=body,
-        doc=(f"{spec.describe()} as a sum over the taps (CONV.depthwise-taps): per item (image, block of "
-             f"{plan.channels_per_item} channel(s)) and block of output rows (CONV.row-blocks)."),
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[], inputs=inputs,
+        output=_param("out", nm.out_shape("c"), b), prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as a sum over the taps (CONV.depthwise-taps): per item (one (image, channel) "
+             "plane) and block of output rows (CONV.row-blocks)."),
     )
     b.add_kernel(kspec)
     _weights_forward(b, plan, str(spec.weight_attr), ["c", "TAPS", "1"])
@@ -531,92 +556,124 @@ def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: A
 
 # ------------------------------------------------------------------------------------ pooling
 @cites("POOL.separable", "POOL.avg-divisor")
-def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win4: Any, src: str,
+def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
                  unpack: Stmts) -> None:
     spec = plan.spec
     nd = plan.nd
-    if spec.kind == "avg_pool" and plan.divisor is None:
-        raise Unsupported("average pooling whose divisor varies per position (count_include_pad=False with "
-                          "padding, or ceil_mode windows past the padding) is not scaffolded yet")
     steps = [nm.step(i) for i in range(nd)]
     combine = "pypto.maximum({a}, win)" if spec.kind == "max_pool" else "{a} + win"
     axes: Stmts = []
-    slab = "SLAB"
-    first = "img * c + cb * CB"
     if nd == 1:
-        win = _window(b, plan, nm, "xq", "CB", first, ["TAP_L[k]"], win4)
-        if steps[0] > 1:
-            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list(["CB", "1", "ROWS"]))
-        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=win,
+        chain = _window(b, plan, nm, "xq", "1", "plane", ["TAP_L[k]"], win, win4)
+        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=chain,
                        combine=_e(combine.format(a="acc")))
     else:
-        # the last axis straight from the prepared input, over the block's whole slab of rows
-        last = nd - 1
-        lw = f"{nm.o[last]} * {steps[last]}" if steps[last] > 1 else nm.o[last]
-        mid = [nm.q[1]] if nd == 3 else []
-        shape = ["CB", slab, *mid, lw]
-        offsets = [first, f"r0 * {steps[0]}", *(["0"] if nd == 3 else []), f"TAP_{nm.L[last]}[k]"]
-        win: Stmts = []
-        if nd == 3 and win4 is not None:
-            win += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{win4.node.value})\n")]
-        win += b.tmpl("window_view", dst=name("win"), src=name("xq"), shape=_list(shape), offsets=_list(offsets))
-        lead = _prod(["CB", slab, *mid])
-        if nd == 3:
-            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list([_prod(["CB", slab]),
-                                                                                          nm.q[1], lw]))
-            win += [cst.parse_statement("pypto.set_vec_tile_shapes(*TILE)\n")]
-        if steps[last] > 1:
-            win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
-                          split=_list([lead, nm.o[last], str(steps[last])]), kept=_list([lead, nm.o[last], "1"]))
-            win += b.tmpl("window_reshape", dst=name("win"), src=name("win"),
-                          shape=_list([_prod(["CB", slab]) if nd == 3 else "CB", nm.q[1] if nd == 3 else slab,
-                                       nm.o[last]]))
-        acc = f"acc_{nm.L[last].lower()}"
-        axes += b.tmpl("pool_axis", acc=name(acc), taps=_e(f"KERNEL[{last}]"), window=win,
-                       combine=_e(combine.format(a=acc)))
-        if nd == 3:  # the middle axis, over views of the first result
-            lead = _prod(["CB", slab])
-            win = b.tmpl("window_view", dst=name("win"), src=name(acc),
-                         shape=_list([lead, f"{nm.o[1]} * {steps[1]}" if steps[1] > 1 else nm.o[1], nm.o[2]]),
-                         offsets=_list(["0", "TAP_H[k]", "0"]))
-            if steps[1] > 1:
-                win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
-                              split=_list([lead, nm.o[1], f"{steps[1]} * {nm.o[2]}"]),
-                              kept=_list([lead, nm.o[1], nm.o[2]]))
-            axes += b.tmpl("pool_axis", acc=name("acc_h"), taps=_e("KERNEL[1]"), window=win,
-                           combine=_e(combine.format(a="acc_h")))
-            axes += b.tmpl("window_reshape", dst=name("acc_h"), src=name("acc_h"),
-                           shape=_list(["CB", slab, f"{nm.o[1]} * {nm.o[2]}"]))
-            acc = "acc_h"
-        rest = "UNIT"
-        win = b.tmpl("window_view", dst=name("win"), src=name(acc),
-                     shape=_list(["CB", f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS", rest]),
-                     offsets=_list(["0", f"TAP_{nm.L[0]}[k]", "0"]))
-        if steps[0] > 1:
-            win += b.tmpl("window_stride", dst=name("win"), src=name("win"),
-                          split=_list(["CB", "ROWS", f"{steps[0]} * {rest}"]), kept=_list(["CB", "ROWS", rest]))
-        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=win,
-                       combine=_e(combine.format(a="acc")))
-    value = name("acc") if spec.kind == "max_pool" else _e("acc * INV_COUNT")
-    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets(first)), out=name("out"))
-    body = b.tmpl("pool_taps", tile=tile, setup=[], axes=axes, store=store)
-    dims = _dims(nd)
-    extra = [f"UNIT = {nm.unit()}", _channel_block(plan), "CBLOCKS = c // CB",
-             "ITEMS = n * CBLOCKS * BLOCKS", f"SLAB = (KERNEL[0] - 1) * DILATION[0] + ROWS * {steps[0]}"]
-    if spec.kind == "avg_pool":
+        axes += _pool_axes(b, plan, nm, win, combine)
+    setup: Stmts = _indices(b, plan, nm)
+    if setup:
+        setup.append(_set_tile(win))
+    if spec.kind == "max_pool":
+        value = name("acc")
+    elif plan.divisor is not None:
+        value = _e("acc * INV_COUNT")
+    else:
+        setup += _count_map(b, plan, nm)
+        value = _e(f"acc * pypto.view(recip, [{', '.join(nm.out_block('1'))}], [{', '.join(nm.out_offsets('0'))}])")
+    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
+    body = b.tmpl("pool_taps", tile=win, setup=setup, axes=axes, store=store)
+    extra = [f"UNIT = {nm.unit()}", "ITEMS = n * c * BLOCKS",
+             f"SLAB = (KERNEL[0] - 1) * DILATION[0] + ROWS * {steps[0]}"]
+    if spec.kind == "avg_pool" and plan.divisor is not None:
         extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
+    elif spec.kind == "avg_pool":
+        for i, a in enumerate(nm.L):
+            if spec.count_include_pad:  # the padding counts, positions past it (ceil_mode) do not
+                extra += [f"COUNT_A_{a} = 0",
+                          f"COUNT_B_{a} = min({nm.sizes[i]} + PADDING[{i}][0] + PADDING[{i}][1], {nm.q[i]})"]
+            else:
+                extra += [f"COUNT_A_{a} = {nm.lo[i]}", f"COUNT_B_{a} = {nm.sizes[i]}"]
+    divisor = ("" if spec.kind != "avg_pool" else f", then x 1/{plan.divisor:g} (POOL.avg-divisor)"
+               if plan.divisor is not None else ", then x 1/count per position (POOL.avg-divisor)")
     kspec = KernelSpec(
-        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[],
-        inputs=[TensorParam("xq", tuple(_e(v) for v in nm.planes_shape(list(nm.q))), b.ctx.dtype)],  # type: ignore[arg-type]
-        output=TensorParam("out", tuple(_e(v) for v in nm.out_shape("c")), b.ctx.dtype),  # type: ignore[arg-type]
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(nd), scalars=[],
+        inputs=[_param("xq", nm.planes_shape(list(nm.q)), b)], output=_param("out", nm.out_shape("c"), b),
         prelude=_factory_prelude(unpack, extra), body=body,
-        doc=(f"{spec.describe()} by window axes (POOL.separable): per item (image, block of "
-             f"{plan.channels_per_item} channel(s)) and block of output rows (CONV.row-blocks), a "
-             f"{'max' if spec.kind == 'max_pool' else 'sum'} over each axis's taps"
-             + (f", then x 1/{plan.divisor:g} (POOL.avg-divisor)" if spec.kind == "avg_pool" else "") + "."),
+        doc=(f"{spec.describe()} by window axes (POOL.separable): per item (one (image, channel) plane) and "
+             f"block of output rows (CONV.row-blocks), a {'max' if spec.kind == 'max_pool' else 'sum'} over each "
+             f"axis's taps{divisor}."),
     )
     b.add_kernel(kspec)
     b.call_kernel(kspec, [src])
+
+
+def _pool_axes(b: Builder, plan: WindowPlan, nm: _Names, tile: Any, combine: str) -> Stmts:
+    """The per-axis reductions of a 2-D or 3-D pool, in the views' own rank: the last axis straight
+    from the prepared input over the block's slab of rows, then (3-D) the middle axis, then the rows;
+    every stride by index_select (CONV.stride-view)."""
+    nd = plan.nd
+    steps = [nm.step(i) for i in range(nd)]
+    ext = [f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(nd)]
+    last = nd - 1
+    mid = [nm.q[1]] if nd == 3 else []
+    chain: Stmts = [_set_tile(tile)]
+    chain += b.tmpl("window_view", dst=name("win"), src=name("xq"), shape=_list(["1", "SLAB", *mid, ext[last]]),
+                    offsets=_list(["plane", f"r0 * {steps[0]}", *(["0"] if nd == 3 else []), f"TAP_{nm.L[last]}[k]"]))
+    if steps[last] > 1:
+        chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(nd),
+                        index=name(_index_name(nm, last)))
+    acc = f"acc_{nm.L[last].lower()}"
+    out = b.tmpl("pool_axis", acc=name(acc), taps=_e(f"KERNEL[{last}]"), window=chain,
+                 combine=_e(combine.format(a=acc)))
+    if nd == 3:  # the middle axis, over views of the first result (1, SLAB, QH, OW)
+        chain = b.tmpl("window_view", dst=name("win"), src=name(acc), shape=_list(["1", "SLAB", ext[1], nm.o[2]]),
+                       offsets=_list(["0", "0", "TAP_H[k]", "0"]))
+        if steps[1] > 1:
+            chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(2),
+                            index=name(_index_name(nm, 1)))
+        out += b.tmpl("pool_axis", acc=name("acc_h"), taps=_e("KERNEL[1]"), window=chain,
+                      combine=_e(combine.format(a="acc_h")))
+        acc = "acc_h"
+    rows = f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"
+    chain = b.tmpl("window_view", dst=name("win"), src=name(acc), shape=_list(["1", rows, *nm.o[1:]]),
+                   offsets=_list(["0", f"TAP_{nm.L[0]}[k]", *["0"] * (nd - 1)]))
+    if steps[0] > 1:
+        chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(1),
+                        index=name(_index_name(nm, 0)))
+    out += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=chain,
+                  combine=_e(combine.format(a="acc")))
+    return out
+
+
+@cites("POOL.avg-divisor")
+def _count_map(b: Builder, plan: WindowPlan, nm: _Names) -> Stmts:
+    """`recip` (1, O0, UNIT) (1-D: (1, 1, O)): 1 / the count of each window's counted positions,
+    built before the loop from one count vector per axis (the count is separable)."""
+    out: Stmts = []
+    dt = b.pdtype()
+    for i, a in enumerate(nm.L):
+        out += b.tmpl("pool_count_axis", count=name(f"count_{a.lower()}"), a=name(f"COUNT_A_{a}"),
+                      b=name(f"COUNT_B_{a}"), q=name(nm.q[i]), o=name(nm.o[i]), s=literal(nm.step(i)),
+                      taps=literal(plan.axes[i].kernel), dt=dt)
+    counts = [f"count_{a.lower()}" for a in nm.L]
+    if plan.nd == 1:
+        out += b.tmpl("window_reshape", dst=name("counts"), src=name(counts[0]), shape=_list(["1", "1", nm.o[0]]))
+        total = "counts"
+    else:
+        inner = counts[-1]
+        shape_inner = nm.o[-1]
+        for i in range(plan.nd - 2, -1, -1):  # outer axis i times everything after it, as (1, O_i, rest)
+            rest = _prod(nm.o[i + 1:])
+            left = f"pypto.expand_clone(pypto.reshape({counts[i]}, [1, {nm.o[i]}, 1]), [1, {nm.o[i]}, {rest}])"
+            right = f"pypto.expand_clone(pypto.reshape({inner}, [1, 1, {shape_inner}]), [1, {nm.o[i]}, {rest}])"
+            out += b.tmpl("window_reshape", dst=name("counts"), src=_e(f"{left} * {right}"),
+                          shape=_list(["1", "1", f"{nm.o[i]} * {rest}"] if i > 0 else ["1", nm.o[0], rest]))
+            inner, shape_inner = "counts", f"{nm.o[i]} * {rest}"
+        total = "counts"
+    if nm.natural:
+        out += b.tmpl("window_reshape", dst=name("counts"), src=name(total), shape=_list(["1", *nm.o]))
+        total = "counts"
+    out += b.fwd("recip = pypto.reciprocal({t})", t=_e(total))
+    return out
 
 
 # ------------------------------------------------------------------------------------ ModelNew's modules
