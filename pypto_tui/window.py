@@ -11,8 +11,9 @@ with vector ops instead (no matmul). This module computes that plan from the con
   inserted between its elements (stride - 1 per gap), padded by dilation*(kernel-1) - padding,
   taken with the taps in reverse order and each group's weights transposed (CONV.transposed).
 - `depthwise-taps`: groups == channels == out channels; a sum over the taps of window * weight.
-- `pool-taps`: max or average pooling, separable: one axis at a time, a max (or sum) over that
-  axis's taps, so a 3x3x3 window costs 9 shifted views, not 27.
+- `pool-taps`: max or average pooling: a max (or sum) over the window's taps, each tap one strided
+  view of the input (a separable form, one axis at a time over views of the previous axis's
+  result, is miscompiled by 0.2.0 once the loop has several blocks: POOL.tap-views).
 
 Every variant reads the input through one "prepared" tensor: padded (zeros, or -inf for a max
 pool), zero-inserted for a transposed conv, and long enough that a window block of R output rows
@@ -41,7 +42,7 @@ STRATEGIES = ("im2col", "depthwise-taps", "pool-taps")
 # The strategy each dimension-plan strategy id stands for (strategies.toml rows of reshape "window").
 STRATEGY_OF_ID: Mapping[str, str] = {
     "conv-im2col": "im2col", "conv-transposed-zero-insert": "im2col", "conv-depthwise-taps": "depthwise-taps",
-    "pool-separable-taps": "pool-taps",
+    "pool-tap-views": "pool-taps",
 }
 
 
@@ -159,10 +160,7 @@ class WindowPlan:
     @property
     def row_elements(self) -> int:
         """Elements of the largest window view per output row (the tap-reduction strategies)."""
-        rest = math.prod(a.view for a in self.axes[1:])
-        if self.nd == 3 and self.strategy != "im2col":
-            rest = self.axes[1].prepared * self.axes[2].view  # the first view keeps axis 1 whole
-        return self.axes[0].step * rest
+        return self.axes[0].step * math.prod(a.view for a in self.axes[1:])
 
     @property
     def divisor(self) -> float | None:
@@ -194,7 +192,7 @@ class WindowPlan:
         if self.strategy == "depthwise-taps":
             return "depthwise: a sum over the taps of window x per-channel weight (vector ops, no matmul)"
         op = "max" if s.kind == "max_pool" else "sum"
-        return f"pooling by window axes: a {op} over each axis's taps in turn (separable), last axis first"
+        return f"pooling by taps: a {op} over the window's {self.taps} taps, each one strided view of the input"
 
     def rows_table(self) -> list[tuple[str, str]]:
         """The plan as labelled lines (the Dimensions step and `contract` show them)."""

@@ -9,7 +9,7 @@ kernels and one helper:
   (image, channel) plane per iteration, when the op needs it (padding, strides, ceil_mode);
 - the main kernel: one `pypto.loop` over items x blocks of output rows (CONV.row-blocks), and per
   item the columns and one matmul (CONV.im2col), the sum of tap x weight (CONV.depthwise-taps) or
-  the per-axis max/sum of a pool (POOL.separable).
+  the max/sum over a pool's taps (POOL.tap-views).
 
 Inputs are (N*C, *spatial) planes (a 1-D signal (N*C, 1, L)), so one image's channels are
 consecutive and a group's channels one view; the output is (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole")
-POOL_RULES = ("POOL.separable", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
+POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
               "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
 # pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
@@ -99,7 +99,7 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     if plan.nd == 3:
         a = plan.axes
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
-            roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].prepared, a[2].view), dtype, None,
+            roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype, None,
                                 reducing=False, live_buffers=data.live_buffers)
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
@@ -250,7 +250,7 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
     """The op's fixed parameters (contract op_args) and the tap offsets, as named constants."""
     s = plan.spec
     what = "the conv's" if s.is_conv else "the pool's"
-    rule = "CONV.im2col" if s.is_conv else "POOL.separable"
+    rule = "CONV.im2col" if s.is_conv else "POOL.tap-views"
     lines = [f"KERNEL, STRIDE, PADDING (low, high), DILATION: {what} parameters, fixed by get_init_inputs ({rule});",
              f"  {'; '.join(s.size_formulas())}."]
     b.add_constant(Constant("KERNEL", tuple(s.kernel), lines, (rule,), {"kernel": list(s.kernel)}))
@@ -271,16 +271,14 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
         b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
         b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
     if any(a.step > 1 for a in plan.axes):
-        b.add_constant(Constant("INDEX_TILE", 1024, ["INDEX_TILE: the 1-D tile of the strided axes' kept positions "
-                                                     "(pypto.arange; CONV.stride-view)."], ("CONV.stride-view",), {}))
+        rank = 4 if plan.nd == 3 else 3
+        b.add_constant(Constant("INDEX_TILE", (1024, *([1] * (rank - 2)), 8),
+                                ["INDEX_TILE: the tile of the strided axes' kept positions (pypto.arange, 1-D: its "
+                                 "leading 1024 is the one used; the kernel's rank and a 32-byte last dim for the lint; "
+                                 "CONV.stride-view)."], ("CONV.stride-view",), {}))
     lines = [f"TAPS, TAP_*: the window's taps and each tap's offset along each axis ({taps_rule}"
              + ("; reverse order: the transposed conv's weights are not flipped)" if s.transposed else ")")]
     b.add_constant(Constant("TAPS", s.taps, lines, (taps_rule,), {}))
-    if plan.strategy == "pool-taps":
-        for i, a in enumerate(plan.axes):
-            b.add_constant(Constant(f"TAP_{nm.L[i]}", [a.base + k * a.dilation for k in range(a.kernel)], [],
-                                    (taps_rule,), {}))
-        return
     offsets: list[list[int]] = [[] for _ in plan.axes]
     for t in range(s.taps):
         ks = _unravel(plan.taps - 1 - t if s.transposed else t, s.kernel)
@@ -375,7 +373,8 @@ def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any
         steps += b.tmpl("window_reshape", dst=name("plane"), src=name("plane"),
                         shape=_list([f"{lead} * {ext[i]}", "1", rest]))
         if nd == 3:  # the concat's tile: 3-D, its last dim 32-byte aligned (HW.concat-reduce-align)
-            steps += [cst.parse_statement("pypto.set_vec_tile_shapes(*PREP_TILE_3D)\n")]
+            steps += [cst.parse_statement("pypto.set_vec_tile_shapes(*PREP_TILE_3D)  # pypto-lint: "
+                                          "ignore[lint.tile_waste]  CONV.transposed: sized for the insertion\n")]
         steps += b.tmpl("window_insert", zeros=_list([f"{lead} * {ext[i]}", f"{stride} - 1", rest]), dt=dt)
         if nd == 3:
             steps += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})\n")]
@@ -456,7 +455,8 @@ def _indices(b: Builder, plan: WindowPlan, nm: _Names, rows_axis: bool = True) -
 
 
 def _set_tile(tile: Any) -> cst.BaseStatement:
-    return cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})\n")
+    return cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})  # pypto-lint: ignore[lint.tile_waste]"
+                               "  CONV.window-tile: sized for the window views\n")
 
 
 def _weights_forward(b: Builder, plan: WindowPlan, attr: str, shape: list[str]) -> None:
@@ -555,34 +555,31 @@ def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: An
 
 
 # ------------------------------------------------------------------------------------ pooling
-@cites("POOL.separable", "POOL.avg-divisor")
+@cites("POOL.tap-views", "POOL.avg-divisor")
 def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
                  unpack: Stmts) -> None:
     spec = plan.spec
     nd = plan.nd
-    steps = [nm.step(i) for i in range(nd)]
-    combine = "pypto.maximum({a}, win)" if spec.kind == "max_pool" else "{a} + win"
-    axes: Stmts = []
-    if nd == 1:
-        chain = _window(b, plan, nm, "xq", "1", "plane", ["TAP_L[k]"], win, win4)
-        axes += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=chain,
-                       combine=_e(combine.format(a="acc")))
-    else:
-        axes += _pool_axes(b, plan, nm, win, combine)
+    combine = "pypto.maximum(acc, win)" if spec.kind == "max_pool" else "acc + win"
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    chain = _window(b, plan, nm, "xq", "1", "plane", taps, win, win if nd == 3 else win4)
+    axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
     setup: Stmts = _indices(b, plan, nm)
     if setup:
         setup.append(_set_tile(win))
+    store: Stmts = []
     if spec.kind == "max_pool":
         value = name("acc")
     elif plan.divisor is not None:
         value = _e("acc * INV_COUNT")
     else:
         setup += _count_map(b, plan, nm)
-        value = _e(f"acc * pypto.view(recip, [{', '.join(nm.out_block('1'))}], [{', '.join(nm.out_offsets('0'))}])")
-    store = b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
+        value = _e("acc * scale")
+        store += b.tmpl("window_view", dst=name("scale"), src=name("recip"), shape=_list(nm.out_block("1")),
+                        offsets=_list(nm.out_offsets("0")))
+    store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
     body = b.tmpl("pool_taps", tile=win, setup=setup, axes=axes, store=store)
-    extra = [f"UNIT = {nm.unit()}", "ITEMS = n * c * BLOCKS",
-             f"SLAB = (KERNEL[0] - 1) * DILATION[0] + ROWS * {steps[0]}"]
+    extra = [f"UNIT = {nm.unit()}", "ITEMS = n * c * BLOCKS"]
     if spec.kind == "avg_pool" and plan.divisor is not None:
         extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
     elif spec.kind == "avg_pool":
@@ -598,50 +595,12 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
         factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(nd), scalars=[],
         inputs=[_param("xq", nm.planes_shape(list(nm.q)), b)], output=_param("out", nm.out_shape("c"), b),
         prelude=_factory_prelude(unpack, extra), body=body,
-        doc=(f"{spec.describe()} by window axes (POOL.separable): per item (one (image, channel) plane) and "
-             f"block of output rows (CONV.row-blocks), a {'max' if spec.kind == 'max_pool' else 'sum'} over each "
-             f"axis's taps{divisor}."),
+        doc=(f"{spec.describe()} by taps (POOL.tap-views): per item (one (image, channel) plane) and block of "
+             f"output rows (CONV.row-blocks), a {'max' if spec.kind == 'max_pool' else 'sum'} over the window's "
+             f"taps, each one strided view of the input{divisor}."),
     )
     b.add_kernel(kspec)
     b.call_kernel(kspec, [src])
-
-
-def _pool_axes(b: Builder, plan: WindowPlan, nm: _Names, tile: Any, combine: str) -> Stmts:
-    """The per-axis reductions of a 2-D or 3-D pool, in the views' own rank: the last axis straight
-    from the prepared input over the block's slab of rows, then (3-D) the middle axis, then the rows;
-    every stride by index_select (CONV.stride-view)."""
-    nd = plan.nd
-    steps = [nm.step(i) for i in range(nd)]
-    ext = [f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(nd)]
-    last = nd - 1
-    mid = [nm.q[1]] if nd == 3 else []
-    chain: Stmts = [_set_tile(tile)]
-    chain += b.tmpl("window_view", dst=name("win"), src=name("xq"), shape=_list(["1", "SLAB", *mid, ext[last]]),
-                    offsets=_list(["plane", f"r0 * {steps[0]}", *(["0"] if nd == 3 else []), f"TAP_{nm.L[last]}[k]"]))
-    if steps[last] > 1:
-        chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(nd),
-                        index=name(_index_name(nm, last)))
-    acc = f"acc_{nm.L[last].lower()}"
-    out = b.tmpl("pool_axis", acc=name(acc), taps=_e(f"KERNEL[{last}]"), window=chain,
-                 combine=_e(combine.format(a=acc)))
-    if nd == 3:  # the middle axis, over views of the first result (1, SLAB, QH, OW)
-        chain = b.tmpl("window_view", dst=name("win"), src=name(acc), shape=_list(["1", "SLAB", ext[1], nm.o[2]]),
-                       offsets=_list(["0", "0", "TAP_H[k]", "0"]))
-        if steps[1] > 1:
-            chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(2),
-                            index=name(_index_name(nm, 1)))
-        out += b.tmpl("pool_axis", acc=name("acc_h"), taps=_e("KERNEL[1]"), window=chain,
-                      combine=_e(combine.format(a="acc_h")))
-        acc = "acc_h"
-    rows = f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"
-    chain = b.tmpl("window_view", dst=name("win"), src=name(acc), shape=_list(["1", rows, *nm.o[1:]]),
-                   offsets=_list(["0", f"TAP_{nm.L[0]}[k]", *["0"] * (nd - 1)]))
-    if steps[0] > 1:
-        chain += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(1),
-                        index=name(_index_name(nm, 0)))
-    out += b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=chain,
-                  combine=_e(combine.format(a="acc")))
-    return out
 
 
 @cites("POOL.avg-divisor")
