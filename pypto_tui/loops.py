@@ -216,6 +216,17 @@ def plan_loops(
 
 
 
+def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
+    """Past the ladder's top, the smallest loop count whose iterations stay within the tile budget
+    (one count per distinct BASIC_BATCH, down to one unit per iteration); None when none does."""
+    top = max((c for c in kb.ladders.loop_order if c <= plan.total), default=1)
+    for bb in range(ceil_div(plan.total, top) - 1, 0, -1):
+        count = ceil_div(plan.total, bb)
+        if count > top and candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail", plan.unit).ok:
+            return count
+    return None
+
+
 def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                 tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
     """The loop the kernel runs, or None for no loop.
@@ -237,9 +248,17 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
     elif plan.recommended is not None:
         count = plan.recommended.loop_count
     else:
-        count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
-        findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every iteration "
-                                     f"within the limits: {count} is used; raise it or shrink the tile", "warn"))
+        fits = smallest_fitting_count(kb, plan)
+        if fits is not None:
+            count = fits
+            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every "
+                                         f"iteration within the limits: {count}, the smallest count above it that "
+                                         f"does, is used", "info"))
+        else:
+            count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
+            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every "
+                                         f"iteration within the limits: {count} is used; raise it or shrink the tile",
+                                         "warn"))
     count = max(1, min(count, plan.total))
     cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, unit=plan.unit)
     if cand.has_tail and tail == "divisor":
