@@ -494,14 +494,17 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
         merge_reason = ""
     kernel_rank = len(layout.kernel_shapes[0]) if layout.kernel_shapes else None
     alternatives: list[str] = []
+    windowed = chosen.reshape.startswith("window_")  # a conv or pool: only its own layouts apply
     for s in kb.strategies:
-        if s.id == chosen.id or s.reshape == chosen.reshape or not (c.family in s.families or s.reshape == "keep"):
+        if s.id == chosen.id or s.reshape == chosen.reshape or not (
+                c.family in s.families or (s.reshape == "keep" and not windowed)):
             continue
         try:
             alt = RESHAPERS[s.reshape](c)
         except _NotApplicable:
             continue
-        same = alt.kernel_shapes == layout.kernel_shapes and alt.axis_map == layout.axis_map
+        # a conv's strategies share the planes layout and differ in the kernel (im2col or tap sums)
+        same = alt.kernel_shapes == layout.kernel_shapes and alt.axis_map == layout.axis_map and not windowed
         if not same and s.reshape not in [by_id[a].reshape for a in alternatives]:
             alternatives.append(s.id)
     describe = ", ".join(

@@ -648,7 +648,10 @@ def _model_modules(b: Builder, spec: Any) -> None:
         if set(names) <= params | _GLOBALS:
             call = _e(f"nn.{kind}({args})")
         else:
-            values = {k: v for k, v in dict(attrs.get(attr) or {}).items() if k != "type"}
+            from pypto_tui.contract.signatures import MODULE_SIGS
+
+            given = dict(attrs.get(attr) or {})
+            values = {k: given[k] for k, _ in MODULE_SIGS.get(kind, ()) if k in given and k not in ("device", "dtype")}
             if not values:
                 raise Unsupported(f"self.{attr} = nn.{kind}(...) reads names ModelNew cannot see "
                                   f"({', '.join(sorted(set(names) - params - _GLOBALS))})")
