@@ -224,7 +224,7 @@ class WindowPlan:
         out.append(("prepared input", ("a pre kernel pads with " + fill + ": " if self.prepare else
                                        "the input as it is (no padding needed): ") + "; ".join(prep)))
         out.append(("items", f"{self.repeat} = {n} image(s) x {self.items_per_image} "
-                             + ("group(s)" if self.strategy == "im2col" else "channel block(s)")
+                             + ("group(s)" if self.strategy == "im2col" else "channel(s), one plane per item")
                              + f"; each item's {self.rows} output row(s) of {self.row_unit} position(s) are cut into "
                                "blocks by the loop"))
         if s.kind == "avg_pool":

@@ -34,6 +34,12 @@ WINDOW_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def window_fields(c: Contract) -> tuple[str, ...]:
+    """The op_args keys a form shows for the contract's conv or pool (empty for other ops)."""
+    kind = kind_of(c) if c.family in ("conv", "pool") else None
+    return WINDOW_FIELDS.get(kind or "", ())
+
+
 class WindowError(ValueError):
     """The parameters do not describe a valid conv or pool (the message says which one and why)."""
 
