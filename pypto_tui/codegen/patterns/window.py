@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pypto_tui.plan import Geometry
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
-         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole")
+         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
               "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
