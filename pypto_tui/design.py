@@ -271,10 +271,11 @@ class Pipeline:
         needs = self.needs()
         role = needs.tiles[0]
         shape = needs.loop_shape or role.shape
-        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, needs.loop_unit)
+        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, needs.loop_unit,
+               needs.loop_max_chunk)
         return self._memo("loop_plan", key, lambda: plan_loops(
             self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,
-            needs.loop_unit))
+            needs.loop_unit, needs.loop_max_chunk))
 
     def loop_choice(self) -> LoopChoice | None:
         """The loop the kernel runs (None: no loop)."""

@@ -66,6 +66,7 @@ class Limits:
     last_dim_align_bytes: int
     max_vec_rank: int
     dtype_bytes: Mapping[str, int]
+    max_matmul_inner: int | None = None  # a matmul's inner (N) axis stays below this (None: no limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +384,7 @@ def _parse_limits(r: _Reader) -> Limits:
         last_dim_align_bytes=t.integer("last_dim_align_bytes"),
         max_vec_rank=t.integer("max_vec_rank"),
         dtype_bytes=dtypes,
+        max_matmul_inner=t.integer("max_matmul_inner") if "max_matmul_inner" in t.table else None,
     )
 
 

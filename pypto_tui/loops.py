@@ -38,10 +38,12 @@ class LoopPlan:
     alternatives: tuple[LoopCandidate, ...]
     findings: tuple[Finding, ...]
     unit: int = 1  # elements per unit of the loop axis (total and BASIC_BATCH count units)
+    max_chunk: int | None = None  # elements one iteration may hold on the loop axis (a matmul's inner axis)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "unit": self.unit,
+            "max_chunk": self.max_chunk,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "tile": list(self.tile),
@@ -58,12 +60,18 @@ class LoopPlan:
 
 
 @cites("P6.avoid-loops")
-def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -> tuple[bool, str, Finding]:
-    """Whether a loop is needed, and the reason in words (the documents' reasons, in order)."""
+def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto",
+              chunk: tuple[int, int] | None = None) -> tuple[bool, str, Finding]:
+    """Whether a loop is needed, and the reason in words (the documents' reasons, in order).
+    `chunk`: (elements on the loop axis, the most one iteration may hold), see `check_chunk`."""
     cap = kb.limits.max_auto_tiles
     n = auto_tiles(shape, tile)
     if n > cap:
         msg = f"auto_tiles {n} > {cap}: split the work into chunks with pypto.loop + view/assemble"
+        return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
+    if chunk is not None and chunk[0] > chunk[1]:
+        msg = (f"the loop axis holds {chunk[0]} elements, more than the {chunk[1]} one matmul takes on its inner "
+               f"axis: split it with pypto.loop + view/assemble")
         return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
     if why == "matmul":
         msg = "matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale"
@@ -102,13 +110,25 @@ def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     return None
 
 
+@cites("HW.matmul-inner-axis")
+def check_chunk(kb: KnowledgeBase, chunk: int, max_chunk: int | None) -> Finding | None:
+    """A loop whose chunk is a matmul's inner axis: 0.2.0 refuses an ND operand whose inner axis is
+    65535 or more (FC3000), so one iteration's chunk stays within `max_chunk` elements."""
+    if max_chunk is not None and chunk > max_chunk:
+        return rule_finding(kb, "HW.matmul-inner-axis", f"{chunk} elements per iteration on the loop axis, the "
+                            f"matmul's inner axis, > {max_chunk}: raise loop_count", "error")
+    return None
+
+
 @cites("O2.loop-log-scale", "CL.matmul-basic-batch")
 def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
-              tail_strategy: TailStrategy | None = None, unit: int = 1) -> LoopCandidate:
+              tail_strategy: TailStrategy | None = None, unit: int = 1,
+              max_chunk: int | None = None) -> LoopCandidate:
     """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles.
 
     `unit`: the axis is cut in whole units of this many elements (a conv's output rows of `unit`
-    positions each); total, BASIC_BATCH and the tail then count units."""
+    positions each); total, BASIC_BATCH and the tail then count units. `max_chunk`: the most
+    elements one iteration may hold on the axis (see `check_chunk`)."""
     if loop_count < 1:
         raise InputError(f"loop count {loop_count} must be a positive whole number")
     total = shape[axis] // unit
@@ -130,6 +150,9 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
     f2 = check_per_iter_tiles(kb, per_iter)
     if f2:
         fs.append(f2)
+    f3 = check_chunk(kb, bb * unit, max_chunk)
+    if f3:
+        fs.append(f3)
     if tile[axis] > bb * unit:
         fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb * unit}: the "
                            f"tile is cut down to the chunk"))
@@ -168,9 +191,11 @@ def plan_loops(
     loop_count: int | None = None,
     why: Why = "auto",
     unit: int = 1,
+    max_chunk: int | None = None,
 ) -> LoopPlan:
     """Plan one loop (never nested) along `axis`, candidates in the documents' order. `unit`: the
-    axis is cut in whole units of that many elements (see `candidate`)."""
+    axis is cut in whole units of that many elements; `max_chunk`: the most elements one iteration
+    may hold on it (see `candidate`)."""
     shape = tuple(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
@@ -178,7 +203,8 @@ def plan_loops(
     if unit < 1 or shape[ax] % unit:
         raise InputError(f"loop unit {unit} does not divide axis {ax} of {shape}")
     total = shape[ax] // unit
-    needs, reason, need_finding = loop_need(kb, shape, t, why)
+    needs, reason, need_finding = loop_need(kb, shape, t, why,
+                                            None if max_chunk is None else (shape[ax], max_chunk))
     plan_findings: list[Finding] = [need_finding]
     outer = check_outermost(kb, ax)
     if outer:
@@ -190,21 +216,25 @@ def plan_loops(
             raise InputError(f"--loop-count {loop_count} must be a positive whole number")
         counts.append(loop_count)
     counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
-    cands = tuple(candidate(kb, shape, t, ax, c, unit=unit) for c in counts)
+
+    def at(count: int, tail: TailStrategy | None = None) -> LoopCandidate:
+        return candidate(kb, shape, t, ax, count, tail, unit, max_chunk)
+
+    cands = tuple(at(c) for c in counts)
 
     alternatives: list[LoopCandidate] = []
     for c in cands:
         if c.has_tail:
             d = divisor_near(total, c.loop_count)
             if d is not None and d not in counts and all(a.loop_count != d for a in alternatives):
-                alternatives.append(candidate(kb, shape, t, ax, d, unit=unit))
-            alternatives.append(candidate(kb, shape, t, ax, c.loop_count, "main+tail", unit=unit))
+                alternatives.append(at(d))
+            alternatives.append(at(c.loop_count, "main+tail"))
 
     recommended: LoopCandidate | None
     if loop_count is not None:
         recommended = cands[0]
     elif not needs:
-        recommended = next((c for c in cands if c.loop_count == 1), None) or candidate(kb, shape, t, ax, 1, unit=unit)
+        recommended = next((c for c in cands if c.loop_count == 1), None) or at(1)
     else:
         # Documents' order, skipping the end points unless nothing in the middle works.
         pool = [c for c in cands if c.loop_count != 1] or list(cands)
@@ -212,8 +242,12 @@ def plan_loops(
         if recommended is None:
             recommended = next((a for a in alternatives if a.ok), None)
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
-                    tuple(alternatives), tuple(plan_findings), unit)
+                    tuple(alternatives), tuple(plan_findings), unit, max_chunk)
 
+
+def _at(kb: KnowledgeBase, plan: LoopPlan, count: int, tail: TailStrategy | None = None) -> LoopCandidate:
+    """The plan's candidate for `count` (its shape, tile, axis, unit and chunk limit)."""
+    return candidate(kb, plan.shape, plan.tile, plan.axis, count, tail, plan.unit, plan.max_chunk)
 
 
 def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
@@ -222,7 +256,7 @@ def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
     top = max((c for c in kb.ladders.loop_order if c <= plan.total), default=1)
     for bb in range(ceil_div(plan.total, top) - 1, 0, -1):
         count = ceil_div(plan.total, bb)
-        if count > top and candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail", plan.unit).ok:
+        if count > top and _at(kb, plan, count, "main+tail").ok:
             return count
     return None
 
@@ -260,16 +294,16 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                                          f"iteration within the limits: {count} is used; raise it or shrink the tile",
                                          "warn"))
     count = max(1, min(count, plan.total))
-    cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, unit=plan.unit)
+    cand = _at(kb, plan, count)
     if cand.has_tail and tail == "divisor":
         d = divisor_near(plan.total, count)
         if d is not None and d != count:
             findings.append(rule_finding(kb, "P6.loop-tail", f"loop count {count} leaves a tail of {cand.tail}: "
                                          f"{d} divides {plan.total} exactly and is used instead", "info"))
             count = d
-            cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, unit=plan.unit)
+            cand = _at(kb, plan, count)
     if cand.has_tail:
-        cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail", unit=plan.unit)
+        cand = _at(kb, plan, count, "main+tail")
     findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
     return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note, tuple(findings))
 
@@ -279,4 +313,5 @@ CHECKS = {
     "loops.tail": check_tail,
     "loops.outermost": check_outermost,
     "loops.per_iter_tiles": check_per_iter_tiles,
+    "loops.matmul_inner": check_chunk,
 }

@@ -191,6 +191,7 @@ class Needs:
     loop_note: str = ""
     loop_shape: Shape | None = None  # the shape the loop runs over, when it is not the main tile's
     loop_unit: int = 1  # the loop cuts its axis in whole units of this many elements (a conv's output rows)
+    loop_max_chunk: int | None = None  # the most elements one iteration may hold on the loop axis (matmul's N)
     layout: tuple[tuple[str, str], ...] = ()  # the pattern's own plan as labelled lines (a conv's im2col plan)
 
 

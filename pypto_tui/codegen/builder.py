@@ -284,7 +284,8 @@ class Builder:
         return [off if i == axis else 0 for i in range(rank)]
 
     # ------------------------------------------------------------------ kernels
-    def tensor_type(self, shape: Sequence[str | int], dtype: str | None = None) -> cst.BaseExpression:
+    def tensor_type(self, shape: Sequence[str | int | cst.BaseExpression],
+                    dtype: str | None = None) -> cst.BaseExpression:
         dims = [dim_expr(d) for d in shape]
         elems = [cst.Element(d) for d in dims]
         if len(elems) == 1:

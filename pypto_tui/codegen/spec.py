@@ -45,10 +45,11 @@ class Scalar:
 
 @dataclass
 class TensorParam:
-    """A kernel tensor: its name, its shape as factory-parameter names or literal ints, dtype."""
+    """A kernel tensor: its name, its shape as factory-parameter names, literal ints or expressions
+    over them (a conv's `n * c`), dtype."""
 
     name: str
-    shape: tuple[str | int, ...]
+    shape: tuple[str | int | cst.BaseExpression, ...]
     dtype: str
 
 

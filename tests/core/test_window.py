@@ -115,6 +115,28 @@ def test_past_the_ladder_the_smallest_count_that_fits_is_chosen(kb):
     assert choice is not None and choice.candidate.auto_tiles_per_iter <= kb.limits.max_auto_tiles
 
 
+def test_a_matmul_inner_axis_over_the_compilers_limit_needs_a_loop(kb):
+    # 128 rows of 1024 positions: the columns' 131072 positions are the matmul's inner axis
+    shape, tile = (4, 1, 128 * 1024), (4, 1, 4096)
+    assert kb.limits.max_matmul_inner == 65534
+    free = plan_loops(kb, shape, "fp32", tile, axis=2, unit=1024)
+    assert not free.needs_loop  # 32 tiles: the tile budget alone asks for no loop
+    plan = plan_loops(kb, shape, "fp32", tile, axis=2, unit=1024, max_chunk=kb.limits.max_matmul_inner)
+    assert plan.needs_loop and "inner axis" in plan.reason
+    one = candidate(kb, shape, tile, 2, 1, unit=1024, max_chunk=kb.limits.max_matmul_inner)
+    f = next(f for f in one.findings if f.rule == "HW.matmul-inner-axis")
+    assert f.level == "error" and f.authority == "compiler" and not one.ok
+    choice = choose_loop(kb, plan)
+    assert choice is not None and choice.candidate.basic_batch * 1024 <= kb.limits.max_matmul_inner
+
+
+def test_a_conv_loop_keeps_the_columns_within_the_matmul_limit(kb):
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_grouped_strided.py")))
+    assert p.needs().loop_max_chunk == kb.limits.max_matmul_inner
+    tap = Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))
+    assert tap.needs().loop_max_chunk is None  # no matmul: no inner-axis limit
+
+
 def test_concat_and_reductions_are_held_to_the_compilers_32_byte_rule(kb):
     role = TileRole("columns", "TILE", (4, 9, 600), "fp32", None, reducing=False, strict_align=True)
     bad = choose_tile(kb, role, (4, 9, 100))

@@ -114,7 +114,9 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
     note = (f"blocks of output rows, repeated for {plan.repeat} item(s) ({plan.spec.batch} image(s) x "
             f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
-    return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, tuple(plan.rows_table()))
+    # The columns are the matmul's right operand: their positions are its inner axis (HW.matmul-inner-axis).
+    max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
+    return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
 
 
 def _prepares(plan: WindowPlan) -> bool:
@@ -518,7 +520,7 @@ def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any,
 
 
 def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
-    return TensorParam(pname, tuple(_e(v) for v in shape), b.ctx.dtype)  # type: ignore[arg-type]
+    return TensorParam(pname, tuple(_e(v) for v in shape), b.ctx.dtype)
 
 
 # ------------------------------------------------------------------------------------ depthwise
@@ -568,6 +570,7 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
     if setup:
         setup.append(_set_tile(win))
     store: Stmts = []
+    value: cst.BaseExpression
     if spec.kind == "max_pool":
         value = name("acc")
     elif plan.divisor is not None:
