@@ -262,6 +262,18 @@ class LoopChoice:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
+@dataclass(frozen=True, slots=True)
+class DynamicAxis:
+    """One kernel axis left to run time (pypto.DYNAMIC): the kernel reads its size from the tensor
+    and runs the plan's loop ceildiv(size, block) times, the last block partial (valid_shape).
+    `block` is the loop's chunk at the design's size; `input_axis` the task input's axis it covers."""
+
+    kernel_axis: int
+    input_axis: int
+    block: int
+    source: str  # "the design (--dynamic-axis)" | "the task's DYNAMIC_AXIS"
+
+
 @dataclass(frozen=True)
 class KernelPlan:
     """Everything step 5 renders. `blocked` says why no kernel can be written (then the rest may
@@ -277,6 +289,7 @@ class KernelPlan:
     cube: CubeChoice | None = None
     loop: LoopChoice | None = None
     blocked: str = ""
+    dynamic: DynamicAxis | None = None
 
     def tile(self, role: str = "main") -> TileChoice:
         for t in self.tiles:

@@ -214,12 +214,14 @@ def test_batch_norm_loops_over_channels_with_a_stepped_down_tile(generated):
     assert "pypto-lint: ignore[lint.loop_axis]" in g.source
 
 
-def test_docs_flavour_returns_its_output(generated):
+def test_docs_flavour_writes_in_pypto_idiom(generated):
+    """PyPTO's own idiom: out[:] = value and RunMode names, the output still a parameter (0.2.0
+    refuses a returned output, so the kernel never returns one)."""
     src = generated("elu", "docs").source
-    assert "-> pypto.Tensor((flat_size,), pypto.DT_FP32):" in src
-    assert "out = pypto.tensor([flat_size], pypto.DT_FP32)" in src and "return out\n" in src
     assert "out[:] = " in src and ".move(" not in src
-    assert "out = kernel(x_flat)" in src
+    assert '{"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}' in src
+    assert "->" not in src.split("def elu_kernel", 1)[1].split(":\n", 1)[0]
+    assert "return out\n" not in src and "kernel(x_flat, out)" in src
 
 
 # ---------------------------------------------------------------------------- lint

@@ -4,14 +4,16 @@ shifted last block verify too, and kernels with a tap dropped, or with other wei
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import cost_job, prepare_verify, verify_many
+from pypto_tui.sim.design_runs import cost_job
 from pypto_tui.sim.runner import run_one
+from pypto_tui.sim.verification import prepare_verify, verify_many
 
 CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
 CONVS = sorted(p.name for p in CONV.glob("conv*.py"))
@@ -51,8 +53,7 @@ def _broken(kb, name: str, old: str, new: str) -> J.SimResult:
     assert prep.job is not None
     src = prep.job.kernel_source
     assert src.count(old) == 1, old
-    job = J.SimJob(kind="verify", kernel_source=src.replace(old, new), inputs=prep.job.inputs,
-                   init_args=prep.job.init_args, task_file=str(CONV / name), label=f"broken {name}")
+    job = replace(prep.job, kernel_source=src.replace(old, new), label=f"broken {name}")
     return run_one(job, cache=False)
 
 

@@ -10,8 +10,9 @@ import pytest
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import init_args, input_specs, reduced_shapes, variant, verify_many
+from pypto_tui.sim.design_runs import init_args, input_specs, variant
 from pypto_tui.sim.runner import run_one
+from pypto_tui.sim.verification import reduced_shapes, verify_many
 
 EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 SCANS = ["cumsum_dim.py", "cumsum_dim0.py"]
