@@ -28,7 +28,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "tiles.ub_capacity", "tiles.ub_step_down", "tiles.no_waste", "tiles.contiguous", "tiles.reduce_axis_used",
     "tiles.nonreduce_spend", "tiles.reduce_sweet_spot", "tiles.cube_tiles",
     # loop planner
-    "loops.need", "loops.ladder", "loops.tail", "loops.outermost", "loops.per_iter_tiles",
+    "loops.need", "loops.ladder", "loops.tail", "loops.outermost", "loops.per_iter_tiles", "loops.matmul_inner",
     # contract and dimensions
     "contract.formula", "contract.operator", "contract.reduction", "contract.asymmetry",
     "contract.selfcheck", "contract.unknown_fields", "contract.init_params", "contract.dynamic_axes",

@@ -273,10 +273,11 @@ class Pipeline:
             from pypto_tui.design_estimate import loop_cost
 
             price = loop_cost(self.kb, costs.estimator, role, tile, needs.loop_axis, costs.op)
-        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, costs.note)
+        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, costs.note,
+               needs.loop_unit, needs.loop_max_chunk)
         return self._memo("loop_plan", key, lambda: plan_loops(
             self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,
-            price, costs.note))
+            price, costs.note, needs.loop_unit, needs.loop_max_chunk))
 
     def loop_choice(self) -> LoopChoice | None:
         """The loop the kernel runs (None: no loop)."""

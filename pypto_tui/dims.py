@@ -333,9 +333,56 @@ def _matmul(c: Contract) -> _Layout:
     )
 
 
+def _window(strategy: str) -> Any:
+    """Convs and pools (strategies.toml rows with a `window_*` reshape): the kernel sees the input as
+    (N*C, *spatial) planes, a 1-D signal as (N*C, 1, L), and writes (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
+    Channels of one image are then consecutive planes, so a group's or a block's channels are one
+    view; the im2col plan itself (pypto_tui.window) is the pattern's. The layout is why this is here:
+    no other reshape keeps the spatial axes apart while merging N and C."""
+
+    def reshape(c: Contract) -> _Layout:
+        from pypto_tui.contract.conv import WindowError, window_spec
+        from pypto_tui.window import plan_window
+
+        try:
+            spec = window_spec(c)
+            plan_window(spec, strategy)
+        except (WindowError, ValueError) as exc:
+            raise _NotApplicable(str(exc)) from None
+        if strategy == "im2col" and (spec.transposed != (c.op or "").startswith("conv_transpose")):
+            raise _NotApplicable("mismatched conv kind")
+        n, ch, sp = spec.batch, spec.in_channels, spec.spatial
+        kernel: Shape = (n * ch, *sp) if spec.nd > 1 else (n * ch, 1, sp[0])
+        out = spec.out_spatial
+        out_kernel: Shape = (n * spec.out_channels, out[0], math.prod(out[1:])) if spec.nd > 1 else (
+            n * spec.out_channels, 1, out[0])
+        if strategy == "pool-taps" and spec.nd == 3:  # a 3-D pool keeps its 4-D views to the end
+            out_kernel = (n * spec.out_channels, *out)
+        fwd: list[Shape | None] = [kernel if t.is_tensor and t.name == c.operands[0].name else None
+                                   for t in c.inputs]
+        return _Layout([kernel], fwd, [[0, 1], *[[a] for a in range(2, 2 + spec.nd)]], [], None, out_kernel)
+
+    return reshape
+
+
+def _transposed_only(c: Contract) -> _Layout:
+    if not (c.op or "").startswith("conv_transpose"):
+        raise _NotApplicable("zero insertion is the transposed conv's layout")
+    return _window("im2col")(c)
+
+
+def _plain_conv_only(c: Contract) -> _Layout:
+    if (c.op or "").startswith("conv_transpose"):
+        raise _NotApplicable("a transposed conv needs its zero insertion (conv-transposed-zero-insert)")
+    return _window("im2col")(c)
+
+
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul,
+    # convs and pools (see _window)
+    "window_im2col": _plain_conv_only, "window_transposed": _transposed_only,
+    "window_depthwise": _window("depthwise-taps"), "window_pool": _window("pool-taps"),
 }
 
 
@@ -458,14 +505,17 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
         merge_reason = ""
     kernel_rank = len(layout.kernel_shapes[0]) if layout.kernel_shapes else None
     alternatives: list[str] = []
+    windowed = chosen.reshape.startswith("window_")  # a conv or pool: only its own layouts apply
     for s in kb.strategies:
-        if s.id == chosen.id or s.reshape == chosen.reshape or not (c.family in s.families or s.reshape == "keep"):
+        if s.id == chosen.id or s.reshape == chosen.reshape or not (
+                c.family in s.families or (s.reshape == "keep" and not windowed)):
             continue
         try:
             alt = RESHAPERS[s.reshape](c)
         except _NotApplicable:
             continue
-        same = alt.kernel_shapes == layout.kernel_shapes and alt.axis_map == layout.axis_map
+        # a conv's strategies share the planes layout and differ in the kernel (im2col or tap sums)
+        same = alt.kernel_shapes == layout.kernel_shapes and alt.axis_map == layout.axis_map and not windowed
         if not same and s.reshape not in [by_id[a].reshape for a in alternatives]:
             alternatives.append(s.id)
     describe = ", ".join(

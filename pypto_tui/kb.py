@@ -32,7 +32,8 @@ KINDS = ("hard", "heuristic")
 SEVERITIES = ("error", "warn", "info")
 STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
-RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
+RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul",
+            "window_im2col", "window_transposed", "window_depthwise", "window_pool")
 SANE_INT = 1 << 20
 """Largest number a pack's integer limits may hold unless a key says otherwise: every real limit
 (16384 elements, 2048 tiles, 192 KB of unified buffer...) is far below; a larger one is a typo
@@ -75,6 +76,7 @@ class Limits:
     last_dim_align_bytes: int
     max_vec_rank: int
     dtype_bytes: Mapping[str, int]
+    max_matmul_inner: int | None = None  # a matmul's inner (N) axis stays below this (None: no limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,6 +531,7 @@ def _parse_limits(r: _Reader) -> Limits:
         last_dim_align_bytes=t.integer("last_dim_align_bytes", maximum=4096),
         max_vec_rank=t.integer("max_vec_rank", maximum=8),
         dtype_bytes=dtypes,
+        max_matmul_inner=t.integer("max_matmul_inner") if "max_matmul_inner" in t.table else None,
     )
 
 

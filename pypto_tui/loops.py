@@ -46,6 +46,8 @@ class LoopPlan:
     best_by_estimate: LoopCandidate | None = None
     ranking: str = "rules"          # which order `recommended` follows: "rules" or "estimate"
     estimate_note: str = ""
+    unit: int = 1  # elements per unit of the loop axis (total and BASIC_BATCH count units)
+    max_chunk: int | None = None  # elements one iteration may hold on the loop axis (a matmul's inner axis)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,8 @@ class LoopPlan:
             "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
             "ranking": self.ranking,
             "estimate_note": self.estimate_note,
+            "unit": self.unit,
+            "max_chunk": self.max_chunk,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "tile": list(self.tile),
@@ -72,12 +76,18 @@ class LoopPlan:
           invalid=[ex(shape=(67108864,), tile=(8192,), why="auto", message="auto_tiles 8192 > 2048"),
                    ex(shape=(4096, 4096), tile=(128, 128), why="matmul", message="loop along M")])
 @cites("P6.avoid-loops")
-def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -> tuple[bool, str, Finding]:
-    """Whether a loop is needed, and the reason in words (the documents' reasons, in order)."""
+def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto",
+              chunk: tuple[int, int] | None = None) -> tuple[bool, str, Finding]:
+    """Whether a loop is needed, and the reason in words (the documents' reasons, in order).
+    `chunk`: (elements on the loop axis, the most one iteration may hold), see `check_chunk`."""
     cap = kb.limits.max_auto_tiles
     n = auto_tiles(shape, tile)
     if n > cap:
         msg = f"auto_tiles {n} > {cap}: split the work into chunks with pypto.loop + view/assemble"
+        return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
+    if chunk is not None and chunk[0] > chunk[1]:
+        msg = (f"the loop axis holds {chunk[0]} elements, more than the {chunk[1]} one matmul takes on its inner "
+               f"axis: split it with pypto.loop + view/assemble")
         return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
     if why == "matmul":
         msg = "matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale"
@@ -120,20 +130,37 @@ def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(chunk=65534, max_chunk=65534), ex(chunk=131072, max_chunk=None)],
+          invalid=[ex(chunk=65536, max_chunk=65534, message="raise loop_count")])
+@cites("HW.matmul-inner-axis")
+def check_chunk(kb: KnowledgeBase, chunk: int, max_chunk: int | None) -> Finding | None:
+    """A loop whose chunk is a matmul's inner axis: 0.2.0 refuses an ND operand whose inner axis is
+    65535 or more (FC3000), so one iteration's chunk stays within `max_chunk` elements."""
+    if max_chunk is not None and chunk > max_chunk:
+        return rule_finding(kb, "HW.matmul-inner-axis", f"{chunk} elements per iteration on the loop axis, the "
+                            f"matmul's inner axis, > {max_chunk}: raise loop_count", "error")
+    return None
+
+
 @examples(valid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=16)],
           invalid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=12, message="off the documents' ladder"),
                    ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=128, message="an end point")])
 @cites("O2.loop-log-scale", "CL.matmul-basic-batch")
 def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
-              tail_strategy: TailStrategy | None = None) -> LoopCandidate:
-    """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles."""
+              tail_strategy: TailStrategy | None = None, unit: int = 1,
+              max_chunk: int | None = None) -> LoopCandidate:
+    """One loop count: BASIC_BATCH = ceil_div(total, loop_count), iterations, the tail, per-iteration tiles.
+
+    `unit`: the axis is cut in whole units of this many elements (a conv's output rows of `unit`
+    positions each); total, BASIC_BATCH and the tail then count units. `max_chunk`: the most
+    elements one iteration may hold on the axis (see `check_chunk`)."""
     if loop_count < 1:
         raise InputError(f"loop count {loop_count} must be a positive whole number")
-    total = shape[axis]
+    total = shape[axis] // unit
     bb = ceil_div(total, loop_count)
     iters = ceil_div(total, bb)
     tail = total - (iters - 1) * bb
-    view = tuple(bb if i == axis else s for i, s in enumerate(shape))
+    view = tuple(bb * unit if i == axis else s for i, s in enumerate(shape))
     per_iter = auto_tiles(view, tile)
     ring = kb.ladders.loop_ring_of(loop_count)
     fs: list[Finding] = []
@@ -148,9 +175,12 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
     f2 = check_per_iter_tiles(kb, per_iter)
     if f2:
         fs.append(f2)
-    if tile[axis] > bb:
-        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb}: the tile is "
-                           f"cut down to the chunk"))
+    f3 = check_chunk(kb, bb * unit, max_chunk)
+    if f3:
+        fs.append(f3)
+    if tile[axis] > bb * unit:
+        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb * unit}: the "
+                           f"tile is cut down to the chunk"))
     if iters < loop_count:
         fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
                            f"ceil_div({total}, {bb}) = {iters}", "info"))
@@ -187,18 +217,25 @@ def plan_loops(
     why: Why = "auto",
     estimate: LoopCost | None = None,
     estimate_note: str = "",
+    unit: int = 1,
+    max_chunk: int | None = None,
 ) -> LoopPlan:
     """Plan one loop (never nested) along `axis`, candidates in the documents' order.
 
     `estimate` prices a loop count in µs (SIM.cost-estimate): the counts that pass are priced, the
     cheapest loop is `best_by_estimate`, and when the pack ranks by the estimate (and a loop is
-    needed, and the user named no count) it is the recommendation."""
+    needed, and the user named no count) it is the recommendation. `unit`: the axis is cut in whole
+    units of that many elements; `max_chunk`: the most elements one iteration may hold on it (see
+    `candidate`)."""
     shape = check_shape(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
     ax = normalise_axis(axis, len(shape), "loop axis")
-    total = shape[ax]
-    needs, reason, need_finding = loop_need(kb, shape, t, why)
+    if unit < 1 or shape[ax] % unit:
+        raise InputError(f"loop unit {unit} does not divide axis {ax} of {shape}")
+    total = shape[ax] // unit
+    needs, reason, need_finding = loop_need(kb, shape, t, why,
+                                            None if max_chunk is None else (shape[ax], max_chunk))
     plan_findings: list[Finding] = [need_finding]
     outer = check_outermost(kb, ax)
     if outer:
@@ -210,7 +247,11 @@ def plan_loops(
             raise InputError(f"--loop-count {loop_count} must be a positive whole number")
         counts.append(loop_count)
     counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
-    cands = tuple(candidate(kb, shape, t, ax, c) for c in counts)
+
+    def at(count: int, tail: TailStrategy | None = None) -> LoopCandidate:
+        return candidate(kb, shape, t, ax, count, tail, unit, max_chunk)
+
+    cands = tuple(at(c) for c in counts)
     loops = [c for c in cands if c.ok and c.loop_count > 1]
     priced = rank_by_estimate(loops, (lambda c: estimate(c.loop_count)) if estimate else None,  # type: ignore[attr-defined]
                               estimate_note)
@@ -222,14 +263,14 @@ def plan_loops(
         if c.has_tail:
             d = divisor_near(total, c.loop_count)
             if d is not None and d not in counts and all(a.loop_count != d for a in alternatives):
-                alternatives.append(candidate(kb, shape, t, ax, d))
-            alternatives.append(candidate(kb, shape, t, ax, c.loop_count, "main+tail"))
+                alternatives.append(at(d))
+            alternatives.append(at(c.loop_count, "main+tail"))
 
     recommended: LoopCandidate | None
     if loop_count is not None:
         recommended = cands[0]
     elif not needs:
-        recommended = next((c for c in cands if c.loop_count == 1), None) or candidate(kb, shape, t, ax, 1)
+        recommended = next((c for c in cands if c.loop_count == 1), None) or at(1)
     else:
         # Documents' order, skipping the end points unless nothing in the middle works.
         pool = [c for c in cands if c.loop_count != 1] or list(cands)
@@ -243,8 +284,24 @@ def plan_loops(
     if needs and loop_count is None and by_estimate is not None and ranks_by_estimate(kb):
         recommended, ranking = by_estimate, "estimate"
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
-                    tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note)
+                    tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note,
+                    unit, max_chunk)
 
+
+def _at(kb: KnowledgeBase, plan: LoopPlan, count: int, tail: TailStrategy | None = None) -> LoopCandidate:
+    """The plan's candidate for `count` (its shape, tile, axis, unit and chunk limit)."""
+    return candidate(kb, plan.shape, plan.tile, plan.axis, count, tail, plan.unit, plan.max_chunk)
+
+
+def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
+    """Past the ladder's top, the smallest loop count whose iterations stay within the tile budget
+    (one count per distinct BASIC_BATCH, down to one unit per iteration); None when none does."""
+    top = max((c for c in kb.ladders.loop_order if c <= plan.total), default=1)
+    for bb in range(ceil_div(plan.total, top) - 1, 0, -1):
+        count = ceil_div(plan.total, bb)
+        if count > top and _at(kb, plan, count, "main+tail").ok:
+            return count
+    return None
 
 
 @cites("O2.loop-log-scale", "P6.loop-tail")
@@ -269,20 +326,28 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
     elif plan.recommended is not None:
         count = plan.recommended.loop_count
     else:
-        count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
-        findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every iteration "
-                                     f"within the limits: {count} is used; raise it or shrink the tile", "warn"))
+        fits = smallest_fitting_count(kb, plan)
+        if fits is not None:
+            count = fits
+            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every "
+                                         f"iteration within the limits: {count}, the smallest count above it that "
+                                         f"does, is used", "info"))
+        else:
+            count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
+            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every "
+                                         f"iteration within the limits: {count} is used; raise it or shrink the tile",
+                                         "warn"))
     count = max(1, min(count, plan.total))
-    cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+    cand = _at(kb, plan, count)
     if cand.has_tail and tail == "divisor":
         d = divisor_near(plan.total, count)
         if d is not None and d != count:
             findings.append(rule_finding(kb, "P6.loop-tail", f"loop count {count} leaves a tail of {cand.tail}: "
                                          f"{d} divides {plan.total} exactly and is used instead", "info"))
             count = d
-            cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
+            cand = _at(kb, plan, count)
     if cand.has_tail:
-        cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail")
+        cand = _at(kb, plan, count, "main+tail")
     findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
     return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note, tuple(findings))
 
@@ -294,4 +359,5 @@ CHECKS = {
     "loops.tail": check_tail,
     "loops.outermost": check_outermost,
     "loops.per_iter_tiles": check_per_iter_tiles,
+    "loops.matmul_inner": check_chunk,
 }

@@ -165,7 +165,9 @@ class TileRole:
     the tile step shrinks a default tile until they fit (O1.ub-step-down). `reducing` says whether
     the op reduces (a reducing op holds ~1.5x its tile), None meaning "when reduce_dim is set".
     `min_rows`: the op pads the product of the tile's leading axes up to this many rows (measured:
-    cumsum transposes in 16-row blocks), which the unified-buffer estimate counts.
+    cumsum transposes in 16-row blocks), which the unified-buffer estimate counts. `strict_align`:
+    the role's ops include a concat or a reduction, which pypto 0.2.0 refuses when the last tile
+    dim is not 32-byte aligned (HW.concat-reduce-align), so a misaligned tile is an error there.
     """
 
     name: str
@@ -176,6 +178,7 @@ class TileRole:
     reducing: bool | None = None
     live_buffers: int = 1
     min_rows: int = 1
+    strict_align: bool = False  # the role's ops (concat, reductions) refuse an unaligned last tile dim
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,9 @@ class Needs:
     loop_why: LoopWhy = "auto"
     loop_note: str = ""
     loop_shape: Shape | None = None  # the shape the loop runs over, when it is not the main tile's
+    loop_unit: int = 1  # the loop cuts its axis in whole units of this many elements (a conv's output rows)
+    loop_max_chunk: int | None = None  # the most elements one iteration may hold on the loop axis (matmul's N)
+    layout: tuple[tuple[str, str], ...] = ()  # the pattern's own plan as labelled lines (a conv's im2col plan)
 
 
 # ------------------------------------------------------------------------------------ decisions

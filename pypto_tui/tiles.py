@@ -136,11 +136,16 @@ def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     return _ok(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} <= {cap}: no loop needed for tile count")
 
 
-@examples(valid=[ex(shape=(16, 256), tile=(1, 8), dtype="fp32"), ex(shape=(16, 256), tile=(1, 16), dtype="fp16")],
+@examples(valid=[ex(shape=(16, 256), tile=(1, 8), dtype="fp32"), ex(shape=(16, 256), tile=(1, 16), dtype="fp16"),
+                 ex(shape=(4, 9, 600), tile=(4, 9, 64), dtype="fp32", strict=True)],
           invalid=[ex(shape=(16, 256), tile=(1, 7), dtype="fp32", message="use 8"),
-                   ex(shape=(16, 3), tile=(1, 3), dtype="fp32", message="shorter than 32 B")])
-@cites("P4.last-dim-align")
-def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
+                   ex(shape=(16, 3), tile=(1, 3), dtype="fp32", message="shorter than 32 B"),
+                   ex(shape=(4, 9, 600), tile=(4, 9, 100), dtype="fp32", strict=True, rule="HW.concat-reduce-align",
+                      message="refuses a concat or a reduction")])
+@cites("P4.last-dim-align", "HW.concat-reduce-align")
+def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str, strict: bool = False) -> Finding:
+    """The last tile dim's bytes against the 32-byte rule: PyPTO's documented rule (a warning) in
+    general; for ops the 0.2.0 compiler checks it on (concat, reductions: `strict`), an error."""
     b = kb.dtype_bytes(dtype)
     unit = align_unit(kb, dtype)
     a = kb.limits.last_dim_align_bytes
@@ -159,6 +164,10 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
     elif shape[-1] < unit or ((shape[-1] * b) % a and up > shape[-1] and down == 0):
         hint = (f"the whole axis ({shape[-1]}) is shorter than {a} B: use {up} and accept "
                 f"{up - shape[-1]} padding element(s)")
+    if strict:
+        return rule_finding(kb, "HW.concat-reduce-align",
+                            f"last tile dim {last} x {b} B = {last * b} B is not a multiple of {a} B: {hint}; "
+                            "pypto 0.2.0 refuses a concat or a reduction with it (lastDimBytes % BLOCK_SIZE)")
     return rule_finding(kb, "P4.last-dim-align",
                     f"last tile dim {last} x {b} B = {last * b} B is not a multiple of {a} B: {hint} "
                     f"(pypto 0.2.0's CPU simulator accepts it; the NPU code generator does not)")
@@ -323,8 +332,10 @@ def evaluate_tile(
     tile: Sequence[int] | str,
     reduce_dim: int | None = None,
     reducing: bool | None = None,
+    strict_align: bool = False,
 ) -> TileEvaluation:
-    """Every number and finding for one tile. Raises InputError for a tile of the wrong rank."""
+    """Every number and finding for one tile. Raises InputError for a tile of the wrong rank.
+    `strict_align`: the tile serves a concat or a reduction (HW.concat-reduce-align)."""
     shape = check_shape(shape)
     b = kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
@@ -339,7 +350,7 @@ def evaluate_tile(
         check_vec_rank(kb, shape),
         check_prod_budget(kb, prod),
         check_ub_capacity(kb, ub, is_reducing),
-        check_last_dim_align(kb, shape, t, dtype),
+        check_last_dim_align(kb, shape, t, dtype, strict_align or is_reducing),
         check_auto_tiles(kb, auto),
         check_contiguous(kb, shape, t, dtype),
         check_reduce_axis_used(kb, shape, t, rd),
@@ -513,8 +524,10 @@ def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequ
     return CubeEvaluation((m[0], m[1]), tuple(k), (n[0], n[1]), l0a, l0b, l0c, l1, tasks, tuple(fs))
 
 
-def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: int = 5) -> list[CubeEvaluation]:
-    """Legal cube tiles (L1 = L0, power-of-two, 16-aligned), fullest L0 use first, balanced M:N."""
+def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: int = 5,
+                    allow_waste: bool = False) -> list[CubeEvaluation]:
+    """Legal cube tiles (L1 = L0, power-of-two, 16-aligned), fullest L0 use first, balanced M:N.
+    `allow_waste`: also tiles larger than a dim (the 16-element minimum for M, K or N below 16)."""
     al = kb.chip.cube_align_elements
     pows = [1 << e for e in range(4, 10)]
     out: list[tuple[tuple[float, ...], CubeEvaluation]] = []
@@ -528,7 +541,7 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
                 if kk > max(K, al) or kk % al:
                     continue
                 ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [kk, kk], [nn, nn])
-                if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
+                if has_error(ev.findings) or (not allow_waste and any(f.rule == "P4.no-waste" for f in ev.findings)):
                     continue
                 fill = (ev.l0a_bytes / kb.chip.l0a_bytes + ev.l0b_bytes / kb.chip.l0b_bytes
                         + ev.l0c_bytes / kb.chip.l0c_bytes)
@@ -573,7 +586,7 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
                 note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
                         f"{kb.chip.ub_bytes} B of unified buffer")
                 extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
-    ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing)
+    ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing, role.strict_align)
     return TileChoice(role, ev, source, requested, note, tuple(extra))
 
 
@@ -591,9 +604,13 @@ def choose_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str,
         if not has_error(ev.findings) and not any(f.rule == "P4.no-waste" for f in ev.findings):
             return CubeChoice(M, K, N, ev, "the pack's starting cube tiles (presets.toml [cube])")
     cands = cube_candidates(kb, M, K, N, dtype, top=1)
+    if cands:
+        return CubeChoice(M, K, N, cands[0], "the best legal candidate (tiles.cube_candidates)")
+    # a dim below the 16-element cube minimum: the smallest legal tiles, with their waste reported
+    cands = cube_candidates(kb, M, K, N, dtype, top=1, allow_waste=True)
     if not cands:
         return None
-    return CubeChoice(M, K, N, cands[0], "the best legal candidate (tiles.cube_candidates)")
+    return CubeChoice(M, K, N, cands[0], "the best legal candidate, larger than a dim below 16 (tiles.cube_candidates)")
 
 CHECKS = {
     "tiles.rank_match": parse_tile_for,

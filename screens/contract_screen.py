@@ -23,6 +23,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
+from pypto_tui.contract.conv import window_fields
 from pypto_tui.contract.model import Contract
 from pypto_tui.contract.selfcheck import SelfCheckResult
 from pypto_tui.design import Design
@@ -122,8 +123,8 @@ def _get(contract: Any, key: str) -> Any:
 
 
 def _has_reduction(contract: Any) -> bool:
-    """Whether the form shows the reduction rows (hidden for an elementwise op or a matmul)."""
-    return (contract.reduction is not None or contract.family not in ("elementwise", "matmul")
+    """Whether the form shows the reduction rows (hidden for an elementwise op, a matmul, a conv or a pool)."""
+    return (contract.reduction is not None or contract.family not in ("elementwise", "matmul", "conv", "pool")
             or any(k.startswith("reduction") for k in contract.unknown))
 
 
@@ -244,6 +245,8 @@ class ContractScreen(StepScreen):
                                        _show_value))
         for name in dict(contract.init_params):
             specs.append(FieldSpec(f"init_params.{name}", f"init {name}", parse_literal, _show_value))
+        for key in window_fields(contract):  # a conv's or pool's parameters, as the contract reads them
+            specs.append(FieldSpec(f"op_args.{key}", key, parse_literal, _show_value, hint="an int or one per axis"))
         if _has_reduction(contract):
             specs += [
                 FieldSpec("reduction.op", "reduce op", parse_text, _show_value, hint="sum, mean, max, ..."),
@@ -266,7 +269,9 @@ class ContractScreen(StepScreen):
         self.specs = specs
         self.errors = {}
         rows: list[Widget] = []
+        window = [(t, ("op_args.",)) for t in [{"conv": "Convolution", "pool": "Pooling"}.get(contract.family)] if t]
         sections = [("Operator", ("family", "op")), ("Inputs", ("inputs.",)), ("Init parameters", ("init_params.",)),
+                    *window,
                     ("Reduction", ("reduction.",)), ("Semantics", ("asymmetric", "direction", "formula",
                                                                   "output_shape")),
                     ("Other unknown fields", tuple(k for k in specs if k not in self._base_specs(contract)))]

@@ -105,11 +105,20 @@ class DimsScreen(StepScreen):
         if plan.note:
             lines += ["\n\n", unwrap(plan.note)]
         geometry, gerr = attempt(pipe.geometry)
+        needs = attempt(pipe.needs)[0] if geometry is not None else None
+        if needs is not None and needs.layout:  # the pattern's own plan (a conv's im2col geometry)
+            lines += ["\n\n", ("the kernel's plan", "bold underline")]
+            for label, value in needs.layout:
+                lines += ["\n", (f"{label:<17}", "dim"), unwrap(value)]
         if geometry is not None:
+            main = needs.tiles[0] if needs is not None and needs.tiles else None
+            shape = main.shape if main is not None else geometry.shape
             lines += ["\n\n", ("the tile step works on ", "dim"),
-                      (f"{dims_text(geometry.shape)} {geometry.dtype}", "bold"),
+                      (f"{main.name + ' ' if main is not None and needs and needs.layout else ''}"
+                       f"{dims_text(shape)} {geometry.dtype}", "bold"),
                       f", reduce dim {geometry.reduce_dim}" if geometry.reduce_dim is not None else "",
-                      f", matmul M,K,N = {geometry.matmul}" if geometry.matmul else ""]
+                      f", matmul M,K,N = {needs.cube if needs is not None and needs.cube else geometry.matmul}"
+                      if (needs is not None and needs.cube) or geometry.matmul else ""]
         box.update(Content.assemble(*lines))
         self.query_one("#dims-findings", FindingsList).show(plan.findings)
         self._fill_alternatives(plan)

@@ -145,7 +145,8 @@ class LoopsScreen(SimRunner, StepScreen):
             return _key(plan.recommended) if plan.recommended else None
         try:
             why = self.session.pipeline.needs().loop_why
-            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why)
+            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why,
+                             unit=plan.unit, max_chunk=plan.max_chunk)
         except Exception:
             return None
         return _key(own.recommended) if own.recommended else None

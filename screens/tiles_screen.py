@@ -8,6 +8,7 @@ cube tiles (m, k, n as [L0, L1]) checked live by `evaluate_cube`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual import on
@@ -108,6 +109,13 @@ class TilesScreen(SimRunner, StepScreen):
     # ------------------------------------------------------------------ refresh
     def refresh_step(self) -> None:
         geometry, err = attempt(self.session.pipeline.geometry)
+        needs = attempt(self.session.pipeline.needs)[0] if geometry is not None else None
+        what = "kernel shape"
+        if geometry is not None and needs is not None and needs.tiles and needs.tiles[0].shape != geometry.shape:
+            # the pattern tiles another tensor than the kernel's input (a conv's column buffer)
+            main = needs.tiles[0]
+            geometry = replace(geometry, shape=main.shape, reduce_dim=main.reduce_dim)
+            what = main.name
         if geometry is None:
             self._geometry = None
             self.query_one("#tile-shape", Static).update("")
@@ -126,7 +134,7 @@ class TilesScreen(SimRunner, StepScreen):
             self._set_fields(tile)
         rd = f", reduce dim {geometry.reduce_dim}" if geometry.reduce_dim is not None else ""
         self.query_one("#tile-shape", Static).update(
-            f"kernel shape {dims_text(geometry.shape)} {geometry.dtype}{rd}")
+            f"{what} {dims_text(geometry.shape)} {geometry.dtype}{rd}")
         self._fill_table()
         rec = self._plan.recommended if self._plan is not None else None
         why = self.query_one("#tile-why", Static)
@@ -233,7 +241,8 @@ class TilesScreen(SimRunner, StepScreen):
             try:
                 if choice is not None:
                     role = choice.role
-                    ev = evaluate_tile(self.session.kb, role.shape, role.dtype, values, role.reduce_dim, role.reducing)
+                    ev = evaluate_tile(self.session.kb, role.shape, role.dtype, values, role.reduce_dim, role.reducing,
+                                       role.strict_align)
                 else:
                     ev = evaluate_tile(self.session.kb, g.shape, g.dtype, values, g.reduce_dim)
             except InputError as exc:

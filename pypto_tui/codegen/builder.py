@@ -141,6 +141,7 @@ class Builder:
         self.constants: list[Constant] = []
         self.kernels: list[KernelSpec] = []
         self.forward = ForwardSpec()
+        self.helpers: list[cst.BaseStatement] = []  # module-level functions placed before the factories
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.pattern = ""
@@ -326,7 +327,8 @@ class Builder:
         return [off if i == axis else 0 for i in range(rank)]
 
     # ------------------------------------------------------------------ kernels
-    def tensor_type(self, shape: Sequence[str | int], dtype: str | None = None) -> cst.BaseExpression:
+    def tensor_type(self, shape: Sequence[str | int | cst.BaseExpression],
+                    dtype: str | None = None) -> cst.BaseExpression:
         """`pypto.Tensor((m, k), DT)`; a shape with a pypto.DYNAMIC entry is a list, the only form
         pypto 0.2.0 accepts for it (a tuple is refused: "Invalid value type")."""
         dims = [dim_expr(d) for d in shape]

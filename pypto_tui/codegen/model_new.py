@@ -54,7 +54,7 @@ def build_model_new(b: Builder) -> list[cst.BaseStatement]:
     f = b.forward
     if f.result is None:
         raise Unsupported("the pattern produced no forward result")
-    init_body = statements([b.fwd("self.{p} = {p}", p=name(p)) for p in task.param_names])
+    init_body = statements([*(b.fwd("self.{p} = {p}", p=name(p)) for p in task.param_names), f.init])
     forward_body = statements([f.asserts, f.prepare, f.calls, b.fwd("return {r}", r=f.result)])
     doc = docstring(f"{b.summary or 'The PyPTO kernel'}.\n\nSame __init__ signature as Model; forward only asserts, "
                     "reshapes, calls the kernel and reshapes back (P2.forward-duties).", "    ")

@@ -143,9 +143,11 @@ def _module_doc(b: Builder) -> cst.SimpleStatementLine:
 def assemble(b: Builder) -> cst.Module:
     """The whole module for a built design."""
     factories: list[cst.BaseStatement] = []
-    for i, spec in enumerate(b.kernels):
+    for stmt in b.helpers:
+        factories.append(_with_leading(stmt, _blank(2)) if factories else stmt)
+    for spec in b.kernels:
         stmts = build_factory(b, spec)
-        if i > 0 and stmts:
+        if factories and stmts:
             stmts[0] = _with_leading(stmts[0], _blank(2))
         factories += stmts
     model = build_model_new(b)

@@ -45,10 +45,11 @@ class Scalar:
 
 @dataclass
 class TensorParam:
-    """A kernel tensor: its name, its shape as factory-parameter names or literal ints, dtype."""
+    """A kernel tensor: its name, its shape as factory-parameter names, literal ints or expressions
+    over them (a conv's `n * c`), dtype."""
 
     name: str
-    shape: tuple[str | int, ...]
+    shape: tuple[str | int | cst.BaseExpression, ...]
     dtype: str
 
 
@@ -77,3 +78,5 @@ class ForwardSpec:
     prepare: list[cst.BaseStatement] = field(default_factory=list)
     calls: list[cst.BaseStatement] = field(default_factory=list)
     result: cst.BaseExpression | None = None
+    # extra ModelNew.__init__ statements after the parameters are kept (a conv's own nn.Conv*d)
+    init: list[cst.BaseStatement] = field(default_factory=list)

@@ -178,6 +178,9 @@ class Signature:
     provenance: Mapping[str, str] = field(default_factory=dict)
     forward_args: tuple[tuple[str, str | int, str], ...] = ()
     doc: str | None = None
+    # `self.<attr> = nn.<Module>(...)` in __init__, in order: (attr, module type, the call's argument
+    # source, names it reads). A conv kernel's ModelNew repeats them so its weights are Model's.
+    modules: tuple[tuple[str, str, str, tuple[str, ...]], ...] = ()
 
     def render(self) -> str:
         return "(" + ", ".join(["self", *(p.render() for p in self.init)]) + ")"
@@ -201,7 +204,7 @@ class Signature:
             "forward_source": self.forward_source, "forward_returns": self.forward_returns,
             "param_names": list(self.param_names), "forward_names": list(self.forward_names),
             "provenance": dict(self.provenance), "forward_args": [list(a) for a in self.forward_args],
-            "doc": self.doc,
+            "doc": self.doc, "modules": [[a, t, src, list(names)] for a, t, src, names in self.modules],
         }
 
     @classmethod
@@ -217,6 +220,8 @@ class Signature:
                 forward_args=tuple((str(f), k if isinstance(k, int) else str(k), str(a))
                                    for f, k, a in d.get("forward_args", ())),
                 doc=d.get("doc"),
+                modules=tuple((str(a), str(t), str(src), tuple(str(n) for n in names))
+                              for a, t, src, names in d.get("modules", ())),
             )
         except (TypeError, ValueError) as exc:
             raise InputError(f"the contract's signature record is malformed ({exc}): re-open the task file") from None

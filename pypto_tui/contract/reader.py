@@ -479,6 +479,8 @@ class ForwardBuilder:
             if recv.kind == "self":
                 target = self.selfobj.attrs.get(attr)
                 if isinstance(target, ModuleSpec):
+                    if target.attr is None:
+                        target.attr = attr
                     return Node("module", name=target.type, args=tuple(args), kwargs=tuple(kwargs),
                                 value=target)
                 return ir.unknown(f"self.{attr}(...) is not an nn module the reader knows")

@@ -180,12 +180,8 @@ def _module(n: Node, ctx: Ctx) -> Recognition | None:
     if t in MODULE_LOSSES:
         op = MODULE_LOSSES[t]
         return _loss_from_args(rec, op, params, list(n.args), ctx, n)
-    if t.startswith(("Conv", "ConvTranspose")):
-        return _finish(rec, "conv", "conv_transpose" if "Transpose" in t else "conv", {**params, "module": t},
-                       [first], direct, n)
-    if "Pool" in t:
-        kind = ("adaptive_" if t.startswith("Adaptive") else "") + ("max_pool" if "Max" in t else "avg_pool")
-        return _finish(rec, "pool", kind, {**params, "module": t}, [first], direct, n)
+    if t.startswith(("Conv", "ConvTranspose")) or "Pool" in t:
+        return _window_module(rec, t, spec.attr, params, first, direct, n)
     if t == "MultiheadAttention":
         return _finish(rec, "attention", "multihead_attention", params, list(n.args), True, n)
     if t == "Linear":
@@ -295,11 +291,56 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
         return _finish(rec, "softmax", name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
     if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"):
         return _functional_norm(n, ctx, rec)
-    if name in CONV_NAMES or name in POOL_NAMES or name in ATTENTION_NAMES:
-        fam = "conv" if name in CONV_NAMES else "pool" if name in POOL_NAMES else "attention"
+    if name in CONV_NAMES or (name in POOL_NAMES and not name.startswith("adaptive_")):
+        return _window_call(n, ctx, rec)
+    if name in POOL_NAMES or name in ATTENTION_NAMES:
+        fam = "pool" if name in POOL_NAMES else "attention"
         tensors = [a for a in n.args if a.kind == "in"]
         return _finish(rec, fam, name, {}, tensors, bool(tensors), n)
     return None
+
+
+# ================================================================================ conv and pool
+# Their arguments are contract fields (op_args); contract/conv.py normalises them and derives the
+# output size. The module's `self.` attribute is recorded so a generated ModelNew can build the same
+# module (same weights under the same seed) and pass its weight and bias to the kernel.
+_WINDOW_ARGS = {
+    "conv": ("stride", "padding", "dilation", "groups"),
+    "conv_transpose": ("stride", "padding", "output_padding", "groups", "dilation"),
+    "max_pool": ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
+    "avg_pool": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
+}
+
+
+def _window_module(rec: Recognition, t: str, attr: str | None, params: dict[str, Any], first: Node | None,
+                   direct: bool, n: Node) -> Recognition:
+    """nn.Conv*d, nn.ConvTranspose*d, nn.MaxPool*d, nn.AvgPool*d, nn.Adaptive*Pool*d."""
+    if "Pool" in t:
+        family, op = "pool", ("adaptive_" if t.startswith("Adaptive") else "") + (
+            "max_pool" if "Max" in t else "avg_pool")
+    else:
+        family, op = "conv", "conv_transpose" if "Transpose" in t else "conv"
+    args = {k: v for k, v in params.items() if k not in ("device", "dtype")}
+    args["module"] = t
+    if attr:
+        args["attr"] = attr
+    return _finish(rec, family, op, args, [first], direct, n)
+
+
+def _window_call(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
+    """F.conv2d(x, w, b, stride, ...), F.max_pool2d(x, k, s, ...), F.avg_pool1d(x, k, ...)."""
+    name = n.name
+    kind = "conv_transpose" if name.startswith("conv_transpose") else "conv" if name.startswith("conv") else \
+        "max_pool" if name.startswith("max_pool") else "avg_pool"
+    args = _params(n, _WINDOW_ARGS[kind], rec)
+    b = _bound(n)
+    tensors = [b[p] for p in ("input", "weight", "bias") if isinstance(b.get(p), Node) and not (
+        b[p].is_const and b[p].value is None)]
+    x = tensors[0] if tensors else None
+    direct = x is not None and ctx.is_tensor(x)
+    if kind.startswith("conv"):
+        args["weight_input"] = True
+    return _finish(rec, "conv" if kind.startswith("conv") else "pool", name, args, tensors, direct, n)
 
 
 def _functional_norm(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:

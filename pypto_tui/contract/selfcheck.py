@@ -105,6 +105,9 @@ def _keep_values(contract: Any) -> set[int]:
             keep.update((ns,) if isinstance(ns, int) else ns)
     if contract.family == "norm":  # a size passed to a norm's __init__ may be baked into a module
         keep.update(v for v in contract.init_params.values() if isinstance(v, int) and not isinstance(v, bool))
+    from pypto_tui.contract.conv import kept_sizes
+
+    keep.update(kept_sizes(contract))
     return keep
 
 

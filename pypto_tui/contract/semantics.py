@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 
 IDX = "ijklmnopq"
@@ -148,7 +149,7 @@ def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
     out.output_dtype = x.dtype
     handler = {
         "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
-        "loss": _loss, "matmul": _matmul, "scan": _scan, "conv": _conv_pool, "pool": _conv_pool,
+        "loss": _loss, "matmul": _matmul, "scan": _scan, "conv": derive_window, "pool": derive_window,
         "attention": _attention,
     }[fam]
     handler(c, ops, out)
@@ -656,44 +657,6 @@ def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
     rng = "r >= t" if (c.op or "").startswith("reverse_") else "r <= t"
     src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
     out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
-
-
-def _conv_pool(c: Contract, ops: list[Input], out: _Out) -> None:
-    shape = _need_shape(ops[0])
-    a = c.op_args
-    out.asymmetric = False
-    module = a.get("module", "")
-    nd = int(module[-2]) if module[-2:-1].isdigit() else max(len(shape) - 2, 1)
-    try:
-        if c.family == "conv" and c.op == "conv":
-            k, s, p, d = (_tup(a.get(x, dv), nd) for x, dv in
-                          (("kernel_size", None), ("stride", 1), ("padding", 0), ("dilation", 1)))
-            sp = tuple((shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd))
-            out.output_shape = (shape[0], a["out_channels"], *sp)
-            out.formula = (f"out = conv{nd}d({ops[0].name}, W), "
-                           f"W: ({a['out_channels']}, {a['in_channels']}, {k}) learned")
-        elif c.family == "pool" and c.op in ("max_pool", "avg_pool"):
-            k = _tup(a.get("kernel_size"), nd)
-            s = _tup(a.get("stride") or a.get("kernel_size"), nd)
-            p = _tup(a.get("padding", 0), nd)
-            d = _tup(a.get("dilation", 1), nd)
-            ceil = bool(a.get("ceil_mode"))
-            rnd = math.ceil if ceil else math.floor
-            sp = tuple(int(rnd((shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i])) + 1 for i in range(nd))
-            out.output_shape = (*shape[:2], *sp)
-            out.formula = f"out = {c.op}{nd}d({ops[0].name}, kernel {k}, stride {s}, padding {p})"
-        else:
-            raise _Missing("output_shape", f"the output shape of {c.op} is not modelled")
-    except (TypeError, KeyError, IndexError, ValueError):
-        raise _Missing("output_shape", f"the parameters of {c.op} are not all known") from None
-
-
-def _tup(v: Any, n: int) -> tuple[int, ...]:
-    if isinstance(v, int):
-        return (v,) * n
-    if isinstance(v, tuple | list) and len(v) == n:
-        return tuple(int(x) for x in v)
-    raise TypeError(v)
 
 
 def _attention(c: Contract, ops: list[Input], out: _Out) -> None:

@@ -99,6 +99,55 @@ def _provenance(init: cst.FunctionDef | None, params: tuple[str, ...]) -> dict[s
     return out
 
 
+def _modules(init: cst.FunctionDef | None) -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
+    """`self.<attr> = nn.<Module>(...)` assignments of __init__, in order: (attr, module type, the
+    argument list's source, the bare names the arguments read)."""
+    from pypto_tui.contract.signatures import MODULE_SIGS
+
+    out: list[tuple[str, str, str, tuple[str, ...]]] = []
+    if init is None:
+        return ()
+    for stmt in init.body.body if isinstance(init.body, cst.IndentedBlock) else ():
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)):
+                continue
+            target = small.targets[0].target
+            if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                    and target.value.value == "self"):
+                continue
+            kind = _callee(small.value.func)
+            if kind not in MODULE_SIGS:
+                continue
+            args = cst.Call(cst.Name("f"), args=small.value.args)
+            reader = _FreeNames()
+            for arg in small.value.args:
+                arg.value.visit(reader)
+            source = " ".join(code_of(args)[2:-1].split())
+            out.append((target.attr.value, kind, source, tuple(sorted(reader.names))))
+    return tuple(out)
+
+
+class _FreeNames(cst.CSTVisitor):
+    """The bare names an expression reads (`a.b` reads `a`; keyword names are not read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
 def _forward_args(fwd: cst.FunctionDef) -> tuple[tuple[str, str | int, str], ...]:
     """(callee tail name, keyword or position, self attribute) for every `self.x` argument in forward."""
     out: list[tuple[str, str | int, str]] = []
@@ -135,6 +184,7 @@ def signature_of(model: cst.ClassDef) -> Signature:
         provenance=_provenance(init, names),
         forward_args=_forward_args(fwd) if fwd is not None else (),
         doc=doc.strip() if doc else None,
+        modules=_modules(init),
     )
 
 

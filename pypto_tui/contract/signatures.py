@@ -55,15 +55,20 @@ MODULE_SIGS: dict[str, tuple[tuple[str, Any], ...]] = {
     "LogSigmoid": (),
     "Softmax": (("dim", None),),
     "LogSoftmax": (("dim", None),),
+    # conv and pool modules: torch's parameter order (AvgPool1d has no divisor_override)
     **{f"Conv{d}d": (("in_channels", _REQ), ("out_channels", _REQ), ("kernel_size", _REQ), ("stride", 1),
-                     ("padding", 0), ("dilation", 1), ("groups", 1), ("bias", True)) for d in (1, 2, 3)},
+                     ("padding", 0), ("dilation", 1), ("groups", 1), ("bias", True), ("padding_mode", "zeros"),
+                     ("device", None), ("dtype", None)) for d in (1, 2, 3)},
     **{f"ConvTranspose{d}d": (("in_channels", _REQ), ("out_channels", _REQ), ("kernel_size", _REQ),
                               ("stride", 1), ("padding", 0), ("output_padding", 0), ("groups", 1),
-                              ("bias", True), ("dilation", 1)) for d in (1, 2, 3)},
+                              ("bias", True), ("dilation", 1), ("padding_mode", "zeros"), ("device", None),
+                              ("dtype", None)) for d in (1, 2, 3)},
     **{f"MaxPool{d}d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("dilation", 1),
                         ("return_indices", False), ("ceil_mode", False)) for d in (1, 2, 3)},
+    "AvgPool1d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
+                  ("count_include_pad", True)),
     **{f"AvgPool{d}d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
-                        ("count_include_pad", True), ("divisor_override", None)) for d in (1, 2, 3)},
+                        ("count_include_pad", True), ("divisor_override", None)) for d in (2, 3)},
     **{f"Adaptive{k}Pool{d}d": (("output_size", _REQ),) for k in ("Avg", "Max") for d in (1, 2, 3)},
     "MultiheadAttention": (("embed_dim", _REQ), ("num_heads", _REQ), ("dropout", 0.0), ("bias", True)),
     "Linear": (("in_features", _REQ), ("out_features", _REQ), ("bias", True)),
@@ -121,6 +126,15 @@ FUNC_SIGS: dict[str, tuple[str, ...]] = {
     "transpose": ("input", "dim0", "dim1"),
     "pow": ("input", "exponent"),
     "scaled_dot_product_attention": ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"),
+    # conv and pool functions (torch.nn.functional), torch's parameter order
+    **{f"conv{d}d": ("input", "weight", "bias", "stride", "padding", "dilation", "groups") for d in (1, 2, 3)},
+    **{f"conv_transpose{d}d": ("input", "weight", "bias", "stride", "padding", "output_padding", "groups",
+                               "dilation") for d in (1, 2, 3)},
+    **{f"max_pool{d}d": ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+       for d in (1, 2, 3)},
+    "avg_pool1d": ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"),
+    **{f"avg_pool{d}d": ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                         "divisor_override") for d in (2, 3)},
 }
 
 FUNC_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -153,6 +167,14 @@ FUNC_DEFAULTS: dict[str, dict[str, Any]] = {
     "linalg.vector_norm": {"ord": 2, "dim": None, "keepdim": False},
     "tril": {"diagonal": 0}, "triu": {"diagonal": 0}, "diag": {"diagonal": 0},
     "softmax": {"dim": None}, "log_softmax": {"dim": None},
+    # conv and pool functions
+    **{f"conv{d}d": {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1} for d in (1, 2, 3)},
+    **{f"conv_transpose{d}d": {"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "groups": 1,
+                               "dilation": 1} for d in (1, 2, 3)},
+    **{f"max_pool{d}d": {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False,
+                         "return_indices": False} for d in (1, 2, 3)},
+    **{f"avg_pool{d}d": {"stride": None, "padding": 0, "ceil_mode": False, "count_include_pad": True,
+                         "divisor_override": None} for d in (1, 2, 3)},
 }
 
 

@@ -73,6 +73,7 @@ class ModuleSpec:
     type: str
     params: dict[str, Any]
     problems: list[str] = field(default_factory=list)
+    attr: str | None = None  # the `self.` attribute that holds it (set when forward calls it)
 
     def as_attribute(self) -> dict[str, Any]:
         return {"type": self.type, **{k: plain(v) for k, v in self.params.items()}}

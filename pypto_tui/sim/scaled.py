@@ -126,7 +126,8 @@ def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], i
 
 
 def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int], groups: int | None = None,
-                  budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None) -> Shapes:
+                  budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None,
+                  min_sizes: Mapping[int, int] | None = None) -> Shapes:
     """Halve the largest free size class (see size_classes) until the biggest input has at most
     `budget` elements or nothing more can shrink with `accept` still true.
 
@@ -134,7 +135,8 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     reaches the budget; only then may two sizes meet. Sizes in `keep_values` (norm channels,
     normalized shapes) are never changed; a last axis stays >= 32 elements so 32-byte aligned
     tiles and 1 KB moves still make sense; a channel axis (axis 1) divisible by the group count
-    stays so.
+    stays so; a size in `min_sizes` (a conv's spatial axis, which needs room for its window) stays
+    at least that large.
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
     cls = size_classes(base)
@@ -144,6 +146,7 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     for (n, ax), c in cls.items():
         if ax == len(base[n]) - 1:
             floors[c] = MIN_LAST
+        floors[c] = max(floors[c], (min_sizes or {}).get(original[c], 0))
         if ax == 1 and len(base[n]) > 2 and groups and groups > 1 and original[c] % groups == 0:
             grouped.add(c)
     size = dict(original)

@@ -117,6 +117,13 @@ def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
     return _keep_values(c), c.op_args.get("num_groups") or c.attributes.get("num_groups")
 
 
+def _window_floors(pipeline: Pipeline) -> dict[int, int]:
+    """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py)."""
+    from pypto_tui.contract.conv import min_sizes
+
+    return min_sizes(pipeline.contract())
+
+
 def _constants(gen: Any) -> dict[str, Any]:
     return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
 
@@ -162,7 +169,7 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
         return g is not None and not scaled.kept_problems(keep, g.shape, g.matmul)  # type: ignore[arg-type]
 
     return scaled.reduce_shapes(_full_shapes(pipeline), keep_values=keep_values, groups=groups, budget=budget,
-                                accept=accept if keep is not None else None)
+                                accept=accept if keep is not None else None, min_sizes=_window_floors(pipeline))
 
 
 def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:
@@ -192,6 +199,25 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
                 f"{option.describe() if option else 'none of it'}; `--scale full` verifies the design as chosen"]
             return shapes, option, notes
     raise AssertionError("unreachable: the last option keeps nothing")
+
+
+def _tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...]
+                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape the main tile tiles, at full and at test size: the kernel geometry, or the
+    pattern's own tensor when its main tile is not the geometry's (a conv's column buffer)."""
+    role = pipeline.needs().tiles[0]
+    if tuple(role.shape) == tuple(full):
+        return full, test
+    return tuple(role.shape), tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+
+
+def _aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:
+    """A clamped tile's last dim rounded up to 32 bytes: it covers its whole axis, and a pattern's own
+    tensor may feed a concat, where 0.2.0 refuses an unaligned tile (HW.concat-reduce-align)."""
+    from pypto_tui.tiles import align_unit
+
+    unit = align_unit(pipeline.kb, pipeline.needs().tiles[0].dtype)
+    return (*tile[:-1], -(-tile[-1] // unit) * unit)
 
 
 def _fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool:
@@ -283,9 +309,12 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
     geometry = _geometry_at(pipeline, shapes)
     # The tile the full kernel sets (after any step-down the generator made), passed explicitly.
     tile = tuple(consts[tile_name]) if tile_name else pipeline.chosen_tile()
-    if tile is not None and full_keep is not None and geometry is not None and not _fits(
-            tile, full_keep.shape, geometry.shape):
-        tile = tuple(min(t, s) for t, s in zip(tile, geometry.shape, strict=True))
+    if tile is not None and full_keep is not None and geometry is not None:
+        full_shape, test_shape = _tiled_shapes(pipeline, shapes, full_keep.shape, geometry.shape)
+        if len(tile) == len(full_shape) == len(test_shape) and not _fits(tile, full_shape, test_shape):
+            tile = tuple(min(t, s) for t, s in zip(tile, test_shape, strict=True))
+            if full_shape != tuple(full_keep.shape):
+                tile = _aligned_last(pipeline, tile)
     cube = {k: list(consts[f"CUBE_{k.upper()}"]) for k in "mkn"} if keep is not None and keep.cube else None
     loop = pipeline.chosen_loop_count() or 1
     test = _with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,

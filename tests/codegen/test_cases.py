@@ -92,11 +92,19 @@ def test_unsupported_is_reported_not_raised(tmp_path, fresh, name, expr, reason)
     assert reason in g.reason
 
 
-def test_conv_is_unsupported(tmp_path, fresh):
+def test_a_conv_scaffolds_and_its_unsupported_variants_say_why(tmp_path, fresh):
     p = write_task(tmp_path, "conv", "self.conv(x)", shape="2, 3, 16, 16",
                    body="\n        self.conv = nn.Conv2d(3, 8, 3)")
     g = fresh(str(p))
-    assert not g.supported and "conv" in g.reason
+    assert g.supported and g.pattern == "window", g.reason
+    p = write_task(tmp_path, "conv_reflect", "self.conv(x)", shape="2, 3, 16, 16",
+                   body="\n        self.conv = nn.Conv2d(3, 8, 3, padding=1, padding_mode='reflect')")
+    g = fresh(str(p))
+    assert not g.supported and "padding_mode='reflect'" in g.reason
+    p = write_task(tmp_path, "adaptive", "self.pool(x)", shape="2, 3, 16, 16",
+                   body="\n        self.pool = nn.AdaptiveAvgPool2d(4)")
+    g = fresh(str(p))
+    assert not g.supported and "adaptive" in g.reason
 
 
 # ---------------------------------------------------------------------------- loop tails (P6.loop-tail)

@@ -64,7 +64,8 @@ def _mixed_folder(tmp_path: Path) -> Path:
     (src / "broken.py").write_text("def nope(:\n")
     (src / "conv.py").write_text(
         "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3)\n\n    def forward(self, x):\n"
+        "        super().__init__()\n        self.conv = nn.Conv2d(3, 8, 3, padding=1, padding_mode='reflect')\n\n"
+        "    def forward(self, x):\n"
         "        return self.conv(x)\n\n\ndef get_inputs():\n    return [torch.randn(2, 3, 16, 16)]\n\n\n"
         "def get_init_inputs():\n    return []\n")
     (src / "_helper.py").write_text("X = 1\n")
@@ -78,7 +79,7 @@ def test_export_reports_every_task_and_keeps_going(kb, tmp_path):
     rows = {Path(r.task).stem: r for r in report.rows}
     assert list(rows) == ["broken", "conv", "elu", "matmul_tall", "softmax_rows"]  # sorted, _helper skipped
     assert rows["broken"].status == "error" and rows["broken"].reason
-    assert rows["conv"].status == "unsupported" and "conv" in rows["conv"].reason
+    assert rows["conv"].status == "unsupported" and "padding_mode" in rows["conv"].reason
     assert all(rows[t].status == "ok" for t in ("elu", "matmul_tall", "softmax_rows"))
     assert report.counts == {"ok": 3, "unsupported": 1, "error": 1}
     assert report.failed

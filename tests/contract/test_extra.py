@@ -121,10 +121,11 @@ def test_unknown_op_is_partial_not_a_crash(extra):
     assert any(f.rule == "P0.contract-first" for f in c.findings)
 
 
-def test_unsupported_ops_still_plan_or_say_why(extra, kb):
+def test_scans_and_convs_plan(extra, kb):
     assert plan_dims(extra["cumsum_dim"], kb).reduce_axis == 1
-    conv = plan_dims(extra["conv2d_module"], kb)
-    assert conv.kernel_rank is None and conv.findings
+    conv = plan_dims(extra["conv2d_module"], kb)  # a conv's planes: (N*C, H, W) in, (N*OC, OH, OW) out
+    assert conv.strategy == "conv-im2col" and conv.kernel_shapes == [(48, 256, 256)]
+    assert conv.output_kernel_shape == (16 * 64, 256, 256)
 
 
 def test_matmul_variants(extra, kb):

@@ -90,3 +90,30 @@ def test_full_scale_runs_the_task_shapes(kb) -> None:
     p = Pipeline(kb, Design(task=str(TASKS / "softmax_rows.py")))
     report = prepare_verify(p, scale="full").report
     assert report.shapes == {"x": [16, 16384]} and report.design_kept
+
+
+def test_a_window_keeps_room_for_two_output_positions() -> None:
+    """A conv's spatial size shrinks no further than its window needs (contract/conv.py min_sizes)."""
+    shapes = {"x": (4, 3, 512, 256)}
+    free = reduce_shapes(shapes, keep_values={3}, budget=1 << 10)
+    floored = reduce_shapes(shapes, keep_values={3}, budget=1 << 10, min_sizes={512: 40, 256: 40})
+    assert free["x"][2] < 40
+    assert floored["x"][2] >= 40 and floored["x"][3] >= 40
+
+
+CONV = TASKS.parent / "tasks_conv"
+
+
+@pytest.mark.parametrize("name", ["conv2d_grouped_strided.py", "maxpool2d_ceil.py"])
+def test_a_conv_tile_is_clamped_to_its_column_buffer_and_stays_aligned(kb, name: str) -> None:
+    """The main tile of a conv or pool is the pattern's own tensor (columns, window views), not the
+    kernel geometry: at smaller shapes it is clamped to that tensor, last dim a multiple of 32 B."""
+    p = Pipeline(kb, Design(task=str(CONV / name)))
+    prep = prepare_verify(p)
+    assert prep.job is not None and prep.test is not None
+    role = prep.test.needs().tiles[0]
+    tile = prep.report.tile
+    assert tile is not None and len(tile) == len(role.shape)
+    assert tile[-1] % 8 == 0 and tile[-1] < p.chosen_tile()[-1]
+    assert all(t <= s for t, s in zip(tile[:-1], role.shape[:-1], strict=True))
+    assert tile[-1] - role.shape[-1] < 8  # covers the whole axis, padded to 32 B at most

@@ -69,7 +69,8 @@ async def test_error_level_tile_blocks_next(make_app, ui) -> None:
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert isinstance(app.screen, TilesScreen)
-        assert "P4.last-dim-align" in str(screen.query_one("#status").render())
+        # softmax reduces along the tiled axis: the compiler itself refuses the tile (HW.concat-reduce-align)
+        assert "HW.concat-reduce-align" in str(screen.query_one("#status").render())
 
 
 async def test_candidate_table_keyboard_and_mouse(make_app, ui) -> None:

@@ -1,0 +1,680 @@
+"""Convolutions and pooling: the im2col plan (pypto_tui.window) written as pypto 0.2.0 kernels.
+
+`pypto.conv` does not run on a CPU in 0.2.0 (CONV.not-runnable). A module here has up to two
+kernels and one helper:
+
+- `<op>_geometry(n, c, ...)`: the sizes for the input dims forward sees (torch's output-size
+  formulas, the prepared extents, the blocks of output rows); forward and both factories read it;
+- a pre kernel that pads (zeros, -inf for a max pool) and zero-inserts (transposed convs) one
+  (image, channel) plane per iteration, when the op needs it (padding, strides, ceil_mode);
+- the main kernel: one `pypto.loop` over items x blocks of output rows (CONV.row-blocks), and per
+  item the columns and one matmul (CONV.im2col), the sum of tap x weight (CONV.depthwise-taps) or
+  the max/sum over a pool's taps (POOL.tap-views).
+
+Inputs are (N*C, *spatial) planes (a 1-D signal (N*C, 1, L)), so one image's channels are
+consecutive and a group's channels one view; the output is (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
+ModelNew builds the task's own modules (CONV.weights-from-module) and forward passes
+`self.<conv>.weight` and `.bias` to the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from pypto_tui.codegen.builder import Builder, Stmts, literal, name
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
+from pypto_tui.contract.conv import WindowError, window_spec
+from pypto_tui.errors import InputError, Unsupported
+from pypto_tui.findings import cites
+from pypto_tui.plan import Needs, TileRole
+from pypto_tui.window import STRATEGY_OF_ID, WindowPlan, plan_window
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
+
+RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
+         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile")
+POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
+              "CONV.assemble-whole", "CONV.not-runnable")
+CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
+# pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
+# need only these besides their own parameters
+_GLOBALS = frozenset({"nn", "torch", "True", "False", "None", "math"})
+
+
+# ------------------------------------------------------------------------------------ planning
+def window_plan(c: Contract, dims: DimPlan, kb: KnowledgeBase) -> WindowPlan:
+    """The im2col plan for the contract and the dimension plan's strategy (Unsupported if none)."""
+    try:
+        spec = window_spec(c)
+    except WindowError as exc:
+        raise Unsupported(str(exc)) from None
+    strategy = STRATEGY_OF_ID.get(dims.strategy or "")
+    if strategy is None:
+        raise Unsupported(f"the dimension plan's strategy '{dims.strategy}' is not a conv or pool layout")
+    try:
+        return plan_window(spec, strategy)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+
+
+def _window_shape(plan: WindowPlan) -> tuple[int, ...]:
+    """One plane's window views over all output rows, as the kernel's 3-D window ops see them: (1,
+    rows*stride, the rest of one view row) (1-D: (1, 1, rows*stride)). The leading 1 keeps channels
+    out of the tile: 0.2.0 copies whole blocks when a window reshape merges tiled channels with
+    rows, and overflows the unified buffer (CONV.window-tile)."""
+    a0 = plan.axes[0]
+    if plan.nd == 1:
+        return (1, 1, plan.rows * a0.step)
+    return (1, plan.rows * a0.step, plan.row_elements // a0.step)
+
+
+def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """The tiles (the im2col columns, the window views, a 4-D window tile for 3-D ops, the pre
+    kernel's planes), the matmul for the cube, and a loop over blocks of output rows."""
+    try:
+        plan = window_plan(c, dims, kb)
+    except Unsupported as exc:
+        raise InputError(f"no im2col plan: {exc}") from None
+    dtype = g.dtype
+    data = kb.op_data(plan.spec.kind)
+    a0 = plan.axes[0]
+    win = _window_shape(plan)
+    loop_axis = 2 if plan.nd == 1 else 1
+    window = TileRole("window", "WINDOW_TILE" if plan.strategy == "im2col" else "TILE", win, dtype, None,
+                      reducing=False, live_buffers=data.live_buffers)
+    if plan.strategy == "im2col":
+        columns = TileRole("columns", "TILE", (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit), dtype,
+                           None, reducing=False, live_buffers=data.live_buffers, strict_align=True)
+        roles, loop_axis, unit = [columns, window], 2, plan.row_unit
+    else:
+        roles, unit = [window], a0.step
+    if plan.nd == 3:
+        a = plan.axes
+        if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
+            roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype, None,
+                                reducing=False, live_buffers=data.live_buffers)
+        else:
+            roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
+                                  None, reducing=False))
+    if _prepares(plan):
+        q = tuple(a.prepared for a in plan.axes)
+        roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
+                              reducing=False, strict_align=True))
+    cube = None
+    if plan.matmul is not None:
+        M, K, _ = plan.matmul
+        cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
+    note = (f"blocks of output rows, repeated for {plan.repeat} item(s) ({plan.spec.batch} image(s) x "
+            f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
+    # The columns are the matmul's right operand: their positions are its inner axis (HW.matmul-inner-axis).
+    max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
+    return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
+
+
+def _prepares(plan: WindowPlan) -> bool:
+    """A pre kernel builds the prepared input: padding or zero insertion, or a stride or ceil_mode
+    (at some input sizes the last block's strided views need room past the input)."""
+    return plan.prepare or any(a.step > 1 for a in plan.axes) or plan.spec.ceil_mode
+
+
+# ------------------------------------------------------------------------------------ names
+def _letters(nd: int) -> tuple[str, ...]:
+    return ("L",) if nd == 1 else ("H", "W") if nd == 2 else ("D", "H", "W")
+
+
+def _dims(nd: int) -> list[str]:
+    return ["n", "c", *({1: ["length"], 2: ["h", "w"], 3: ["d", "h", "w"]}[nd])]
+
+
+def _e(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _list(items: list[str]) -> cst.List:
+    return cst.List([cst.Element(_e(i)) for i in items])
+
+
+def _prod(items: list[str]) -> str:
+    items = [i for i in items if i != "1"] or ["1"]
+    return " * ".join(items)
+
+
+class _Names:
+    """The generated module's names for one plan: per-axis sizes and the shapes the kernels use."""
+
+    def __init__(self, plan: WindowPlan) -> None:
+        self.plan = plan
+        self.nd = plan.nd
+        self.L = _letters(plan.nd)
+        self.sizes = _dims(plan.nd)[2:]
+        self.o = [f"O{a}" for a in self.L]
+        self.q = [f"Q{a}" for a in self.L]
+        self.lo = [f"LO_{a}" for a in self.L]
+        self.hi = [f"HI_{a}" for a in self.L]
+        self.geometry = [*self.o, *self.q, *self.lo, *self.hi, "ROWS", "BLOCKS", "LAST", "SPREAD"]
+        # a 3-D pool keeps its views 4-D to the end: its output is (N*C, O0, O1, O2)
+        self.natural = plan.strategy == "pool-taps" and plan.nd == 3
+
+    def step(self, i: int) -> int:
+        return self.plan.axes[i].step
+
+    def unit(self) -> str:
+        return _prod(self.o[1:]) if self.nd > 1 else "1"
+
+    def out_block(self, ch: str) -> list[str]:
+        if self.natural:
+            return [ch, "ROWS", *self.o[1:]]
+        return [ch, "ROWS", "UNIT"] if self.nd > 1 else [ch, "1", "ROWS"]
+
+    def out_offsets(self, row0: str) -> list[str]:
+        if self.natural:
+            return [row0, "r0", "0", "0"]
+        return [row0, "r0", "0"] if self.nd > 1 else [row0, "0", "r0"]
+
+    def out_shape(self, channels: str) -> list[str]:
+        if self.natural:
+            return [f"n * {channels}", *self.o]
+        return [f"n * {channels}", self.o[0], self.unit()] if self.nd > 1 else [f"n * {channels}", "1", self.o[0]]
+
+    def planes_shape(self, extents: list[str]) -> list[str]:
+        return ["n * c", "1", extents[0]] if self.nd == 1 else ["n * c", *extents]
+
+
+# ------------------------------------------------------------------------------------ the module
+@cites(*RULES, *POOL_RULES)
+def build_window(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    plan = window_plan(c, ctx.dims, ctx.kb)
+    spec = plan.spec
+    if len(c.operands) < 1 or c.op_args.get("fused") or c.op_args.get("composite"):
+        raise Unsupported(c.reason or f"the {c.family} is part of a larger expression: not scaffolded")
+    if c.reason and not c.supported:
+        raise Unsupported(c.reason)
+    if spec.is_conv and not spec.weight_attr:
+        raise Unsupported("the conv's module attribute is unknown: only nn.Conv*d modules called in forward "
+                          "are scaffolded")
+    nm = _Names(plan)
+    x = c.operands[0].name
+    op = _op_name(spec)
+    b.pattern = "window"
+    b.summary = f"{spec.describe()}: {plan.strategy_text()}"
+    _constants(b, plan, nm)
+    tiles = {t.role.name: t for t in ctx.plan.tiles}
+    loop_note = "handled by the pypto.loop below (LOOP_COUNT)"
+    if plan.strategy == "im2col":
+        main = b.tile_constant(tiles["columns"], "the column buffer (CG, TAPS, positions)", loop_note=loop_note)
+        win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)", loop_note=loop_note)
+    else:
+        main = win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)",
+                                     loop_note=loop_note)
+    win4 = b.tile_constant(tiles["window4"], "the 4-D window views of a 3-D op") if "window4" in tiles else None
+    prep = b.tile_constant(tiles["prepare"], "the prepared input planes") if "prepare" in tiles else None
+    _loop_constant(b, plan)
+    geometry = f"{op}_geometry"
+    b.helpers += _geometry_helper(b, plan, nm, geometry)
+    dims = _dims(plan.nd)
+    unpack = _unpack(nm, geometry, dims)
+    # forward: dims, geometry, the input as planes
+    b.assert_rank(x, plan.nd + 2)
+    b.unpack_dims(x, dims)
+    b.forward.prepare += unpack
+    planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
+                       "planes")
+    src = planes
+    if prep is not None:
+        src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
+    if plan.strategy == "im2col":
+        _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
+    elif plan.strategy == "depthwise-taps":
+        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack)
+    else:
+        _pool_kernel(b, plan, nm, op, win, win4, src, unpack)
+    _model_modules(b, spec)
+    channels = "OUT_CHANNELS" if spec.is_conv else "c"
+    b.forward.result = _e(f"out.reshape(n, {channels}, {', '.join(nm.o)})")
+
+
+def _op_name(spec: Any) -> str:
+    return (f"conv_transpose{spec.nd}d" if spec.transposed else f"conv{spec.nd}d") if spec.is_conv else \
+        f"{spec.kind}{spec.nd}d"
+
+
+def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
+    """The op's fixed parameters (contract op_args) and the tap offsets, as named constants."""
+    s = plan.spec
+    what = "the conv's" if s.is_conv else "the pool's"
+    rule = "CONV.im2col" if s.is_conv else "POOL.tap-views"
+    lines = [f"KERNEL, STRIDE, PADDING (low, high), DILATION: {what} parameters, fixed by get_init_inputs ({rule});",
+             f"  {'; '.join(s.size_formulas())}."]
+    b.add_constant(Constant("KERNEL", tuple(s.kernel), lines, (rule,), {"kernel": list(s.kernel)}))
+    b.add_constant(Constant("STRIDE", tuple(s.stride), [], (rule,), {}))
+    b.add_constant(Constant("PADDING", tuple(tuple(p) for p in s.padding), [], (rule,), {}))
+    b.add_constant(Constant("DILATION", tuple(s.dilation), [], (rule,), {}))
+    taps_rule = "CONV.transposed" if s.transposed else rule
+    if s.transposed:
+        b.add_constant(Constant("OUTPUT_PADDING", tuple(s.output_padding), [], ("CONV.transposed",), {}))
+        b.add_constant(Constant("BASE", tuple(a.base for a in plan.axes), [], ("CONV.transposed",), {}))
+    if s.is_conv:
+        lines = [f"IN_CHANNELS, OUT_CHANNELS, GROUPS, CG = C/G, OCG = OC/G, TAPS = prod(KERNEL) ({rule}):",
+                 f"  the implicit matmul per image and group is ({s.out_per_group} x {s.in_per_group * s.taps}) @ "
+                 f"({s.in_per_group * s.taps} x positions)."]
+        b.add_constant(Constant("IN_CHANNELS", s.in_channels, lines, (rule,), {}))
+        b.add_constant(Constant("OUT_CHANNELS", s.out_channels, [], (rule,), {}))
+        b.add_constant(Constant("GROUPS", s.groups, [], (rule,), {}))
+        b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
+        b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
+    if any(a.step > 1 for a in plan.axes):
+        rank = 4 if plan.nd == 3 else 3
+        b.add_constant(Constant("INDEX_TILE", (1024, *([1] * (rank - 2)), 8),
+                                ["INDEX_TILE: the tile of the strided axes' kept positions (pypto.arange, 1-D: its "
+                                 "leading 1024 is the one used; the kernel's rank and a 32-byte last dim for the lint; "
+                                 "CONV.stride-view)."], ("CONV.stride-view",), {}))
+    lines = [f"TAPS, TAP_*: the window's taps and each tap's offset along each axis ({taps_rule}"
+             + ("; reverse order: the transposed conv's weights are not flipped)" if s.transposed else ")")]
+    b.add_constant(Constant("TAPS", s.taps, lines, (taps_rule,), {}))
+    offsets: list[list[int]] = [[] for _ in plan.axes]
+    for t in range(s.taps):
+        ks = _unravel(plan.taps - 1 - t if s.transposed else t, s.kernel)
+        for i, (a, k) in enumerate(zip(plan.axes, ks, strict=True)):
+            offsets[i].append(a.base + k * a.dilation)
+    for i in range(plan.nd):
+        b.add_constant(Constant(f"TAP_{nm.L[i]}", offsets[i], [], (taps_rule,), {}))
+
+
+def _unravel(t: int, kernel: tuple[int, ...]) -> list[int]:
+    out = []
+    for k in reversed(kernel):
+        out.append(t % k)
+        t //= k
+    return list(reversed(out))
+
+
+@cites("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail")
+def _loop_constant(b: Builder, plan: WindowPlan) -> None:
+    """LOOP_COUNT: blocks of output rows per item, as the loop step chose it (1: no loop needed)."""
+    loop = b.ctx.loop
+    rows = plan.rows
+    if loop is None:
+        lines = [f"LOOP_COUNT: 1 block of all {rows} output row(s) per item (P6.avoid-loops: no block loop needed); "
+                 f"the pypto.loop runs over the {plan.repeat} item(s) (CONV.row-blocks)."]
+        b.add_constant(Constant("LOOP_COUNT", 1, lines, ("CONV.row-blocks", "P6.avoid-loops"),
+                                {"rows": rows, "basic_batch": rows, "iterations": plan.repeat}))
+        return
+    cand = loop.candidate
+    bb = cand.basic_batch
+    blocks = cand.num_iters
+    tail = (f"; the last block starts at row {rows - bb} (a full block shifted back: {bb - cand.tail} row(s) "
+            "recomputed, never read past the end)" if cand.has_tail else "")
+    lines = [f"LOOP_COUNT: blocks of output rows per item ({loop.reason}; O2.loop-log-scale, CONV.row-blocks):",
+             f"  ROWS = BASIC_BATCH = ceil_div({rows}, {loop.count}) = {bb}, {blocks} block(s){tail}; "
+             f"the pypto.loop runs {plan.repeat} item(s) x {blocks} = {plan.repeat * blocks} iteration(s), "
+             f"{cand.auto_tiles_per_iter} tile(s) of the main tensor per iteration."]
+    for f in loop.findings:
+        if f.level in ("warn", "error"):
+            lines.append(f"  {f.level} {f.rule}: {f.message}")
+            b.findings.append(f)
+    b.add_constant(Constant("LOOP_COUNT", loop.count, lines, ("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail"),
+                            {"rows": rows, "basic_batch": bb, "blocks": blocks, "items": plan.repeat,
+                             "iterations": plan.repeat * blocks, "auto_tiles_per_iter": cand.auto_tiles_per_iter}))
+
+
+def _geometry_helper(b: Builder, plan: WindowPlan, nm: _Names, fn: str) -> Stmts:
+    s = plan.spec
+    axes: Stmts = []
+    template = "window_axis_transposed" if s.transposed else "window_axis_ceil" if s.ceil_mode else "window_axis"
+    for i in range(plan.nd):
+        axes += b.tmpl(template, o=name(nm.o[i]), q=name(nm.q[i]), lo=name(nm.lo[i]), hi=name(nm.hi[i]),
+                       size=name(nm.sizes[i]), i=literal(i))
+    returns = cst.Tuple([cst.Element(name(v)) for v in nm.geometry])
+    from pypto_tui.codegen.model_new import docstring
+
+    doc = docstring(f"Sizes of {_op_name(s)} for these input dims (CONV.im2col, CONV.row-blocks): "
+                    f"({', '.join(nm.geometry)}).", "    ")
+    params = cst.Parameters(params=[cst.Param(name(d)) for d in _dims(plan.nd)])
+    return b.tmpl("window_geometry", name=name(fn), params=params, doc=[doc], axes=axes, rows=name(nm.o[0]),
+                  returns=returns)
+
+
+def _unpack(nm: _Names, fn: str, dims: list[str]) -> Stmts:
+    targets = ", ".join(nm.geometry)
+    return [cst.parse_statement(f"{targets} = {fn}({', '.join(dims)})\n")]
+
+
+def _factory_prelude(unpack: Stmts, extra: list[str]) -> Stmts:
+    return [*unpack, *(cst.parse_statement(line + "\n") for line in extra)]
+
+
+# ------------------------------------------------------------------------------------ the pre kernel
+@cites("CONV.transposed", "POOL.max-pad-inf", "CONV.assemble-whole")
+def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, planes: str,
+                    unpack: Stmts) -> str:
+    """Zero insertion and padding, one plane per iteration; forward allocates the prepared input."""
+    nd = plan.nd
+    dt = b.pdtype()
+    ext = list(nm.sizes)
+    steps: Stmts = []
+    plane_axis = [2] if nd == 1 else [1 + i for i in range(nd)]
+    extra: list[str] = []
+    if nd == 3:
+        extra.append("PREP_TILE_3D = (1, PREP_TILE[2], PREP_TILE[3])")
+    for i, a in enumerate(plan.axes):
+        if a.insert <= 1:
+            continue
+        lead = _prod(["1", *ext[:i]])
+        rest = _prod(ext[i + 1:])
+        stride = f"STRIDE[{i}]"
+        steps += b.tmpl("window_reshape", dst=name("plane"), src=name("plane"),
+                        shape=_list([f"{lead} * {ext[i]}", "1", rest]))
+        if nd == 3:  # the concat's tile: 3-D, its last dim 32-byte aligned (HW.concat-reduce-align)
+            steps += [cst.parse_statement("pypto.set_vec_tile_shapes(*PREP_TILE_3D)  # pypto-lint: "
+                                          "ignore[lint.tile_waste]  CONV.transposed: sized for the insertion\n")]
+        steps += b.tmpl("window_insert", zeros=_list([f"{lead} * {ext[i]}", f"{stride} - 1", rest]), dt=dt)
+        if nd == 3:
+            steps += [cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})\n")]
+        steps += b.tmpl("window_reshape", dst=name("plane"), src=name("plane"),
+                        shape=_list(_plane(nd, [*ext[:i], f"{ext[i]} * {stride}", *ext[i + 1:]])))
+        ext[i] = f"{ext[i]} * {stride}"
+    for i in reversed(range(nd)):
+        hi_ext = [*ext[:i], nm.hi[i], *ext[i + 1:]]
+        lo_ext = [*ext[:i], nm.lo[i], *ext[i + 1:]]
+        steps += b.tmpl("window_pad", hi=name(nm.hi[i]), lo=name(nm.lo[i]), hi_shape=_list(_plane(nd, hi_ext)),
+                        lo_shape=_list(_plane(nd, lo_ext)), axis=literal(plane_axis[i]), dt=dt)
+        ext[i] = nm.q[i]
+    fill = _e('float("-inf")') if plan.fill == float("-inf") else literal(0.0)
+    body = b.tmpl("window_prepare", fill=fill, tile=tile, planes=_e("n * c"), x=name(planes), out=name("out"),
+                  plane_shape=_list(_plane(nd, list(nm.sizes))),
+                  offsets=_list(["i", *["0"] * (len(_plane(nd, ext)) - 1)]), steps=steps)
+    dims = _dims(nd)
+    in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
+    out_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.q)))
+    spec = KernelSpec(
+        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],  # type: ignore[arg-type]
+        output=TensorParam("out", out_shape, b.ctx.dtype),  # type: ignore[arg-type]
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"The prepared input of {op}: each (image, channel) plane "
+             + ("zero-inserted and " if any(a.insert > 1 for a in plan.axes) else "")
+             + f"padded with {'-inf' if plan.fill == float('-inf') else 'zeros'} "
+             "(CONV.transposed, POOL.max-pad-inf), one plane per iteration, assembled whole (CONV.assemble-whole)."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [planes], out="prepared")
+    return "prepared"
+
+
+def _plane(nd: int, ext: list[str]) -> list[str]:
+    return ["1", "1", ext[0]] if nd == 1 else ["1", *ext]
+
+
+# ------------------------------------------------------------------------------------ window views
+def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: str, taps: list[str],
+            win: Any, win4: Any) -> Stmts:
+    """One tap's window of a block of output rows under the window tile (CONV.window-tile), each
+    stride taken by index_select (CONV.stride-view): it ends as `win`, (ch, ROWS, O1[, O2]) (1-D:
+    (ch, 1, ROWS)), in the view's own rank."""
+    nd = plan.nd
+    steps = [nm.step(i) for i in range(nd)]
+    ext = [f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
+        f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(1, nd)]
+    row = f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}"
+    if nd == 1:
+        shape, offsets, axes = [ch, "1", ext[0]], [first, "0", row], [2]
+    else:
+        shape, offsets, axes = [ch, *ext], [first, row, *taps[1:]], [1 + i for i in range(nd)]
+    out: Stmts = [_set_tile(win4 if nd == 3 else win)]
+    out += b.tmpl("window_view", dst=name("win"), src=name(src), shape=_list(shape), offsets=_list(offsets))
+    for i in range(nd):
+        if steps[i] > 1:
+            out += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(axes[i]),
+                          index=name(_index_name(nm, i)))
+    return out
+
+
+def _index_name(nm: _Names, i: int) -> str:
+    return f"keep_{nm.L[i].lower()}"
+
+
+def _indices(b: Builder, plan: WindowPlan, nm: _Names, rows_axis: bool = True) -> Stmts:
+    """The kept positions of every strided axis (CONV.stride-view); axis 0 counts the block's rows."""
+    out: Stmts = []
+    for i in range(plan.nd):
+        s = nm.step(i)
+        if s <= 1:
+            continue
+        count = f"ROWS * {s}" if i == 0 and rows_axis else f"{nm.o[i]} * {s}"
+        out += b.tmpl("window_index", tile=name("INDEX_TILE"), index=name(_index_name(nm, i)), count=_e(count),
+                      stride=literal(s))
+    return out
+
+
+def _set_tile(tile: Any) -> cst.BaseStatement:
+    return cst.parse_statement(f"pypto.set_vec_tile_shapes(*{tile.node.value})  # pypto-lint: ignore[lint.tile_waste]"
+                               "  CONV.window-tile: sized for the window views\n")
+
+
+def _weights_forward(b: Builder, plan: WindowPlan, attr: str, shape: list[str]) -> None:
+    """forward's only work on the module: its weight and bias, detached and reshaped for the kernel
+    (CONV.weights-from-module)."""
+    b.forward.prepare += [cst.parse_statement(
+        f"weight = self.{attr}.weight.detach().reshape({', '.join(shape)}).contiguous()\n")]
+    if plan.spec.bias:
+        b.forward.prepare += [cst.parse_statement(
+            f"bias = self.{attr}.bias.detach().reshape({'OUT_CHANNELS' if plan.spec.is_conv else 'c'}, 1, 1)"
+            ".contiguous()\n")]
+
+
+def _widen(src: str, nm: _Names, ch: str) -> cst.BaseExpression:
+    """`src` (ch, 1, 1) widened to one block, one axis per expand_clone."""
+    if nm.nd == 1:
+        return _e(f"pypto.expand_clone({src}, [{ch}, 1, ROWS])")
+    return _e(f"pypto.expand_clone(pypto.expand_clone({src}, [{ch}, 1, UNIT]), [{ch}, ROWS, UNIT])")
+
+
+# ------------------------------------------------------------------------------------ im2col
+@cites("CONV.im2col", "CONV.transposed", "B.matmul-cube-tiles")
+def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, win: Any, win4: Any, src: str,
+                   unpack: Stmts) -> None:
+    spec = plan.spec
+    cube_m, cube_k, cube_n = b.cube_constants()
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    window = _window(b, plan, nm, "xq", "CG", "img * c + g * CG", taps, win, win4)
+    setup: Stmts = _indices(b, plan, nm)
+    if setup:
+        setup.append(_set_tile(tile))
+    if spec.transposed:
+        setup += b.tmpl("conv_transposed_weights", w=name("w"))
+        weights, w_shape = "wt", ["IN_CHANNELS", "OCG", "TAPS"]
+    else:
+        weights, w_shape = "w", ["OUT_CHANNELS", "CG * TAPS"]
+    block = nm.out_block("OCG")
+    store: Stmts = b.tmpl("window_reshape", dst=name("y"), src=name("y"), shape=_list(block))
+    if spec.bias:
+        store += b.tmpl("conv_bias", widened=_widen("pypto.view(b, [OCG, 1, 1], [g * OCG, 0, 0])", nm, "OCG"))
+    store += b.tmpl("conv_store", value=_e("y + bias_block") if spec.bias else name("y"),
+                    offsets=_list(nm.out_offsets("img * OUT_CHANNELS + g * OCG")), out=name("out"))
+    body = b.tmpl("conv_im2col", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile, setup=setup,
+                  window=window, weights=name(weights), dt=b.pdtype(), store=store)
+    extra = [f"UNIT = {nm.unit()}", "BLOCK = ROWS * UNIT", "ITEMS = n * GROUPS * BLOCKS"]
+    inputs = [_param("xq", nm.planes_shape(list(nm.q)), b), _param("w", w_shape, b)]
+    if spec.bias:
+        inputs.append(_param("b", ["OUT_CHANNELS", "1", "1"], b))
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[], inputs=inputs,
+        output=_param("out", nm.out_shape("OUT_CHANNELS"), b), prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as im2col (CONV.im2col{', CONV.transposed' if spec.transposed else ''}): per item "
+             "(image, group) and block of output rows, the taps' windows are stacked into columns and one matmul "
+             "with the group's weights writes the block (CONV.row-blocks)."),
+    )
+    b.add_kernel(kspec)
+    _weights_forward(b, plan, str(spec.weight_attr), w_shape)
+    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+
+
+def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
+    return TensorParam(pname, tuple(_e(v) for v in shape), b.ctx.dtype)
+
+
+# ------------------------------------------------------------------------------------ depthwise
+@cites("CONV.depthwise-taps")
+def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
+                      unpack: Stmts) -> None:
+    spec = plan.spec
+    block = nm.out_block("1")
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    window = _window(b, plan, nm, "xq", "1", "plane", taps, win, win4)
+    window += b.tmpl("window_reshape", dst=name("win"), src=name("win"), shape=_list(block))
+    if plan.nd == 3:
+        window.append(_set_tile(win))
+    store: Stmts = []
+    if spec.bias:
+        store += b.tmpl("conv_bias", widened=_widen("pypto.view(b, [1, 1, 1], [ch, 0, 0])", nm, "1"))
+    store += b.tmpl("conv_store", value=_e("acc + bias_block") if spec.bias else name("acc"),
+                    offsets=_list(nm.out_offsets("plane")), out=name("out"))
+    body = b.tmpl("conv_depthwise", tile=win, setup=_indices(b, plan, nm), window=window,
+                  weight=_widen("pypto.view(w, [1, 1, 1], [ch, t, 0])", nm, "1"), store=store)
+    extra = [f"UNIT = {nm.unit()}", "C = c", "ITEMS = n * c * BLOCKS"]
+    inputs = [_param("xq", nm.planes_shape(list(nm.q)), b), _param("w", ["c", "TAPS", "1"], b)]
+    if spec.bias:
+        inputs.append(_param("b", ["c", "1", "1"], b))
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[], inputs=inputs,
+        output=_param("out", nm.out_shape("c"), b), prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as a sum over the taps (CONV.depthwise-taps): per item (one (image, channel) "
+             "plane) and block of output rows (CONV.row-blocks)."),
+    )
+    b.add_kernel(kspec)
+    _weights_forward(b, plan, str(spec.weight_attr), ["c", "TAPS", "1"])
+    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+
+
+# ------------------------------------------------------------------------------------ pooling
+@cites("POOL.tap-views", "POOL.avg-divisor")
+def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
+                 unpack: Stmts) -> None:
+    spec = plan.spec
+    nd = plan.nd
+    combine = "pypto.maximum(acc, win)" if spec.kind == "max_pool" else "acc + win"
+    taps = [f"TAP_{a}[t]" for a in nm.L]
+    chain = _window(b, plan, nm, "xq", "1", "plane", taps, win, win if nd == 3 else win4)
+    axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
+    setup: Stmts = _indices(b, plan, nm)
+    if setup:
+        setup.append(_set_tile(win))
+    store: Stmts = []
+    value: cst.BaseExpression
+    if spec.kind == "max_pool":
+        value = name("acc")
+    elif plan.divisor is not None:
+        value = _e("acc * INV_COUNT")
+    else:
+        setup += _count_map(b, plan, nm)
+        value = _e("acc * scale")
+        store += b.tmpl("window_view", dst=name("scale"), src=name("recip"), shape=_list(nm.out_block("1")),
+                        offsets=_list(nm.out_offsets("0")))
+    store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
+    body = b.tmpl("pool_taps", tile=win, setup=setup, axes=axes, store=store)
+    extra = [f"UNIT = {nm.unit()}", "ITEMS = n * c * BLOCKS"]
+    if spec.kind == "avg_pool" and plan.divisor is not None:
+        extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
+    elif spec.kind == "avg_pool":
+        for i, a in enumerate(nm.L):
+            if spec.count_include_pad:  # the padding counts, positions past it (ceil_mode) do not
+                extra += [f"COUNT_A_{a} = 0",
+                          f"COUNT_B_{a} = min({nm.sizes[i]} + PADDING[{i}][0] + PADDING[{i}][1], {nm.q[i]})"]
+            else:
+                extra += [f"COUNT_A_{a} = {nm.lo[i]}", f"COUNT_B_{a} = {nm.sizes[i]}"]
+    divisor = ("" if spec.kind != "avg_pool" else f", then x 1/{plan.divisor:g} (POOL.avg-divisor)"
+               if plan.divisor is not None else ", then x 1/count per position (POOL.avg-divisor)")
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(nd), scalars=[],
+        inputs=[_param("xq", nm.planes_shape(list(nm.q)), b)], output=_param("out", nm.out_shape("c"), b),
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} by taps (POOL.tap-views): per item (one (image, channel) plane) and block of "
+             f"output rows (CONV.row-blocks), a {'max' if spec.kind == 'max_pool' else 'sum'} over the window's "
+             f"taps, each one strided view of the input{divisor}."),
+    )
+    b.add_kernel(kspec)
+    b.call_kernel(kspec, [src])
+
+
+@cites("POOL.avg-divisor")
+def _count_map(b: Builder, plan: WindowPlan, nm: _Names) -> Stmts:
+    """`recip` (1, O0, UNIT) (1-D: (1, 1, O)): 1 / the count of each window's counted positions,
+    built before the loop from one count vector per axis (the count is separable)."""
+    out: Stmts = []
+    dt = b.pdtype()
+    for i, a in enumerate(nm.L):
+        out += b.tmpl("pool_count_axis", count=name(f"count_{a.lower()}"), a=name(f"COUNT_A_{a}"),
+                      b=name(f"COUNT_B_{a}"), q=name(nm.q[i]), o=name(nm.o[i]), s=literal(nm.step(i)),
+                      taps=literal(plan.axes[i].kernel), dt=dt)
+    counts = [f"count_{a.lower()}" for a in nm.L]
+    if plan.nd == 1:
+        out += b.tmpl("window_reshape", dst=name("counts"), src=name(counts[0]), shape=_list(["1", "1", nm.o[0]]))
+        total = "counts"
+    else:
+        inner = counts[-1]
+        shape_inner = nm.o[-1]
+        for i in range(plan.nd - 2, -1, -1):  # outer axis i times everything after it, as (1, O_i, rest)
+            rest = _prod(nm.o[i + 1:])
+            left = f"pypto.expand_clone(pypto.reshape({counts[i]}, [1, {nm.o[i]}, 1]), [1, {nm.o[i]}, {rest}])"
+            right = f"pypto.expand_clone(pypto.reshape({inner}, [1, 1, {shape_inner}]), [1, {nm.o[i]}, {rest}])"
+            out += b.tmpl("window_reshape", dst=name("counts"), src=_e(f"{left} * {right}"),
+                          shape=_list(["1", "1", f"{nm.o[i]} * {rest}"] if i > 0 else ["1", nm.o[0], rest]))
+            inner, shape_inner = "counts", f"{nm.o[i]} * {rest}"
+        total = "counts"
+    if nm.natural:
+        out += b.tmpl("window_reshape", dst=name("counts"), src=name(total), shape=_list(["1", *nm.o]))
+        total = "counts"
+    out += b.fwd("recip = pypto.reciprocal({t})", t=_e(total))
+    return out
+
+
+# ------------------------------------------------------------------------------------ ModelNew's modules
+@cites("CONV.weights-from-module")
+def _model_modules(b: Builder, spec: Any) -> None:
+    """ModelNew.__init__ repeats the task's module constructors, in order (CONV.weights-from-module):
+    under the same seed they draw the same weights. A constructor that reads names other than
+    __init__'s parameters is rebuilt from the contract's values instead."""
+    task = b.ctx.task
+    params = set(task.param_names)
+    attrs = dict(b.ctx.contract.attributes)
+    for attr, kind, args, names in task.modules:
+        if set(names) <= params | _GLOBALS:
+            call = _e(f"nn.{kind}({args})")
+        else:
+            from pypto_tui.contract.signatures import MODULE_SIGS
+
+            given = dict(attrs.get(attr) or {})
+            values = {k: given[k] for k, _ in MODULE_SIGS.get(kind, ()) if k in given and k not in ("device", "dtype")}
+            if not values:
+                raise Unsupported(f"self.{attr} = nn.{kind}(...) reads names ModelNew cannot see "
+                                  f"({', '.join(sorted(set(names) - params - _GLOBALS))})")
+            call = _e(f"nn.{kind}(" + ", ".join(f"{k}={_py(v)}" for k, v in values.items()) + ")")
+        b.forward.init += b.fwd("self.{a} = {call}", a=name(attr), call=call)
+    if spec.is_conv and not any(a == spec.weight_attr for a, *_ in task.modules):
+        raise Unsupported(f"self.{spec.weight_attr} is not built by a plain `self.{spec.weight_attr} = "
+                          "nn.Conv...(...)` in Model.__init__: ModelNew could not build the same weights")
+
+
+def _py(v: Any) -> str:
+    if isinstance(v, list):
+        return repr(tuple(v))
+    return repr(v)
+
+
+def _needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    return window_needs(c, dims, g, kb)
+
+
+PATTERNS = (
+    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:3]), needs=_needs),
+)

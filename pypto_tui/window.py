@@ -1,0 +1,281 @@
+"""The im2col plan: how a conv or pool becomes kernel work pypto 0.2.0 can run on a CPU.
+
+`pypto.conv` cannot run in 0.2.0's simulator (CONV.not-runnable), so a conv is computed as an
+implicit matmul: for one image and one group, the taps' windows of the input are stacked into a
+column buffer (C/G * prod(K) rows, OH*OW columns) and one `pypto.matmul` multiplies it by the
+group's weights, (OC/G) x (C/G * prod(K)). A pool, and a depthwise conv, reduce over their taps
+with vector ops instead (no matmul). This module computes that plan from the contract's
+`WindowSpec`, for the strategy the dimension step chose:
+
+- `im2col`: conv and transposed conv. A transposed conv is the conv of the input with zeros
+  inserted between its elements (stride - 1 per gap), padded by dilation*(kernel-1) - padding,
+  taken with the taps in reverse order and each group's weights transposed (CONV.transposed).
+- `depthwise-taps`: groups == channels == out channels; a sum over the taps of window * weight.
+- `pool-taps`: max or average pooling: a max (or sum) over the window's taps, each tap one strided
+  view of the input (a separable form, one axis at a time over views of the previous axis's
+  result, is miscompiled by 0.2.0 once the loop has several blocks: POOL.tap-views).
+
+Every variant reads the input through one "prepared" tensor: padded (zeros, or -inf for a max
+pool), zero-inserted for a transposed conv, and long enough that a window block of R output rows
+is one constant-shape view (R*stride rows from r0*stride + k*dilation). Strides are taken inside
+the view by a reshape to (.., O, stride) and a view of the first of each stride (CONV.stride-view).
+A pre kernel builds it one (image, channel) plane at a time; when nothing needs padding, the input
+is used as it is.
+
+The work runs over *items* (an image and a group, or an image and a block of channels) and, in
+each, blocks of output rows (axis 0 of the output's spatial axes): the loop step decides the rows
+per block on the documents' log scale; the items multiply the iterations.
+
+Pure Python, no libcst: the pipeline, the app and the code generator all read it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pypto_tui.contract.conv import WindowSpec
+
+STRATEGIES = ("im2col", "depthwise-taps", "pool-taps")
+# The strategy each dimension-plan strategy id stands for (strategies.toml rows of reshape "window").
+STRATEGY_OF_ID: Mapping[str, str] = {
+    "conv-im2col": "im2col", "conv-transposed-zero-insert": "im2col", "conv-depthwise-taps": "depthwise-taps",
+    "pool-tap-views": "pool-taps",
+}
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """One spatial axis: the input, the prepared input and the windows read from it.
+
+    The prepared axis is `lo` fill positions, the data (the input, each element followed by
+    `insert - 1` zeros for a transposed conv), then fill up to `prepared`. Output position o reads
+    prepared positions `base + o*step + k*dilation` for tap k (reversed for a transposed conv).
+    """
+
+    size: int
+    out: int
+    kernel: int
+    step: int
+    dilation: int
+    insert: int
+    lo: int
+    base: int
+    prepared: int
+
+    @property
+    def data(self) -> int:
+        return self.size * self.insert
+
+    @property
+    def hi(self) -> int:
+        return self.prepared - self.lo - self.data
+
+    @property
+    def view(self) -> int:
+        """The extent of one window view of all `out` positions: out*step (the stride is taken by a
+        reshape to (out, step) inside it)."""
+        return self.out * self.step
+
+    def needs_fill(self) -> bool:
+        return self.lo > 0 or self.hi > 0 or self.insert > 1
+
+
+def _axis(spec: WindowSpec, i: int) -> AxisPlan:
+    size, k, s, d = spec.spatial[i], spec.kernel[i], spec.stride[i], spec.dilation[i]
+    lo_pad, _ = spec.padding[i]
+    out = spec.out_size(i)
+    if spec.transposed:
+        q = d * (k - 1) - lo_pad  # zeros before the zero-inserted input; negative: rows cropped
+        lo, base, step, insert = max(q, 0), max(-q, 0), 1, s
+    else:
+        lo, base, step, insert = lo_pad, 0, s, 1
+    need = base + out * step + d * (k - 1)  # the last window block ends here (stride views included)
+    prepared = max(lo + size * insert, need)
+    return AxisPlan(size, out, k, step, d, insert, lo, base, prepared)
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """The im2col (or tap-reduction) plan for one conv or pool (see the module docstring)."""
+
+    spec: WindowSpec
+    strategy: str
+    axes: tuple[AxisPlan, ...]
+    channels_per_item: int
+    items_per_image: int
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def nd(self) -> int:
+        return self.spec.nd
+
+    @property
+    def taps(self) -> int:
+        return self.spec.taps
+
+    @property
+    def fill(self) -> float:
+        return float("-inf") if self.spec.kind == "max_pool" else 0.0
+
+    @property
+    def prepare(self) -> bool:
+        """A pre kernel builds the prepared input (padding, zero insertion, room for stride views)."""
+        return any(a.needs_fill() for a in self.axes)
+
+    @property
+    def reverse_taps(self) -> bool:
+        return self.spec.transposed
+
+    @property
+    def rows(self) -> int:
+        """Output rows per item: the first spatial axis (the loop cuts it into blocks)."""
+        return self.axes[0].out
+
+    @property
+    def row_unit(self) -> int:
+        """Output positions per row: the product of the other spatial axes (1 for a 1-D op)."""
+        return math.prod(a.out for a in self.axes[1:])
+
+    @property
+    def repeat(self) -> int:
+        """Items: every block of rows repeats for each (image, group) or (image, channel block)."""
+        return self.spec.batch * self.items_per_image
+
+    @property
+    def matmul(self) -> tuple[int, int, int] | None:
+        """(M, K, N) of the implicit matmul for one image and group (im2col only)."""
+        if self.strategy != "im2col":
+            return None
+        s = self.spec
+        return (s.out_per_group, s.in_per_group * self.taps, self.rows * self.row_unit)
+
+    @property
+    def column_elements(self) -> int:
+        """The column buffer of one image and group (im2col), or one item's window stack."""
+        return self.channels_per_item * self.taps * self.rows * self.row_unit
+
+    @property
+    def row_elements(self) -> int:
+        """Elements of the largest window view per output row (the tap-reduction strategies)."""
+        return self.axes[0].step * math.prod(a.view for a in self.axes[1:])
+
+    @property
+    def divisor(self) -> float | None:
+        """The average pool's constant divisor, or None when it varies per position (a count map)."""
+        s = self.spec
+        if s.kind != "avg_pool":
+            return None
+        if s.divisor_override:
+            return float(s.divisor_override)
+        constant = True
+        for a, (lo, hi) in zip(self.axes, s.padding, strict=True):
+            last_end = (a.out - 1) * a.step + a.kernel  # in padded coordinates
+            if not s.count_include_pad and (lo > 0 or hi > 0):
+                constant = False
+            if last_end > a.size + lo + hi:
+                constant = False
+        return float(s.taps) if constant else None
+
+    # ------------------------------------------------------------------ words
+    def strategy_text(self) -> str:
+        s = self.spec
+        if self.strategy == "im2col" and s.transposed:
+            ins = [a.insert for a in self.axes]
+            how = (f"zero insertion (stride {tuple(ins)}: {tuple(i - 1 for i in ins)} zero(s) between inputs), "
+                   "then a stride-1 conv with the taps reversed and each group's weights transposed")
+            return f"transposed conv as im2col: {how}"
+        if self.strategy == "im2col":
+            return "im2col: one window view per tap, stacked, then one matmul per image and group"
+        if self.strategy == "depthwise-taps":
+            return "depthwise: a sum over the taps of window x per-channel weight (vector ops, no matmul)"
+        op = "max" if s.kind == "max_pool" else "sum"
+        return f"pooling by taps: a {op} over the window's {self.taps} taps, each one strided view of the input"
+
+    def rows_table(self) -> list[tuple[str, str]]:
+        """The plan as labelled lines (the Dimensions step and `contract` show them)."""
+        s = self.spec
+        n = s.batch
+        out: list[tuple[str, str]] = [("strategy", self.strategy_text())]
+        out.append(("output size", "; ".join(s.size_formulas())))
+        if self.matmul is not None:
+            M, K, N = self.matmul
+            k_txt = "x".join(str(k) for k in s.kernel)
+            out.append(("implicit matmul",
+                        f"per image and group: W ({M} x {K}) @ columns ({K} x {N}); "
+                        f"{M} = OC/G = {s.out_channels}/{s.groups}, {K} = C/G*prod(K) = {s.in_per_group}*{k_txt}, "
+                        f"{N} = {' * '.join(str(a.out) for a in self.axes)} output positions; "
+                        f"{n * s.groups} such matmul(s)"))
+            b = self.column_elements * 4
+            out.append(("column buffer", f"{self.column_elements} elements ({_bytes(b)}) per image and group, "
+                                         f"{_bytes(b * n * s.groups)} for the whole batch: built block by block"))
+        else:
+            out.append(("tap reduction", f"{self.taps} tap(s) ({'x'.join(map(str, s.kernel))}); "
+                                         f"{self.channels_per_item} channel(s) per item"))
+        prep = []
+        for name, a in zip(s.axis_names(), self.axes, strict=True):
+            parts = [f"{a.lo} + {a.size}" + (f"x{a.insert}" if a.insert > 1 else "") + f" + {a.hi} = {a.prepared}"]
+            if a.base:
+                parts.append(f"windows start at {a.base}")
+            prep.append(f"{name}: {', '.join(parts)}")
+        fill = "-inf" if self.fill == float("-inf") else "zeros"
+        out.append(("prepared input", ("a pre kernel pads with " + fill + ": " if self.prepare else
+                                       "the input as it is (no padding needed): ") + "; ".join(prep)))
+        out.append(("items", f"{self.repeat} = {n} image(s) x {self.items_per_image} "
+                             + ("group(s)" if self.strategy == "im2col" else "channel(s), one plane per item")
+                             + f"; each item's {self.rows} output row(s) of {self.row_unit} position(s) are cut into "
+                               "blocks by the loop"))
+        if s.kind == "avg_pool":
+            d = self.divisor
+            out.append(("divisor", f"{d:g} (every window counts {'its padding' if s.count_include_pad else 'fully'})"
+                        if d is not None else "per position: a count map (count_include_pad=False or ceil_mode "
+                                              "windows past the padding)"))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy, "kind": self.spec.kind, "nd": self.nd, "taps": self.taps,
+            "matmul": list(self.matmul) if self.matmul else None, "column_elements": self.column_elements,
+            "channels_per_item": self.channels_per_item, "items_per_image": self.items_per_image,
+            "repeat": self.repeat, "rows": self.rows, "row_unit": self.row_unit, "prepare": self.prepare,
+            "fill": "-inf" if self.fill == float("-inf") else 0.0, "divisor": self.divisor,
+            "axes": [{"size": a.size, "out": a.out, "kernel": a.kernel, "step": a.step, "dilation": a.dilation,
+                      "insert": a.insert, "lo": a.lo, "hi": a.hi, "base": a.base, "prepared": a.prepared}
+                     for a in self.axes],
+            "lines": [list(r) for r in self.rows_table()],
+        }
+
+
+def _bytes(b: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{b} B"
+
+
+def default_strategy(spec: WindowSpec) -> str:
+    if spec.kind in ("max_pool", "avg_pool"):
+        return "pool-taps"
+    return "depthwise-taps" if spec.depthwise else "im2col"
+
+
+def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
+    """The plan for `spec` with `strategy` (default: im2col for convs, taps for depthwise and pools).
+    Raises ValueError when the strategy cannot compute this op."""
+    strategy = strategy or default_strategy(spec)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown window strategy '{strategy}'")
+    if spec.kind in ("max_pool", "avg_pool") and strategy != "pool-taps":
+        raise ValueError(f"{spec.kind} is computed by the pool-taps strategy")
+    if spec.is_conv and strategy == "pool-taps":
+        raise ValueError("a conv is computed by im2col (or depthwise taps)")
+    if strategy == "depthwise-taps" and not spec.depthwise:
+        raise ValueError("the depthwise strategy needs groups == in_channels == out_channels")
+    axes = tuple(_axis(spec, i) for i in range(spec.nd))
+    if strategy == "im2col":
+        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups)
+    # the tap strategies take one channel plane per item: their window views then never merge channels
+    # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
+    return WindowPlan(spec, strategy, axes, 1, spec.in_channels)

@@ -1,0 +1,85 @@
+"""The conv and pool pattern: every fixture scaffolds lint-clean, ModelNew builds the task's own
+module (the same weights under the same seed) and forward only hands its weight and bias to the
+kernel; the kernel writes the plan the tile and loop steps decided."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.export import export_dir
+from pypto_tui.lint.engine import lint_source
+
+CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
+FIXTURES = sorted(p.name for p in CONV.glob("*.py"))
+
+
+def pipe(kb, name: str, **design) -> Pipeline:
+    return Pipeline(kb, Design(task=str(CONV / name), **design))
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_every_fixture_scaffolds_lint_clean(kb, name):
+    p = pipe(kb, name)
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "window", k.reason
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=p.contract().signature) == []
+    assert "pypto.conv(" not in k.source  # CONV.not-runnable
+    tree = ast.parse(k.source)
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "pypto.loop"]
+    kernels = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.endswith("_kernel")
+               and not n.name.startswith("create_")]
+    assert len(loops) == len(kernels)  # one pypto.loop per kernel, never nested (P6.no-nested-loops)
+
+
+def test_modelnew_repeats_the_modules_and_forward_passes_their_weights(kb):
+    src = kernel_of(pipe(kb, "conv_transpose2d_strided.py")).source
+    init = src[src.index("    def __init__"):src.index("    def forward")]
+    assert ("self.up = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, "
+            "output_padding=output_padding, groups=groups, dilation=dilation)") in init
+    fwd = src[src.index("    def forward"):]
+    assert "weight = self.up.weight.detach().reshape(IN_CHANNELS, OCG, TAPS).contiguous()" in fwd
+    assert "bias = self.up.bias.detach().reshape(OUT_CHANNELS, 1, 1).contiguous()" in fwd
+
+
+def test_a_module_reading_names_modelnew_lacks_is_rebuilt_from_the_contract(kb, tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text("import torch\nimport torch.nn as nn\n\nK = 3\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                 "        super().__init__()\n        self.conv = nn.Conv1d(4, 6, K, padding=1)\n\n"
+                 "    def forward(self, x):\n        return self.conv(x)\n\n\ndef get_inputs():\n"
+                 "    return [torch.randn(2, 4, 40)]\n\n\ndef get_init_inputs():\n    return []\n")
+    src = kernel_of(Pipeline(kb, Design(task=str(p)))).source
+    assert "self.conv = nn.Conv1d(in_channels=4, out_channels=6, kernel_size=3, stride=1, padding=1" in src
+
+
+def test_the_kernel_writes_the_plans_loop_and_tiles(kb):
+    p = pipe(kb, "conv2d_grouped_strided.py", loop_count=4)
+    k = kernel_of(p)
+    plan = p.kernel_plan()
+    assert plan.loop is not None and plan.loop.count == 4
+    assert k.constants["LOOP_COUNT"]["value"] == 4
+    assert k.constants["LOOP_COUNT"]["numbers"]["items"] == 8 and k.constants["LOOP_COUNT"]["numbers"]["blocks"] == 4
+    assert k.constants["TILE"]["value"] == list(plan.tile("columns").tile)
+    assert k.constants["WINDOW_TILE"]["value"] == list(plan.tile("window").tile)
+    assert "pypto.index_select(win, 1, keep_h)" in k.source and "pypto.index_select(win, 2, keep_w)" in k.source
+    assert "r0 = ((it % BLOCKS) * LAST) // SPREAD" in k.source  # the last block shifted back (CONV.row-blocks)
+
+
+def test_a_max_pool_pads_with_minus_infinity_and_an_average_divides(kb):
+    mx = kernel_of(pipe(kb, "maxpool2d_ceil.py")).source
+    assert 'FILL = float("-inf")' in mx and "pypto.maximum(acc, win)" in mx
+    avg = kernel_of(pipe(kb, "avgpool1d_padded.py")).source
+    assert "FILL = 0.0" in avg and "INV_COUNT = 1.0 / 5.0" in avg
+    excl = kernel_of(pipe(kb, "avgpool2d_exclude_pad.py")).source
+    assert "recip = pypto.reciprocal(counts)" in excl and "COUNT_A_H = LO_H" in excl
+
+
+def test_export_over_the_conv_fixtures_scaffolds_every_one(kb, tmp_path):
+    report = export_dir(CONV, tmp_path / "out", kb)
+    assert report.counts["ok"] == len(FIXTURES), [(r.task, r.reason) for r in report.rows if r.status != "ok"]
+    for out in (tmp_path / "out").iterdir():
+        task = Pipeline(kb, Design(task=str(CONV / out.name))).contract().signature
+        assert lint_source(out.read_text(), str(out), kb=kb, task_signature=task) == []

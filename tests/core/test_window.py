@@ -1,0 +1,153 @@
+"""The im2col plan (pypto_tui.window) and what the tile and loop steps learned for it: loops cut in
+whole output rows, the smallest count past the ladder when nothing on it fits, the compiler's
+32-byte rule for concat and reductions, cube tiles for a matmul dim below 16."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.design import Design, Pipeline
+from pypto_tui.loops import candidate, choose_loop, plan_loops
+from pypto_tui.plan import TileRole
+from pypto_tui.tiles import choose_cube, choose_tile, evaluate_tile
+from pypto_tui.window import plan_window
+
+CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
+
+
+def spec_of(kb, name):
+    from pypto_tui.contract.conv import window_spec
+
+    return window_spec(extract_contract(CONV / name, kb))
+
+
+def test_im2col_is_one_matmul_per_image_and_group(kb):
+    plan = plan_window(spec_of(kb, "conv2d_grouped_strided.py"))
+    assert plan.strategy == "im2col"
+    assert plan.matmul == (6, 4 * 9, 19 * 35)  # (OC/G) x (C/G * 3*3) @ (.. x OH*OW)
+    assert plan.repeat == 4 * 2 and plan.rows == 19 and plan.row_unit == 35
+    assert plan.column_elements == 4 * 9 * 19 * 35
+    a = plan.axes[0]
+    # padding 1 each side; room for the last block's strided views: 19*2 + 2*(3-1) = 42 rows
+    assert (a.lo, a.prepared, a.hi, a.step) == (1, 42, 1, 2) and plan.prepare
+    lines = dict(plan.rows_table())
+    assert "W (6 x 36) @ columns (36 x 665)" in lines["implicit matmul"]
+    assert "8 such matmul(s)" in lines["implicit matmul"]
+
+
+def test_a_transposed_conv_is_a_conv_of_the_zero_inserted_input(kb):
+    plan = plan_window(spec_of(kb, "conv_transpose2d_strided.py"))
+    h, w = plan.axes
+    # stride 2: each input row followed by 1 zero row; dilation*(k-1) - padding = 2 - 1 = 1 zero row before
+    assert (h.insert, h.step, h.lo, h.base) == (2, 1, 1, 0)
+    # W: kernel 4 dilated by 2 spans 7, padding 1: 5 zeros before, stride 3
+    assert (w.insert, w.step, w.lo) == (3, 1, 5)
+    assert plan.reverse_taps and "zero insertion" in plan.strategy_text()
+    assert h.prepared >= h.lo + h.data and h.prepared >= h.base + h.out + h.dilation * (h.kernel - 1)
+
+
+def test_a_transposed_conv_whose_padding_exceeds_the_window_skips_positions(kb, tmp_path):
+    from pypto_tui.contract.conv import window_spec
+
+    p = tmp_path / "t.py"
+    p.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                 "        super().__init__()\n        self.d = nn.ConvTranspose1d(2, 3, 3, stride=2, padding=4)\n\n"
+                 "    def forward(self, x):\n        return self.d(x)\n\n\ndef get_inputs():\n"
+                 "    return [torch.randn(1, 2, 20)]\n\n\ndef get_init_inputs():\n    return []\n")
+    a = plan_window(window_spec(extract_contract(p, kb))).axes[0]
+    assert a.lo == 0 and a.base == 2  # dilation*(k-1) - padding = -2: the first two positions are skipped
+
+
+def test_depthwise_and_pools_reduce_over_taps_one_plane_per_item(kb):
+    dw = plan_window(spec_of(kb, "conv2d_depthwise.py"))
+    assert dw.strategy == "depthwise-taps" and dw.matmul is None and dw.repeat == 4 * 12
+    mx = plan_window(spec_of(kb, "maxpool2d_ceil.py"))
+    assert mx.strategy == "pool-taps" and mx.fill == float("-inf") and mx.channels_per_item == 1
+    with pytest.raises(ValueError, match="pool-taps"):
+        plan_window(spec_of(kb, "maxpool3d.py"), "im2col")
+    with pytest.raises(ValueError, match="depthwise"):
+        plan_window(spec_of(kb, "conv2d_grouped_strided.py"), "depthwise-taps")
+
+
+def test_the_average_divisor_is_constant_only_when_every_window_counts_the_same(kb):
+    assert plan_window(spec_of(kb, "avgpool1d_padded.py")).divisor == 5.0
+    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).divisor == 18.0
+    assert plan_window(spec_of(kb, "avgpool2d_exclude_pad.py")).divisor is None  # count_include_pad=False
+
+
+def test_the_dimension_step_offers_im2col_for_a_depthwise_conv_too(kb):
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_depthwise.py")))
+    assert p.dims().strategy == "conv-depthwise-taps" and "conv-im2col" in p.dims().alternatives
+    alt = Pipeline(kb, Design(task=str(CONV / "conv2d_depthwise.py"), strategy="conv-im2col"))
+    assert alt.needs().cube == (1, 15, alt.needs().cube[2])  # M = OC/G = 1, K = 1 * 3*5
+
+
+def test_needs_declare_the_plan_a_loop_in_whole_rows_and_the_window_tiles(kb):
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_grouped_strided.py")))
+    n = p.needs()
+    assert [r.name for r in n.tiles] == ["columns", "window", "prepare"]
+    assert n.tiles[0].strict_align and n.tiles[1].shape[0] == 1
+    assert n.loop_axis == 2 and n.loop_unit == 35 and "implicit matmul" in dict(n.layout)
+
+
+def test_a_loop_in_units_counts_rows_and_views_whole_rows(kb):
+    plan = plan_loops(kb, (4, 9, 19 * 35), "fp32", (4, 9, 256), axis=2, loop_count=4, unit=35)
+    assert plan.total == 19
+    c = plan.candidates[0]
+    assert (c.loop_count, c.basic_batch, c.num_iters, c.tail) == (4, 5, 4, 4)
+    assert c.view_shape == (4, 9, 5 * 35)
+
+
+def test_past_the_ladder_the_smallest_count_that_fits_is_chosen(kb):
+    # 63 rows of 28 tiles each: 32 blocks hold 2 rows = 56 tiles > 40 allowed by this tiny budget
+    tile = (1, 1, 16)
+    shape = (1, 1, 63 * 16 * 28)
+    plan = plan_loops(kb, shape, "fp32", tile, axis=2, unit=16 * 28)
+    assert plan.recommended is None or plan.recommended.loop_count == 63 or plan.recommended.ok
+    cand = candidate(kb, shape, tile, 2, 63, unit=16 * 28)
+    assert cand.basic_batch == 1 and cand.auto_tiles_per_iter == 28
+    big = (1, 1, 63 * 16 * 100)  # 100 tiles per row: two rows per iteration would be 200
+    plan = plan_loops(kb, big, "fp32", tile, axis=2, unit=16 * 100)
+    choice = choose_loop(kb, plan)
+    assert choice is not None and choice.candidate.auto_tiles_per_iter <= kb.limits.max_auto_tiles
+
+
+def test_a_matmul_inner_axis_over_the_compilers_limit_needs_a_loop(kb):
+    # 128 rows of 1024 positions: the columns' 131072 positions are the matmul's inner axis
+    shape, tile = (4, 1, 128 * 1024), (4, 1, 4096)
+    assert kb.limits.max_matmul_inner == 65534
+    free = plan_loops(kb, shape, "fp32", tile, axis=2, unit=1024)
+    assert not free.needs_loop  # 32 tiles: the tile budget alone asks for no loop
+    plan = plan_loops(kb, shape, "fp32", tile, axis=2, unit=1024, max_chunk=kb.limits.max_matmul_inner)
+    assert plan.needs_loop and "inner axis" in plan.reason
+    one = candidate(kb, shape, tile, 2, 1, unit=1024, max_chunk=kb.limits.max_matmul_inner)
+    f = next(f for f in one.findings if f.rule == "HW.matmul-inner-axis")
+    assert f.level == "error" and f.authority == "compiler" and not one.ok
+    choice = choose_loop(kb, plan)
+    assert choice is not None and choice.candidate.basic_batch * 1024 <= kb.limits.max_matmul_inner
+
+
+def test_a_conv_loop_keeps_the_columns_within_the_matmul_limit(kb):
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_grouped_strided.py")))
+    assert p.needs().loop_max_chunk == kb.limits.max_matmul_inner
+    tap = Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))
+    assert tap.needs().loop_max_chunk is None  # no matmul: no inner-axis limit
+
+
+def test_concat_and_reductions_are_held_to_the_compilers_32_byte_rule(kb):
+    role = TileRole("columns", "TILE", (4, 9, 600), "fp32", None, reducing=False, strict_align=True)
+    bad = choose_tile(kb, role, (4, 9, 100))
+    assert bad is not None
+    f = next(f for f in bad.evaluation.findings if f.rule == "HW.concat-reduce-align")
+    assert f.level == "error" and f.authority == "compiler"
+    plain = evaluate_tile(kb, (4, 9, 600), "fp32", (4, 9, 100))
+    assert {f.rule for f in plain.findings if f.level == "error"} == {"P4.last-dim-align"}
+
+
+def test_a_matmul_dim_below_16_still_gets_legal_cube_tiles(kb):
+    cube = choose_cube(kb, 6, 36, 70, "fp32")
+    assert cube is not None and cube.evaluation.m[0] == 16 and not any(
+        f.level == "error" for f in cube.evaluation.findings)

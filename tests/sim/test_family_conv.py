@@ -1,0 +1,82 @@
+"""Convolutions and pooling through the real compiler: every fixture verifies against torch at reduced
+shapes (same seed, same weights: ModelNew builds the task's own module), blocks of output rows with a
+shifted last block verify too, and kernels with a tap dropped, or with other weights, fail."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.design_runs import cost_job
+from pypto_tui.sim.runner import run_one
+from pypto_tui.sim.verification import prepare_verify, verify_many
+
+CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
+CONVS = sorted(p.name for p in CONV.glob("conv*.py"))
+POOLS = sorted(p.name for p in CONV.glob("*pool*.py"))
+pytestmark = pytest.mark.sim
+
+
+def pipe(kb, name: str, **design) -> Pipeline:
+    return Pipeline(kb, Design(task=str(CONV / name), **design))
+
+
+def _check(names, reports):
+    for name, r in zip(names, reports, strict=True):
+        assert r.supported and r.passed, (name, r.reason)
+        assert r.max_abs_err is not None and r.max_abs_err < 1e-4, (name, r.max_abs_err)
+
+
+def test_convolutions_verify_against_torch(kb):
+    _check(CONVS, verify_many([pipe(kb, n) for n in CONVS], jobs=1, cache=False))
+
+
+def test_pools_verify_against_torch(kb):
+    _check(POOLS, verify_many([pipe(kb, n) for n in POOLS], jobs=1, cache=False))
+
+
+def test_blocks_of_rows_with_a_shifted_last_block_verify(kb):
+    """Three blocks of rows that do not divide the rows: the last block starts at rows - block."""
+    names = ["conv2d_grouped_strided.py", "maxpool2d_ceil.py", "conv_transpose1d_dilated.py"]
+    ps = [pipe(kb, n, loop_count=3) for n in names]
+    reports = verify_many(ps, jobs=1, cache=False)
+    _check(names, reports)
+    assert all(r.loop_count == 3 for r in reports)
+
+
+def _broken(kb, name: str, old: str, new: str) -> J.SimResult:
+    prep = prepare_verify(pipe(kb, name))
+    assert prep.job is not None
+    src = prep.job.kernel_source
+    assert src.count(old) == 1, old
+    job = replace(prep.job, kernel_source=src.replace(old, new), label=f"broken {name}")
+    return run_one(job, cache=False)
+
+
+def test_a_conv_with_one_tap_dropped_fails(kb):
+    r = _broken(kb, "conv2d_grouped_strided.py", "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))",
+                "taps.append(pypto.reshape(win * (0.0 if t == TAPS - 1 else 1.0), [CG, 1, BLOCK]))")
+    assert r.status == J.MISMATCH and r.passed is False
+
+
+def test_a_pool_with_one_tap_dropped_fails(kb):
+    r = _broken(kb, "avgpool1d_padded.py", "for t in range(TAPS):", "for t in range(TAPS - 1):")
+    assert r.status == J.MISMATCH and r.passed is False
+
+
+def test_other_weights_than_models_fail(kb):
+    """verify compares like with like: a ModelNew whose conv draws other weights does not pass."""
+    r = _broken(kb, "conv1d_dilated_strided.py", "        self.conv1d = nn.Conv1d(",
+                "        torch.manual_seed(1234)\n        self.conv1d = nn.Conv1d(")
+    assert r.status == J.MISMATCH and r.passed is False
+
+
+def test_a_design_compiles_at_the_tasks_full_shape(kb):
+    p = pipe(kb, "conv2d_same_asymmetric.py")
+    assert kernel_of(p).supported
+    r = run_one(cost_job(p, "full shape"), cache=False)
+    assert r.status == J.OK and r.e2e_us is not None and r.e2e_us > 0
