@@ -17,15 +17,15 @@ qualified ones (max_over_dim: an unqualified (1,256,64) at 12.19 us hid a 1.254x
 qualified tiles, benchmarks/README.md). The task means then fit `intercept` and `size`, which
 only make the figure readable as microseconds.
 
-`error` is the fit's spread: the standard deviation of log(measured /
-estimated) within a task, taken from leave-one-task-out predictions when the family has more
-than one task (an estimate of how it does on a task it has not seen), else in-sample. `worst` is
-the largest such miss; `loop_error` the same spread among runs that differ only in the loop count
-(what a loop sweep compares); `pick_error` the same spread among the qualified runs within
-NEAR_BEST of their task's fastest: what the guided tile sweep trusts to rule a candidate out, since
-only a candidate near the best can win, and the slow tail (tiles 3-12x off, where the estimate is
-roughest) says little about those (loss: 0.20 near the best against 0.32 over all runs). All
-are written to the pack with the number of runs and the tasks.
+`error` is the fit's spread: the standard deviation of log(measured / estimated) within a task,
+taken from leave-one-task-out predictions when the family has more than one task (an estimate of
+how it does on a task it has not seen), else in-sample. `worst` is the largest such miss;
+`loop_error` the same spread among runs that differ only in the loop count (what a loop sweep
+compares); `pick_error` the same spread among the qualified runs within NEAR_BEST of their task's
+fastest, centred per task: what the guided tile sweep trusts to rule a candidate out, since only a
+candidate near the best can win, and the slow tail (tiles 3-12x off, where the estimate is
+roughest) says little about those (loss: 0.09 near the best against 0.32 over all runs). All are
+written to the pack with the number of runs and the tasks.
 
 numpy only; nothing here runs the compiler (sim/calibrate.py collects the runs).
 """
