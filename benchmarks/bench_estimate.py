@@ -171,8 +171,10 @@ def main() -> None:
                     pick = min(qualified, key=lambda s: e.us(s.point))
                     rec["loto_static_ratio"] = pick.e2e_us / best
                     values = {i: s.e2e_us for i, s in enumerate(qualified)}
+                    # the spread the sweep itself trusts (design_runs: pick_error for tiles, loop_error for loops)
+                    spread = (e.fit.pick_error if kind == "tiles" else e.fit.loop_error) or e.fit.error
                     sims, found = replay_guided(list(values), [e.us(s.point) for s in qualified], values,
-                                                e.fit.error, args.jobs)
+                                                spread, args.jobs)
                     rec["loto_guided_sims"], rec["loto_guided_ratio"] = sims, (found / best if found else None)
         results.append(rec)
 

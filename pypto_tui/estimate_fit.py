@@ -9,14 +9,23 @@ measured on two or three tasks from chasing one task's quirks). The fit uses few
 loop's iterations over independent chunks and along a reduction); the balance feature's two
 non-linear numbers (`elements_per_task`, `tile_overhead`) and the ridge's strength are chosen
 together by leave-one-task-out cross-validation: the ones whose fits, made without a task, pick
-the fastest design of that task (then the smallest error). The task means then fit `intercept`
-and `size`, which only make the figure readable as microseconds.
+the fastest design of that task (then the smallest error). A pick is scored among the runs a
+recommendation may choose (`Sample.qualified`): a sweep also measures designs the rules reject
+(the documents' challengers), and one of those can be the fastest run of a task; counting it would
+score a fit well for preferring a design it can never recommend, and hide how it orders the
+qualified ones (max_over_dim: an unqualified (1,256,64) at 12.19 us hid a 1.254x pick among the
+qualified tiles, benchmarks/README.md). The task means then fit `intercept` and `size`, which
+only make the figure readable as microseconds.
 
-`error` is the spread the guided sweep trusts: the standard deviation of log(measured /
-estimated) within a task, taken from leave-one-task-out predictions when the family has more
-than one task (an estimate of how it does on a task it has not seen), else in-sample. `worst` is
-the largest such miss; `loop_error` the same spread among runs that differ only in the loop count
-(what a loop sweep compares). All are written to the pack with the number of runs and the tasks.
+`error` is the fit's spread: the standard deviation of log(measured / estimated) within a task,
+taken from leave-one-task-out predictions when the family has more than one task (an estimate of
+how it does on a task it has not seen), else in-sample. `worst` is the largest such miss;
+`loop_error` the same spread among runs that differ only in the loop count (what a loop sweep
+compares); `pick_error` the same spread among the qualified runs within NEAR_BEST of their task's
+fastest, centred per task: what the guided tile sweep trusts to rule a candidate out, since only a
+candidate near the best can win, and the slow tail (tiles 3-12x off, where the estimate is
+roughest) says little about those (loss: 0.09 near the best against 0.32 over all runs). All are
+written to the pack with the number of runs and the tasks.
 
 numpy only; nothing here runs the compiler (sim/calibrate.py collects the runs).
 """
@@ -39,6 +48,7 @@ DEFAULT_RIDGE = 1.0
 BALANCES = (0.0, 100.0, 300.0, 1000.0, 3000.0, 10000.0, 30000.0)  # elements per task (0: tasks alone)
 OVERHEADS = (0.0, 2048.0, 8192.0, 32768.0)                   # a tile op's fixed cost, in elements
 DEFAULT_BALANCE, DEFAULT_OVERHEAD = 3000.0, 8192.0
+NEAR_BEST = math.log(1.5)   # runs within 1.5x of their task's fastest qualified run set `pick_error`
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +60,7 @@ class Sample:
     op: str
     point: Point
     e2e_us: float
+    qualified: bool = True   # the rules qualify it: a recommendation may pick it
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class _Design:
     y: np.ndarray           # log(us)
     size: np.ndarray        # log(elements of the tensor)
     task_of: np.ndarray     # index into tasks
+    qualified: np.ndarray   # bool: a recommendation may pick this sample
 
 
 def _design(samples: Sequence[Sample], names: Sequence[str], cores: int, balance: tuple[float, float]) -> _Design:
@@ -67,7 +79,8 @@ def _design(samples: Sequence[Sample], names: Sequence[str], cores: int, balance
     X = np.array([[features(s.point, cores, *balance)[n] for n in names] for s in samples], dtype=float)
     y = np.log([s.e2e_us for s in samples])
     size = np.log([max(1, math.prod(s.point.shape)) for s in samples])
-    return _Design(tasks, X, y, size, np.array([index[s.task] for s in samples]))
+    return _Design(tasks, X, y, size, np.array([index[s.task] for s in samples]),
+                   np.array([s.qualified for s in samples], dtype=bool))
 
 
 def _centre(d: _Design, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +112,13 @@ def _within_residuals(d: _Design, rows: np.ndarray, coef: np.ndarray) -> np.ndar
     return np.asarray(y - X @ coef)
 
 
+def pick_regret(y: np.ndarray, guess: np.ndarray, qualified: np.ndarray) -> float:
+    """log(time of the design the estimate picks / the fastest), both among the qualified runs
+    (all runs when none is marked qualified)."""
+    rows = qualified if qualified.any() else np.ones(len(y), dtype=bool)
+    return float(y[rows][int(np.argmin(guess[rows]))] - y[rows].min())
+
+
 def _loto(d: _Design, ridge: float) -> tuple[np.ndarray, float]:
     """Leave-one-task-out: the within-task residuals of each task under a fit to the others, and
     the mean log ratio of the pick's time to the task's best (what a recommendation costs)."""
@@ -110,8 +130,7 @@ def _loto(d: _Design, ridge: float) -> tuple[np.ndarray, float]:
         train = everything[d.task_of != t]
         coef = _solve(*_centre(d, train), ridge)
         res[test] = _within_residuals(d, test, coef)
-        guess = d.X[test] @ coef
-        picks.append(d.y[test][int(np.argmin(guess))] - d.y[test].min())
+        picks.append(pick_regret(d.y[test], d.X[test] @ coef, d.qualified[test]))
     return res, float(np.mean(picks))
 
 
@@ -144,6 +163,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
     coef = _solve(*_centre(d, everything), r)
     res = loto_res if loto_res is not None else _within_residuals(d, everything, coef)
     loop_error = _loop_spread(kept, res)
+    pick_error = _near_best_spread(d, res)
     # intercept and size: task means of log(us) less the features' part, against log(elements)
     offsets, sizes = [], []
     for t in range(len(d.tasks)):
@@ -160,8 +180,24 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         intercept=round(float(intercept), 5), size=round(float(slope), 5),
         error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
         samples=len(kept), tasks=d.tasks, elements_per_task=k, tile_overhead=overhead,
-        loop_error=round(loop_error, 4),
+        loop_error=round(loop_error, 4), pick_error=round(pick_error, 4),
     )
+
+
+def _near_best_spread(d: _Design, res: np.ndarray) -> float:
+    """The spread of the residuals among the qualified runs within NEAR_BEST of their task's
+    fastest qualified run, each task's centred on their own mean (the guided sweep scales the
+    estimate to a task by the runs it measured, which are such runs); 0 with fewer than three
+    (the caller falls back to `error`)."""
+    centred: list[float] = []
+    for t in range(len(d.tasks)):
+        m = (d.task_of == t) & d.qualified
+        if not m.any():
+            continue
+        near = res[m & (d.y - d.y[m].min() < NEAR_BEST)]
+        if len(near) >= 2:
+            centred += list(near - near.mean())
+    return float(np.std(centred)) if len(centred) >= 3 else 0.0
 
 
 def _loop_spread(samples: Sequence[Sample], res: np.ndarray) -> float:
@@ -201,6 +237,8 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
         "# fitted to SIM measurements by `pypto-tui kb calibrate` (features: pypto_tui/estimate.py).",
         "# error: the spread of log(measured / estimated) within a task (leave-one-task-out when the",
         "# family has more than one task); worst: the largest such miss; pypto: the version measured.",
+        "# loop_error / pick_error: the same spread among runs differing only in the loop count / among",
+        "# runs within 1.5x of their task's fastest (what the guided loop / tile sweep trusts; 0: error).",
         "# ranking = \"rules\" keeps the documents' order for the recommendation and shows the estimate's",
         "# pick beside it; \"estimate\" lets the estimate order the qualified candidates.",
         "[estimate]",
@@ -212,6 +250,7 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
         out += ["", f"[fit.{name}]", f"pypto = {_toml_str(f.pypto)}", f"intercept = {f.intercept}",
                 f"size = {f.size}", f"elements_per_task = {f.elements_per_task}",
                 f"tile_overhead = {f.tile_overhead}", f"error = {f.error}", f"loop_error = {f.loop_error}",
+                f"pick_error = {f.pick_error}",
                 f"worst = {f.worst}", f"samples = {f.samples}",
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
                 f"[fit.{name}.coefficients]"]

@@ -201,6 +201,7 @@ class CostFit:
     elements_per_task: float = 0.0  # the "balance" feature's two numbers (see estimate.features)
     tile_overhead: float = 0.0
     loop_error: float = 0.0         # the spread among runs that differ only in the loop count (0: use error)
+    pick_error: float = 0.0         # the spread among runs near their task's fastest (0: use error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -698,7 +699,8 @@ def _parse_estimate(r: _Reader) -> EstimateData:
 
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
                              num("error"), num("worst"), samples, f.strs("tasks", required=False),
-                             num("elements_per_task"), num("tile_overhead"), num("loop_error"))
+                             num("elements_per_task"), num("tile_overhead"), num("loop_error"),
+                             num("pick_error"))
     return EstimateData(ranking, fits, head.text("note", required=False))
 
 

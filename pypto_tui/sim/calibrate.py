@@ -92,7 +92,7 @@ def _samples(pipeline: Pipeline, task: str, family: str, op: str, report: SweepR
             tile, count = tuple(pipeline.chosen_tile() or ()), int(row.value)
         loop = count if count and count > 1 else None
         point = Point(role.shape, itemsize, reduce_axes(pipeline.kb, role, op), tile, needs.loop_axis, loop)
-        out.append(Sample(task, family, op, point, float(row.e2e_us)))
+        out.append(Sample(task, family, op, point, float(row.e2e_us), qualified=row.qualified))
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from pypto_tui.design import Pipeline
 from pypto_tui.errors import InputError
 from pypto_tui.findings import cites
+from pypto_tui.kb import CostFit
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import timings
 from pypto_tui.sim.sweep import SweepResult, estimate_guided_sweep, guided_sweep_batched
@@ -280,6 +281,12 @@ def _mode(exhaustive: bool, priced: bool) -> str:
     return "exhaustive" if exhaustive else ("estimate" if priced else "guided")
 
 
+def _tile_error(fit: CostFit) -> float:
+    """The spread the guided tile sweep trusts: the fit's near the best (`pick_error`) when the pack
+    has it, else its spread over all runs."""
+    return fit.pick_error or fit.error
+
+
 def _search(mode: str, candidates: Sequence[Any], estimates: Sequence[float | None], measure: _Measurer,
             error: float, jobs: int, budget: int, walk: Sequence[Any] | None = None) -> SweepResult[Any] | None:
     """Measure `candidates` as the mode says; `walk` is the documents' guided order."""
@@ -331,7 +338,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     stopped, stepped = "", ""
     try:
         result = _search(mode, qualified, [c.estimate_us for c in qualified], measure,
-                         costs.estimator.fit.error if costs.estimator else 0.0, jobs, budget, line)
+                         _tile_error(costs.estimator.fit) if costs.estimator else 0.0, jobs, budget, line)
         extra = [c for c in rejected if not rows[c.tile].measured]
         # the rules' pick is measured beside the others, unless the estimate has ruled it out
         if mode != "estimate" and rules_key in by_tile and not (rules_key in rows and rows[rules_key].measured):

@@ -8,12 +8,13 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pypto_tui.design import Design, Pipeline
 from pypto_tui.errors import PackError
 from pypto_tui.estimate import Point, estimator_for, features, lower_bound, rank_by_estimate
-from pypto_tui.estimate_fit import Sample, estimate_toml, fit
+from pypto_tui.estimate_fit import FIT_FEATURES, Sample, _design, _loto, estimate_toml, fit, pick_regret
 from pypto_tui.kb import CostFit, bundled_pack_dir, load_pack
 from pypto_tui.loops import plan_loops
 from pypto_tui.tiles import rank_candidates
@@ -192,6 +193,46 @@ def test_the_fit_recovers_a_known_model_and_its_error():
     assert pick.e2e_us <= min(s.e2e_us for s in runs) * 1.05
 
 
+def test_a_pick_is_scored_among_the_qualified_runs_only():
+    """The estimate ranks (0) first, but the rules reject it: the recommendation picks (2), twice
+    as slow as the fastest qualified run (1); counting the rejected run would call the pick perfect."""
+    y, guess = np.log([1.0, 2.0, 4.0]), np.array([0.0, 2.0, 1.0])
+    assert pick_regret(y, guess, np.array([False, True, True])) == pytest.approx(math.log(2))
+    assert pick_regret(y, guess, np.array([True, True, True])) == 0.0
+    assert pick_regret(y, guess, np.array([False, False, False])) == 0.0   # none marked: all count
+
+
+def test_the_fit_selection_ignores_a_fast_run_the_rules_reject():
+    """Each made-up task gains a rejected run twice as fast as any other, which the model ranks
+    last: scored with it, every held-out pick looks log(2) off; scored among the qualified runs
+    (what calibrate marks), the fit that recovers the model picks each task's best."""
+    runs = _made_up_runs()
+    extra = []
+    for task in ("task0", "task1", "task2"):
+        mine = [s for s in runs if s.task == task]
+        slowest = max(mine, key=lambda s: features(s.point, 48)["segments"])
+        fastest = min(s.e2e_us for s in mine)
+        extra.append(Sample(task, "softmax", "softmax", slowest.point, fastest / 2, qualified=False))
+    marked = _design(runs + extra, FIT_FEATURES, 48, (0.0, 0.0))
+    unmarked = _design(runs + [Sample(s.task, s.family, s.op, s.point, s.e2e_us) for s in extra],
+                       FIT_FEATURES, 48, (0.0, 0.0))
+    assert _loto(marked, 1.0)[1] < 0.02
+    assert _loto(unmarked, 1.0)[1] > 0.5
+
+
+def test_pick_error_is_the_spread_near_each_tasks_best():
+    """Every other run of each made-up task's slow tail gets 50% slower, which the model cannot know:
+    the spread over all runs (error) grows with it, the spread among runs within 1.5x of the best
+    (pick_error, what the guided tile sweep trusts) stays the model's small noise."""
+    runs = _made_up_runs()
+    best = {t: min(s.e2e_us for s in runs if s.task == t) for t in ("task0", "task1", "task2")}
+    wobbled = [s if s.e2e_us < 1.5 * best[s.task] else
+               Sample(s.task, s.family, s.op, s.point, s.e2e_us * 1.5 ** (i % 2)) for i, s in enumerate(runs)]
+    f = fit(wobbled, "softmax", "0.2.0", 48)
+    assert f.error > 0.15
+    assert 0 < f.pick_error < 0.06
+
+
 def test_the_written_estimate_loads_back(tmp_path):
     f = fit(_made_up_runs(), "softmax", "0.2.0", 48)
     (tmp_path / "pack.toml").write_text('[pack]\nname = "x"\nversion = "1"\nschema = 1\nextends = "default"\n')
@@ -199,4 +240,5 @@ def test_the_written_estimate_loads_back(tmp_path):
     pack = load_pack(tmp_path)
     back = pack.estimate.fits["softmax"]
     assert back.coefficients == pytest.approx(f.coefficients) and back.error == f.error and back.tasks == f.tasks
+    assert back.pick_error == f.pick_error > 0 and back.loop_error == f.loop_error
     assert pack.estimate.ranking == "estimate" and pack.estimate.note == 'a "quoted" note'

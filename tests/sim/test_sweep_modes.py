@@ -193,6 +193,10 @@ def test_calibrate_measures_fits_and_writes_a_pack_that_changes_the_ranking(comp
     result = C.calibrate(kb, tasks, out, ranking="estimate")
     assert set(result.fits) >= {"reduction"} and result.pypto == "0.2.0"
     assert result.fits["reduction"].tasks == ("max_over_dim", "sum_over_channels")
+    # the documents' challengers are measured too, and marked: the fit scores picks without them
+    runs = result.tasks[0]
+    rejected = {tuple(r.value) for r in runs.reports[0].rows if r.measured and not r.qualified}
+    assert rejected and {s.point.tile for s in runs.samples if not s.qualified} == rejected
     pack = load_pack(out)
     assert pack.name == "calibrated" and pack.estimate.ranking == "estimate"
     assert "0.2.0" in (out / "pack.toml").read_text() and "max_over_dim" in pack.estimate.note
@@ -204,3 +208,11 @@ def test_calibrate_measures_fits_and_writes_a_pack_that_changes_the_ranking(comp
     assert ranked.best_by_rules.tile == (1, 16, 256)
     with pytest.raises(Exception, match="--force"):
         C.calibrate(kb, tasks, out)
+
+
+def test_the_guided_tile_sweep_trusts_the_spread_near_the_best():
+    """pick_error (the fit's spread among runs near each task's best) bounds the guided tile sweep;
+    a pack written before it existed (0) falls back to the spread over all runs."""
+    fit = CostFit("loss", "0.2.0", {"balance": 1.0}, error=0.32, pick_error=0.2)
+    assert R._tile_error(fit) == 0.2
+    assert R._tile_error(CostFit("loss", "0.2.0", {"balance": 1.0}, error=0.32)) == 0.32
