@@ -207,6 +207,18 @@ def plan_loops(
 
 
 
+def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:
+    """The smallest count past the ladder's end (doubling it) whose chunks keep auto_tiles within
+    the limit, capped at one iteration per row of the loop axis: a scan's small tile over a large
+    tensor needs hundreds of iterations, and 128 chunks of 256 rows each overflow the limit."""
+    count = max(kb.ladders.loop_order)
+    while count < plan.total:
+        count *= 2
+        if candidate(kb, plan.shape, plan.tile, plan.axis, min(count, plan.total)).ok:
+            break
+    return min(count, plan.total)
+
+
 def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                 tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
     """The loop the kernel runs, or None for no loop.
@@ -228,9 +240,10 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
     elif plan.recommended is not None:
         count = plan.recommended.loop_count
     else:
-        count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
+        count = beyond_ladder(kb, plan)
         findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every iteration "
-                                     f"within the limits: {count} is used; raise it or shrink the tile", "warn"))
+                                     f"within the limits: {count}, the ladder's end doubled until each iteration "
+                                     "fits, is used; or shrink the work per iteration", "warn"))
     count = max(1, min(count, plan.total))
     cand = candidate(kb, plan.shape, plan.tile, plan.axis, count)
     if cand.has_tail and tail == "divisor":

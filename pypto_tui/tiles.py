@@ -251,14 +251,37 @@ def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min
     """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
     ladder and the op chain's buffers fit the unified buffer."""
     new = list(tile)
+
+    def halve() -> bool:
+        axis = max(range(len(new)), key=lambda i: (new[i], i))
+        if new[axis] <= 1:
+            return False
+        new[axis] //= 2
+        return True
+
     for target in kb.ladders.ub_step_down:
-        while math.prod(new) > target:
-            axis = max(range(len(new)), key=lambda i: (new[i], i))
-            if new[axis] <= 1:
-                break
-            new[axis] //= 2
+        while math.prod(new) > target and halve():
+            pass
         if held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) <= kb.chip.ub_bytes:
-            break
+            return tuple(new)
+    # Below the ladder's last rung: an op that pads its rows (cumsum's 16-row blocks) can still
+    # overflow at the smallest rung; keep halving until the measured buffers fit.
+    while held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) > kb.chip.ub_bytes and halve():
+        pass
+    return tuple(new)
+
+
+def fill_padded_rows(tile: Shape, shape: Sequence[int], min_rows: int) -> Shape:
+    """An op that pads its tile's leading axes to `min_rows` rows holds those rows anyway: give the
+    tile the rows it pays for (the axis next to the last, doubling, never past the tensor), so the
+    same unified buffer covers up to `min_rows` times the data and the kernel has that many times
+    fewer tiles (cumsum on (32768, 32768): (1, 1024) -> (16, 1024), 1048576 -> 65536 tiles)."""
+    new = list(tile)
+    if min_rows <= 1 or len(new) < 2:
+        return tuple(new)
+    axis = len(new) - 2
+    while math.prod(new[:-1]) * 2 <= min_rows and new[axis] * 2 <= shape[axis]:
+        new[axis] *= 2
     return tuple(new)
 
 
@@ -579,7 +602,8 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
             if source != "user":
                 held = held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows)
                 requested = tile
-                tile = step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                tile = fill_padded_rows(step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows),
+                                        role.shape, role.min_rows)
                 source = "stepped-down"
                 each = math.prod(requested) * kb.dtype_bytes(role.dtype)
                 size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"
