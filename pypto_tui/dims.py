@@ -165,6 +165,8 @@ def _output_kernel(c: Contract, kernel: Shape, axis_map: Sequence[Sequence[int]]
     out = c.output_shape
     if out is None:
         return kernel
+    if c.family == "scan":  # a scan keeps its rank; an exclusive scan's axis grows by its zero slice
+        return tuple(out)
     if math.prod(out) == math.prod(kernel) and c.family in ("elementwise", "norm", "softmax", "scan"):
         return kernel
     if not out:

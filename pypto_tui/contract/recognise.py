@@ -557,6 +557,9 @@ def _matmul_operand(n: Node, ctx: Ctx) -> tuple[Node | None, bool, bool]:
 
 def _scan(n: Node, ctx: Ctx) -> Recognition | None:
     rec = Recognition("scan", None)
+    exclusive = _exclusive_scan(n, ctx)
+    if exclusive is not None:
+        return exclusive
     target = n
     flipped = False
     if _is_call(n, "flip") and n.args and _is_call(n.args[0], *SCANS):
@@ -665,6 +668,53 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
         rec.op_args["operands"] = tuple(a.name for a in n.args)
         return rec
     rec.op_args["expr"] = ir.to_data(n)
+    return rec
+
+
+# ================================================================================ issue 11: scans, matmul forms
+def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
+    """KernelBench's exclusive scan: `cumsum(cat((zeros_like(x.select(d, 0).unsqueeze(d)), x), dim=d)[:-1], d)`.
+
+    A zero slice is put before x along d and the scan runs over the result, so position t holds the
+    sum of the positions before t. The optional `[:-1]` trims the last index of axis 0 (not of axis
+    d, unless d is 0): `trim_last_row` records it, and the output shape follows from both.
+    """
+    if not (_is_call(n, "cumsum", "cumprod") and n.args):
+        return None
+    inner = n.args[0]
+    trim = False
+    if inner.kind == "index" and inner.value == {"slice": (None, -1, None)} and inner.args:
+        trim, inner = True, inner.args[0]
+    if not (_is_call(inner, "cat", "concat", "concatenate") and inner.args and inner.args[0].kind == "tuple"):
+        return None
+    parts = inner.args[0].args
+    if len(parts) != 2 or not ctx.is_tensor(parts[1]):
+        return None
+    x = parts[1]
+    zero = parts[0]
+    rec = Recognition("scan", None)
+    try:
+        scan_dim = _val(_bound(n).get("dim"))
+        cat_dim = _val(inner.kw().get("dim", inner.args[1] if len(inner.args) > 1 else ir.const(0)))
+    except _NotConst:
+        return None
+    if not (_is_call(zero, "zeros_like") and zero.args and _is_call(zero.args[0], "unsqueeze")):
+        return None
+    unsq = zero.args[0]
+    sel = unsq.args[0] if unsq.args else None
+    if sel is None or not _is_call(sel, "select") or len(sel.args) != 3 or sel.args[0] != x:
+        return None
+    try:
+        dims = {_val(unsq.args[1]) if len(unsq.args) > 1 else None, _val(sel.args[1]), cat_dim, scan_dim}
+        first = _val(sel.args[2])
+    except _NotConst:
+        return None
+    rank = ctx.rank(x)
+    norm = {d % rank if isinstance(d, int) and rank else d for d in dims}
+    if len(norm) != 1 or first != 0:
+        return None
+    rec.op = "exclusive_" + n.name
+    rec.op_args = {"dim": scan_dim, "trim_last_row": trim, "operands": (x.name,)}
     return rec
 
 

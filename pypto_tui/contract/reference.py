@@ -379,7 +379,7 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
     (axis,) = r.axes
     op = c.op or ""
     x = ops[0] * ops[1] if op.startswith("masked_") and len(ops) > 1 else ops[0]
-    base = op.replace("reverse_", "").replace("masked_", "")
+    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
     scans: dict[str, Callable[..., Any]] = {
         "cumsum": np.cumsum, "cumprod": np.cumprod,
         "cummax": lambda v, axis: np.maximum.accumulate(v, axis=axis),
@@ -390,6 +390,9 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
         raise NoReference(f"no reference for scan '{op}'")
     if op.startswith("reverse_"):
         return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+    if op.startswith("exclusive_"):  # a zero slice before x along the axis; [:-1] then trims axis 0
+        y = np.concatenate([np.zeros_like(np.take(x, [0], axis=axis)), x], axis=axis)
+        return fn(y[:-1] if c.op_args.get("trim_last_row") else y, axis=axis)
     return fn(x, axis=axis)
 
 

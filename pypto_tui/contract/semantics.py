@@ -653,11 +653,26 @@ def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
     out.reduction = Reduction(c.op or "cumsum", axes, True, "none")
     x = ops[0].name
     (d,) = axes
+    op = c.op or ""
+    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
     body = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
-            "logcumsumexp": "logsumexp"}.get((c.op or "").replace("reverse_", "").replace("masked_", ""), "scan")
-    rng = "r >= t" if (c.op or "").startswith("reverse_") else "r <= t"
+            "logcumsumexp": "logsumexp"}.get(base, "scan")
+    rng = "r >= t" if op.startswith("reverse_") else "r < t" if op.startswith("exclusive_") else "r <= t"
     src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
     out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
+    if op.startswith("exclusive_"):
+        out.output_shape = exclusive_scan_shape(shape, d, bool(c.op_args.get("trim_last_row")))
+        out.formula += (f"; a zero slice is put before {x} along axis {d}, so axis {d} has {shape[d] + 1} positions"
+                        + ("; then [:-1] drops the last index of axis 0" + (" (not of the scanned axis)" if d else "")
+                           if c.op_args.get("trim_last_row") else ""))
+
+
+def exclusive_scan_shape(shape: Sequence[int], axis: int, trim_last_row: bool) -> tuple[int, ...]:
+    """cat((zero slice, x), axis) then, with `trim_last_row`, [:-1] on axis 0."""
+    out = [s + 1 if i == axis else s for i, s in enumerate(shape)]
+    if trim_last_row:
+        out[0] -= 1
+    return tuple(out)
 
 
 def _conv_pool(c: Contract, ops: list[Input], out: _Out) -> None:
