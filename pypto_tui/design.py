@@ -223,7 +223,8 @@ class Pipeline:
             out: list[TileChoice] = []
             for i, role in enumerate(roles):
                 if i == 0:
-                    choice = choose_tile(self.kb, role, user, None if user else self.tile_plan())
+                    choice = choose_tile(self.kb, role, user, None if user else self.tile_plan(),
+                                         loop_axis=self.needs().loop_axis)
                 else:
                     choice = choose_tile(self.kb, role)
                 if choice is None:

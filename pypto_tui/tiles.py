@@ -585,11 +585,16 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
 
 # ------------------------------------------------------------------------------------ decide
 def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
-                plan: TilePlan | None = None) -> TileChoice | None:
+                plan: TilePlan | None = None, loop_axis: int | None = None) -> TileChoice | None:
     """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
     ranking's first, stepped down when the role's live buffers overflow the unified buffer.
-    None when no legal tile exists (the ranking's notes say why)."""
+    None when no legal tile exists (the ranking's notes say why).
+
+    `loop_axis`: where the loop runs when the tile needs one. A recommended tile that spans several
+    rows of that axis is swapped for the best qualified tile of the same size that spans one, so
+    a chunk of a few rows does not waste the tile (P4.no-waste) or multiply its tiles per iteration."""
     source: TileSource
+    note = ""
     if user_tile is not None:
         tile, source = parse_tile_for(role.shape, user_tile), "user"
     else:
@@ -597,8 +602,9 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
         if plan.recommended is None:
             return None
         tile, source = plan.recommended.tile, ("preset" if plan.recommended.preset else "recommended")
+        if source == "recommended" and loop_axis is not None:
+            tile, note = _one_on_the_loop_axis(kb, role, plan.recommended, loop_axis)
     requested: Shape | None = None
-    note = ""
     extra: list[Finding] = []
     if role.live_buffers > 1 or role.min_rows > 1:
         f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user", min_rows=role.min_rows)
@@ -619,6 +625,19 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
                 extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
     ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing)
     return TileChoice(role, ev, source, requested, note, tuple(extra))
+
+
+def _one_on_the_loop_axis(kb: KnowledgeBase, role: TileRole, pick: Candidate, axis: int) -> tuple[Shape, str]:
+    tile = pick.tile
+    if not pick.evaluation.needs_loop or len(tile) < 2 or not 0 <= axis < len(tile) - 1 or tile[axis] == 1:
+        return tile, ""
+    wide = rank_candidates(kb, role.shape, role.dtype, role.reduce_dim, top=50, reducing=role.reducing)
+    alt = next((c for c in wide.candidates if c.qualified and c.tile[axis] == 1
+                and c.evaluation.prod == pick.evaluation.prod), None)
+    if alt is None:
+        return tile, ""
+    return alt.tile, (f"{fmt_dims(alt.tile)} instead of {fmt_dims(tile)}: the same size with one row of the loop's "
+                      f"axis {axis}, so a chunk of a few rows does not cut the tile")
 
 
 @cites("B.matmul-cube-tiles")

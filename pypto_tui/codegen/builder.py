@@ -355,6 +355,25 @@ class Builder:
         self.call_kernel(spec, [xn])
         self.forward.result = name("out")
 
+    def reduced_result(self, x: str, kernel_out: Sequence[int], keepdim: bool) -> cst.BaseExpression:
+        """`out`, or `out.reshape(...)` written on the input's shape when the kernel's reduced layout
+        differs from the baseline's (P2.keepdim-direct: the reduced axes kept only as the baseline does)."""
+        c = self.ctx.contract
+        if c.output_shape is None or tuple(c.output_shape) == tuple(kernel_out):
+            return name("out")
+        if not c.output_shape:
+            return self.expr("out.reshape(())")
+        axes = set(c.reduction.axes) if c.reduction else set()
+        rank = len(c.operands[0].shape or ())
+        parts: list[cst.BaseExpression] = []
+        for a in range(rank):
+            if a in axes:
+                if keepdim:
+                    parts.append(literal(1))
+            else:
+                parts.append(self.expr("{x}.shape[{a}]", x=name(x), a=literal(a)))
+        return self.expr("out.reshape({args})", args=[cst.Arg(p) for p in parts])
+
     def unpack_dims(self, tensor: str, dims: Sequence[str]) -> None:
         targets = [cst.Element(name(d)) for d in dims]
         if len(targets) == 1:

@@ -281,6 +281,12 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
     if op in ("var", "std"):
         corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
         out.formula += f"  (divisor {count} - {corr})"
+    if op in ("argmax", "argmin"):
+        if dim is not None:
+            return  # pypto.topk(k=1) (ARG.topk-last-axis)
+        out.supported = False
+        out.reason = f"{op} over the flattened tensor (no dim) is not scaffolded: it returns an index into x.flatten()"
+        return
     if op not in SUPPORTED_REDUCTIONS:
         out.supported = False
         out.reason = (f"{op} has no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"

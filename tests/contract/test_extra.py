@@ -41,7 +41,7 @@ EXPECTED = {
     "kl_log_softmax_sum": ("loss", "kl_div", True, [((32, 100), "fp32")] * 2, ((0, 1), False, "sum"), True, ()),
     "cross_entropy_randint": ("loss", "cross_entropy", False, [((64, 10), "fp32"), ((64,), "int64")],
                               ((0,), False, "mean"), True, ()),
-    "argmax_neg": ("reduction", "argmax", False, [((16, 256, 256), "fp32")], ((2,), False, "none"), False, (16, 256)),
+    "argmax_neg": ("reduction", "argmax", True, [((16, 256, 256), "fp32")], ((2,), False, "none"), False, (16, 256)),
     "matmul_3d_2d": ("matmul", "matmul", True, [((16, 1024, 2048), "fp32"), ((2048, 768), "fp32")], None, True,
                      (16, 1024, 768)),
     "matmul_transposed_a": ("matmul", "matmul", True, [((4096, 1024), "fp32"), ((4096, 2048), "fp32")], None, True,
