@@ -334,9 +334,32 @@ def _matmul(c: Contract) -> _Layout:
     )
 
 
+# ---------------------------------------------------------------- issue 11: more reshapes
+def _broadcast_rows(c: Contract) -> _Layout:
+    """Two operands where one is the other's trailing dims (hinge's (N, C) predictions and (C,)
+    targets): the large one becomes (rows, cols), the small one (1, cols), which the kernel widens
+    along one axis (pypto broadcasts one axis at a time)."""
+    ops = c.operands
+    if len(ops) != 2 or any(o.shape is None for o in ops):
+        raise _NotApplicable("the broadcast-rows reshape takes two operands of known shapes")
+    shapes = [tuple(o.shape or ()) for o in ops]
+    big = 0 if len(shapes[0]) >= len(shapes[1]) else 1
+    S, s = shapes[big], shapes[1 - big]
+    k = len(s)
+    if S == s or k == 0 or k >= len(S) or S[len(S) - k:] != s:
+        raise _NotApplicable(f"{shapes[1 - big]} is not the trailing part of {shapes[big]}: no row broadcast")
+    rows, cols = math.prod(S[:len(S) - k]), math.prod(s)
+    kernel = {ops[big].name: (rows, cols), ops[1 - big].name: (1, cols)}
+    axis_map = [list(range(len(S) - k)), list(range(len(S) - k, len(S)))]
+    fwd: list[Shape | None] = [kernel[t.name] if t.name in kernel and kernel[t.name] != t.shape else None
+                               for t in c.inputs]
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, axis_map, [0, 1], 1,
+                   _output_kernel(c, (rows, cols), axis_map, ["reduced"] * len(S)))
+
+
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
-    "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul,
+    "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
 }
 
 

@@ -31,7 +31,8 @@ KINDS = ("hard", "heuristic")
 SEVERITIES = ("error", "warn", "info")
 STEPS = ("contract", "dims", "tiles", "loops", "kernel", "verify")
 AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
-RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul")
+RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul",
+            *("broadcast_rows", "leading_batch"))  # issue 11: losses with a broadcast operand, attention
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
 OPTIONAL_FILES = ("presets.toml", "ops.toml")
 

@@ -428,10 +428,11 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
         if len(ops) < 2:
             raise _Missing("reduction", f"{op} needs two tensors")
         if shapes[0] != shapes[1]:
-            out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
+            shape, rank, numel = _loss_broadcast(op, shapes, out)
         L = _ix(rank)
         sub = "".join(L)
-        p, t = (f"{names[0]}_{sub}", f"{names[1]}_{sub}") if rank else (names[0], names[1])
+        # a broadcast operand is indexed by the trailing letters it has
+        p, t = (f"{n}_{''.join(L[rank - len(sh):])}" if sh else n for n, sh in zip(names[:2], shapes[:2], strict=True))
         if op == "kl_div":
             term, _ = _kl_terms(a, p, t)
             _, out.direction = _kl_terms(a, names[0], names[1])
@@ -541,6 +542,19 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     out.unknown["reduction"] = out.reason
     out.unknown["asymmetric"] = out.reason
     out.unknown["output_shape"] = out.reason
+
+
+def _loss_broadcast(op: str, shapes: Sequence[tuple[int, ...]], out: _Out) -> tuple[tuple[int, ...], int, int]:
+    """The shape a loss term is computed over when its inputs differ: the hinge expression
+    `mean(clamp(1 - p * t, min=0))` broadcasts by the ordinary rules, so its count is the broadcast
+    shape's; a torch loss function given different shapes warns and is left for the user to confirm."""
+    from pypto_tui.contract.values import broadcast
+
+    b = broadcast(shapes[0], shapes[1])
+    if op != "hinge_loss" or b is None:
+        out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
+        return shapes[0], len(shapes[0]), math.prod(shapes[0])
+    return b, len(b), math.prod(b)
 
 
 def _kl_terms(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str]:
