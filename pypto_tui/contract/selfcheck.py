@@ -103,6 +103,12 @@ def _keep_values(contract: Any) -> set[int]:
             keep.update((ns,) if isinstance(ns, int) else ns)
     if contract.family == "norm":  # a size passed to a norm's __init__ may be baked into a module
         keep.update(v for v in contract.init_params.values() if isinstance(v, int) and not isinstance(v, bool))
+    sizes = {s for t in contract.tensor_inputs for s in (t.shape or ())}
+    for t in contract.tensor_inputs:  # randint(0, num_classes): the bound and the class axis stay together
+        r = t.recipe or {}
+        high = r.get("high")
+        if r.get("fn") == "randint" and isinstance(high, int) and high > 8 and high in sizes:
+            keep.add(high)
     return keep
 
 

@@ -530,11 +530,17 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
             raise _Missing("reduction", "cross_entropy expects (N, C) logits")
         rest = tuple(i for i in range(rank) if i != 1)
         count = math.prod(shape[i] for i in rest)
-        out.reduction = Reduction("mean", rest, False, "mean", count, "log_softmax", (1,))
-        out.formula = f"-sum_i log_softmax({names[0]}_i)[target_i] / {count}"
+        scaling = cast(Scaling, red if red in ("mean", "sum") else "none")
+        out.reduction = Reduction(scaling, rest, False, scaling, count if red == "mean" else None, "log_softmax", (1,))
+        div = f" / {count}" if red == "mean" else ""
+        out.formula = (f"-sum_i log_softmax({names[0]}_i)[{names[1] if len(names) > 1 else 'target'}_i]{div}"
+                       f"  ({shape[1]} classes; targets outside [0, {shape[1]}) such as ignore_index are not "
+                       "excluded)")
         out.output_shape = () if red != "none" else tuple(shape[i] for i in rest)
-        out.supported = False
-        out.reason = "cross_entropy gathers by class index, which no pattern in the rule documents covers"
+        why = _cross_entropy_limits(a, rank, red, ops)
+        if why:
+            out.supported = False
+            out.reason = why
         return
     out.supported = False
     out.reason = c.reason or f"{op} has no contract template"
@@ -542,6 +548,22 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     out.unknown["reduction"] = out.reason
     out.unknown["asymmetric"] = out.reason
     out.unknown["output_shape"] = out.reason
+
+
+def _cross_entropy_limits(a: Mapping[str, Any], rank: int, red: str, ops: list[Input]) -> str:
+    """Why a cross-entropy is not scaffolded ("" when it is): (N, C) logits, class-index targets,
+    no class weights or label smoothing, reduced to one value (LOSS.cross-entropy-gather)."""
+    if rank != 2:
+        return "cross_entropy is scaffolded for (N, C) logits; spatial targets (N, C, d1, ...) are not"
+    if len(ops) > 1 and ops[1].dtype not in (None, "int64", "int32"):
+        return "cross_entropy with class probabilities as targets is not scaffolded (class indices are)"
+    if a.get("weight") is not None:
+        return "cross_entropy with class weights is not scaffolded"
+    if a.get("label_smoothing"):
+        return "cross_entropy with label smoothing is not scaffolded"
+    if red not in ("mean", "sum"):
+        return f"cross_entropy with reduction={red!r} returns a tensor; mean and sum are scaffolded"
+    return ""
 
 
 def _loss_broadcast(op: str, shapes: Sequence[tuple[int, ...]], out: _Out) -> tuple[tuple[int, ...], int, int]:

@@ -39,7 +39,7 @@ EXPECTED = {
     "hinge_randint": ("loss", "hinge_loss", True, [((128, 1), "fp32")] * 2, ((0, 1), False, "mean"), False, ()),
     "cosine_loss": ("loss", "cosine_similarity", True, [((128, 4096), "fp32")] * 2, ((0,), False, "mean"), False, ()),
     "kl_log_softmax_sum": ("loss", "kl_div", True, [((32, 100), "fp32")] * 2, ((0, 1), False, "sum"), True, ()),
-    "cross_entropy_randint": ("loss", "cross_entropy", False, [((64, 10), "fp32"), ((64,), "int64")],
+    "cross_entropy_randint": ("loss", "cross_entropy", True, [((64, 10), "fp32"), ((64,), "int64")],
                               ((0,), False, "mean"), True, ()),
     "argmax_neg": ("reduction", "argmax", True, [((16, 256, 256), "fp32")], ((2,), False, "none"), False, (16, 256)),
     "matmul_3d_2d": ("matmul", "matmul", True, [((16, 1024, 2048), "fp32"), ((2048, 768), "fp32")], None, True,
