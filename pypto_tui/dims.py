@@ -312,8 +312,8 @@ def _matmul(c: Contract) -> _Layout:
     fwd: dict[str, Shape | None] = {A.name: None, B.name: None}
     ka, kb_ = sa, sb
     out_shape = c.output_shape
-    if len(sa) == 3 and len(sb) == 2 and not ta:
-        ka = (sa[0] * sa[1], sa[2])
+    if len(sa) >= 3 and len(sb) == 2 and not ta:  # a tensor times a matrix: the leading axes are rows
+        ka = (math.prod(sa[:-1]), sa[-1])
         fwd[A.name] = ka
     if len(sb) == 1:
         kb_ = (sb[0], 1)
@@ -329,7 +329,7 @@ def _matmul(c: Contract) -> _Layout:
     return _Layout(
         [shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
         [fwd.get(t.name) if t.is_tensor else None for t in c.inputs],
-        [[a] for a in range(rank)] if ka == sa else [[0, 1], [2]], [], None,
+        [[a] for a in range(rank)] if ka == sa else [list(range(len(sa) - 1)), [len(sa) - 1]], [], None,
         kernel_out if out_shape is None or kernel_out != out_shape else out_shape, info,
     )
 

@@ -489,6 +489,9 @@ def _hinge(body: Node, ctx: Ctx) -> tuple[Any, tuple[str, ...]] | None:
 
 
 def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
+    einsum = _einsum_matmul(n, ctx)
+    if einsum is not None:
+        return einsum
     post = None
     if _is_call(n, "tril", "triu") and n.args:
         post = n.name
@@ -715,6 +718,39 @@ def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
         return None
     rec.op = "exclusive_" + n.name
     rec.op_args = {"dim": scan_dim, "trim_last_row": trim, "operands": (x.name,)}
+    return rec
+
+
+def _einsum_matmul(n: Node, ctx: Ctx) -> Recognition | None:
+    """`torch.einsum` equations that are matmuls: a tensor times a matrix ("bijl,lk->bijk", or with
+    the matrix stored transposed, "bijl,kl->bijk"), and the same-batch product ("bij,bjk->bik").
+    Other equations stay unknown (with the equation in the reason)."""
+    if not (_is_call(n, "einsum") and len(n.args) == 3 and n.args[0].is_const and isinstance(n.args[0].value, str)):
+        return None
+    a, b = n.args[1], n.args[2]
+    if not (ctx.is_tensor(a) and ctx.is_tensor(b)):
+        return None
+    eq = n.args[0].value.replace(" ", "")
+    if "->" not in eq or eq.count(",") != 1 or "." in eq:
+        return None
+    lhs, out = eq.split("->")
+    ia, ib = lhs.split(",")
+    if len(set(ia)) != len(ia) or len(set(ib)) != len(ib) or ctx.rank(a) not in (None, len(ia)) or \
+            ctx.rank(b) not in (None, len(ib)):
+        return None
+    op, trans_b = None, False
+    if len(ib) == 2 and ia[-1] in ib and ib[0] not in ia[:-1] and ib[1] not in ia[:-1]:
+        k = ia[-1]
+        n_ = ib[1] if ib[0] == k else ib[0]
+        if out == ia[:-1] + n_ and n_ not in ia:
+            op, trans_b = "matmul", ib[1] == k
+    elif len(ia) == 3 and len(ib) == 3 and ia[0] == ib[0] and ia[2] == ib[1] and out == ia[:2] + ib[2]:
+        op = "bmm"
+    if op is None:
+        return None
+    rec = Recognition("matmul", op)
+    rec.op_args.update({"transpose_a": False, "transpose_b": trans_b, "operands": (a.name, b.name),
+                        "einsum": eq})
     return rec
 
 

@@ -7,6 +7,8 @@ tiles from the design, the pack's starting point, or the best legal candidate fo
 
 from __future__ import annotations
 
+import libcst as cst
+
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
@@ -14,7 +16,7 @@ from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 
-@cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")
+@cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop", "B.leading-rows")
 def build_matmul(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
@@ -29,9 +31,12 @@ def build_matmul(b: Builder) -> None:
     if len(ops) != 2:
         raise Unsupported("a matmul needs two tensor operands")
     a_name, b_name = ops[0].name, ops[1].name
-    if any(fr is not None for fr in ctx.dims.forward_reshape if fr is not None) and any(
-            t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False)):
-        raise Unsupported("this matmul needs its operands reshaped (3-D x 2-D or a vector): not scaffolded yet")
+    a_rank = len(ops[0].shape or ())
+    rows_of_a = a_rank > 2 and len(ops[1].shape or ()) == 2  # a tensor times a matrix (3-D x 2-D, einsum)
+    reshaped = any(t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False))
+    if reshaped and not rows_of_a:
+        raise Unsupported("this matmul needs its operands reshaped in a way pattern B does not write "
+                          "(only a tensor's leading axes as rows of a 2-D product)")
     a_trans, b_trans = bool(mm.get("a_trans")), bool(mm.get("b_trans"))
     batch = mm.get("batch")
     out_dtype = c.output_dtype or "fp32"
@@ -80,9 +85,9 @@ def build_matmul(b: Builder) -> None:
     b.add_kernel(spec)
     # forward
     rank = 3 if batch is not None else 2
-    b.assert_rank(a_name, rank)
+    b.assert_rank(a_name, a_rank if rows_of_a else rank)
     b.assert_rank(b_name, rank)
-    an = b.prepare(a_name, None, "")
+    an = b.prepare(a_name, [b.expr("-1"), b.expr("{a}.shape[-1]", a=name(a_name))] if rows_of_a else None, "rows")
     bn = b.prepare(b_name, None, "")
     b.unpack_dims(an, list(a_shape))
     kb_ = "k_b"
@@ -95,7 +100,13 @@ def build_matmul(b: Builder) -> None:
     b.forward.prepare += b.forward.asserts[2:]
     b.forward.asserts = b.forward.asserts[:2]
     b.call_kernel(spec, [an, bn])
-    b.forward.result = name("out")
+    if rows_of_a:  # B.leading-rows: the rows back to A's leading axes
+        lead = [b.expr("{a}.shape[{i}]", a=name(a_name), i=literal(i)) for i in range(a_rank - 1)]
+        b.forward.result = b.expr("out.reshape({args})", args=[cst.Arg(e) for e in [*lead, name("n")]])
+        b.summary += f", the leading {a_rank - 1} axes of {a_name} as its rows (B.leading-rows)"
+    else:
+        b.forward.result = name("out")
 
 
-PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")),)
+PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop",
+                                                     "B.leading-rows")),)
