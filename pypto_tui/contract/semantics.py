@@ -661,10 +661,12 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
         out.formula += f", then {post}(out, diagonal={a.get('post_diagonal', 0)})"
         ok = all(_recipe_has(o, post) for o in (A, B)) and not ta and not tb and a.get("post_diagonal", 0) == 0
         if ok:
-            out.formula += f"  (both operands are {post} already, so the product is: a plain matmul)"
-        else:
+            out.formula += (f"  (both operands are {post} already, so the mask only zeroes what the product has as "
+                            "zeros; the kernel applies it anyway, so any inputs give torch's result)")
+        if not isinstance(a.get("post_diagonal", 0), int) or variant != "2d" or ta:
             out.supported = False
-            out.reason = f"masking the product with {post} has no scaffold"
+            out.reason = (f"{post} of a product is scaffolded for a 2-D product with a constant diagonal and A not "
+                          "transposed (TRI.mask-by-cumsum)")
     if c.op == "bmm" and variant != "batched":
         raise _Missing("output_shape", "torch.bmm needs two 3-D operands")
 
