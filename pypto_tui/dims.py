@@ -302,6 +302,8 @@ def _merge_reduce(c: Contract) -> _Layout:
 
 
 def _matmul(c: Contract) -> _Layout:
+    if c.op == "diag_matmul":
+        return _diag_scaling(c)
     if c.family != "matmul" or c.op not in ("matmul", "bmm") or len(c.operands) < 2:
         raise _NotApplicable("the matmul layout is for matmul and bmm")
     A, B = c.operands[0], c.operands[1]
@@ -355,6 +357,21 @@ def _broadcast_rows(c: Contract) -> _Layout:
                                for t in c.inputs]
     return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, axis_map, [0, 1], 1,
                    _output_kernel(c, (rows, cols), axis_map, ["reduced"] * len(S)))
+
+
+def _diag_scaling(c: Contract) -> _Layout:
+    """diag(a) @ B scales B's rows by a: a becomes a (N, 1) column (A @ diag(b): b a (1, M) row), which
+    the kernel widens along one axis; no cube, no diagonal matrix is built (MM.diag-broadcast)."""
+    A, B = c.operands[0], c.operands[1]
+    if A.shape is None or B.shape is None:
+        raise _NotApplicable("an input shape is unknown")
+    rows = not (c.op_args.get("diag_b") and not c.op_args.get("diag_a"))
+    vec, mat = (A, B) if rows else (B, A)
+    col: Shape = (vec.shape[0], 1) if rows else (1, vec.shape[0])
+    shapes = {vec.name: col, mat.name: tuple(mat.shape)}
+    return _Layout([shapes[t.name] for t in c.tensor_inputs],
+                   [col if t.name == vec.name else None for t in c.inputs],
+                   [[0], [1]], [], None, tuple(mat.shape), {"diag_rows": rows})
 
 
 RESHAPERS = {

@@ -358,7 +358,7 @@ def _matmul(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarr
         raise NoReference("nn.Linear has learned weights")
     A, B = ops[0], ops[1]
     if c.op == "diag_matmul":
-        return A[:, None] * B
+        return A * B[None, :] if a.get("diag_b") and not a.get("diag_a") else A[:, None] * B
     if a.get("transpose_a"):
         A = np.swapaxes(A, -1, -2)
     if a.get("transpose_b"):

@@ -618,12 +618,16 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
     an = f"{A.name}^T" if ta else A.name
     bn = f"{B.name}^T" if tb else B.name
     if c.op == "diag_matmul":
+        if a.get("diag_b") and not a.get("diag_a"):  # A @ diag(B): column scaling
+            if len(sa) != 2 or len(sb) != 1 or sa[1] != sb[0]:
+                raise _Missing("output_shape", f"{A.name} @ diag({B.name}) needs (N, M) and (M,)")
+            out.output_shape = sa
+            out.formula = f"out[i, j] = {A.name}[i, j] * {B.name}[j]  ({A.name} @ diag({B.name}): a column scaling)"
+            return
         if len(sa) != 1 or len(sb) != 2 or sa[0] != sb[0]:
             raise _Missing("output_shape", f"diag({A.name}) @ {B.name} needs ({sb[0] if sb else 'N'},) and (N, M)")
         out.output_shape = sb
-        out.formula = f"out[i, j] = {A.name}[i] * {B.name}[i, j]  (diag({A.name}) @ {B.name})"
-        out.supported = False
-        out.reason = "diag(A) @ B is a row scaling; no scaffold builds the diagonal matrix"
+        out.formula = f"out[i, j] = {A.name}[i] * {B.name}[i, j]  (diag({A.name}) @ {B.name}: a row scaling)"
         return
     ra, rb = len(ea), len(eb)
     variant = a.get("variant")
