@@ -323,6 +323,8 @@ def _matmul(c: Contract) -> _Layout:
     m = ka[-1] if ta else ka[-2]
     k = ka[-2] if ta else ka[-1]
     n = kb_[-2] if tb else kb_[-1]
+    if n == 1 and len(ka) == 2 and not ta and not c.op_args.get("post"):
+        return _matvec(c, ka, (1, k), m, k)
     batch = ka[0] if len(ka) == 3 else None
     kernel_out: Shape = (batch, m, n) if batch is not None else (m, n)
     info = {"m": m, "k": k, "n": n, "batch": batch, "a_trans": ta, "b_trans": tb}
@@ -357,6 +359,17 @@ def _broadcast_rows(c: Contract) -> _Layout:
                                for t in c.inputs]
     return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, axis_map, [0, 1], 1,
                    _output_kernel(c, (rows, cols), axis_map, ["reduced"] * len(S)))
+
+
+def _matvec(c: Contract, ka: Shape, row: Shape, m: int, k: int) -> _Layout:
+    """A matrix times a vector (N = 1): B as one (1, K) row, so the product is a multiply and a sum
+    over K per row of A (MM.matvec-reduce), with no cube (N = 1 has no legal cube tiles)."""
+    A, B = c.operands[0], c.operands[1]
+    shapes = {A.name: ka, B.name: row}
+    fwd = {A.name: None, B.name: row if tuple(B.shape or ()) != row else None}
+    return _Layout([shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
+                   [fwd.get(t.name) if t.is_tensor else None for t in c.inputs], [[0], [1]], [1], 1, (m, 1),
+                   {"m": m, "k": k, "n": 1, "batch": None, "a_trans": False, "b_trans": False, "matvec": True})
 
 
 def _diag_scaling(c: Contract) -> _Layout:

@@ -471,11 +471,11 @@ def _clamped_tile(full: Pipeline, test: Pipeline) -> tuple[int, ...] | None:
     tile = full.chosen_tile()
     if tile is None:
         return None
-    g = test.geometry()
-    if len(g.shape) != len(tile):
+    role = test.needs().tiles[0]  # the tensor the tile is for (a matvec's A, not its (m, 1) output)
+    if len(role.shape) != len(tile):
         return None
-    unit = align_unit(test.kb, g.dtype)
-    out = [min(t, s) for t, s in zip(tile, g.shape, strict=True)]
+    unit = align_unit(test.kb, role.dtype)
+    out = [min(t, s) for t, s in zip(tile, role.shape, strict=True)]
     if out[-1] % unit:
         out[-1] = max(unit, (out[-1] // unit) * unit)
     return tuple(out)
