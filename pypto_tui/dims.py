@@ -379,17 +379,35 @@ def _diag_scaling(c: Contract) -> _Layout:
     if A.shape is None or B.shape is None:
         raise _NotApplicable("an input shape is unknown")
     rows = not (c.op_args.get("diag_b") and not c.op_args.get("diag_a"))
-    vec, mat = (A, B) if rows else (B, A)
-    col: Shape = (vec.shape[0], 1) if rows else (1, vec.shape[0])
-    shapes = {vec.name: col, mat.name: tuple(mat.shape)}
+    (vec, vs), (mat, ms) = ((A, A.shape), (B, B.shape)) if rows else ((B, B.shape), (A, A.shape))
+    col: Shape = (vs[0], 1) if rows else (1, vs[0])
+    shapes = {vec.name: col, mat.name: tuple(ms)}
     return _Layout([shapes[t.name] for t in c.tensor_inputs],
                    [col if t.name == vec.name else None for t in c.inputs],
-                   [[0], [1]], [], None, tuple(mat.shape), {"diag_rows": rows})
+                   [[0], [1]], [], None, tuple(ms), {"diag_rows": rows})
+
+
+def _leading_batch(c: Contract) -> _Layout:
+    """Every operand (..., S, D) becomes (B, S, D), B the product of the leading axes: attention's
+    batch and heads are one batch of independent (S, D) problems (a view in forward, no copy)."""
+    shapes = [t.shape for t in c.operands]
+    if any(s is None or len(s) < 2 for s in shapes):
+        raise _NotApplicable("the leading-batch reshape needs operands of rank >= 2 with known shapes")
+    kernel = {t.name: (math.prod((t.shape or ())[:-2]), *(t.shape or ())[-2:]) for t in c.operands}
+    first = tuple(shapes[0] or ())
+    rank = len(first)
+    axis_map = [list(range(rank - 2)), [rank - 2], [rank - 1]] if rank > 2 else [[], [0], [1]]
+    out = c.output_shape
+    out_kernel: Shape | None = (math.prod(out[:-2]), *out[-2:]) if out is not None and len(out) >= 2 else None
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs],
+                   [kernel[t.name] if t.name in kernel and kernel[t.name] != t.shape else None for t in c.inputs],
+                   axis_map, [], None, out_kernel)
 
 
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
+    "leading_batch": _leading_batch,
 }
 
 

@@ -187,6 +187,10 @@ class Needs:
     loop_why: LoopWhy = "auto"
     loop_note: str = ""
     loop_shape: Shape | None = None  # the shape the loop runs over, when it is not the main tile's
+    # further matmuls of the kernel, each with its own cube tiles (attention's two products):
+    # (name, (M, K, N), its inputs' dtype or None for cube_dtype)
+    more_cubes: tuple[tuple[str, tuple[int, int, int], str | None], ...] = ()
+    cube_dtype: str | None = None  # the matmuls' input dtype when the main tile's is another (attention)
 
 
 # ------------------------------------------------------------------------------------ decisions
@@ -271,6 +275,7 @@ class KernelPlan:
     cube: CubeChoice | None = None
     loop: LoopChoice | None = None
     blocked: str = ""
+    more_cubes: tuple[tuple[str, CubeChoice], ...] = ()  # Needs.more_cubes, decided
 
     def tile(self, role: str = "main") -> TileChoice:
         for t in self.tiles:
@@ -288,8 +293,8 @@ class KernelPlan:
         out: list[Finding] = []
         for t in self.tiles:
             out.extend(t.findings)
-        if self.cube is not None:
-            out.extend(f for f in self.cube.evaluation.findings if f.level in ("warn", "error"))
+        for cube in ([self.cube] if self.cube is not None else []) + [c for _, c in self.more_cubes]:
+            out.extend(f for f in cube.evaluation.findings if f.level in ("warn", "error"))
         if self.loop is not None:
             out.extend(self.loop.findings)
         return tuple(out)

@@ -144,6 +144,11 @@ class Builder:
         return fill_statements(self._write, None, dst=name(dst), value=v)
 
     # ------------------------------------------------------------------ dtypes
+    def input_dtype(self, tensor: str) -> str:
+        """The dtype of the task's input `tensor` (the kernel's main dtype when the contract has none)."""
+        inp = self.ctx.contract.input(tensor)
+        return (inp.dtype if inp is not None else None) or self.ctx.dtype
+
     def pdtype(self, dtype: str | None = None) -> cst.BaseExpression:
         dt = dtype or self.ctx.dtype
         if dt not in PYPTO_DTYPES:
@@ -194,25 +199,28 @@ class Builder:
         return self.add_constant(Constant(role.constant, choice.tile, lines, tuple(rules), ev.numbers()))
 
     @cites("B.matmul-cube-tiles")
-    def cube_constants(self) -> tuple[Ex, Ex, Ex]:
-        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul."""
-        cube = self.ctx.plan.cube
+    def cube_constants(self, role: str | None = None, dtype: str | None = None) -> tuple[Ex, Ex, Ex]:
+        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul, or for the
+        further matmul `role` (constants prefixed with the role: SCORES_CUBE_M, ...)."""
+        cube = self.ctx.plan.cube if role is None else dict(self.ctx.plan.more_cubes).get(role)
         if cube is None:
-            raise Unsupported("the plan has no cube tiles for its matmul")
+            raise Unsupported(f"the plan has no cube tiles for its {role or 'main'} matmul")
+        prefix = f"{role.upper()}_" if role else ""
         chosen = cube.evaluation
         for f in chosen.findings:
             if f.level in ("warn", "error"):
                 self.findings.append(f)
-        M, K, N, dt = cube.M, cube.K, cube.N, self.ctx.dtype
-        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {cube.source} "
-                 "(B.matmul-cube-tiles):",
+        M, K, N, dt = cube.M, cube.K, cube.N, dtype or self.ctx.dtype
+        what = f" ({role} matmul)" if role else ""
+        lines = [f"{prefix}CUBE_M, {prefix}CUBE_K, {prefix}CUBE_N: set_cube_tile_shapes{what} for M={M}, K={K}, "
+                 f"N={N} {dt} from {cube.source} (B.matmul-cube-tiles):",
                  f"  L0A {chosen.l0a_bytes} B, L0B {chosen.l0b_bytes} B, L0C {chosen.l0c_bytes} B, "
                  f"L1 {chosen.l1_bytes} B; {chosen.tasks} cube task(s) over the output."]
         numbers = {"M": M, "K": K, "N": N, "l0a_bytes": chosen.l0a_bytes, "l0b_bytes": chosen.l0b_bytes,
                    "l0c_bytes": chosen.l0c_bytes, "l1_bytes": chosen.l1_bytes, "tasks": chosen.tasks}
-        m = self.add_constant(Constant("CUBE_M", list(chosen.m), lines, ("B.matmul-cube-tiles",), numbers))
-        k = self.add_constant(Constant("CUBE_K", list(chosen.k), [], ("B.matmul-cube-tiles",), {}))
-        n = self.add_constant(Constant("CUBE_N", list(chosen.n), [], ("B.matmul-cube-tiles",), {}))
+        m = self.add_constant(Constant(f"{prefix}CUBE_M", list(chosen.m), lines, ("B.matmul-cube-tiles",), numbers))
+        k = self.add_constant(Constant(f"{prefix}CUBE_K", list(chosen.k), [], ("B.matmul-cube-tiles",), {}))
+        n = self.add_constant(Constant(f"{prefix}CUBE_N", list(chosen.n), [], ("B.matmul-cube-tiles",), {}))
         return m, k, n
 
     # ------------------------------------------------------------------ loops
@@ -275,7 +283,8 @@ class Builder:
         return stmts
 
     @staticmethod
-    def chunk_shape(shape: Sequence[str | int], axis: int, size: str) -> list[str | int]:
+    def chunk_shape(shape: Sequence[Any], axis: int, size: str) -> list[Any]:
+        """`shape` (names, ints or expressions) with the loop axis replaced by the chunk's size."""
         return [size if i == axis else d for i, d in enumerate(shape)]
 
     @staticmethod
@@ -283,7 +292,7 @@ class Builder:
         return [off if i == axis else 0 for i in range(rank)]
 
     # ------------------------------------------------------------------ kernels
-    def tensor_type(self, shape: Sequence[str | int], dtype: str | None = None) -> cst.BaseExpression:
+    def tensor_type(self, shape: Sequence[Any], dtype: str | None = None) -> cst.BaseExpression:
         dims = [dim_expr(d) for d in shape]
         elems = [cst.Element(d) for d in dims]
         if len(elems) == 1:

@@ -48,7 +48,7 @@ class TensorParam:
     """A kernel tensor: its name, its shape as factory-parameter names or literal ints, dtype."""
 
     name: str
-    shape: tuple[str | int, ...]
+    shape: tuple[str | int | cst.BaseExpression, ...]  # factory names, literal ints or expressions (d1 + 1)
     dtype: str
 
 

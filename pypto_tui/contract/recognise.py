@@ -295,6 +295,8 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
         return _finish(rec, "softmax", name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
     if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"):
         return _functional_norm(n, ctx, rec)
+    if name == "scaled_dot_product_attention":
+        return _sdpa(n, ctx, rec)
     if name in CONV_NAMES or name in POOL_NAMES or name in ATTENTION_NAMES:
         fam = "conv" if name in CONV_NAMES else "pool" if name in POOL_NAMES else "attention"
         tensors = [a for a in n.args if a.kind == "in"]
@@ -719,6 +721,21 @@ def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     rec.op = "exclusive_" + n.name
     rec.op_args = {"dim": scan_dim, "trim_last_row": trim, "operands": (x.name,)}
     return rec
+
+
+def _sdpa(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
+    """F.scaled_dot_product_attention(q, k, v, ...): the three tensors by position or keyword, the
+    options as constants (a mask tensor is recorded by its expression: the contract says it is not
+    scaffolded)."""
+    b = _bound(n)
+    tensors = [b.get(p) for p in ("query", "key", "value")]
+    args = _params(n, ("dropout_p", "is_causal", "scale"), rec)
+    mask = b.get("attn_mask")
+    if isinstance(mask, Node) and not (mask.is_const and mask.value is None):
+        args["attn_mask"] = ir.render(mask)
+    direct = all(isinstance(t, Node) and ctx.is_tensor(t) for t in tensors)
+    return _finish(rec, "attention", "scaled_dot_product_attention", args,
+                   [t for t in tensors if isinstance(t, Node)], direct, n)
 
 
 def _einsum_matmul(n: Node, ctx: Ctx) -> Recognition | None:

@@ -404,7 +404,17 @@ def _thaw(v: Any) -> Any:
     return v
 
 
+def _attention(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
+    if c.op != "scaled_dot_product_attention" or len(ops) < 3:
+        raise NoReference(f"no reference for attention '{c.op}'")
+    q, k, v = ops[:3]
+    scale = c.op_args.get("scale")
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.matmul(e / e.sum(axis=-1, keepdims=True), v)
+
+
 _FAMILIES: dict[str, Callable[[Contract, list[np.ndarray], dict[str, Any]], np.ndarray]] = {
     "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
-    "loss": _loss, "matmul": _matmul, "scan": _scan,
+    "loss": _loss, "matmul": _matmul, "scan": _scan, "attention": _attention,
 }

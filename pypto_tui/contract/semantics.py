@@ -766,9 +766,26 @@ def _tup(v: Any, n: int) -> tuple[int, ...]:
 def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
     out.asymmetric = True
     if c.op == "scaled_dot_product_attention" and len(ops) >= 3 and not c.op_args.get("composite"):
-        q, v = _need_shape(ops[0]), _need_shape(ops[2])
+        q, k, v = (_need_shape(o) for o in ops[:3])
         out.output_shape = (*q[:-1], v[-1])
-        out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T / sqrt(d)) @ {ops[2].name}")
+        a = c.op_args
+        scale = a.get("scale")
+        sc = f"{_fmt(scale)}" if scale is not None else f"1/sqrt({q[-1]})"
+        out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T * {sc}, over the last axis) @ {ops[2].name}"
+                       f"  ({q[-2]} queries, {k[-2]} keys of {q[-1]}, values of {v[-1]}, "
+                       f"batch {q[:-2] or '()'})")
+        why = ""
+        if q[:-2] != k[:-2] or k[:-2] != v[:-2] or q[-1] != k[-1] or k[-2] != v[-2]:
+            why = f"query {q}, key {k} and value {v} do not line up (same batch, d_q = d_k, one value per key)"
+        elif a.get("attn_mask") is not None:
+            why = "attention with an attn_mask is not scaffolded"
+        elif a.get("dropout_p"):
+            why = "attention with dropout is random: not scaffolded (dropout_p=0 is)"
+        elif a.get("is_causal"):
+            why = "causal attention is not scaffolded"
+        if why:
+            out.supported = False
+            out.reason = why
         return
     out.unknown["output_shape"] = "attention output shapes are not modelled"
     out.unknown["formula"] = "attention is not modelled"

@@ -69,7 +69,7 @@ def build_cross_entropy(b: Builder) -> None:
         loop_prelude, body = b.chunked_loop("rows", step, setup=b.tmpl(
             "loss_setup", tile=tile, out=name("out"), shape=dims_list([1, 1]), dtype=b.pdtype(c.output_dtype)))
         prelude += loop_prelude
-    tdt = (c.input(t).dtype if c.input(t) else None) or "int64"
+    tdt = b.input_dtype(t)
     spec = KernelSpec(
         factory="create_cross_entropy_kernel", kernel="cross_entropy_kernel", dims=["rows", "classes"], scalars=[],
         inputs=[TensorParam(x, ("rows", "classes"), ctx.dtype), TensorParam(t, ("rows", 1), tdt)],

@@ -214,7 +214,7 @@ def _simple(b: Builder) -> None:
     direction = f" ({c.direction})" if c.direction else ""
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=scalars,
-        inputs=[TensorParam(o, flat.shapes[o], (c.input(o).dtype if c.input(o) else None) or ctx.dtype) for o in ops],
+        inputs=[TensorParam(o, flat.shapes[o], b.input_dtype(o)) for o in ops],
         output=TensorParam("out", flat.out, c.output_dtype or ctx.dtype), prelude=prelude, body=body,
         doc=f"Pattern D (D.loss-scalar): {c.formula or c.op}{direction}; "
             f"reduction {c.reduction.scaling if c.reduction else 'mean'}.",

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 OPS = ("cumsum", "reverse_cumsum", "exclusive_cumsum", "masked_cumsum", "cumprod")
 Value = Callable[[Mapping[str, Ex]], tuple[Stmts, Ex]]
-Dim = str | cst.BaseExpression
+Dim = str | int | cst.BaseExpression
 
 
 def loop_axis_for(scan_axis: int | None, rank: int) -> int:
@@ -76,8 +76,7 @@ def _value(b: Builder, op: str, axis: int, operands: list[str]) -> Value:
         if len(operands) != 2:
             raise Unsupported("a masked scan needs the values and the mask")
         mask = operands[1]
-        c = b.ctx.contract
-        mdt, xdt = (c.input(mask).dtype if c.input(mask) else None), (c.input(x).dtype if c.input(x) else None)
+        mdt, xdt = b.input_dtype(mask), b.input_dtype(x)
 
         def masked(env: Mapping[str, Ex]) -> tuple[Stmts, Ex]:
             m = env[mask] if mdt == xdt else call("cast", env[mask], Ex.raw(b.pdtype(xdt), False))
@@ -120,8 +119,7 @@ def build_scan(b: Builder) -> None:
         prelude, body = _inclusive(b, operands, axis, dims, value, tile)
     spec = KernelSpec(
         factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[],
-        inputs=[TensorParam(o, tuple(dims), (c.input(o).dtype if c.input(o) else None) or ctx.dtype)
-                for o in operands],
+        inputs=[TensorParam(o, tuple(dims), b.input_dtype(o)) for o in operands],
         output=TensorParam("out", out_shape, c.output_dtype or ctx.dtype), prelude=prelude, body=body,
         doc=f"{op} along axis {axis} (SCAN.cumsum, SCAN.variants); one kernel for this fixed dim "
             "(P1.single-dim-kernel).",
@@ -170,7 +168,7 @@ def _exclusive(b: Builder, x: str, axis: int, dims: list[str], value: Value,
         return dims[i] if delta == 0 else b.expr(f"{dims[i]} {'+' if delta > 0 else '-'} 1")
 
     out_shape = tuple(grown(i) for i in range(rank))
-    read = [b.expr(f"{d} - 1") if trim and i == 0 else d for i, d in enumerate(dims)]  # x's scanned part
+    read: list[Dim] = [b.expr(f"{d} - 1") if trim and i == 0 else d for i, d in enumerate(dims)]  # x's scanned part
     zero_shape: list[Dim] = [1 if i == axis else out_shape[i] for i in range(rank)]
     shift = [1 if i == axis else 0 for i in range(rank)]
     loop = b.ctx.loop
