@@ -23,6 +23,7 @@ from pypto_tui.errors import InputError
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import (
     CubeChoice,
+    DynamicAxis,
     Geometry,
     KernelPlan,
     LoopChoice,
@@ -61,6 +62,9 @@ class Design:
     loop_count: int | None = None
     loop_tail: TailPreference | None = None
     cube: dict[str, list[int]] | None = None
+    # An axis of the first tensor input made pypto.DYNAMIC; None follows the task's DYNAMIC_AXIS,
+    # -1 keeps every axis static even when the task declares one.
+    dynamic_axis: int | None = None
     step: str = "contract"
     version: int = DESIGN_VERSION
 
@@ -81,6 +85,9 @@ class Design:
         d = cls(**data)
         if d.step not in STEPS:
             d.step = "contract"
+        if d.dynamic_axis is not None and (isinstance(d.dynamic_axis, bool) or not isinstance(d.dynamic_axis, int)
+                                           or d.dynamic_axis < -1):
+            raise InputError(f"design file: dynamic_axis must be an axis number, -1 or null, got {d.dynamic_axis!r}")
         if d.loop_tail not in (None, *TAIL_PREFERENCES):
             raise InputError(f"design file: loop_tail must be one of {', '.join(TAIL_PREFERENCES)}, "
                              f"got {d.loop_tail!r}")
@@ -332,9 +339,46 @@ class Pipeline:
                 return replace(base, blocked=f"no legal cube tiles for the {role} matmul, M={M}, K={K}, N={N} "
                                              f"{own or needs.cube_dtype or needs.tiles[0].dtype}")
         decided = tuple((role, choice) for role, choice in more if choice is not None)
-        key = (c, dims, pattern, flavour, tiles, cube, loop, decided)
+        try:
+            dynamic, loop = self._dynamic(c, dims, loop, needs, tiles)
+        except _NoDynamic as exc:
+            return replace(base, blocked=str(exc))
+        key = (c, dims, pattern, flavour, tiles, cube, loop, decided, dynamic)
         return self._memo("kernel_plan", key, lambda: replace(base, geometry=geometry, tiles=tiles, cube=cube,
-                                                               loop=loop, more_cubes=decided))
+                                                               loop=loop, more_cubes=decided, dynamic=dynamic))
+
+    def _dynamic(self, c: Contract, dims: DimPlan, loop: LoopChoice | None, needs: Needs,
+                 tiles: tuple[TileChoice, ...]) -> tuple[DynamicAxis | None, LoopChoice | None]:
+        """The dynamic axis the kernel gets (the design's, else the task's declaration) and the loop
+        it runs on: it must be the loop's axis; with no loop planned, one block of the design's size."""
+        from pypto_tui.loops import candidate, loop_need
+
+        asked = self.design.dynamic_axis
+        if asked == -1 or (asked is None and not c.dynamic_axes):
+            return None, loop
+        source = "the design (--dynamic-axis)" if asked is not None else "the task's DYNAMIC_AXIS"
+        axis = asked if asked is not None else c.dynamic_axes[0]
+        first = next((t for t in c.tensor_inputs if t.shape is not None), None)
+        rank = len(first.shape or ()) if first is not None else 0
+        if not 0 <= axis < rank:
+            raise _NoDynamic(f"dynamic axis {axis} is not an axis of the first input (use 0..{rank - 1})")
+        kernel_axis = next((k for k, group in enumerate(dims.axis_map) if axis in group), None)
+        if kernel_axis is None or kernel_axis != needs.loop_axis:
+            raise _NoDynamic(f"dynamic axis {axis} becomes kernel axis {kernel_axis}, but this pattern loops along "
+                             f"axis {needs.loop_axis}: a dynamic axis must be the one the kernel loops over")
+        if loop is None:
+            role = tiles[0].role
+            shape = needs.loop_shape or role.shape
+            why = needs.loop_why
+            reason = loop_need(self.kb, shape, tiles[0].tile, why)[1]
+            cand = candidate(self.kb, shape, tiles[0].tile, kernel_axis, 1)
+            loop = LoopChoice(kernel_axis, shape[kernel_axis], shape, why, reason, cand, 1,
+                              "one block of the design's size; a larger run-time size takes more")
+        return DynamicAxis(kernel_axis, axis, loop.candidate.basic_batch, source), loop
+
+
+class _NoDynamic(Exception):
+    """The dynamic axis asked for cannot be given to this kernel (the message says why)."""
 
 
 def _blocked(c: Contract, dims: DimPlan, pattern: Pattern | None) -> str:

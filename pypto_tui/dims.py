@@ -20,6 +20,7 @@ from typing import Any
 
 from pypto_tui.contract.model import Contract
 from pypto_tui.errors import InputError
+from pypto_tui.examples import StrategyRef, Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase, Strategy
 
@@ -432,6 +433,13 @@ def candidates(c: Contract, kb: KnowledgeBase) -> list[Strategy]:
     return [s for _, _, s in scored]
 
 
+@examples(valid=[ex(c=Task("softmax_rows"), chosen=StrategyRef("single-axis-keep"),
+                    recommended=StrategyRef("single-axis-keep"))],
+          invalid=[ex(c=Task("elu"), chosen=StrategyRef("single-axis-keep"), recommended=StrategyRef("elementwise-1d"),
+                      rule="P3.flatten-elementwise", message="flatten to 1-D"),
+                   ex(c=Task("max_over_dim"), chosen=StrategyRef("multi-axis-merge"),
+                      recommended=StrategyRef("single-axis-keep"), message="is not the table's choice"),
+                   ex(c=Task("max_over_dim"), chosen=None, recommended=None, message="no rank strategy")])
 @cites("P3.rank-strategy", "P3.flatten-elementwise")
 def rank_strategy(c: Contract, kb: KnowledgeBase, chosen: Strategy | None,
                   recommended: Strategy | None) -> list[Finding]:
@@ -450,6 +458,8 @@ def rank_strategy(c: Contract, kb: KnowledgeBase, chosen: Strategy | None,
                          "when the semantics need it")]
 
 
+@examples(valid=[ex(c=Task("mean_spatial"), merged=True), ex(c=Task("max_over_dim"), merged=False)],
+          invalid=[ex(c=Task("mean_spatial"), merged=False, message="can be merged")])
 @cites("O3.merge-reduce-axes", "CL.merge-evaluated")
 def merge_reduce(c: Contract, kb: KnowledgeBase, merged: bool) -> list[Finding]:
     """O3: was merging the reduce axes evaluated, and why was it done or not?"""
@@ -464,6 +474,7 @@ def merge_reduce(c: Contract, kb: KnowledgeBase, merged: bool) -> list[Finding]:
     return [rule_finding(kb, "CL.merge-evaluated", f"reduce axes not merged: {reason}", "info")]
 
 
+@cites("P3.rank-strategy")
 def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str | None = None) -> DimPlan:
     """The dimension plan for `contract`. `strategy` is a strategy id from the pack (the user's pick)."""
     if kb is None:
@@ -553,3 +564,4 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
 
 
 CHECKS = {"dims.rank_strategy": rank_strategy, "dims.merge_reduce": merge_reduce}
+APPLIES = {"dims.plan": plan_dims}

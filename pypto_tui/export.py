@@ -87,13 +87,14 @@ class ExportReport:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
 
 
-def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None) -> tuple[Pipeline, GeneratedKernel]:
-    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour))
+def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None,
+              dynamic_axis: int | None = None) -> tuple[Pipeline, GeneratedKernel]:
+    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour, dynamic_axis=dynamic_axis))
     return pipeline, kernel_of(pipeline)
 
 
 def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
-                  force: bool = False, flavour: str | None = None) -> ScaffoldResult:
+                  force: bool = False, flavour: str | None = None, dynamic_axis: int | None = None) -> ScaffoldResult:
     """Generate the module for one task file; write it to `out_path` when given.
 
     Bad input (no such file, not a task file, an unknown flavour) raises InputError as every
@@ -111,7 +112,7 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
         if out.resolve() == task.resolve():
             raise InputError(f"{out} is the task file itself: choose another output path")
     t0 = time.perf_counter()
-    pipeline, kernel = _generate(task, kb, fl)
+    pipeline, kernel = _generate(task, kb, fl, dynamic_axis)
     c = pipeline.contract()
     result = ScaffoldResult(task=str(task), status="ok" if kernel.supported else "unsupported",
                             reason=kernel.reason, family=c.family, op=c.op, pattern=kernel.pattern,
@@ -131,7 +132,7 @@ def task_files(tasks_dir: str | Path) -> list[Path]:
 
 
 def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, force: bool = False,
-               flavour: str | None = None) -> ExportReport:
+               flavour: str | None = None, dynamic_axis: int | None = None) -> ExportReport:
     """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task."""
     src, dst = Path(tasks_dir), Path(out_dir)
     files = task_files(src)
@@ -143,7 +144,7 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
     for task in files:
         t1 = time.perf_counter()
         try:
-            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour)
+            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis)
         except InputError as exc:
             row = ScaffoldResult(task=str(task), status="error", reason=str(exc))
         except Exception as exc:  # one broken task never stops the others

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.catalogue import CHECK_NAMES
+from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
 from pypto_tui.vocabulary import FAMILIES
 
@@ -34,7 +34,7 @@ AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul",
             *("broadcast_rows", "leading_batch"))  # issue 11: losses with a broadcast operand, attention
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml", "ops.toml")
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,7 @@ class Rule:
     explanation: str
     enforced_by: tuple[str, ...]
     advice: bool
+    applied_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +157,21 @@ class OpData:
 
 
 @dataclass(frozen=True, slots=True)
+class PassVerify:
+    """The compiler passes pass-verify checks (passes.toml): `reference` is the stage every pass
+    row is compared with (pypto-tui compares that one with torch itself); `passes` in pipeline order."""
+
+    rule: str
+    reference: str
+    passes: tuple[str, ...]
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """Everything a verification must see pass: the reference, then each pass."""
+        return (self.reference, *self.passes)
+
+
+@dataclass(frozen=True, slots=True)
 class Flavour:
     name: str
     description: str
@@ -181,6 +197,7 @@ class KnowledgeBase:
     cube: CubeStart | None = None
     files: Mapping[str, Path] = field(default_factory=dict)
     ops: Mapping[str, OpData] = field(default_factory=dict)
+    pass_verify: PassVerify | None = None
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -334,7 +351,38 @@ def _parse_flavours(r: _Reader) -> dict[str, Flavour]:
     return out
 
 
-def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
+class _Numbers(dict[str, str]):
+    """The pack's numbers for rule statements: `{max_elements}` in rules.toml reads limits.toml."""
+
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def _numbers(limits: Limits, chip: Chip, ladders: Ladders) -> _Numbers:
+    return _Numbers(
+        max_elements=str(limits.max_elements), max_auto_tiles=str(limits.max_auto_tiles),
+        contiguous_bytes=str(limits.contiguous_bytes), last_dim_align_bytes=str(limits.last_dim_align_bytes),
+        max_vec_rank=str(limits.max_vec_rank), ub_bytes=str(chip.ub_bytes),
+        ub_step_down=" -> ".join(map(str, ladders.ub_step_down)),
+        reduce_axis=" -> ".join(map(str, ladders.reduce_axis)), loop_order="/".join(map(str, ladders.loop_order)),
+    )
+
+
+def _interpolate(item: _Reader, key: str, text: str, numbers: _Numbers) -> str:
+    """A statement written with the pack's numbers as placeholders follows the pack that loads it."""
+    if "{" not in text:
+        return text
+    try:
+        return text.format_map(numbers)
+    except KeyError as exc:
+        known = ", ".join(sorted(numbers))
+        raise item.fail(key, f"unknown placeholder {{{exc.args[0]}}}: use one of {known}") from None
+    except (ValueError, IndexError) as exc:
+        raise item.fail(key, f"a brace that is not a placeholder ({exc}): write {{{{ and }}}} for a literal "
+                        "brace") from None
+
+
+def _parse_rules(r: _Reader, sources: Mapping[str, Source], numbers: _Numbers | None = None) -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for item in r.array("rule"):
         rid = item.text("id")
@@ -344,13 +392,18 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
         if src not in sources:
             raise item.fail("source", f"'{src}' is not a [[source]] id in pack.toml ({', '.join(sources)})")
         enforced = item.strs("enforced_by", required=False)
+        applied = item.strs("applied_by", required=False)
         advice = item.flag("advice", False)
+        for name in applied:
+            if name not in APPLIER_NAMES:
+                raise item.fail("applied_by",
+                                f"'{name}' is not a generator this pypto-tui has (see `pypto-tui kb checks`)")
         for name in enforced:
             if name not in CHECK_NAMES:
                 raise item.fail("enforced_by",
                                 f"'{name}' is not a check this pypto-tui has (see `pypto-tui kb checks`)")
-        if not enforced and not advice:
-            raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by or advice = true")
+        if not enforced and not applied and not advice:
+            raise item.fail("enforced_by", f"rule '{rid}' names no check: add enforced_by, applied_by or advice = true")
         rules[rid] = Rule(
             id=rid,
             kind=item.text("kind", choices=KINDS),
@@ -358,10 +411,11 @@ def _parse_rules(r: _Reader, sources: Mapping[str, Source]) -> dict[str, Rule]:
             step=item.text("step", choices=STEPS),
             source=src,
             authority=sources[src].authority,
-            statement=item.text("statement"),
-            explanation=item.text("explanation"),
+            statement=_interpolate(item, "statement", item.text("statement"), numbers or _Numbers()),
+            explanation=_interpolate(item, "explanation", item.text("explanation"), numbers or _Numbers()),
             enforced_by=enforced,
             advice=advice,
+            applied_by=applied,
         )
     if not rules:
         raise r.fail("rule", "a pack needs at least one [[rule]]")
@@ -494,6 +548,19 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
     return out
 
 
+def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
+    t = r.sub("pass_verify")
+    rule = t.text("rule")
+    if rule not in rules:
+        raise t.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+    passes = t.strs("passes")
+    if not passes:
+        raise t.fail("passes", "list at least one pass name")
+    if len(set(passes)) != len(passes):
+        raise t.fail("passes", "a pass is listed twice")
+    return PassVerify(rule, t.text("reference"), passes)
+
+
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     """Which file provides each part of the pack, following `extends` to the bundled default."""
     pack_toml = path / "pack.toml"
@@ -543,21 +610,22 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     default_flavour = pack.text("default_flavour", required=False, default=next(iter(flavours)))
     if default_flavour not in flavours:
         raise pack.fail("default_flavour", f"'{default_flavour}' is not a [[flavour]] name")
-    rules = _parse_rules(reader("rules.toml"), sources)
     limits = _parse_limits(reader("limits.toml"))
     chip = _parse_chip(reader("chip.toml"))
     ladders = _parse_ladders(reader("ladders.toml"))
+    rules = _parse_rules(reader("rules.toml"), sources, _numbers(limits, chip, ladders))
     strategies = _parse_strategies(reader("strategies.toml"), rules)
     presets, starts, cube = (
         _parse_presets(reader("presets.toml"), limits, rules) if "presets.toml" in files else ((), (), None)
     )
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
+    pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
     return KnowledgeBase(
         name=pack.text("name"), version=pack.text("version"),
         description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files, ops=ops,
+        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import LoopCandidate, LoopChoice
@@ -55,6 +56,9 @@ class LoopPlan:
         }
 
 
+@examples(valid=[ex(shape=(16, 256), tile=(16, 256), why="auto")],
+          invalid=[ex(shape=(67108864,), tile=(8192,), why="auto", message="auto_tiles 8192 > 2048"),
+                   ex(shape=(4096, 4096), tile=(128, 128), why="matmul", message="loop along M")])
 @cites("P6.avoid-loops")
 def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -> tuple[bool, str, Finding]:
     """Whether a loop is needed, and the reason in words (the documents' reasons, in order)."""
@@ -73,6 +77,7 @@ def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto") -
     return False, msg, rule_finding(kb, "P6.avoid-loops", msg, "ok")
 
 
+@examples(valid=[ex(axis=0)], invalid=[ex(axis=1, message="looping along axis 1")])
 @cites("P6.outermost-axis")
 def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
     if axis != 0:
@@ -81,6 +86,8 @@ def check_outermost(kb: KnowledgeBase, axis: int) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(total=1024, basic_batch=64, num_iters=16, tail=64)],
+          invalid=[ex(total=1000, basic_batch=63, num_iters=16, tail=55, message="8 row(s) past the end")])
 @cites("P6.loop-tail")
 def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, tail: int) -> Finding | None:
     if tail == basic_batch:
@@ -91,6 +98,7 @@ def check_tail(kb: KnowledgeBase, total: int, basic_batch: int, num_iters: int, 
                     f"or {num_iters - 1} main iterations plus a tail view of {tail}")
 
 
+@examples(valid=[ex(per_iter=2048)], invalid=[ex(per_iter=4195, level="error", message="raise loop_count")])
 @cites("P4.auto-tiles")
 def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     cap = kb.limits.max_auto_tiles
@@ -100,6 +108,9 @@ def check_per_iter_tiles(kb: KnowledgeBase, per_iter: int) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=16)],
+          invalid=[ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=12, message="off the documents' ladder"),
+                   ex(shape=(67108864,), tile=(8192,), axis=0, loop_count=128, message="an end point")])
 @cites("O2.loop-log-scale", "CL.matmul-basic-batch")
 def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_count: int,
               tail_strategy: TailStrategy | None = None) -> LoopCandidate:
@@ -206,7 +217,6 @@ def plan_loops(
                     tuple(alternatives), tuple(plan_findings))
 
 
-
 def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:
     """The smallest count past the ladder's end (doubling it) whose chunks keep auto_tiles within
     the limit, capped at one iteration per row of the loop axis: a scan's small tile over a large
@@ -219,6 +229,7 @@ def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:
     return min(count, plan.total)
 
 
+@cites("O2.loop-log-scale", "P6.loop-tail")
 def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                 tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
     """The loop the kernel runs, or None for no loop.
@@ -257,6 +268,8 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
         cand = candidate(kb, plan.shape, plan.tile, plan.axis, count, "main+tail")
     findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
     return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note, tuple(findings))
+
+APPLIES = {"loops.plan": plan_loops, "loops.choice": choose_loop}
 
 CHECKS = {
     "loops.need": loop_need,

@@ -260,6 +260,18 @@ class LoopChoice:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
+@dataclass(frozen=True, slots=True)
+class DynamicAxis:
+    """One kernel axis left to run time (pypto.DYNAMIC): the kernel reads its size from the tensor
+    and runs the plan's loop ceildiv(size, block) times, the last block partial (valid_shape).
+    `block` is the loop's chunk at the design's size; `input_axis` the task input's axis it covers."""
+
+    kernel_axis: int
+    input_axis: int
+    block: int
+    source: str  # "the design (--dynamic-axis)" | "the task's DYNAMIC_AXIS"
+
+
 @dataclass(frozen=True)
 class KernelPlan:
     """Everything step 5 renders. `blocked` says why no kernel can be written (then the rest may
@@ -276,6 +288,7 @@ class KernelPlan:
     loop: LoopChoice | None = None
     blocked: str = ""
     more_cubes: tuple[tuple[str, CubeChoice], ...] = ()  # Needs.more_cubes, decided
+    dynamic: DynamicAxis | None = None
 
     def tile(self, role: str = "main") -> TileChoice:
         for t in self.tiles:

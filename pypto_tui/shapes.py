@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pypto_tui.errors import InputError
+from pypto_tui.examples import ex, examples
 from pypto_tui.findings import cites
 
 Shape = tuple[int, ...]
@@ -44,6 +45,9 @@ def parse_dims(text: str | Sequence[int], what: str = "shape") -> Shape:
 
 
 @cites("P4.tile-rank")
+@examples(valid=[ex(shape=(16, 256), text="1,256"), ex(shape=(16, 256), text=[2, 128])],
+          invalid=[ex(shape=(16, 256), text="1,256,1", message="give one tile size per dimension"),
+                   ex(shape=(16, 256), text="256", message="has 1 dims")])
 def parse_tile_for(shape: Shape, text: str | Sequence[int]) -> Shape:
     """A tile for `shape`: same parsing, plus the rank must match (P4.tile-rank)."""
     tile = parse_dims(text, "tile")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import CubeChoice, CubeEvaluation, TileChoice, TileEvaluation, TileRole, TileSource
@@ -88,6 +89,8 @@ def ub_estimate(kb: KnowledgeBase, prod: int, dtype: str, reducing: bool) -> int
 
 
 # ------------------------------------------------------------------------------------ checks
+@examples(valid=[ex(shape=(16, 256, 256, 8))],
+          invalid=[ex(shape=(2, 4, 8, 16, 32), message="rank 5 > 4")])
 @cites("P4.vec-rank-max")
 def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
     if len(shape) > kb.limits.max_vec_rank:
@@ -97,6 +100,8 @@ def check_vec_rank(kb: KnowledgeBase, shape: Shape) -> Finding | None:
     return None
 
 
+@examples(valid=[ex(prod=16384), ex(prod=1)],
+          invalid=[ex(prod=16385, message="16385 > 16384")])
 @cites("P4.tile-budget", "CL.limits")
 def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
     cap = kb.limits.max_elements
@@ -106,6 +111,8 @@ def check_prod_budget(kb: KnowledgeBase, prod: int) -> Finding:
     return _ok(kb, "P4.tile-budget", f"prod(tile) = {prod} <= {cap}")
 
 
+@examples(valid=[ex(auto_tiles=2048)],
+          invalid=[ex(auto_tiles=2049, message="needs a loop")])
 @cites("P4.auto-tiles", "CL.limits")
 def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     cap = kb.limits.max_auto_tiles
@@ -115,6 +122,9 @@ def check_auto_tiles(kb: KnowledgeBase, auto_tiles: int) -> Finding:
     return _ok(kb, "P4.auto-tiles", f"auto_tiles = {auto_tiles} <= {cap}: no loop needed for tile count")
 
 
+@examples(valid=[ex(shape=(16, 256), tile=(1, 8), dtype="fp32"), ex(shape=(16, 256), tile=(1, 16), dtype="fp16")],
+          invalid=[ex(shape=(16, 256), tile=(1, 7), dtype="fp32", message="use 8"),
+                   ex(shape=(16, 3), tile=(1, 3), dtype="fp32", message="shorter than 32 B")])
 @cites("P4.last-dim-align")
 def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
     b = kb.dtype_bytes(dtype)
@@ -134,6 +144,8 @@ def check_last_dim_align(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: st
                     f"(pypto 0.2.0's CPU simulator accepts it; the NPU code generator does not)")
 
 
+@examples(valid=[ex(ub_bytes=196608, reducing=False)],
+          invalid=[ex(ub_bytes=196640, reducing=True, message="196640 B")])
 @cites("HW.ub-capacity", "O1.ub-step-down")
 def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Finding:
     cap = kb.chip.ub_bytes
@@ -145,6 +157,9 @@ def check_ub_capacity(kb: KnowledgeBase, ub_bytes: int, reducing: bool) -> Findi
     return _ok(kb, "HW.ub-capacity", f"~{ub_bytes} B of {cap} B unified buffer ({what})")
 
 
+@examples(valid=[ex(shape=(16, 256), tile=(16, 256), dtype="fp32"),
+                 ex(shape=(16, 10), tile=(1, 16), dtype="fp32")],
+          invalid=[ex(shape=(16, 256), tile=(32, 256), dtype="fp32", message="axis 0: tile 32 > shape 16")])
 @cites("P4.no-waste", "O1.no-effective-credit")
 def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> list[Finding]:
     unit = align_unit(kb, dtype)
@@ -165,6 +180,9 @@ def check_no_waste(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> 
     return out
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), dtype="fp32"),
+                 ex(shape=(64, 100), tile=(64, 104), dtype="fp32")],
+          invalid=[ex(shape=(16, 256, 256), tile=(1, 256, 64), dtype="fp32", message="256 B < 1024 B")])
 @cites("O1.contiguous-1kb", "CL.contiguous-first", "O1.no-effective-credit")
 def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -> Finding:
     b = kb.dtype_bytes(dtype)
@@ -181,6 +199,8 @@ def check_contiguous(kb: KnowledgeBase, shape: Shape, tile: Shape, dtype: str) -
                     f">= {ceil_div(need, b)} elements first")
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), rd=1), ex(shape=(16, 256), tile=(8, 256), rd=None)],
+          invalid=[ex(shape=(16, 256, 256), tile=(4, 1, 256), rd=1, message="reduce axis 1 gets tile 1")])
 @cites("O1.reduce-axis-used")
 def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
     if rd is None or rd == len(shape) - 1 or tile[rd] > 1 or shape[rd] == 1:
@@ -193,6 +213,9 @@ def check_reduce_axis_used(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int
     return None
 
 
+@examples(valid=[ex(shape=(16, 256, 256), tile=(1, 32, 256), rd=1, segments=8),
+                 ex(shape=(16, 256, 256), tile=(2, 256, 32), rd=1, segments=1)],
+          invalid=[ex(shape=(16, 256, 256), tile=(2, 16, 256), rd=1, segments=16, message="2x of the budget")])
 @cites("O1.no-nonreduce-spend")
 def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None,
                           segments: int | None) -> Finding | None:
@@ -207,7 +230,11 @@ def check_nonreduce_spend(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int 
     return None
 
 
-def _sweet_spot_note(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+@cites("O1.reduce-sweet-spot")
+@examples(valid=[ex(shape=(16, 256), tile=(1, 256), rd=1), ex(shape=(16, 256, 256), tile=(1, 256, 256), rd=None)],
+          invalid=[ex(shape=(16, 256, 256), tile=(1, 16, 256), rd=1, message="#1 in the 16 -> 32 -> 64 order")])
+def check_sweet_spot(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | None) -> Finding | None:
+    """Where the reduce-axis tile sits on the pack's 16 -> 32 -> 64 ladder: measure its neighbours."""
     if rd is None or rd == len(shape) - 1:
         return None
     order = kb.ladders.reduce_axis
@@ -227,6 +254,12 @@ def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, mi
     return rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
 
 
+@examples(valid=[ex(tile=(1, 1, 8192), dtype="fp32", live_buffers=4, users=False),
+                 ex(tile=(8, 1000), dtype="fp32", live_buffers=3, users=False, min_rows=16)],
+          invalid=[ex(tile=(1, 1, 16384), dtype="fp32", live_buffers=4, users=True, level="warn",
+                      message="4 live buffers"),
+                   ex(tile=(4, 4000), dtype="fp32", live_buffers=3, users=False, min_rows=16, level="info",
+                      message="at least 16 rows")])
 @cites("O1.ub-step-down")
 def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool,
                        min_rows: int = 1) -> Finding | None:
@@ -319,7 +352,7 @@ def evaluate_tile(
         check_contiguous(kb, shape, t, dtype),
         check_reduce_axis_used(kb, shape, t, rd),
         check_nonreduce_spend(kb, shape, t, rd, segments),
-        _sweet_spot_note(kb, shape, t, rd),
+        check_sweet_spot(kb, shape, t, rd),
     ):
         if f is not None:
             findings.append(f)
@@ -522,6 +555,12 @@ def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int,
 
 
 # ------------------------------------------------------------------------------------ cube tiles
+@examples(valid=[ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 128], k=[64, 64], n=[128, 128])],
+          invalid=[ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 64], k=[64, 64], n=[128, 128], message="FC4000"),
+                   ex(M=4096, K=4096, N=4096, dtype="fp32", m=[128, 128], k=[24, 24], n=[128, 128], message="FC4001"),
+                   ex(M=4096, K=4096, N=4096, dtype="fp32", m=[512, 512], k=[512, 512], n=[512, 512], message="needs"),
+                   ex(M=8, K=4096, N=4096, dtype="fp32", m=[64, 64], k=[64, 64], n=[128, 128], rule="P4.no-waste",
+                      message="mL0=64 > M=8")])
 @cites("B.matmul-cube-tiles")
 def evaluate_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, m: Sequence[int],
                   k: Sequence[int], n: Sequence[int]) -> CubeEvaluation:
@@ -584,6 +623,7 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
 
 
 # ------------------------------------------------------------------------------------ decide
+@cites("O1.ub-step-down")
 def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
                 plan: TilePlan | None = None, loop_axis: int | None = None) -> TileChoice | None:
     """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
@@ -660,6 +700,7 @@ def choose_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str,
 
 CHECKS = {
     "tiles.rank_match": parse_tile_for,
+    "tiles.reduce_sweet_spot": check_sweet_spot,
     "tiles.vec_rank": check_vec_rank,
     "tiles.prod_budget": check_prod_budget,
     "tiles.auto_tiles": check_auto_tiles,
@@ -670,6 +711,7 @@ CHECKS = {
     "tiles.contiguous": check_contiguous,
     "tiles.reduce_axis_used": check_reduce_axis_used,
     "tiles.nonreduce_spend": check_nonreduce_spend,
-    "tiles.rank_candidates": rank_candidates,
     "tiles.cube_tiles": evaluate_cube,
 }
+
+APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -110,6 +111,9 @@ class PyptoApp(App[None]):
     def on_unmount(self) -> None:
         self.session.flush()
         self.autosaver.finish()
+        runner = sys.modules.get("pypto_tui.sim.runner")  # loaded only if the compiler was used
+        if runner is not None:
+            runner.stop_all()  # no worker outlives the app
 
     def _restored(self, restore: bool | None) -> None:
         leftover, self.leftover = self.leftover, None

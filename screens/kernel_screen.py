@@ -26,7 +26,7 @@ from pypto_tui.lint.base import LintFinding
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.dialogs import ConfirmDialog, PathDialog
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
-from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable
+from pypto_tui.screens.sim_support import detached, progress_line, sim_unavailable, stage_line
 from pypto_tui.screens.widgets import FindingsList, RuleExplanation
 
 
@@ -203,18 +203,26 @@ class KernelScreen(StepScreen):
         if not self.source:
             self.notify("nothing to verify", severity="warning")
             return
-        self.start_work("verify: building the kernel at reduced shapes and comparing it with torch…")
+        self.start_work("verify: building the kernel at shapes that keep its tile and loop count, then "
+                        "comparing every compiler pass with torch…")
         self._verify_worker(detached(self.session.pipeline))
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def _verify_worker(self, pipeline: Any) -> None:
+        import time
+
+        started = time.monotonic()
+
         def progress(done: int, total: int, result: Any) -> None:
             self.post_message(WorkProgress("verify", done, total, progress_line(done, total, result)))
 
-        try:
-            from pypto_tui.sim.design_runs import verify
+        def status(_job: Any, stage: str) -> None:
+            self.post_message(WorkProgress("verify", 0, 0, stage_line("verify", stage, started)))
 
-            result = verify(pipeline, scale="small", progress=progress)
+        try:
+            from pypto_tui.sim.verification import verify
+
+            result = verify(pipeline, scale="small", progress=progress, status=status)
         except Exception as exc:
             self.post_message(WorkFinished("verify", error=describe_error(exc)))
             return
@@ -232,13 +240,16 @@ class KernelScreen(StepScreen):
             self.verdict = f"verify: not supported: {result.reason}"
             self.set_status(self.verdict, "warn")
         elif result.passed:
-            self.verdict = f"verify PASSED at {shapes}" + (f" ({nums})" if nums else "")
+            self.verdict = (f"verify PASSED at {shapes}, {len(result.passes_checked)} stages checked"
+                            + (f" ({nums})" if nums else ""))
             self.set_status(self.verdict, "ok")
             self.notify(self.verdict, title="Verify")
         else:
             self.verdict = f"verify FAILED: {result.reason}" + (f" ({nums})" if nums else "")
             self.set_status(self.verdict, "error")
             self.notify(self.verdict, title="Verify", severity="error")
+        if getattr(result, "changes", None):
+            self.verdict += " · changed: " + "; ".join(result.changes)
         self.safe_refresh()
         self._status = None  # keep the verdict on the status line
         self.set_status(self.verdict, "ok" if getattr(result, "passed", False) else "error")

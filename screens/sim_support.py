@@ -9,6 +9,7 @@ model's (both shown, neither hidden). Without the [sim] extra the action says wh
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -35,13 +36,25 @@ def detached(pipeline: Pipeline) -> Pipeline:
     return Pipeline(pipeline.kb, copy.deepcopy(pipeline.design))
 
 
-def progress_line(done: int, total: int, result: Any) -> str:
+def progress_line(done: int, total: int, result: Any, elapsed_s: float | None = None) -> str:
+    """`3/8 compiled · about 40 s left · last: (1, 8192) 8.8 µs`."""
+    from pypto_tui.sim.stages import duration, eta_s
+
     label = getattr(result, "label", "") or ""
     us = getattr(result, "e2e_us", None)
     status = getattr(result, "status", "")
     what = f"{us:.1f} µs" if isinstance(us, int | float) else status
     cached = " (cached)" if getattr(result, "cached", False) else ""
-    return f"{done}/{total} compiled · last: {label} {what}{cached}"
+    left = eta_s(done, total, elapsed_s) if elapsed_s is not None else None
+    eta = f" · about {duration(left)} left" if left is not None else ""
+    return f"{done}/{total} compiled{eta} · last: {label} {what}{cached}"
+
+
+def stage_line(what: str, stage: str, started: float) -> str:
+    """`verify: compiling and running the kernel · 12 s`: what a worker is doing, and since when."""
+    from pypto_tui.sim.stages import describe, duration
+
+    return f"{what}: {describe(stage)} · {duration(time.monotonic() - started)}"
 
 
 class SimRunner:
@@ -73,14 +86,24 @@ class SimRunner:
     def _sim_worker(self, pipeline: Pipeline, kind: str) -> None:
         from pypto_tui.screens.base import describe_error
 
+        started = time.monotonic()
+        counts = [0, 0]
+
         def progress(done: int, total: int, result: Any) -> None:
-            self.post_message(WorkProgress("sim", done, total, progress_line(done, total, result)))
+            counts[:] = [done, total]
+            self.post_message(WorkProgress("sim", done, total,
+                                           progress_line(done, total, result, time.monotonic() - started)))
+
+        def status(job: Any, stage: str) -> None:
+            self.post_message(WorkProgress("sim", counts[0], counts[1],
+                                           stage_line(f"{counts[0]}/{counts[1] or '?'} compiled · "
+                                                      f"{getattr(job, 'label', '')}", stage, started)))
 
         try:
             from pypto_tui.sim import design_runs
 
             sweep = design_runs.sweep_tiles if kind == "tiles" else design_runs.sweep_loops
-            report = sweep(pipeline, jobs=SWEEP_JOBS, progress=progress)
+            report = sweep(pipeline, jobs=SWEEP_JOBS, progress=progress, status=status)
         except Exception as exc:
             self.post_message(WorkFinished("sim", error=describe_error(exc)))
             return

@@ -15,7 +15,29 @@ from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 FlavourOpt = Annotated[str | None, typer.Option("--flavour", help="API flavour from the pack (default: the pack's "
-                                                "default, pypto-0.2.0).", show_default=False)]
+                                                "default, pypto-0.2.0; docs: PyPTO's own idiom).", show_default=False)]
+DynamicOpt = Annotated[str | None, typer.Option(
+    "--dynamic-axis", metavar="N|none",
+    help="Make axis N of the first input pypto.DYNAMIC: one kernel for every size of it, looping "
+         "ceildiv(size, block) times with valid_shape for the last block. Default: the task's DYNAMIC_AXIS "
+         "declaration, if any; 'none' keeps every axis static.", show_default=False)]
+
+
+def _dynamic_axis(value: str | None) -> int | None:
+    """--dynamic-axis N|none -> the design's value (None: follow the task; -1: static)."""
+    from pypto_tui.errors import InputError
+
+    if value is None:
+        return None
+    if value.strip().lower() == "none":
+        return -1
+    try:
+        axis = int(value)
+    except ValueError:
+        raise InputError(f"--dynamic-axis {value!r}: give an axis number of the first input, or 'none'") from None
+    if axis < 0:
+        raise InputError(f"--dynamic-axis {axis}: give a non-negative axis number, or 'none'")
+    return axis
 
 
 @handles_input_errors
@@ -25,14 +47,15 @@ def scaffold(
                                                 "it).", show_default=False)] = None,
     force: ForceOpt = False,
     flavour: FlavourOpt = None,
+    dynamic_axis: DynamicOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Generate the PyPTO ModelNew module for one task (patterns A-E)."""
+    """Generate the PyPTO ModelNew module for one task."""
     from pypto_tui.export import scaffold_task
 
     pack = load_kb(kb)
-    result = scaffold_task(task, pack, output, force=force, flavour=flavour)
+    result = scaffold_task(task, pack, output, force=force, flavour=flavour, dynamic_axis=_dynamic_axis(dynamic_axis))
     if json_out:
         emit_json(result.to_dict(with_source=output is None))
     elif not result.ok:
@@ -50,6 +73,7 @@ def export(
     output: Annotated[Path, typer.Option("-o", "--output", help="The folder to write the modules to.")],
     force: ForceOpt = False,
     flavour: FlavourOpt = None,
+    dynamic_axis: DynamicOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -57,7 +81,8 @@ def export(
     from pypto_tui.export import export_dir
 
     pack = load_kb(kb)
-    report = export_dir(tasks_dir, output, pack, force=force, flavour=flavour)
+    report = export_dir(tasks_dir, output, pack, force=force, flavour=flavour,
+                        dynamic_axis=_dynamic_axis(dynamic_axis))
     if json_out:
         emit_json(report.to_dict())
     else:

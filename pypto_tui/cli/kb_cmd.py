@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.catalogue import CHECK_NAMES, module_of
+from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES, module_of
 from pypto_tui.cli.common import JsonOption, KbOption, emit_json, fail, handles_input_errors, load_kb
 from pypto_tui.kb import Rule, load_pack, resolve_pack_dir
 
@@ -16,16 +16,32 @@ kb_app = typer.Typer(help="The knowledge pack: its rules, and where the code che
 
 
 def _where(rule: Rule) -> list[str]:
-    return [f"{module_of(name)}:CHECKS[{name!r}]" for name in rule.enforced_by]
+    return ([f"{module_of(name)}:CHECKS[{name!r}]" for name in rule.enforced_by]
+            + [f"{module_of(name)}:APPLIES[{name!r}]" for name in rule.applied_by])
 
 
 def rule_dict(rule: Rule) -> dict[str, object]:
+    from pypto_tui.proof import rule_examples
+
     return {
         "id": rule.id, "kind": rule.kind, "severity": rule.severity, "step": rule.step,
         "source": rule.source, "authority": rule.authority, "statement": rule.statement,
         "explanation": rule.explanation, "enforced_by": list(rule.enforced_by), "advice": rule.advice,
-        "where": _where(rule),
+        "where": _where(rule), "checked_by": list(rule.enforced_by), "applied_by": list(rule.applied_by),
+        "examples": rule_examples(rule),
     }
+
+
+def _proof_text(rule: Rule) -> str:
+    """`checked by` cell: each check with its (valid/invalid) example counts, then the generators."""
+    from pypto_tui.proof import example_counts
+
+    if rule.advice and not rule.enforced_by and not rule.applied_by:
+        return "advice"
+    counts = example_counts()
+    parts = [f"{n} ({counts.get(n, (0, 0))[0]}/{counts.get(n, (0, 0))[1]})" for n in rule.enforced_by]
+    parts += [f"applied: {n}" for n in rule.applied_by]
+    return "\n".join(parts)
 
 
 @kb_app.command("list")
@@ -47,11 +63,11 @@ def list_rules(
     from pypto_tui.cli.render import LEVEL_STYLE, console
 
     t = Table(title=f"pack '{pack.name}' {pack.version}: {len(rules)} rules", title_justify="left")
-    for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by"):
+    for col in ("id", "kind", "sev", "step", "whose", "statement", "checked by (valid/invalid examples)"):
         t.add_column(col, no_wrap=col in ("id", "kind", "sev", "step", "whose"))
     for r in rules:
         t.add_row(r.id, r.kind, f"[{LEVEL_STYLE[r.severity]}]{r.severity}[/]", r.step, r.authority, r.statement,
-                  "advice" if r.advice else "\n".join(r.enforced_by))
+                  _proof_text(r))
     console.print(t)
 
 
@@ -76,10 +92,12 @@ def show_rule(
     from pypto_tui.cli.render import console
 
     src = pack.sources[rule.source]
+    proof = "advice (not checked)" if rule.advice else _proof_text(rule).replace("\n", ", ")
     body = (f"[bold]{rule.statement}[/]\n\n{rule.explanation}\n\n"
             f"[dim]kind[/] {rule.kind}   [dim]severity[/] {rule.severity}   [dim]step[/] {rule.step}\n"
             f"[dim]source[/] {src.title} ({rule.authority})\n"
-            f"[dim]checked by[/] {'advice (not checked)' if rule.advice else ', '.join(_where(rule))}")
+            f"[dim]checked by[/] {proof}\n"
+            f"[dim]where[/] {', '.join(_where(rule)) or '-'}")
     console.print(Panel(body, title=rule.id, title_align="left"))
 
 
@@ -106,10 +124,18 @@ def validate(
 
 @kb_app.command("checks")
 def list_checks(json_out: JsonOption = False) -> None:
-    """Every check name a pack's enforced_by may use, with its module."""
+    """Every check name a pack's enforced_by may use (and generator name for applied_by), with its module."""
+    from pypto_tui.proof import example_counts
+
+    counts = example_counts()
     names = sorted(CHECK_NAMES)
     if json_out:
-        emit_json({"checks": [{"name": n, "module": module_of(n)} for n in names]})
+        emit_json({"checks": [{"name": n, "module": module_of(n), "examples": {"valid": counts[n][0],
+                                                                                "invalid": counts[n][1]}}
+                              for n in names],
+                   "appliers": [{"name": n, "module": module_of(n)} for n in sorted(APPLIER_NAMES)]})
         return
     for n in names:
-        typer.echo(f"{n:28} {module_of(n)}")
+        typer.echo(f"{n:28} {module_of(n):22} {counts[n][0]} valid / {counts[n][1]} invalid examples")
+    for n in sorted(APPLIER_NAMES):
+        typer.echo(f"{n:28} {module_of(n):22} applies rules (a generator)")

@@ -1,7 +1,9 @@
 """`sim` and `verify`: the real pypto 0.2.0 compiler on the CPU, one subprocess per candidate.
 
-Both say exactly what to install when pypto or torch is missing (exit 2), and never leave the
-compiler's output folders behind.
+Both say exactly what to install when pypto or torch is missing (exit 2), never leave the
+compiler's output folders behind, show on stderr what the workers are doing (progress.py), and
+end their workers when they are stopped (Ctrl+C, SIGTERM). `verify` checks the generated kernel
+or, with --kernel, any kernel module; it passes only when every compiler pass agrees.
 """
 
 from __future__ import annotations
@@ -40,24 +42,6 @@ def _require_sim() -> None:
     require_sim()
 
 
-def _progress(enabled: bool):  # type: ignore[no-untyped-def]
-    """A progress bar on stderr (stdout stays data)."""
-    if not enabled:
-        return None, None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    task_id = bar.add_task("simulating", total=None)
-
-    def tick(done: int, total: int, result: Any) -> None:
-        label = getattr(result, "label", "")
-        bar.update(task_id, completed=done, total=total, description=f"simulating {label}")
-
-    return bar, tick
-
-
 @handles_input_errors
 def sim(
     task: TaskArg,
@@ -82,23 +66,19 @@ def sim(
         raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
     p = _pipeline(task, kb, tile, loop_count)
     _require_sim()
-    bar, tick = _progress(not json_out)
+    from pypto_tui.cli.progress import SweepBar, workers_end_with_us
+
     doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []), "loop_count": p.chosen_loop_count()}
     reports = []
-    try:
-        if bar:
-            bar.start()
+    with workers_end_with_us(), SweepBar("simulating", enabled=not json_out) as bar:
         if sweep is None:
             r = run_one(R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
-                        progress=tick, cache=not no_cache)
+                        progress=bar.tick, status=bar.stage, cache=not no_cache)
             doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
         else:
-            reports = R.sweep(p, sweep, budget=budget, jobs=jobs, timeout_s=timeout, progress=tick,
-                              cache=not no_cache)
+            reports = R.sweep(p, sweep, budget=budget, jobs=jobs, timeout_s=timeout, progress=bar.tick,
+                              status=bar.stage, cache=not no_cache)
             doc["sweeps"] = [x.to_dict() for x in reports]
-    finally:
-        if bar:
-            bar.stop()
     failed = False
     if sweep is None:
         failed = doc["result"].get("status") != "ok"
@@ -153,7 +133,11 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
 @handles_input_errors
 def verify(
     task: TaskArg,
-    scale: Annotated[str, typer.Option("--scale", help="small (reduced shapes, default) or full.")] = "small",
+    kernel: Annotated[Path | None, typer.Option("--kernel", help="Verify this kernel module (any file that defines "
+                                                "ModelNew with Model's __init__ signature) instead of the generated "
+                                                "one.", show_default=False)] = None,
+    scale: Annotated[str, typer.Option("--scale", help="small (reduced shapes that keep the tile and loop count, "
+                                       "default) or full (the task's own shapes).")] = "small",
     tile: Annotated[str | None, typer.Option("--tile", help="Verify this tile (default: the recommended one).",
                                              show_default=False)] = None,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
@@ -165,30 +149,53 @@ def verify(
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Run the generated kernel through pypto's interpreter and compare it with the torch baseline."""
-    from pypto_tui.sim.design_runs import verify as run_verify
+    """Run a kernel through pypto's interpreter and every compiler pass it checks, and compare it
+    with the torch baseline (the generated kernel, or --kernel FILE). Runs the files' code."""
+    from pypto_tui.sim.verification import verify as run_verify
 
     if scale not in ("small", "full"):
         raise InputError(f"--scale {scale!r}: use small or full")
+    if kernel is not None and (tile or loop_count):
+        raise InputError("--tile and --loop-count choose the generated kernel's design; with --kernel the "
+                         "kernel file decides: drop them")
     p = _pipeline(task, kb, tile, loop_count)
-    contract = p.contract()
-    if contract.supported:
+    if kernel is not None or p.contract().supported:
         _require_sim()
-    report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb)
+    from pypto_tui.cli.progress import StageSpinner, workers_end_with_us
+
+    with workers_end_with_us(), StageSpinner(f"verify {kernel.name if kernel else task.name}") as spinner:
+        report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb,
+                            status=spinner.stage, kernel=kernel)
     if json_out:
         emit_json(report.to_dict())
     else:
-        from rich.text import Text
-
-        from pypto_tui.cli.render import console, kv_table
-
-        verdict = Text("PASS" if report.passed else ("FAIL" if report.supported else "UNSUPPORTED"),
-                       style="bold green" if report.passed else "bold red")
-        console.print(kv_table([
-            ("verdict", verdict), ("reason", report.reason),
-            ("shapes run", ", ".join(f"{k}={tuple(v)}" for k, v in report.shapes.items()) or "-"),
-            ("tile / loop", f"{tuple(report.tile or ())} / {report.loop_count or '-'}"),
-            ("max abs err", report.max_abs_err), ("max rel err", report.max_rel_err),
-            ("failing share", report.fail_share),
-        ], title=f"verify {task}"))
+        _show_verify(task, report)
     raise typer.Exit(Exit.OK if report.passed else Exit.FINDINGS)
+
+
+def _show_verify(task: Path, report: Any) -> None:
+    from rich.text import Text
+
+    from pypto_tui.cli.render import console, dims, kv_table
+
+    verdict = Text("PASS" if report.passed else ("FAIL" if report.supported else "UNSUPPORTED"),
+                   style="bold green" if report.passed else "bold red")
+    asked = f" (asked {dims(report.design_tile)} / {report.design_loop_count or '-'})" if not report.design_kept else ""
+    checked = ", ".join(report.passes_checked) or "-"
+    rows: list[tuple[str, Any]] = [
+        ("verdict", verdict), ("reason", report.reason),
+        ("kernel", report.kernel),
+        ("shapes run", ", ".join(f"{k}={tuple(v)}" for k, v in report.shapes.items()) or "-"),
+        ("tile / loop", f"{dims(report.tile)} / {report.loop_count or '-'}{asked}"),
+        ("stages checked", f"{len(report.passes_checked)} of {len(report.passes_expected)}: {checked}"
+         if report.passes_expected else "-"),
+    ]
+    if report.first_failing_pass:
+        rows.append(("first failing", Text(report.first_failing_pass, style="bold red")))
+    if report.missing_passes:
+        rows.append(("no row for", Text(", ".join(report.missing_passes), style="bold red")))
+    rows += [("max abs err", report.max_abs_err), ("max rel err", report.max_rel_err),
+             ("failing share", report.fail_share)]
+    rows += [("changed", Text(c, style="yellow")) for c in report.changes]
+    rows += [("note", Text(n, style="dim")) for n in report.notes]
+    console.print(kv_table(rows, title=f"verify {task}"))

@@ -1,8 +1,8 @@
 """Step 5: the kernel module for a design, built with libcst from the knowledge pack's templates.
 
 `generate(plan, kb)` returns a `GeneratedKernel` (source, or the reason there is none, plus the
-named constants and the rules behind them). `CHECKS` maps the rule catalogue's `codegen.*` names
-to the code that applies each rule while generating.
+named constants and the rules behind them). `APPLIES` maps the rule catalogue's `codegen.*` names
+to the code that applies each rule while generating (code generation checks nothing itself).
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from pypto_tui.codegen.module import build_factory
 from pypto_tui.codegen.patterns import PATTERN_REGISTRY
 from pypto_tui.codegen.result import GeneratedKernel
 
-CHECKS = {
+CHECKS: dict[str, object] = {}
+
+APPLIES = {
     "codegen.factory": build_factory,
     "codegen.model_new": build_model_new,
     "codegen.operators": Ex,
     "codegen.loop_tail": Builder.loop_constant,
+    "codegen.dynamic_axis": Builder.dynamic_block_constant,
     "codegen.patterns": PATTERN_REGISTRY,
 }
 
-__all__ = ["CHECKS", "GeneratedKernel", "generate"]
+__all__ = ["APPLIES", "CHECKS", "GeneratedKernel", "generate"]

@@ -73,7 +73,9 @@ def quote(text: str) -> str:
 
 def dim_expr(d: str | int | Ex | cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(d, str):
-        return cst.Name(d)
+        if " " in d:  # a product of factory names ("batch * m": a batched operand's stacked rows)
+            return cst.parse_expression(d)
+        return attr(d) if "." in d else cst.Name(d)
     return literal(d)
 
 
@@ -115,6 +117,22 @@ class _ExpandWrite(cst.CSTTransformer):
         return cst.FlattenSentinel(out)
 
 
+class _ValidShape(cst.CSTTransformer):
+    """`pypto.view(src, shape, offsets)` -> the same with `valid_shape=[...]` (a partial last block)."""
+
+    def __init__(self, valid: cst.List) -> None:
+        self.valid = valid
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        f = updated.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "view" and len(updated.args) == 3:
+            arg = cst.Arg(self.valid, keyword=cst.Name("valid_shape"),
+                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                whitespace_after=cst.SimpleWhitespace("")))
+            return updated.with_changes(args=[*updated.args, arg])
+        return updated
+
+
 class Builder:
     """Collects constants, kernels and the forward for one generated module."""
 
@@ -129,6 +147,7 @@ class Builder:
         self.notes: list[str] = []
         self.pattern = ""
         self.summary = ""
+        self.dynamic_dim: str | None = None  # the kernel dim left to run time, once a loop names it
         self._write = find_template(self.kb, self.flavour, "write").text
 
     # ------------------------------------------------------------------ templates
@@ -224,7 +243,7 @@ class Builder:
         return m, k, n
 
     # ------------------------------------------------------------------ loops
-    @cites("P6.loop-tail")
+    @cites("P6.loop-tail", "CL.ceil-div")
     def loop_constant(self) -> Ex:
         """LOOP_COUNT as the loop step chose it, with BASIC_BATCH, iterations, the tail and the
         tiles per iteration written next to it."""
@@ -255,13 +274,36 @@ class Builder:
 
         The prelude names LOOP_COUNT and derives BASIC_BATCH, MAIN_ITERS, TAIL_OFFSET and TAIL from
         the shape the factory is called with; the body is `setup`, then one `pypto.loop` over the
-        full chunks and the constant-shape tail chunk. `step(size, offset, suffix)` writes one chunk."""
+        full chunks and the constant-shape tail chunk. `step(size, offset, suffix)` writes one chunk.
+        When the plan leaves the loop's axis to run time (a dynamic axis), BASIC_BATCH is a module
+        constant instead and the loop runs ceildiv(size, BASIC_BATCH) times with a partial last block."""
+        if self.ctx.plan.dynamic is not None:
+            self.dynamic_dim = total
+            self.dynamic_block_constant()
+            return [], list(setup) + self.loop_over(step, idx, loop_name)
         prelude = self.loop_prelude(total, self.loop_constant())
         return prelude, list(setup) + self.loop_over(step, idx, loop_name)
 
     def loop_over(self, step: Step, idx: str = "bi", loop_name: str = "LOOP") -> list[cst.BaseStatement]:
         """Another pass over the same chunks (after `chunked_loop` named the loop sizes)."""
+        if self.dynamic_dim is not None:
+            return self.tmpl("dynamic_loop", total=name(self.dynamic_dim), idx=name(idx), name=literal(loop_name),
+                             idx_name=literal(idx), main=step("BASIC_BATCH", "off", "chunk"))
         return self.loop(idx, loop_name, step("BASIC_BATCH", "off", "chunk"), step("TAIL", "TAIL_OFFSET", "tail"))
+
+    @cites("P1.dynamic-axis")
+    def dynamic_block_constant(self) -> Ex:
+        """BASIC_BATCH for a dynamic axis: the loop's chunk at the design's size, fixed at scaffold time."""
+        dyn, loop = self.ctx.plan.dynamic, self.ctx.loop
+        assert dyn is not None and loop is not None
+        lines = [f"BASIC_BATCH: one pypto.loop along the dynamic axis {loop.axis} (input axis {dyn.input_axis}, from "
+                 f"{dyn.source}; P1.dynamic-axis, O2.loop-log-scale):",
+                 f"  at the design's size {loop.total} the plan runs {loop.count} iteration(s) of {dyn.block}; at run "
+                 f"time the kernel runs ceildiv(size, {dyn.block}) of them, the last one partial (valid_shape)."]
+        numbers = {"axis": loop.axis, "total": loop.total, "basic_batch": dyn.block, "loop_count": loop.count,
+                   "dynamic_input_axis": dyn.input_axis}
+        return self.add_constant(Constant("BASIC_BATCH", dyn.block, lines, ("P1.dynamic-axis", "P6.loop-tail"),
+                                          numbers))
 
     def loop_prelude(self, total: str, count: Ex) -> list[cst.BaseStatement]:
         return self.tmpl("loop_prelude", total=name(total), count=count)
@@ -275,6 +317,9 @@ class Builder:
         stmts = self.tmpl("view", chunk=name(chunk), src=name(src),
                           shape=cst.List([cst.Element(dim_expr(d)) for d in shape]),
                           offsets=cst.List([cst.Element(dim_expr(d)) for d in offsets]))
+        if self.dynamic_dim is not None and "BASIC_BATCH" in shape:
+            valid = cst.List([cst.Element(dim_expr("valid" if d == "BASIC_BATCH" else d)) for d in shape])
+            stmts = [s.visit(_ValidShape(valid)) for s in stmts]  # type: ignore[misc]
         if pragma:
             s = stmts[0]
             assert isinstance(s, cst.SimpleStatementLine)
@@ -293,8 +338,12 @@ class Builder:
 
     # ------------------------------------------------------------------ kernels
     def tensor_type(self, shape: Sequence[Any], dtype: str | None = None) -> cst.BaseExpression:
+        """`pypto.Tensor((m, k), DT)`; a shape with a pypto.DYNAMIC entry is a list, the only form
+        pypto 0.2.0 accepts for it (a tuple is refused: "Invalid value type")."""
         dims = [dim_expr(d) for d in shape]
         elems = [cst.Element(d) for d in dims]
+        if any(d == "pypto.DYNAMIC" for d in shape):
+            return fill_expression("pypto.Tensor({shape}, {dtype})", shape=cst.List(elems), dtype=self.pdtype(dtype))
         if len(elems) == 1:
             elems = [elems[0].with_changes(comma=cst.Comma())]
         return fill_expression("pypto.Tensor({shape}, {dtype})", shape=cst.Tuple(elems), dtype=self.pdtype(dtype))
@@ -393,7 +442,8 @@ class Builder:
     def call_kernel(self, spec: KernelSpec, inputs: Sequence[str], out: str = "out",
                     device_of: str | None = None) -> None:
         """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment."""
-        fargs = [cst.Arg(name(d)) for d in spec.dims] + [cst.Arg(s.source) for s in spec.scalars]
+        fargs = [cst.Arg(name(d)) for d in spec.dims if d != self.dynamic_dim]
+        fargs += [cst.Arg(s.source) for s in spec.scalars]
         self.forward.calls += self.fwd("kernel = {factory}({args})", factory=name(spec.factory), args=fargs) \
             if fargs else self.fwd("kernel = {factory}()", factory=name(spec.factory))
         args = [cst.Arg(name(i)) for i in inputs]

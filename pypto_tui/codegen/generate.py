@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pypto_tui.codegen.result import GeneratedKernel
 from pypto_tui.errors import InputError, Unsupported
-from pypto_tui.findings import Finding
+from pypto_tui.findings import Finding, rule_finding
 
 if TYPE_CHECKING:
     from pypto_tui.kb import KnowledgeBase
@@ -43,9 +43,7 @@ def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
     except Exception as exc:  # a bug here must not take the app down: report it as the reason
         reason = f"internal error in the code generator ({type(exc).__name__}: {exc}); please report it"
         return GeneratedKernel("", False, reason, plan.pattern, flavour.name, {}, [])
-    findings: list[Finding] = []
-    if pattern.rule:
-        findings.append(Finding(pattern.rule, "info", b.summary, kb.authority_of(pattern.rule)))
+    findings: list[Finding] = _pattern_summary(kb, pattern.rule, b.summary)
     seen: set[tuple[str, str]] = set()
     for f in b.findings:
         if (f.rule, f.message) not in seen:
@@ -53,3 +51,8 @@ def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
             findings.append(f)
     constants = {c.name: c.to_dict() for c in b.constants}
     return GeneratedKernel(source, True, "", b.pattern, flavour.name, constants, findings, b.summary)
+
+
+def _pattern_summary(kb: KnowledgeBase, rule: str | None, summary: str) -> list[Finding]:
+    """The kernel's one-line summary, reported under the rule its pattern implements."""
+    return [rule_finding(kb, rule, summary, "info")] if rule else []

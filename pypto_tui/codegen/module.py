@@ -7,17 +7,21 @@ the same bytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, comment_lines, dims_list, literal, name
 from pypto_tui.codegen.model_new import build_model_new, docstring
-from pypto_tui.codegen.spec import KernelSpec
+from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.codegen.templates import fill_module, find_template
+from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 MAX_LINE = 110
+DYNAMIC = "pypto.DYNAMIC"  # a tensor-type entry written as the attribute, not a name
 
 
 def _blank(n: int) -> list[cst.EmptyLine]:
@@ -54,9 +58,11 @@ def _kernel_params(b: Builder, spec: KernelSpec) -> tuple[cst.Parameters, bool]:
     return (_multiline(params) if long else cst.Parameters(params=params)), long
 
 
-@cites("P1.static-shape")
+@cites("P1.static-shape", "API.module-name", "CL.run-mode-header")
 def build_factory(b: Builder, spec: KernelSpec) -> list[cst.BaseStatement]:
-    """One factory: shapes and scalars as closure constants, returning the jit kernel (P1.static-shape)."""
+    """One factory: shapes and scalars as closure constants, returning the jit kernel (P1.static-shape).
+    A dynamic dim is no factory parameter: the kernel reads it from its first tensor that has it."""
+    spec = _dynamic(b, spec)
     kparams, long = _kernel_params(b, spec)
     repl: dict[str, object] = {
         "factory": name(spec.factory), "kernel": name(spec.kernel), "params": _params(spec.factory_params),
@@ -71,6 +77,28 @@ def build_factory(b: Builder, spec: KernelSpec) -> list[cst.BaseStatement]:
     if long:
         stmts = [s.visit(_BreakParams(spec.kernel)) for s in stmts]  # type: ignore[misc]
     return stmts
+
+
+def _dynamic(b: Builder, spec: KernelSpec) -> KernelSpec:
+    """The spec with its dynamic dim (if any) left to run time: pypto.DYNAMIC in the tensor types, read
+    from the first tensor that has it at the top of the kernel, and dropped from the factory's parameters."""
+    dim = b.dynamic_dim
+    if dim is None or dim not in spec.dims:
+        return spec
+    prelude_code = "\n".join(cst.Module([]).code_for_node(stmt) for stmt in spec.prelude)
+    if re.search(rf"\b{re.escape(dim)}\b", prelude_code):
+        raise Unsupported(f"the factory computes with the size '{dim}' before the kernel runs, so it cannot be "
+                          "left to run time: keep this axis static")
+    source = next((t for t in spec.inputs if dim in t.shape), None)
+    if source is None:
+        raise Unsupported(f"no kernel input carries the dynamic size '{dim}'")
+    read = b.fwd("{d} = {t}.shape[{i}]", d=name(dim), t=name(source.name), i=literal(list(source.shape).index(dim)))
+
+    def dyn(t: TensorParam) -> TensorParam:
+        return replace(t, shape=tuple(DYNAMIC if d == dim else d for d in t.shape))
+
+    return replace(spec, dims=[d for d in spec.dims if d != dim], inputs=[dyn(t) for t in spec.inputs],
+                   output=dyn(spec.output), body=[*read, *spec.body])
 
 
 class _BreakParams(cst.CSTTransformer):
@@ -122,6 +150,6 @@ def assemble(b: Builder) -> cst.Module:
         factories += stmts
     model = build_model_new(b)
     text = find_template(b.kb, b.flavour, "module").text
-    module = fill_module(text, doc=[_module_doc(b)], constants=_constants(b), factories=factories,
-                         model_new=model)
+    module = fill_module(text, doc=[_module_doc(b)], run_mode=b.tmpl("run_mode"), constants=_constants(b),
+                         factories=factories, model_new=model)
     return module

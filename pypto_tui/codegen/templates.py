@@ -19,6 +19,7 @@ an error rather than a silent set display.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,24 +43,24 @@ class Template:
     text: str
 
 
-# A flavour a pack adds without templates of its own borrows the bundled flavour of its style.
-STYLE_FLAVOURS = {True: "pypto-0.2.0", False: "docs"}
-
-
 def template_dirs(kb: KnowledgeBase, flavour: str) -> list[Path]:
     """Where templates are looked up, first hit wins: the pack's flavour folder, the pack's common
-    folder, then the same two in the bundled default pack, then (for a flavour the bundled pack
-    does not know) the bundled flavour with the same output style (`out_param`)."""
+    folder, then the same two in the bundled default pack, then (for a flavour that leaves its
+    own fragments out: the run-mode header, the whole-tensor write) the pack's default flavour."""
     roots = [Path(kb.path) / "templates"]
     default = bundled_pack_dir() / "templates"
     if default.resolve() != roots[0].resolve():
         roots.append(default)
     dirs = [root / sub for root in roots for sub in (flavour, COMMON)]
-    fl = kb.flavours.get(flavour)
-    style = STYLE_FLAVOURS[fl.out_param if fl is not None else True]
-    if style != flavour:
-        dirs.append(default / style)
+    for fallback in (kb.default_flavour, _bundled_default_flavour()):
+        dirs += [root / fallback for root in roots if root / fallback not in dirs]
     return dirs
+
+
+@lru_cache(maxsize=1)
+def _bundled_default_flavour() -> str:
+    with (bundled_pack_dir() / "pack.toml").open("rb") as fh:
+        return str(tomllib.load(fh)["pack"]["default_flavour"])
 
 
 def find_template(kb: KnowledgeBase, flavour: str, name: str) -> Template:
@@ -215,8 +216,16 @@ def fill_module(text: str, transform: cst.CSTTransformer | None = None, **replac
 
 def fill_statements(text: str, transform: cst.CSTTransformer | None = None,
                     **replacements: Replacement) -> list[cst.BaseStatement]:
-    """A template of one or more statements, filled, as a list (for splicing into a body)."""
-    return list(fill_module(text, transform, **replacements).body)
+    """A template of one or more statements, filled, as a list (for splicing into a body). Comment
+    lines before the first statement (a module's header, to libcst) stay attached to it."""
+    module = fill_module(text, transform, **replacements)
+    body: list[cst.BaseStatement] = list(module.body)
+    header = [line for line in module.header if line.comment is not None]
+    if body and header:
+        first = body[0]
+        assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+        body[0] = first.with_changes(leading_lines=[*header, *first.leading_lines])
+    return body
 
 
 def fill_expression(text: str, **replacements: Replacement) -> cst.BaseExpression:

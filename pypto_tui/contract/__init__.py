@@ -11,6 +11,7 @@ from typing import Any
 
 from pypto_tui.contract.checks import (
     check_asymmetry,
+    check_dynamic_axes,
     check_formula,
     check_init_params,
     check_operator,
@@ -28,6 +29,7 @@ CHECKS = {
     "contract.selfcheck": self_check,
     "contract.unknown_fields": check_unknown_fields,
     "contract.init_params": check_init_params,
+    "contract.dynamic_axes": check_dynamic_axes,
 }
 
 __all__ = [

@@ -12,10 +12,34 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pypto_tui.contract.model import Contract
+from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 
 if TYPE_CHECKING:
     from pypto_tui.kb import KnowledgeBase
+
+# A task whose get_init_inputs() leaves Model.__init__'s `dim` without a value.
+_MISSING_INIT = """\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return torch.sum(x, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
 
 Check = Callable[[Contract, "KnowledgeBase | None"], list[Finding]]
 
@@ -28,6 +52,8 @@ def _kb(kb: KnowledgeBase | None) -> KnowledgeBase:
     return kb
 
 
+@examples(valid=[ex(contract=Task("elu")), ex(contract=Task("kl_div_batchmean"))],
+          invalid=[ex(contract=Task("elu", {"family": "unknown"}), message="operator not recognised")])
 @cites("P0.api-semantics")
 def check_operator(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     """What the call computes, read from the call itself (not from the argument names)."""
@@ -53,6 +79,8 @@ def check_operator(contract: Contract, kb: KnowledgeBase | None = None) -> list[
     return out
 
 
+@examples(valid=[ex(contract=Task("softmax_rows"))],
+          invalid=[ex(contract=Task("softmax_rows", {"formula": None}), message="formula unknown")])
 @cites("P0.formula")
 def check_formula(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     kb = _kb(kb)
@@ -62,6 +90,8 @@ def check_formula(contract: Contract, kb: KnowledgeBase | None = None) -> list[F
     return [rule_finding(kb, "P0.formula", contract.formula, "info")]
 
 
+@examples(valid=[ex(contract=Task("sum_over_channels")), ex(contract=Task("elu"))],
+          invalid=[ex(contract=Task("max_over_dim", {"op_args.dim": 7}), message="not an axis of a rank-3 input")])
 @cites("P0.reduction-contract", "CL.has-reduce-axis")
 def check_reduction(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     kb = _kb(kb)
@@ -85,6 +115,8 @@ def check_reduction(contract: Contract, kb: KnowledgeBase | None = None) -> list
     return out
 
 
+@examples(valid=[ex(contract=Task("mse_loss")), ex(contract=Task("kl_div_batchmean"))],
+          invalid=[ex(contract=Task("mse_loss", {"asymmetric": None}), message="asymmetry unknown")])
 @cites("P0.asymmetry")
 def check_asymmetry(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     kb = _kb(kb)
@@ -102,6 +134,8 @@ def check_asymmetry(contract: Contract, kb: KnowledgeBase | None = None) -> list
     return [rule_finding(kb, "P0.asymmetry", "symmetric: swapping the tensor inputs gives the same result", "info")]
 
 
+@examples(valid=[ex(contract=Task("max_over_dim"))],
+          invalid=[ex(contract=Task("max_over_dim", {"op_args.dim": 7}), message="1 field(s) unknown")])
 @cites("P0.contract-first")
 def check_unknown_fields(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     kb = _kb(kb)
@@ -109,9 +143,11 @@ def check_unknown_fields(contract: Contract, kb: KnowledgeBase | None = None) ->
         return []
     items = "; ".join(f"{k}: {v}" for k, v in sorted(contract.unknown.items()))
     return [rule_finding(kb, "P0.contract-first", f"{len(contract.unknown)} field(s) unknown, fill them in before "
-                         f"tiles and loops: {items}", "warn")]
+                         f"tiles and loops: {items}")]
 
 
+@examples(valid=[ex(contract=Task("elu"))],
+          invalid=[ex(contract=Task(source=_MISSING_INIT), message="init parameters not fixed")])
 @cites("P1.fixed-params")
 def check_init_params(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
     kb = _kb(kb)
@@ -123,15 +159,34 @@ def check_init_params(contract: Contract, kb: KnowledgeBase | None = None) -> li
     missing = [k for k in contract.unknown if k.startswith("init_params.")]
     if missing:
         out.append(rule_finding(kb, "P1.fixed-params", "init parameters not fixed: "
-                                + "; ".join(f"{k[12:]}: {contract.unknown[k]}" for k in missing), "warn"))
+                                + "; ".join(f"{k[12:]}: {contract.unknown[k]}" for k in missing)))
     for comment in contract.noise_comments:
         out.append(rule_finding(kb, "P1.fixed-params", f"comment '{comment}' is dataset noise: the value returned is "
                                 "this task's constant", "info"))
     return out
 
 
+_BAD_DYNAMIC = _MISSING_INIT.replace("import torch.nn as nn\n", 'import torch.nn as nn\n\nDYNAMIC_AXIS = ["Q"]\n')
+
+
+@cites("P1.dynamic-axis")
+@examples(valid=[ex(contract=Task("elu"))],
+          invalid=[ex(contract=Task(source=_BAD_DYNAMIC), message="DYNAMIC_AXIS")])
+def check_dynamic_axes(contract: Contract, kb: KnowledgeBase | None = None) -> list[Finding]:
+    """A task's DYNAMIC_AXIS declaration that cannot be read is reported, and the scaffold stays static."""
+    kb = _kb(kb)
+    if contract.dynamic_problem:
+        return [rule_finding(kb, "P1.dynamic-axis", f"{contract.dynamic_problem}; the kernel keeps every axis "
+                             "static")]
+    if contract.dynamic_axes:
+        return [rule_finding(kb, "P1.dynamic-axis", f"the task declares axis {list(contract.dynamic_axes)} of the "
+                             "first input dynamic: the scaffold makes it pypto.DYNAMIC", "info")]
+    return []
+
+
 CONTRACT_CHECKS: tuple[Check, ...] = (
     check_operator, check_formula, check_reduction, check_asymmetry, check_init_params, check_unknown_fields,
+    check_dynamic_axes,
 )
 
 

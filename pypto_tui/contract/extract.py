@@ -13,6 +13,7 @@ fields, so the user can fill them in.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,36 @@ def _inputs(facts: TaskFacts, strict: bool) -> tuple[list[Input], dict[str, str]
     return out, unknown
 
 
+def declared_dynamic_axes(env: dict[str, Any], inputs: list[Input]) -> tuple[tuple[int, ...], str]:
+    """The axes of the first tensor input a task declares dynamic (pypto-gym's convention): a
+    module constant DYNAMIC_AXIS of axis numbers, or of index names that FORMULA's subscript of
+    that input spells (`x[b, d]` with DYNAMIC_AXIS = ["B"] is axis 0). (axes, why not) ."""
+    declared = env.get("DYNAMIC_AXIS")
+    if declared is None:
+        return (), ""
+    items = list(declared) if isinstance(declared, list | tuple) else [declared]
+    first = next((i for i in inputs if i.is_tensor), None)
+    rank = len(first.shape) if first is not None and first.shape is not None else None
+    axes: list[int] = []
+    for item in items:
+        if isinstance(item, int) and not isinstance(item, bool):
+            axis = item
+        elif isinstance(item, str) and first is not None:
+            formula = env.get("FORMULA")
+            match = re.search(rf"\b{re.escape(first.name)}\[([^\]]*)\]", formula) if isinstance(formula, str) else None
+            names = [n.strip().lower() for n in match.group(1).split(",")] if match else []
+            if item.lower() not in names:
+                return (), (f"DYNAMIC_AXIS names {item!r}, which FORMULA's subscript of {first.name} does not "
+                            "spell: give axis numbers instead")
+            axis = names.index(item.lower())
+        else:
+            return (), f"DYNAMIC_AXIS holds {item!r}: give axis numbers or FORMULA's index names"
+        if rank is None or not -rank <= axis < rank:
+            return (), f"DYNAMIC_AXIS {item!r} is not an axis of the first input"
+        axes.append(axis % rank)
+    return tuple(dict.fromkeys(axes)), ""
+
+
 def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, strict: bool = True) -> Contract:
     """Read a task file (a path, or its source text) into a checked Contract. Never executes it."""
     source, path = _load(path_or_source)
@@ -104,6 +135,7 @@ def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, 
     for k, v in facts.attributes.items():
         attributes[k] = ({"type": "unknown", "reason": v.reason} if isinstance(v, Unknown) else plain(v))
 
+    dynamic_axes, dynamic_problem = declared_dynamic_axes(facts.env, inputs)
     rec = recognise(facts.root, {i.name: i for i in inputs})
     unknown.update(rec.unknown)
     if rec.family == "unknown":
@@ -114,6 +146,7 @@ def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, 
         inputs=tuple(inputs), init_params=freeze(init_params), attributes=freeze(attributes),
         op_args=freeze(rec.op_args), unknown=unknown, forward_source=facts.forward_source,
         noise_comments=tuple(facts.noise_comments), signature=facts.signature,
+        dynamic_axes=dynamic_axes, dynamic_problem=dynamic_problem,
     )
     contract = semantics.derive(contract)
     return checks.with_findings(contract, kb)

@@ -259,6 +259,8 @@ class Contract:
     forward_source: str | None = None
     noise_comments: tuple[str, ...] = ()
     signature: Signature | None = None
+    dynamic_axes: tuple[int, ...] = ()
+    dynamic_problem: str = ""
 
     # ------------------------------------------------------------------ convenience
     @property
@@ -305,6 +307,7 @@ class Contract:
             "findings": [f.to_dict() for f in self.findings], "edited": list(self.edited),
             "forward_source": self.forward_source, "noise_comments": list(self.noise_comments),
             "signature": self.signature.to_dict() if self.signature else None,
+            "dynamic_axes": list(self.dynamic_axes), "dynamic_problem": self.dynamic_problem,
         }
 
     @classmethod
@@ -328,6 +331,8 @@ class Contract:
             edited=tuple(d.get("edited", ())), forward_source=d.get("forward_source"),
             noise_comments=tuple(d.get("noise_comments", ())),
             signature=Signature.from_dict(d["signature"]) if d.get("signature") else None,
+            dynamic_axes=tuple(int(a) for a in d.get("dynamic_axes") or ()),
+            dynamic_problem=str(d.get("dynamic_problem") or ""),
         )
 
     def to_json_dict(self, dims: Any = None) -> dict[str, Any]:

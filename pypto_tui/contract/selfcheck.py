@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites
 
 RUNNER = Path(__file__).resolve().parent / "baseline_runner.py"
@@ -284,6 +285,9 @@ def _finding(kb: Any, level: str, message: str) -> Finding:
 
 
 @cites("P0.self-check")
+@examples(valid=[ex(contract=Task("elu"), needs="torch")],
+          invalid=[ex(contract=Task("mse_loss", {"op_args.reduction": "sum"}), needs="torch",
+                      message="disagree")])
 def self_check(contract: Any, task_path: str | os.PathLike[str] | None = None, timeout: float = 60,
                *, python: str | None = None, env: Mapping[str, str] | None = None, kb: Any = None) -> SelfCheckResult:
     """Run the baseline in a subprocess and compare it with the contract's reference. Never raises."""

@@ -158,12 +158,10 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     from pypto_tui.contract.values import broadcast
 
     shapes = [_need_shape(o) for o in ops]
-    shape = shapes[0]
-    for s in shapes[1:]:
-        b = broadcast(shape, s)
-        if b is None:
-            raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
-        shape = b
+    both = broadcast(*shapes)
+    if both is None:
+        raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
+    shape = cast(tuple[int, ...], both)  # known sizes in, known sizes out
     out.output_shape = shape
     out.output_dtype = _promote_all([o.dtype for o in ops])
     names = [o.name for o in ops]

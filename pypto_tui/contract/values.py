@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 
@@ -166,10 +166,18 @@ _CMPOPS: dict[type, str] = {
     cst.Equal: "eq", cst.NotEqual: "ne",
 }
 
+def _power(a: Any, b: Any) -> Any:
+    """`a ** b`, refused (OverflowError) when the result could take long to compute: a file we only
+    read must not be able to stall us with `10 ** 10 ** 10`."""
+    if abs(b) > MAX_EXPONENT or abs(a) > MAX_POWER_BASE:
+        raise OverflowError("power too large to evaluate statically")
+    return a**b
+
+
 _NUM_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
-    "pow": lambda a, b: a**b,
+    "pow": _power,
     "lt": lambda a, b: a < b, "gt": lambda a, b: a > b, "le": lambda a, b: a <= b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
@@ -184,6 +192,8 @@ _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2,
          "isqrt": math.isqrt, "gcd": math.gcd}
 
 MAX_ITEMS = 4096  # a static reader has no business building huge lists
+MAX_EXPONENT = 64
+MAX_POWER_BASE = 2**20
 
 
 class Evaluator:
@@ -312,9 +322,12 @@ class Evaluator:
             return Unknown(f"cannot iterate '{self.code(comp.iter)}' statically")
         out = []
         for item in it:
-            local = {**env, comp.target.value: item}
-            out.append(self._ev(node.elt, local))
+            out.append(self._ev(node.elt, self.child_env(env, {comp.target.value: item})))
         return out
+
+    def child_env(self, env: dict[str, Any], names: dict[str, Any]) -> dict[str, Any]:
+        """`env` plus `names` (a comprehension's variable): the lint's evaluator keeps its scope here."""
+        return {**env, **names}
 
     def _subscript(self, node: cst.Subscript, env: dict[str, Any]) -> Any:
         base = self._ev(node.value, env)
@@ -571,14 +584,17 @@ class Evaluator:
             if op == "add" and isinstance(a, list | tuple) and isinstance(b, list | tuple):
                 return type(a)(list(a) + list(b))
             if op == "mul" and isinstance(a, list | tuple) and isinstance(b, int):
+                if len(a) * b > MAX_ITEMS:
+                    return Unknown(f"'{self.code(node) if node is not None else op}' builds too long a sequence")
                 return type(a)(list(a) * b)
             if op in _NUM_OPS and isinstance(a, int | float) and isinstance(b, int | float):
                 return _NUM_OPS[op](a, b)
             return Unknown(f"'{self.code(node) if node is not None else op}' mixes values the reader cannot combine")
         if ta and tb:
-            shape = _broadcast(a.shape, b.shape)
-            if shape is None:
+            both = broadcast(a.shape, b.shape)
+            if both is None:
                 return Unknown(f"shapes {a.shape} and {b.shape} do not broadcast")
+            shape = cast(tuple[int, ...], both)  # known sizes in, known sizes out
             dtype = _promote(a.dtype, b.dtype, op)
             recipe = {"fn": "combine", "op": op, "a": a.recipe, "b": b.recipe, "a_shape": list(a.shape),
                       "b_shape": list(b.shape), "replayable": False, "post": []}
@@ -651,19 +667,27 @@ def _literal_dtype(data: Any) -> str:
     return "fp32"
 
 
-def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    out = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = b[-i] if i <= len(b) else 1
-        if x != y and 1 not in (x, y):
+Dims = tuple[int | None, ...]
+
+
+def broadcast(*shapes: Dims) -> Dims | None:
+    """numpy's broadcast of `shapes`, None when two known sizes clash. A None size is one the reader
+    does not know: it stays None unless another shape has a size > 1 there. The contract (task
+    shapes) and the lint (kernel shapes, some dynamic) both broadcast with this."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int | None] = []
+    for i in range(rank):
+        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
+        big = {d for d in dims if d is not None and d != 1}
+        if len(big) > 1:
             return None
-        out.append(max(x, y) if 1 in (x, y) else x)
-    return tuple(reversed(out))
-
-
-def broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
-    return _broadcast(a, b)
+        if big:
+            out.append(big.pop())
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
 
 
 def _promote(a: str, b: str, op: str) -> str:

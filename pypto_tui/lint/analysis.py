@@ -6,9 +6,13 @@ questions once per file:
 * which dotted name an expression refers to, through the file's imports
   (`import pypto as pt`, `from pypto.frontend import jit`, `import torch.nn.functional as F`);
 * the compile-time value of an expression, when it is built from literals and names bound exactly
-  once in the module or an enclosing function (`N = 16384`, `TILE = (1, N // 2)`);
+  once in the module or an enclosing function (`N = 16384`, `TILE = (1, N // 2)`, `rows, cols =
+  x.shape`), evaluated by the contract's evaluator (`consts.ScopeEvaluator`);
 * for every jit kernel, which names hold tensors, which hold scalars, the annotated shapes and
-  dtypes, and where its `pypto.loop`s are.
+  dtypes (`Tensor([DYNAMIC, 512], DT)`, `Tensor([DYNAMIC, ...], DT)`, `Tensor[[M, N], DT]`), and
+  where its `pypto.loop`s are;
+* which helper functions of the module a kernel calls (directly or through other helpers): they
+  are kernel code too, read with what the kernel passes them.
 
 Everything here is a heuristic over source text, tuned to miss rather than to invent: an unknown
 value is `None` and an unknown kind is `Kind.UNKNOWN`, and rules stay silent on unknowns.
@@ -17,7 +21,6 @@ value is `None` and an unknown kind is `Kind.UNKNOWN`, and rules stay silent on 
 from __future__ import annotations
 
 import enum
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,6 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
+
+from pypto_tui.contract.values import DType, Ref, broadcast
+from pypto_tui.lint.consts import KernelTensor, ScopeEvaluator, dims_of, is_dynamic_marker, plain_value
 
 JIT_DECORATORS = frozenset({"pypto.frontend.jit", "pypto.jit"})
 LOOP_FUNCS = frozenset({"pypto.loop", "pypto.loop_unroll"})
@@ -51,7 +57,7 @@ _PYPTO_NON_TENSOR = frozenset({
     "loop", "cond", "jit", "frontend", "dynamic", "verify", "compile", "ceil_div", "symbolic_scalar",
 })
 # pypto.min / pypto.max work on symbolic scalars (loop indices), not tensors (0.2.0 operation.py).
-_PYPTO_SCALAR = frozenset({"min", "max"})
+_PYPTO_SCALAR = frozenset({"min", "max", "ceildiv", "ceil_div"})
 _PYPTO_NON_TENSOR_PREFIXES = ("set_", "get_", "is_", "frontend.", "experimental.", "config.")
 # Tensor methods whose result is not a tensor.
 _NON_TENSOR_METHODS = frozenset({
@@ -62,7 +68,6 @@ _SCALAR_BUILTINS = frozenset({
     "float", "int", "abs", "min", "max", "len", "round", "ceil_div", "bool", "sum", "pow",
 })
 _DTYPE_RE = re.compile(r"(?:^|\.)DT_([A-Z0-9]+)$")
-_BIG = 10**18
 
 
 # `CSTNode.children` re-visits the node to collect them, which dominated the lint's run time.
@@ -156,20 +161,48 @@ def iter_nodes(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CS
 
 
 def iter_load_names(expr: cst.CSTNode) -> Iterator[cst.Name]:
-    """Names read by an expression (not attribute names, keyword names or lambda parameters)."""
+    """Names read by an expression or a block of statements (not attribute names, keyword names,
+    lambda parameters, assignment or loop targets, nor anything inside a nested def)."""
     if isinstance(expr, cst.Name):
         yield expr
         return
-    if isinstance(expr, cst.Attribute):
+    if isinstance(expr, cst.Attribute | cst.Arg):
         yield from iter_load_names(expr.value)
         return
-    if isinstance(expr, cst.Arg):
-        yield from iter_load_names(expr.value)
+    if isinstance(expr, cst.Lambda | cst.FunctionDef | cst.ClassDef | cst.AssignTarget):
         return
-    if isinstance(expr, cst.Lambda):
+    if isinstance(expr, cst.For):
+        yield from iter_load_names(expr.iter)
+        yield from iter_load_names(expr.body)
+        return
+    if isinstance(expr, cst.AnnAssign):
+        if expr.value is not None:
+            yield from iter_load_names(expr.value)
         return
     for child in children(expr):
         yield from iter_load_names(child)
+
+
+def value_reads(node: cst.CSTNode) -> Iterator[cst.Name | cst.Subscript]:
+    """What an expression reads for its value: names, and `t.shape[i]` as a whole (not `t`, whose
+    annotation fixes its shape), skipping `.shape`/`.dtype` attributes and lambdas."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        yield node
+        return
+    if isinstance(node, cst.Attribute):
+        if node.attr.value not in ("shape", "dtype"):
+            yield from value_reads(node.value)
+        return
+    if isinstance(node, cst.Name):
+        yield node
+        return
+    if isinstance(node, cst.Arg):
+        yield from value_reads(node.value)
+        return
+    if isinstance(node, cst.Lambda):
+        return
+    for child in children(node):
+        yield from value_reads(child)
 
 
 def numeric_literal(expr: cst.BaseExpression) -> float | int | None:
@@ -248,16 +281,26 @@ def _bind_target(scope: Scope, target: cst.BaseExpression, value: cst.BaseExpres
         return
     if isinstance(target, cst.Tuple | cst.List):
         vals: list[cst.BaseExpression] | None = None
-        if isinstance(value, cst.Tuple | cst.List) and len(value.elements) == len(target.elements) and not any(
-            isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)
+        starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+        literal = isinstance(value, cst.Tuple | cst.List)
+        if literal and not starred and len(value.elements) == len(target.elements) and not any(  # type: ignore[union-attr]
+            isinstance(e, cst.StarredElement) for e in value.elements  # type: ignore[union-attr]
         ):
-            vals = [e.value for e in value.elements]
+            vals = [e.value for e in value.elements]  # type: ignore[union-attr]
+        elif value is not None and not starred and not literal:
+            # `rows, cols = x.shape`: each name is bound to `x.shape[i]` (a node outside the tree,
+            # only ever evaluated)
+            vals = [_item(value, i) for i in range(len(target.elements))]
         for i, el in enumerate(target.elements):
             _bind_target(scope, el.value, vals[i] if vals else None, node, how)
         return
     if isinstance(target, cst.StarredElement):
         _bind_target(scope, target.value, None, node, how)
     # attribute / subscript targets bind no name
+
+
+def _item(value: cst.BaseExpression, i: int) -> cst.BaseExpression:
+    return cst.Subscript(value, [cst.SubscriptElement(cst.Index(cst.Integer(str(i))))])
 
 
 # ------------------------------------------------------------------------------------- kernels
@@ -273,22 +316,6 @@ _ELEMENTWISE = frozenset({
 _REDUCE_FUNCS = frozenset({"sum", "amax", "amin", "prod", "mean"})
 
 
-def broadcast(shapes: Sequence[Shape]) -> Shape:
-    """numpy-style broadcast of known shapes (a None dim stays None unless another dim is > 1)."""
-    rank = max(len(s) for s in shapes)
-    out: list[int | None] = []
-    for i in range(rank):
-        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
-        big = [d for d in dims if d is not None and d != 1]
-        if big:
-            out.append(max(big))
-        elif any(d is None for d in dims):
-            out.append(None)
-        else:
-            out.append(1)
-    return tuple(out)
-
-
 @dataclass
 class TensorShape:
     """A tensor whose rank (and maybe shape and dtype) the source states."""
@@ -298,6 +325,9 @@ class TensorShape:
     shape: tuple[int | None, ...] | None
     dtype: str | None
     node: cst.CSTNode
+    dynamic: frozenset[int] = frozenset()
+    """The axes declared dynamic (`pypto.DYNAMIC`, `pypto.frontend.dynamic(...)`): their size is a
+    symbolic scalar. An axis whose size is merely unknown here (a factory parameter) is not."""
 
     @property
     def known(self) -> tuple[int, ...] | None:
@@ -317,6 +347,23 @@ class KernelInfo:
     local_tensors: list[TensorShape]
     shape_env: dict[str, Shape | None] = field(default_factory=dict)
     shape_memo: dict[cst.CSTNode, Shape | None] = field(default_factory=dict)
+    via: tuple[str, ...] = ()
+    """For a helper: the jit kernel that reaches it and the helpers in between (kernel first)."""
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    @property
+    def is_helper(self) -> bool:
+        return bool(self.via)
+
+    def where(self) -> str:
+        """' (in helper `h`, called from jit kernel `k`)' for a helper, '' for a kernel."""
+        if not self.via:
+            return ""
+        chain = " -> ".join((*self.via[1:], self.name))
+        return f" (in helper `{chain}`, called from jit kernel `{self.via[0]}`)"
 
     def all_tensors(self) -> list[TensorShape]:
         return [*self.tensor_params.values(), *self.local_tensors]
@@ -341,10 +388,13 @@ class ModuleInfo:
         self.scopes: dict[cst.CSTNode, Scope] = {}
         self._collect_imports(module)
         self.module_scope = self._build_scope(module, None)
+        self.values = ScopeEvaluator(self)
         self.kernels: dict[cst.FunctionDef, KernelInfo] = {}
+        self.helpers: dict[cst.FunctionDef, KernelInfo] = {}
         for fn, scope in self.scopes.items():
             if isinstance(fn, cst.FunctionDef) and self.is_jit(fn):
                 self.kernels[fn] = self._kernel(fn, scope)
+        self._follow_helpers()
 
     # -------------------------------------------------------------- names
     def _collect_imports(self, module: cst.Module) -> None:
@@ -400,12 +450,18 @@ class ModuleInfo:
                 return local
         return "pypto"
 
-    def is_jit(self, fn: cst.FunctionDef) -> bool:
+    def jit_decorators(self, fn: cst.FunctionDef) -> list[cst.Decorator]:
+        """The decorators of `fn` that make it a jit kernel (`@pypto.frontend.jit`, `@pypto.jit`, with
+        or without options)."""
+        out = []
         for d in fn.decorators:
             expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             if self.qualify(expr) in JIT_DECORATORS:
-                return True
-        return False
+                out.append(d)
+        return out
+
+    def is_jit(self, fn: cst.FunctionDef) -> bool:
+        return bool(self.jit_decorators(fn))
 
     def is_pypto_loop(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and (
@@ -431,13 +487,32 @@ class ModuleInfo:
             p = self.parent(p)
 
     def kernel_of(self, node: cst.CSTNode) -> KernelInfo | None:
-        """The innermost jit kernel around `node` (a kernel's own def line counts as inside)."""
-        if isinstance(node, cst.FunctionDef) and node in self.kernels:
-            return self.kernels[node]
-        for a in self.ancestors(node):
-            if isinstance(a, cst.FunctionDef) and a in self.kernels:
-                return self.kernels[a]
+        """The innermost jit kernel, or helper a kernel calls, around `node` (a def line counts as
+        inside)."""
+        for a in (node, *self.ancestors(node)):
+            if isinstance(a, cst.FunctionDef):
+                found = self.kernels.get(a) or self.helpers.get(a)
+                if found is not None:
+                    return found
         return None
+
+    def loop_variable(self, binding: Binding, name: str) -> str | None:
+        """How a `for` binding's variable behaves in a kernel: "symbolic" for a pypto.loop index (and
+        loop_unroll's index), "static" for a plain int the trace unrolls (loop_unroll's factor, a
+        Python `range` or list loop); None when `binding` is not a `for`."""
+        loop = binding.node
+        if binding.how != "for" or not isinstance(loop, cst.For):
+            return None
+        q = self.qualify(loop.iter.func) if isinstance(loop.iter, cst.Call) else None
+        if q == "pypto.loop":
+            return "symbolic"
+        if q == "pypto.loop_unroll":
+            target = loop.target
+            if isinstance(target, cst.Tuple | cst.List) and len(target.elements) == 2:
+                first = target.elements[0].value
+                return "symbolic" if isinstance(first, cst.Name) and first.value == name else "static"
+            return "symbolic"
+        return "static"
 
     def loops_around(self, node: cst.CSTNode) -> list[cst.For]:
         """The pypto.loop statements whose body holds `node`, innermost first (within one def)."""
@@ -545,86 +620,32 @@ class ModuleInfo:
         return None, None
 
     # -------------------------------------------------------------- constants
-    def const_value(self, expr: cst.BaseExpression, scope: Scope, _seen: frozenset[Any] = frozenset()) -> Any:
+    def const_value(self, expr: cst.BaseExpression, scope: Scope) -> Any:
         """The compile-time value of `expr` (int, float, bool or a tuple of them), else None."""
-        try:
-            v = self._const(expr, scope, _seen)
-        except (ArithmeticError, ValueError, TypeError, RecursionError):
-            return None
-        return v
+        return plain_value(self.values.value(expr, scope))
 
-    def _const(self, expr: cst.BaseExpression, scope: Scope, seen: frozenset[Any]) -> Any:
-        lit = numeric_literal(expr)
-        if lit is not None:
-            return lit
-        if isinstance(expr, cst.Name):
-            if expr.value in ("True", "False"):
-                return expr.value == "True"
-            owner, bindings = self.lookup(expr.value, scope)
-            if owner is None or bindings is None or len(bindings) != 1:
-                return None
-            b = bindings[0]
-            key = (id(owner), expr.value)
-            if b.how != "assign" or b.value is None or key in seen:
-                return None
-            return self._const(b.value, owner, seen | {key})
-        if isinstance(expr, cst.Tuple | cst.List):
-            out: list[Any] = []
-            for el in expr.elements:
-                if isinstance(el, cst.StarredElement):
-                    inner = self._const(el.value, scope, seen)
-                    if not isinstance(inner, tuple):
-                        return None
-                    out.extend(inner)
-                    continue
-                v = self._const(el.value, scope, seen)
-                if v is None:
-                    return None
-                out.append(v)
-            return tuple(out)
-        if isinstance(expr, cst.UnaryOperation):
-            v = self._const(expr.expression, scope, seen)
-            if not _is_num(v):
-                return None
-            if isinstance(expr.operator, cst.Minus):
-                return -v
-            if isinstance(expr.operator, cst.Plus):
-                return v
+    def param_tensor(self, scope: Scope, name: str) -> KernelTensor | None:
+        """A tensor parameter of a kernel (or helper) scope, as the evaluator sees it (`x.shape`)."""
+        fn = scope.node
+        if not isinstance(fn, cst.FunctionDef):
             return None
-        if isinstance(expr, cst.BinaryOperation):
-            a = self._const(expr.left, scope, seen)
-            b = self._const(expr.right, scope, seen)
-            if not (_is_num(a) and _is_num(b)):
-                return None
-            return _small(_binop(expr.operator, a, b))
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
-            seq = self._const(expr.value, scope, seen)
-            sl = expr.slice[0].slice
-            if isinstance(seq, tuple) and isinstance(sl, cst.Index):
-                i = self._const(sl.value, scope, seen)
-                if isinstance(i, int) and not isinstance(i, bool) and -len(seq) <= i < len(seq):
-                    return seq[i]
-            return None
-        if isinstance(expr, cst.Call):
-            fname = self.qualify(expr.func)
-            if any(a.keyword is not None or a.star for a in expr.args):
-                return None
-            args = [self._const(a.value, scope, seen) for a in expr.args]
-            if any(a is None for a in args):
-                return None
-            return _small(_call(fname, args))
+        info = self.kernels.get(fn) or self.helpers.get(fn)
+        if info is not None:
+            t = info.tensor_params.get(name)
+            return KernelTensor(t.shape, t.dtype) if t is not None else None
+        if self.is_jit(fn):  # while the kernel itself is being read
+            p = scope.params.get(name)
+            ann = self.tensor_annotation(p, scope.parent or self.module_scope) if p is not None else None
+            return KernelTensor(ann.shape, ann.dtype) if ann is not None else None
         return None
 
     # -------------------------------------------------------------- kernels
     def _kernel(self, fn: cst.FunctionDef, scope: Scope) -> KernelInfo:
         outer = scope.parent or self.module_scope
-        params: list[str] = []
         tparams: dict[str, TensorShape] = {}
         kinds: dict[str, Kind] = {}
-        ps = fn.params
-        for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+        for p in _params(fn):
             name = p.name.value
-            params.append(name)
             ann = self.tensor_annotation(p, outer)
             if ann is not None:
                 tparams[name] = ann
@@ -633,9 +654,15 @@ class ModuleInfo:
                 kinds[name] = Kind.SCALAR
             else:
                 kinds[name] = Kind.UNKNOWN
-        param_kinds = dict(kinds)
-        info = KernelInfo(fn, scope, params, tparams, kinds, [], [])
-        # Kinds of the kernel's own names: iterate to a fixed point (bindings may refer forward).
+        return self._function_info(fn, scope, tparams, kinds, ())
+
+    def _function_info(self, fn: cst.FunctionDef, scope: Scope, tparams: dict[str, TensorShape],
+                       param_kinds: dict[str, Kind], via: tuple[str, ...]) -> KernelInfo:
+        """What a kernel (or a helper it reaches) holds: kinds and shapes of its names, its loops and
+        the tensors it makes, from what its parameters are known to be."""
+        kinds = dict(param_kinds)
+        info = KernelInfo(fn, scope, [p.name.value for p in _params(fn)], tparams, kinds, [], [], via=via)
+        # Kinds of the function's own names: iterate to a fixed point (bindings may refer forward).
         for _ in range(6):
             changed = False
             for name, bindings in scope.bindings.items():
@@ -648,7 +675,7 @@ class ModuleInfo:
                     changed = True
             if not changed:
                 break
-        # Shapes of the kernel's names (two passes, so a name used before its binding settles).
+        # Shapes of the function's names (two passes, so a name used before its binding settles).
         for _ in range(2):
             info.shape_memo.clear()
             for name, bindings in scope.bindings.items():
@@ -676,6 +703,130 @@ class ModuleInfo:
             seen.add((shape, dtype))
             info.local_tensors.append(TensorShape("", len(shape), shape, dtype, node))
         return info
+
+    # -------------------------------------------------------------- helpers a kernel calls
+    def _follow_helpers(self) -> None:
+        """Every function of the module a kernel calls, directly or through other helpers, read as
+        kernel code with what its callers pass it (a parameter's kind, shape and dtype are known
+        when every call site agrees)."""
+        sites: dict[cst.FunctionDef, list[tuple[KernelInfo, cst.Call]]] = {}
+        frontier = list(self.kernels.values())
+        done: set[cst.FunctionDef] = set(self.kernels)
+        for _ in range(MAX_HELPER_DEPTH):
+            reached: list[cst.FunctionDef] = []
+            for caller in frontier:
+                for call, fn in self._helper_calls(caller):
+                    sites.setdefault(fn, []).append((caller, call))
+                    if fn not in done:
+                        done.add(fn)
+                        reached.append(fn)
+            if not reached:
+                break
+            for fn in reached:
+                first = sites[fn][0][0]
+                via = (*first.via, first.name) if first.via else (first.name,)
+                self.helpers[fn] = self._helper_info(fn, sites[fn], via)
+            frontier = [self.helpers[fn] for fn in reached]
+
+    def _helper_calls(self, caller: KernelInfo) -> Iterator[tuple[cst.Call, cst.FunctionDef]]:
+        for node in iter_nodes(caller.node.body):
+            fn = self.called_function(node)
+            if fn is not None and fn not in self.kernels:
+                yield node, fn  # type: ignore[misc]
+
+    def called_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function of this module a call `f(...)` runs, when `f` is bound once to a def."""
+        if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Name):
+            return None
+        owner, bindings = self.lookup(node.func.value, self.scope_of(node))
+        if owner is None or not bindings or len(bindings) != 1 or bindings[0].how != "def":
+            return None
+        fn = bindings[0].node
+        return fn if isinstance(fn, cst.FunctionDef) and fn in self.scopes else None
+
+    def symbolic_reason(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
+        """Why `expr` is a symbolic scalar in kernel (or helper) `k`, as a sentence: it reads a
+        pypto.loop index, a dynamic axis (`x.shape[0]` of a `[DYNAMIC, ...]` tensor) or a local
+        computed from one. None when it is a compile-time value as far as the source shows
+        (constants, closure values, loop_unroll factors, Python range indices, a helper's params)."""
+        found = self._symbolic_root(expr, k, frozenset())
+        if found is None:
+            return None
+        via, root = found
+        return f"'{via}' depends on {root}" if via else f"it reads {root}"
+
+    def _symbolic_root(self, expr: cst.BaseExpression, k: KernelInfo,
+                       seen: frozenset[str]) -> tuple[str | None, str] | None:
+        """(the local it comes through, the symbolic source) for the first symbolic read in `expr`."""
+        for part in value_reads(expr):
+            if isinstance(part, cst.Subscript):
+                axis = self._dynamic_axis(part, k)
+                if axis is not None:
+                    return None, f"the dynamic axis {axis}"
+                continue
+            name = part.value
+            owner, bindings = self.lookup(name, k.scope)
+            if name in seen or owner is not k.scope or bindings is None:
+                continue
+            for b in bindings:
+                how = self.loop_variable(b, name)
+                if how == "symbolic":
+                    return None, f"the pypto.loop index '{name}'"
+                if how is None and b.how in ("assign", "aug") and b.value is not None:
+                    inner = self._symbolic_root(b.value, k, seen | {name})
+                    if inner is not None:
+                        return name, inner[1]
+        return None
+
+    def _dynamic_axis(self, expr: cst.Subscript, k: KernelInfo) -> str | None:
+        base = expr.value.value  # type: ignore[attr-defined]
+        if not isinstance(base, cst.Name) or base.value not in k.tensor_params or len(expr.slice) != 1:
+            return None
+        t = k.tensor_params[base.value]
+        sl = expr.slice[0].slice
+        if not isinstance(sl, cst.Index):
+            return None
+        axis = self.const_value(sl.value, k.scope)
+        if not isinstance(axis, int) or isinstance(axis, bool) or t.shape is None:
+            return None
+        if -len(t.shape) <= axis < len(t.shape) and axis % len(t.shape) in t.dynamic:
+            return f"{base.value}.shape[{axis}]"
+        return None
+
+    def _helper_info(self, fn: cst.FunctionDef, sites: list[tuple[KernelInfo, cst.Call]],
+                     via: tuple[str, ...]) -> KernelInfo:
+        params = _params(fn)
+        seen_args: dict[str, list[tuple[Kind, Shape | None, str | None]]] = {p.name.value: [] for p in params}
+        for caller, call in sites:
+            for name, arg in _bind_call(params, call):
+                kind = self.kind_of(arg, caller)
+                shape = self.shape_of(arg, caller) if kind is Kind.TENSOR else None
+                seen_args[name].append((kind, shape, self._dtype_in(arg, caller) if kind is Kind.TENSOR else None))
+        kinds: dict[str, Kind] = {}
+        tparams: dict[str, TensorShape] = {}
+        for p in params:
+            name = p.name.value
+            got = seen_args[name]
+            # a parameter no call site sets keeps its default: a Python value, never a tensor
+            kinds[name] = join([k for k, _, _ in got]) if got else Kind.UNKNOWN
+            if len(got) != len(sites):
+                kinds[name] = Kind.UNKNOWN if kinds[name] is Kind.TENSOR else kinds[name]
+            if kinds[name] is Kind.TENSOR:
+                shapes = {s for _, s, _ in got}
+                dtypes = {d for _, _, d in got}
+                shape = shapes.pop() if len(shapes) == 1 else None
+                tparams[name] = TensorShape(name, len(shape) if shape is not None else None, shape,
+                                            dtypes.pop() if len(dtypes) == 1 else None, p)
+        return self._function_info(fn, self.scopes[fn], tparams, kinds, via)
+
+    def _dtype_in(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
+        """The declared dtype of a tensor expression that is a parameter or a view of one."""
+        if isinstance(expr, cst.Name) and expr.value in k.tensor_params:
+            return k.tensor_params[expr.value].dtype
+        if isinstance(expr, cst.Call) and self.pypto_call(expr, "view") is not None:
+            src = call_arg(expr, 0, "input")
+            return self._dtype_in(src, k) if src is not None else None
+        return None
 
     # -------------------------------------------------------------- shapes
     def shape_of(self, expr: cst.BaseExpression, k: KernelInfo) -> Shape | None:
@@ -713,7 +864,7 @@ class ModuleInfo:
             if self.kind_of(expr, k) is not Kind.TENSOR:
                 return None
             shapes = self._tensor_shapes([expr.left, expr.right], k)
-            return broadcast(shapes) if shapes else None
+            return broadcast(*shapes) if shapes else None
         if not isinstance(expr, cst.Call):
             return None
         pname = self.pypto_name(expr.func)
@@ -757,7 +908,7 @@ class ModuleInfo:
             return (*a[:-2], rows, cols)
         if op in _ELEMENTWISE:
             shapes = self._tensor_shapes(args, k)
-            return broadcast(shapes) if shapes else None
+            return broadcast(*shapes) if shapes else None
         return None
 
     def _binding_kind(self, b: Binding, info: KernelInfo) -> Kind:
@@ -774,39 +925,57 @@ class ModuleInfo:
         return k
 
     def tensor_annotation(self, p: cst.Param, scope: Scope) -> TensorShape | None:
-        """`pypto.Tensor((16, n), pypto.DT_FP16)` on a parameter -> its rank, shape and dtype."""
+        """`pypto.Tensor((16, n), pypto.DT_FP16)` (or `pypto.Tensor[[16, n], pypto.DT_FP16]`) on a
+        parameter -> its rank, shape and dtype. `pypto.DYNAMIC` is an axis of unknown size; `...`
+        or an empty shape leave the rank unknown."""
         if p.annotation is None:
             return None
         ann = p.annotation.annotation
-        if not isinstance(ann, cst.Call) or self.pypto_name(ann.func) != "Tensor":
-            if self.pypto_name(ann) == "Tensor":
-                return TensorShape(p.name.value, None, None, None, p)
+        shape_expr: cst.BaseExpression | None
+        dtype_expr: cst.BaseExpression | None
+        if isinstance(ann, cst.Call) and self.pypto_name(ann.func) == "Tensor":
+            shape_expr, dtype_expr = call_arg(ann, 0, "shape"), call_arg(ann, 1, "dtype")
+        elif isinstance(ann, cst.Subscript) and self.pypto_name(ann.value) == "Tensor":
+            items = [el.slice.value for el in ann.slice if isinstance(el.slice, cst.Index)]
+            shape_expr = items[0] if items else None
+            dtype_expr = items[1] if len(items) > 1 else None
+        elif self.pypto_name(ann) == "Tensor":
+            return TensorShape(p.name.value, None, None, None, p)
+        else:
             return None
-        shape_expr = call_arg(ann, 0, "shape")
-        dtype_expr = call_arg(ann, 1, "dtype")
         rank, shape = self._shape(shape_expr, scope)
         if rank == 0:  # `pypto.Tensor([], DT)`: a dynamic shape, of any rank
             rank, shape = None, None
-        return TensorShape(p.name.value, rank, shape, self.dtype_of(dtype_expr), p)
+        dynamic = self._dynamic_axes(shape_expr, scope) if shape is not None else frozenset()
+        return TensorShape(p.name.value, rank, shape, self.dtype_of(dtype_expr, scope), p, dynamic)
+
+    def _dynamic_axes(self, expr: cst.BaseExpression | None, scope: Scope) -> frozenset[int]:
+        v = self.values.value(expr, scope) if expr is not None else None
+        if not isinstance(v, list | tuple):
+            return frozenset()
+        return frozenset(i for i, d in enumerate(v) if is_dynamic_marker(d))
 
     def _shape(self, expr: cst.BaseExpression | None, scope: Scope) -> tuple[int | None, tuple[int | None, ...] | None]:
+        """(rank, dims) of a shape expression: a list/tuple, or a name or call giving one, or one size."""
         if expr is None:
             return None, None
-        if isinstance(expr, cst.Tuple | cst.List) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
-            dims = tuple(_as_dim(self.const_value(e.value, scope)) for e in expr.elements)
-            return len(dims), dims
-        v = self.const_value(expr, scope)
-        if isinstance(v, tuple):
-            dims = tuple(_as_dim(d) for d in v)
-            return len(dims), dims
-        if _as_dim(v) is not None:
-            return 1, (_as_dim(v),)
+        v = self.values.value(expr, scope)
+        if isinstance(v, list | tuple):
+            dims = dims_of(v)
+            return (len(dims), dims) if dims is not None else (None, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            return 1, (v,)
         return None, None
 
-    def dtype_of(self, expr: cst.BaseExpression | None) -> str | None:
+    def dtype_of(self, expr: cst.BaseExpression | None, scope: Scope | None = None) -> str | None:
+        """The dtype an expression names (`pypto.DT_FP16`, `pypto.DataType.DT_FP16`, a constant
+        holding one, `x.dtype` of a declared tensor), lower-case without the DT_ ('fp16')."""
         if expr is None:
             return None
-        d = dotted(expr)
+        v = self.values.value(expr, scope or self.module_scope)
+        if isinstance(v, DType):
+            return v.name
+        d = v.dotted if isinstance(v, Ref) else dotted(expr)
         if d is None:
             return None
         mt = _DTYPE_RE.search(d)
@@ -829,16 +998,18 @@ class ModuleInfo:
                 shape_expr = cst.Tuple([cst.Element(a.value) for a in pos])
             else:
                 shape_expr = call_arg(call, 0, "size")
-            dtype = self.dtype_of(call_arg(call, 99, "dtype")) or "fp32"
+            dtype = self.dtype_of(call_arg(call, 99, "dtype"), scope) or "fp32"
         else:
             shape_expr = call_arg(call, 0, "shape") or call_arg(call, 0, "size")
-            dtype = self.dtype_of(call_arg(call, 1, "dtype")) if name == "tensor" else None
+            dtype = self.dtype_of(call_arg(call, 1, "dtype"), scope) if name == "tensor" else None
         if shape_expr is None:
             return None
         if name != "view" and not isinstance(shape_expr, cst.Tuple | cst.List):
             v = self.const_value(shape_expr, scope)
-            if not isinstance(v, tuple):
-                shape_expr = cst.Tuple([cst.Element(shape_expr)])
+            if isinstance(v, int) and not isinstance(v, bool):
+                shape_expr = cst.Tuple([cst.Element(shape_expr)])  # `pypto.zeros(N)`: one axis
+            elif not isinstance(v, tuple):
+                return None  # a size or a shape the source does not show
         rank, shape = self._shape(shape_expr, scope)
         if rank is None:
             return None
@@ -914,6 +1085,30 @@ class ModuleInfo:
         return names
 
 
+MAX_HELPER_DEPTH = 6
+
+
+def _params(fn: cst.FunctionDef) -> list[cst.Param]:
+    ps = fn.params
+    return [*ps.posonly_params, *ps.params, *ps.kwonly_params]
+
+
+def _bind_call(params: Sequence[cst.Param], call: cst.Call) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """(parameter name, argument) for the arguments of `call` that map to `params` plainly."""
+    names = [p.name.value for p in params]
+    pos = 0
+    for a in call.args:
+        if a.star:
+            return
+        if a.keyword is not None:
+            if a.keyword.value in names:
+                yield a.keyword.value, a.value
+            continue
+        if pos < len(names):
+            yield names[pos], a.value
+        pos += 1
+
+
 def _scalar_param(p: cst.Param, qualify: Any) -> bool:
     """A parameter annotated int/float/bool or defaulting to a number is a scalar."""
     if p.annotation is not None and qualify(p.annotation.annotation) in ("int", "float", "bool"):
@@ -925,56 +1120,3 @@ def _as_dim(v: Any) -> int | None:
     if isinstance(v, bool) or not isinstance(v, int):
         return None
     return v if v >= 0 else None
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _small(v: Any) -> Any:
-    if _is_num(v) and (math.isnan(v) or math.isinf(v) or abs(v) > _BIG):
-        return None
-    return v
-
-
-def _binop(op: cst.BaseBinaryOp, a: Any, b: Any) -> Any:
-    if isinstance(op, cst.Add):
-        return a + b
-    if isinstance(op, cst.Subtract):
-        return a - b
-    if isinstance(op, cst.Multiply):
-        return a * b
-    if isinstance(op, cst.Divide):
-        return a / b
-    if isinstance(op, cst.FloorDivide):
-        return a // b
-    if isinstance(op, cst.Modulo):
-        return a % b
-    if isinstance(op, cst.Power):
-        if abs(b) > 64 or abs(a) > 2**20:
-            return None
-        return a**b
-    return None
-
-
-def _call(fname: str | None, args: list[Any]) -> Any:
-    if not all(_is_num(a) for a in args) and fname not in ("len", "math.prod"):
-        return None
-    if fname == "ceil_div" and len(args) == 2:
-        a, b = args
-        return (a + b - 1) // b
-    if fname in ("min", "max") and args:
-        return (min if fname == "min" else max)(args)
-    if fname == "int" and len(args) == 1:
-        return int(args[0])
-    if fname == "abs" and len(args) == 1:
-        return abs(args[0])
-    if fname == "len" and len(args) == 1 and isinstance(args[0], tuple):
-        return len(args[0])
-    if fname == "math.ceil" and len(args) == 1:
-        return math.ceil(args[0])
-    if fname == "math.floor" and len(args) == 1:
-        return math.floor(args[0])
-    if fname == "math.prod" and len(args) == 1 and isinstance(args[0], tuple) and all(_is_num(x) for x in args[0]):
-        return math.prod(args[0])
-    return None

@@ -22,6 +22,7 @@ from pypto_tui.kb import Flavour, KnowledgeBase, Limits
 
 if TYPE_CHECKING:
     from pypto_tui.lint.analysis import KernelInfo, ModuleInfo
+    from pypto_tui.lint.profile import LintSettings, VersionProfile
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +61,14 @@ def example(code: str) -> str:
 
 @dataclass(frozen=True)
 class Valid:
-    """A VALID example that needs more than code: a task file (init_signature) or a flavour."""
+    """A VALID example that needs more than code: a task file (init_signature), a flavour, a
+    release (`pypto`) or strict mode."""
 
     code: str
     task: str | None = None
     flavour: str | None = None
+    pypto: str | None = None
+    strict: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -83,11 +87,14 @@ class Invalid:
     message: str | None = None
     task: str | None = None
     flavour: str | None = None
+    pypto: str | None = None
+    strict: bool | None = None
 
 
 @dataclass
 class LintContext:
-    """What every rule may read: the pack, the flavour, the shared module facts, the task."""
+    """What every rule may read: the pack, the flavour, the shared module facts, the task, and the
+    release the kernel is checked against (its profile) with the lint's settings."""
 
     path: str
     kb: KnowledgeBase
@@ -96,6 +103,27 @@ class LintContext:
     task_init: Signature | None = None
     resolve: Callable[[type], Mapping[cst.CSTNode, Any]] | None = None
     """Resolves a metadata provider on first use (positions are only computed for findings)."""
+    settings: LintSettings = None  # type: ignore[assignment]  # default: the pack's lint.toml
+    release: VersionProfile = None  # type: ignore[assignment]  # default: the settings' profile
+    strict: bool | None = None
+
+    def __post_init__(self) -> None:
+        from pypto_tui.lint.profile import lint_settings
+
+        if self.settings is None:
+            self.settings = lint_settings(self.kb)
+        if self.release is None:
+            self.release = self.settings.profile(None)
+        if self.strict is None:
+            self.strict = self.settings.strict
+
+    def level_of(self, rule_id: str) -> str | None:
+        """The level a finding of `rule_id` is reported at, None when it is not reported for this
+        release or in this mode."""
+        if not self.settings.applies(rule_id, self.release.pypto):
+            return None
+        level = self.settings.level(self.kb.rules.get(rule_id), bool(self.strict))
+        return None if level == "off" else level
 
 
 @dataclass
@@ -201,15 +229,18 @@ class LintRule(m.MatcherDecoratableVisitor):
         *,
         rule: str | None = None,
     ) -> None:
-        """Record a finding at `node`; a `replacement` node makes it fixable by `fix_source`."""
+        """Record a finding at `node`; a `replacement` node makes it fixable by `fix_source`. In a
+        helper function the message names the kernel that reaches it."""
         rid = rule or self.RULE
+        level = self.ctx.level_of(rid)
+        if level is None:
+            return
         pos = self.get_metadata(PositionProvider, node).start
-        kb = self.ctx.kb
-        r = kb.rules.get(rid)
+        k = self.info.kernel_of(node)
+        text = (message or self.MESSAGE) + (k.where() if k is not None else "")
         self.findings.append(LintFinding(
             path=self.ctx.path, line=pos.line, col=pos.column + 1, rule=rid, check=self.CHECK,
-            level=r.severity if r else "error", message=message or self.MESSAGE,
-            fixable=replacement is not None, authority=kb.authority_of(rid),
+            level=level, message=text, fixable=replacement is not None, authority=self.ctx.kb.authority_of(rid),
         ))
         if replacement is not None:
             self.fixes.append(Fix(node, replacement))

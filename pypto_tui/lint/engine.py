@@ -25,6 +25,7 @@ from pypto_tui.errors import InputError
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
 from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.profile import lint_settings
 from pypto_tui.lint.rules import ALL_RULES
 
 RULES: tuple[type[LintRule], ...] = ALL_RULES
@@ -64,11 +65,15 @@ def lint_source(
     *,
     checks: Iterable[str] | None = None,
     task_signature: Signature | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> list[LintFinding]:
-    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default.
-    The task's Model signature comes from its source, or already read (`task_signature`: the
-    contract holds it, so the app does not read the task file again)."""
-    return _run(source, path, kb, flavour, task_source, checks, task_init=task_signature).findings
+    """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default;
+    `pypto` (the release) to the installed pypto's, else the pack's; `strict` to the pack's. The task's
+    Model signature comes from its source, or already read (`task_signature`: the contract holds it,
+    so the app does not read the task file again)."""
+    return _run(source, path, kb, flavour, task_source, checks, task_init=task_signature, pypto=pypto,
+                strict=strict).findings
 
 
 def lint_paths(
@@ -78,6 +83,8 @@ def lint_paths(
     task_source: str | None = None,
     *,
     checks: Iterable[str] | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> list[LintFinding]:
     """Lint files (folders are searched for *.py, in sorted order)."""
     kb = kb or get_kb()
@@ -90,7 +97,8 @@ def lint_paths(
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {reason}"))
             continue
-        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init).findings)
+        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init, pypto=pypto,
+                        strict=strict).findings)
     return out
 
 
@@ -101,6 +109,8 @@ def fix_source(
     path: str = "<string>",
     flavour: str | None = None,
     task_source: str | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> tuple[str, list[LintFinding]]:
     """Apply the mechanical fixes (scalar-left forms, unary minus) until none is left.
 
@@ -110,7 +120,7 @@ def fix_source(
     kb = kb or get_kb()
     task_init = task_init_signature(task_source) if task_source is not None else None
     current = source
-    run = _run(current, path, kb, flavour, None, None, task_init=task_init)
+    run = _run(current, path, kb, flavour, None, None, task_init=task_init, pypto=pypto, strict=strict)
     for _ in range(MAX_FIX_PASSES):
         if not run.fixes or run.module is None:
             break
@@ -118,7 +128,7 @@ def fix_source(
         new = new_module.code
         if new == current:
             break
-        after = _run(new, path, kb, flavour, None, None, task_init=task_init)
+        after = _run(new, path, kb, flavour, None, None, task_init=task_init, pypto=pypto, strict=strict)
         if after.module is None:  # a fix must never break the file: keep the last good source
             break
         current, run = new, after
@@ -171,9 +181,13 @@ def _run(
     checks: Iterable[str] | None,
     *,
     task_init: Signature | None = None,
+    pypto: str | None = None,
+    strict: bool | None = None,
 ) -> _Run:
     kb = kb or get_kb()
     flav = kb.flavour(flavour)
+    settings = lint_settings(kb)
+    release = settings.profile(pypto)
     if task_source is not None and task_init is None:
         task_init = task_init_signature(task_source)
     rules = _selected(checks)
@@ -193,7 +207,8 @@ def _run(
     def resolve(provider: type) -> Mapping[cst.CSTNode, Any]:
         return parents if provider is ParentNodeProvider else wrapper.resolve(provider)  # type: ignore[arg-type]
 
-    ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve)
+    ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve,
+                      settings=settings, release=release, strict=strict)
     findings: list[LintFinding] = []
     fixes: list[Fix] = []
     lines = source.splitlines()

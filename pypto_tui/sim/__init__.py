@@ -13,13 +13,21 @@ Modules, one job each:
 - swim: the cost-model swim file -> microseconds; plog -> the real compile-error reason
 - compare: the count-based, per-dtype tolerance check (numpy only)
 - worker: the subprocess entry point
+- stages: what a worker is doing now (for the progress displays)
+- passes: pass-verify's rows, counted against the pack's passes (a missing row is not a pass)
 - cache: results on disk, keyed by what determines them
-- runner: many jobs, one subprocess each, in parallel, with a timeout
+- runner: many jobs, one subprocess each, in parallel, with a timeout; interrupted, it stops them
 - sweep: the documents' guided search over an ordered candidate list
+- design_runs: the sweeps over a design's candidates
+- scaled, kernel_file, verification: verify a design (at shapes that keep it meaningful) or any
+  kernel file against the task's torch baseline
+- on_cpu: what an exported module calls in SIM mode (interpret on request, else a clear error)
 """
 
 from __future__ import annotations
 
 from pypto_tui.sim.design_runs import sweep
+from pypto_tui.sim.passes import check_passes
 
-CHECKS = {"sim.sweep": sweep}
+CHECKS = {"sim.verify": check_passes}
+APPLIES = {"sim.sweep": sweep}

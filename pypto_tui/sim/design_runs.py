@@ -1,10 +1,8 @@
-"""The compiler in the loop for a whole design: cost sweeps and verification of generated kernels.
+"""The compiler in the loop for a whole design: cost sweeps (verification is verification.py).
 
 This is where the pure design pipeline meets the subprocess runner: every candidate (a tile or a
 loop count) becomes a design variant, the code generator turns it into a module, and the runner
-compiles it in SIM mode in its own process. Verification rebuilds the design at reduced shapes
-(same rank, tiles clamped to the smaller axes, the same loop structure) so the interpreter's
-memory stays small, and runs the task's torch baseline on the same inputs.
+compiles it in SIM mode in its own process.
 
 The sweeps follow the documents: filter by the rules, measure the qualified candidates from the
 middle of a log scale outwards, stop when both sides get worse. A few candidates the rules reject
@@ -16,18 +14,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from pypto_tui.design import Pipeline
 from pypto_tui.errors import InputError
-from pypto_tui.findings import Finding, cites
+from pypto_tui.findings import cites
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.sweep import guided_sweep_batched
 
 Progress = Callable[[int, int, J.SimResult], None]
-VERIFY_ELEMENTS = 1 << 16
-MIN_LAST = 32
+Status = Callable[[J.SimJob, str], None]
 
 
 @dataclass
@@ -71,29 +67,6 @@ class SweepReport:
             "best_qualified": self.best_qualified.to_dict() if self.best_qualified else None,
             "disagreements": self.disagreements, "notes": self.notes,
         }
-
-
-@dataclass
-class VerifyReport:
-    supported: bool
-    passed: bool
-    reason: str
-    max_abs_err: float | None = None
-    max_rel_err: float | None = None
-    fail_share: float | None = None
-    shapes: dict[str, list[int]] = field(default_factory=dict)
-    scale: str = "small"
-    tile: list[int] | None = None
-    loop_count: int | None = None
-    status: str | None = None
-    wall_s: float | None = None
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["findings"] = [f.to_dict() for f in self.findings]
-        return d
 
 
 # ------------------------------------------------------------------------------ jobs from designs
@@ -155,9 +128,11 @@ class _Measurer:
     reports progress: the one measure function both sweeps hand to the guided search."""
 
     def __init__(self, make_job: Callable[[Any], J.SimJob], row_of: Callable[[Any], SweepRow], *,
-                 total_hint: int, jobs: int, timeout_s: float, cache: bool, progress: Progress | None) -> None:
+                 total_hint: int, jobs: int, timeout_s: float, cache: bool, progress: Progress | None,
+                 status: Status | None = None) -> None:
         self.make_job, self.row_of, self.total_hint = make_job, row_of, total_hint
         self.jobs, self.timeout_s, self.cache, self.progress = jobs, timeout_s, cache, progress
+        self.status = status
         self.done = 0
 
     def _tick(self, _done: int, _total: int, result: J.SimResult) -> None:
@@ -169,7 +144,7 @@ class _Measurer:
         from pypto_tui.sim.runner import run_many
 
         results = run_many([self.make_job(c) for c in batch], jobs=self.jobs, timeout_s=self.timeout_s,
-                           progress=self._tick, cache=self.cache)
+                           progress=self._tick, cache=self.cache, status=self.status)
         for c, r in zip(batch, results, strict=True):
             _fill(self.row_of(c), r)
         return [r.e2e_us if r.ok else None for r in results]
@@ -195,7 +170,8 @@ def sweep_line(plan: Any, pick: tuple[int, ...] | None) -> tuple[int, list[Any]]
 
 
 def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jobs: int = 2,
-                timeout_s: float = 300.0, progress: Progress | None = None, cache: bool = True) -> SweepReport:
+                timeout_s: float = 300.0, progress: Progress | None = None, cache: bool = True,
+                status: Status | None = None) -> SweepReport:
     """Walk the sweep line from its middle (guided), then measure the rules' pick and a few
     candidates the rules reject, so both verdicts stand side by side."""
 
@@ -214,7 +190,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
         lambda c: rows.setdefault(c.tile, SweepRow(str(tuple(c.tile)), list(c.tile), c.rank, c.qualified,
                                                    _rule_verdict(c))),
         total_hint=min(budget, len(line)) + len(rejected) + 1, jobs=jobs, timeout_s=timeout_s, cache=cache,
-        progress=progress)
+        progress=progress, status=status)
     result = guided_sweep_batched(line, measure, max_measurements=budget) if line else None
     extra = [c for c in rejected if not rows[c.tile].measured]
     if pick is not None and pick in by_tile and not (pick in rows and rows[pick].measured):
@@ -269,7 +245,7 @@ def sweep(pipeline: Pipeline, kind: str, **options: Any) -> list[SweepReport]:
 
 
 def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s: float = 300.0,
-                progress: Progress | None = None, cache: bool = True) -> SweepReport:
+                progress: Progress | None = None, cache: bool = True, status: Status | None = None) -> SweepReport:
     """Measure loop counts from the middle of the log scale outwards (O2)."""
 
     plan = pipeline.loop_plan()
@@ -287,7 +263,7 @@ def sweep_loops(pipeline: Pipeline, *, budget: int = 6, jobs: int = 2, timeout_s
                                             f"{where}, BASIC_BATCH {cand.basic_batch}")
     measure = _Measurer(lambda n: cost_job(variant(pipeline, loop_count=n), f"loop_count {n}"),
                         lambda n: rows[(n,)], total_hint=budget, jobs=jobs, timeout_s=timeout_s, cache=cache,
-                        progress=progress)
+                        progress=progress, status=status)
 
     result = guided_sweep_batched(qualified, measure, max_measurements=budget) if qualified else None
     rec = plan.recommended.loop_count if plan.recommended else None
@@ -330,159 +306,3 @@ def _report(kind: str, rows: dict[tuple[int, ...], SweepRow], qualified: int, si
     if result is not None:
         report.notes.append(f"guided sweep: {simulations} simulation(s) for {qualified} qualified candidate(s)")
     return report
-
-
-# ------------------------------------------------------------------------------ verification
-def reduced_shapes(pipeline: Pipeline, budget: int = VERIFY_ELEMENTS) -> dict[str, tuple[int, ...]]:
-    """Smaller shapes of the same rank: halve the largest free axis until the biggest input fits.
-
-    Distinct sizes stay distinct (M != K keeps a transposed operand detectable).
-    Sizes a module is built for (norm channels, normalized shapes, group counts) are kept, and the
-    last axis stays >= 32 elements so 32-byte aligned tiles and 1 KB moves still make sense.
-    """
-    from pypto_tui.contract.selfcheck import _keep_values
-
-    c = pipeline.contract()
-    keep = _keep_values(c)
-    groups = c.op_args.get("num_groups") or c.attributes.get("num_groups")
-    shapes = {i.name: list(i.shape) for i in c.tensor_inputs if i.shape is not None}
-    mapping: dict[int, int] = {}
-    values = sorted({d for s in shapes.values() for d in s}, reverse=True)
-
-    def largest() -> int:
-        return max((math.prod(mapping.get(d, d) for d in s) for s in shapes.values()), default=0)
-
-    while largest() > budget:
-        changed = False
-        for v in sorted(values, key=lambda d: -mapping.get(d, d)):  # type: ignore[operator]
-            cur = mapping.get(v, v)
-            floor = MIN_LAST if any(s and s[-1] == v for s in shapes.values()) else 2
-            if v in keep:
-                continue
-            taken = {mapping.get(o, o) for o in values if o != v}
-            for new in (cur // 2, cur // 4):  # distinct sizes stay distinct: a swapped axis shows
-                if cur % (cur // new if new else 1) or new < floor or new in taken:
-                    continue
-                if isinstance(groups, int) and groups > 1 and new % groups and v % groups == 0:
-                    continue
-                mapping[v] = new
-                changed = True
-                break
-            if changed:
-                break
-        if not changed:
-            break
-    return {n: tuple(mapping.get(d, d) for d in s) for n, s in shapes.items()}
-
-
-@dataclass
-class PreparedVerify:
-    """A verification ready to run: the job, or the report that says why there is none."""
-
-    job: J.SimJob | None
-    report: VerifyReport
-    test: Pipeline | None = None
-
-
-def prepare_verify(pipeline: Pipeline, *, scale: str = "small",
-                   memory_limit_mb: int | None = None) -> PreparedVerify:
-    """The design at test shapes (same rank, tiles clamped, same loop structure) and its job."""
-    if scale not in ("small", "full"):
-        raise InputError(f"--scale {scale!r}: use small or full")
-    c = pipeline.contract()
-    if not c.supported:
-        return PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
-    if scale == "small":
-        full_loop = pipeline.chosen_loop_count()
-        shapes = reduced_shapes(pipeline)
-        edits = dict(pipeline.design.contract_edits)
-        for name, s in shapes.items():
-            edits[f"inputs.{name}.shape"] = list(s)
-        test = Pipeline(pipeline.kb, replace(pipeline.design, contract_edits=edits, tile=None, loop_count=None))
-        tile = _clamped_tile(pipeline, test)
-        loop = max(1, min(full_loop, test.geometry().shape[0])) if full_loop else None
-        test = Pipeline(pipeline.kb, replace(test.design, tile=list(tile) if tile else None, loop_count=loop))
-    else:
-        test = pipeline
-        shapes = {i.name: tuple(i.shape) for i in c.tensor_inputs if i.shape is not None}
-    report = VerifyReport(False, False, "", shapes={k: list(v) for k, v in shapes.items()}, scale=scale)
-    try:
-        gen = _generated(test)
-    except InputError as exc:
-        report.reason = str(exc)
-        return PreparedVerify(None, report)
-    if not gen.supported:
-        report.reason = gen.reason
-        return PreparedVerify(None, report)
-    report.supported = True
-    report.tile = list(test.chosen_tile() or []) or None
-    report.loop_count = test.chosen_loop_count()
-    job = J.SimJob(kind="verify", kernel_source=gen.source, inputs=tuple(input_specs(test, with_recipe=True)),
-                   init_args=tuple(init_args(test)), label=Path(str(pipeline.design.task)).name,
-                   task_file=str(pipeline.design.task), cycles_per_us=float(pipeline.kb.chip.cycles_per_us),
-                   memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB)
-    return PreparedVerify(job, report, test)
-
-
-def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
-    """Fold the worker's result into the report: the worst output decides."""
-    report = replace(prepared.report)
-    worst = _worst_output(r.outputs)
-    report.passed = bool(r.ok and r.passed)
-    report.reason = str("the kernel matches the torch baseline" if report.passed else
-                        (worst.get("reason") if worst else None) or r.reason or r.error or r.status)
-    report.status, report.wall_s, report.outputs = r.status, r.wall_s, r.outputs
-    if worst:
-        report.max_abs_err, report.max_rel_err = worst.get("max_abs_err"), worst.get("max_rel_err")
-        report.fail_share = worst.get("fail_share")
-    return report
-
-
-def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
-                cache: bool = True, memory_limit_mb: int | None = None,
-                progress: Progress | None = None) -> list[VerifyReport]:
-    """Verify several designs, their workers running in parallel up to `jobs`."""
-    from pypto_tui.sim.runner import run_many
-
-    prepared = [prepare_verify(p, scale=scale, memory_limit_mb=memory_limit_mb) for p in pipelines]
-    runnable = [x for x in prepared if x.job is not None]
-    results = iter(run_many([x.job for x in runnable if x.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
-                            progress=progress)) if runnable else iter(())
-    return [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
-
-
-def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
-           memory_limit_mb: int | None = None, progress: Progress | None = None) -> VerifyReport:
-    """Build the kernel at test shapes, run it through the interpreter and compare with torch."""
-    return verify_many([pipeline], scale=scale, jobs=1, timeout_s=timeout_s, cache=cache,
-                       memory_limit_mb=memory_limit_mb, progress=progress)[0]
-
-
-def _generated(p: Pipeline) -> Any:
-    from pypto_tui.design import kernel_of
-
-    return kernel_of(p)
-
-
-def _clamped_tile(full: Pipeline, test: Pipeline) -> tuple[int, ...] | None:
-    """The design's tile, each axis cut to the smaller shape (the last kept 32-byte aligned)."""
-    from pypto_tui.tiles import align_unit
-
-    tile = full.chosen_tile()
-    if tile is None:
-        return None
-    role = test.needs().tiles[0]  # the tensor the tile is for (a matvec's A, not its (m, 1) output)
-    if len(role.shape) != len(tile):
-        return None
-    unit = align_unit(test.kb, role.dtype)
-    out = [min(t, s) for t, s in zip(tile, role.shape, strict=True)]
-    if out[-1] % unit:
-        out[-1] = max(unit, (out[-1] // unit) * unit)
-    return tuple(out)
-
-
-def _worst_output(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not outputs:
-        return None
-    return max(outputs, key=lambda o: (not o.get("passed", False), o.get("fail_share") or 0.0,
-                                       o.get("max_rel_err") or 0.0))

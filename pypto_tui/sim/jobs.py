@@ -24,6 +24,9 @@ Job JSON (kind "cost" or "verify"):
       "limit": null,                       # override the per-dtype tolerance
       "memory_limit_mb": 8192,             # RLIMIT_AS for the worker
       "calculator_dir": null,              # default: <cache>/calculator/<torch version>
+      "passes": null,                      # the compiler passes every pass-verify place must
+                                           # report PASS (default: the pack's passes.toml)
+      "reference": "tensor_graph",         # the stage the passes are compared with
       # set by the runner, not by callers:
       "work_dir": "/tmp/pypto-tui-XXXX"    # private temp dir, deleted afterwards
     }
@@ -57,10 +60,12 @@ OK = "ok"                          # cost measured / verify passed
 MISMATCH = "mismatch"              # verify ran, the numbers differ from the baseline
 COMPILE_ERROR = "compile_error"    # pypto refused or failed to compile the kernel
 ERROR = "error"                    # the module, forward() or the baseline raised
+UNVERIFIED = "unverified"          # verify ran, but a compiler pass wrote no pass-verify row
 TIMEOUT = "timeout"
 CRASHED = "crashed"                # the worker died (signal, out of memory) or wrote nothing
 UNAVAILABLE = "unavailable"        # pypto/torch missing or the wrong version
-CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR)
+CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR, UNVERIFIED)
+PASS_CHECK_FORMAT = 1  # bump when the pass check changes: cached verdicts from before are not reused
 
 
 class JobError(InputError):
@@ -76,6 +81,18 @@ def pack_cycles_per_us() -> float:
         return float(get_kb().chip.cycles_per_us)
     except Exception:
         return 1800.0
+
+
+def pack_passes() -> tuple[tuple[str, ...], str]:
+    """The active pack's expected compiler passes and their reference stage (passes.toml); no
+    passes when the pack lists none (a verification then cannot pass)."""
+    try:
+        from pypto_tui.kb import get_kb
+
+        pv = get_kb().pass_verify
+    except Exception:
+        pv = None
+    return (tuple(pv.passes), pv.reference) if pv is not None else ((), "tensor_graph")
 
 
 def normalise_dtype(name: str) -> str:
@@ -153,6 +170,8 @@ class SimJob:
     limit: float | None = None
     memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
     calculator_dir: str | None = None
+    passes: tuple[str, ...] | None = None
+    reference: str | None = None
     work_dir: str | None = None
 
     def __post_init__(self) -> None:
@@ -164,6 +183,12 @@ class SimJob:
             i if isinstance(i, InputSpec) else InputSpec.from_json(i) for i in self.inputs
         ))
         object.__setattr__(self, "init_args", tuple(self.init_args))
+        if self.kind == "verify" and (self.passes is None or self.reference is None):
+            passes, reference = pack_passes()
+            object.__setattr__(self, "passes", passes if self.passes is None else tuple(self.passes))
+            object.__setattr__(self, "reference", self.reference or reference)
+        elif self.passes is not None:
+            object.__setattr__(self, "passes", tuple(self.passes))
         if self.cycles_per_us is None:
             object.__setattr__(self, "cycles_per_us", pack_cycles_per_us())
         elif self.cycles_per_us <= 0:
@@ -173,6 +198,8 @@ class SimJob:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["inputs"] = [i.to_json() for i in self.inputs]
         d["init_args"] = list(self.init_args)
+        if self.passes is not None:
+            d["passes"] = list(self.passes)
         return d
 
     @classmethod
@@ -184,7 +211,8 @@ class SimJob:
         for req in ("kind", "kernel_source", "inputs"):
             if req not in d:
                 raise JobError(f"job is missing {req!r}")
-        kw: dict[str, Any] = {k: (tuple(v) if k in ("inputs", "init_args") else v) for k, v in d.items()}
+        kw: dict[str, Any] = {k: (tuple(v) if k in ("inputs", "init_args", "passes") and v is not None else v)
+                              for k, v in d.items()}
         return cls(**kw)
 
     def cache_material(self, pypto_version: str | None) -> dict[str, Any]:
@@ -206,6 +234,9 @@ class SimJob:
                 text = b""
             m["task_sha256"] = hashlib.sha256(text).hexdigest()
             m["limit"] = self.limit
+            m["passes"] = list(self.passes or ())
+            m["reference"] = self.reference
+            m["pass_check"] = PASS_CHECK_FORMAT
         return m
 
 
@@ -231,6 +262,12 @@ class SimResult:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     inputs_clobbered: bool | None = None
     calculator_built_s: float | None = None
+    kernel_calls: int | None = None
+    passes_expected: list[str] = field(default_factory=list)
+    passes_checked: list[str] = field(default_factory=list)
+    missing_passes: list[str] = field(default_factory=list)
+    first_failing_pass: str | None = None
+    pass_rows: int | None = None
     peak_rss_mb: float | None = None
     peak_vm_mb: float | None = None
     cached: bool = False

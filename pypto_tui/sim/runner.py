@@ -5,13 +5,16 @@ The parent never imports pypto or torch. For each job it:
 2. creates the private work dir, writes JOB.json, starts
    `sys.executable -m pypto_tui.sim.worker JOB.json RESULT.json` in a new session (so a timeout
    can kill the worker *and* the helper scripts pypto starts, as one process group);
-3. reads RESULT.json, or, if the worker was killed or died, makes a `timeout`/`crashed`
-   result with the tail of what it printed;
-4. deletes the work dir (the worker also does, but it cannot when it is killed), and stores
-   cacheable results.
+3. waits, relaying the worker's stage (stages.py) to a `status` callback;
+4. reads RESULT.json, or, if the worker was killed or died, makes a `timeout`/`crashed`
+   result with the tail of what it printed; for a verify job it then reads pass-verify's rows,
+   which pypto completes only when the worker exits (passes.py);
+5. deletes the work dir, and stores cacheable results.
 
 Progress is reported from the calling thread as `progress(done, total, result)`, in completion
-order; the returned list is in job order.
+order; the returned list is in job order. Every live worker is known (`live_workers`), so an
+interrupted batch kills its own and `stop_all` kills them all: a Ctrl+C or SIGTERM to the CLI
+leaves no worker running under init.
 """
 
 from __future__ import annotations
@@ -24,18 +27,23 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import Any
 
 from pypto_tui.sim import jobs as J
+from pypto_tui.sim import passes, stages
 from pypto_tui.sim.cache import ResultCache, cache_key
 from pypto_tui.sim.worker import NOISE_FILE
 
 Progress = Callable[[int, int, J.SimResult], None]
+Status = Callable[[J.SimJob, str], None]
 
 DEFAULT_TIMEOUT_S = 300.0
+POLL_S = 0.25
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 
@@ -60,10 +68,67 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+class _Workers:
+    """The worker processes alive right now, so an interrupted caller can stop every one.
+
+    A batch (one run_many call) stops its own workers when it is interrupted; `stop_all` stops
+    every worker of this process (the CLI's signal handlers, the app on exit). Starting a worker
+    and checking for a stop happen under one lock, so none can slip in after the stop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: dict[int, tuple[subprocess.Popen[bytes], object]] = {}
+        self.stopped: set[object] = set()
+
+    def start(self, batch: object, argv: list[str], err: Any) -> subprocess.Popen[bytes] | None:
+        with self.lock:
+            if batch in self.stopped:
+                return None
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
+                                    start_new_session=True)
+            self.live[proc.pid] = (proc, batch)
+            return proc
+
+    def forget(self, proc: subprocess.Popen[bytes]) -> None:
+        with self.lock:
+            self.live.pop(proc.pid, None)
+
+    def stop(self, batch: object | None = None) -> int:
+        """Kill the workers of `batch` (every worker when None) and refuse new ones for it."""
+        with self.lock:
+            if batch is not None:
+                self.stopped.add(batch)
+            victims = [p for p, b in self.live.values() if batch is None or b is batch]
+        for proc in victims:
+            _kill_group(proc)
+        return len(victims)
+
+    def end(self, batch: object) -> None:
+        with self.lock:
+            self.stopped.discard(batch)
+
+
+_WORKERS = _Workers()
+
+
+def stop_all() -> int:
+    """Kill every worker process (and its helpers) this process started; returns how many."""
+    return _WORKERS.stop(None)
+
+
+def live_workers() -> list[int]:
+    """The pids of the workers running now (for tests and status lines)."""
+    with _WORKERS.lock:
+        return list(_WORKERS.live)
+
+
 def run_in_subprocess(
-    job: J.SimJob, *, timeout_s: float = DEFAULT_TIMEOUT_S, python: str | None = None
+    job: J.SimJob, *, timeout_s: float = DEFAULT_TIMEOUT_S, python: str | None = None,
+    status: Status | None = None, batch: object | None = None,
 ) -> J.SimResult:
-    """One job, one fresh worker process, no cache."""
+    """One job, one fresh worker process, no cache. `status(job, stage)` is called (from this
+    thread) each time the worker moves to a new stage; a verify job's pass checks are read here,
+    once the worker has exited and pypto has completed its files."""
     work = Path(tempfile.mkdtemp(prefix="pypto-tui-sim-"))
     ctl = Path(tempfile.mkdtemp(prefix="pypto-tui-ctl-"))
     job_path, result_path = ctl / "job.json", ctl / "result.json"
@@ -74,13 +139,12 @@ def run_in_subprocess(
     stderr_path = ctl / "stderr.log"
     try:
         with stderr_path.open("wb") as err:
-            proc = subprocess.Popen(
-                [python or sys.executable, "-m", "pypto_tui.sim.worker", str(job_path), str(result_path)],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
-                start_new_session=True,
-            )
+            argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(job_path), str(result_path)]
+            proc = _WORKERS.start(batch if batch is not None else job, argv, err)
+            if proc is None:
+                return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label, error="stopped before it started")
             try:
-                rc = proc.wait(timeout=timeout_s)
+                rc = _wait(proc, work, timeout_s, job, status)
             except BaseException as exc:  # the timeout, or the caller interrupted us
                 _kill_group(proc)
                 if not isinstance(exc, subprocess.TimeoutExpired):
@@ -90,11 +154,19 @@ def run_in_subprocess(
                     error=f"no answer within {timeout_s:g} s; the worker was stopped",
                     wall_s=round(time.perf_counter() - t0, 3),
                 )
+            finally:
+                _WORKERS.forget(proc)
         if result_path.exists():
             try:
-                return J.SimResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
+                result = J.SimResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
             except (OSError, ValueError, TypeError) as exc:
                 detail = f"unreadable result file: {exc}"
+            else:
+                if job.kind == "verify" and result.status in (J.OK, J.MISMATCH):
+                    if status:
+                        status(job, stages.PASSES)
+                    _check_passes(job, work, result)
+                return result
         else:
             why = f"signal {-rc}" if rc < 0 else f"exit status {rc}"
             if rc == -signal.SIGKILL:
@@ -113,6 +185,35 @@ def run_in_subprocess(
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _wait(proc: subprocess.Popen[bytes], work: Path, timeout_s: float, job: J.SimJob,
+          status: Status | None) -> int:
+    """Wait for the worker, relaying its stage changes; TimeoutExpired after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    seen: str | None = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        try:
+            return proc.wait(timeout=min(POLL_S, left))
+        except subprocess.TimeoutExpired:
+            pass
+        if status is not None:
+            stage = stages.read_stage(work)
+            if stage and stage != seen:
+                seen = stage
+                status(job, stage)
+
+
+def _check_passes(job: J.SimJob, work: Path, result: J.SimResult) -> None:
+    """Fold pass-verify's rows (complete now that the worker has exited) into the result."""
+    rows, files = passes.read_rows(work / "out")
+    reference_ok = None if result.status not in (J.OK, J.MISMATCH) else result.status == J.OK
+    check = passes.check_passes(rows, files, result.kernel_calls or 0, job.passes or (),
+                                job.reference or "tensor_graph", reference_ok, passes.unrunnable_passes(work / "log"))
+    passes.fold_into(result, check)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -145,10 +246,13 @@ def run_many(
     progress: Progress | None = None,
     cache: ResultCache | bool | None = True,
     python: str | None = None,
+    status: Status | None = None,
 ) -> list[J.SimResult]:
     """Run `sim_jobs`, at most `jobs` worker processes at once. Results come back in job order;
     `progress(done, total, result)` is called in the calling thread as each one finishes
-    (cache hits first). `cache=False` disables the cache; a ResultCache uses that folder."""
+    (cache hits first); `status(job, stage)` from the threads that wait on the workers, as each
+    worker moves on (see stages.py). `cache=False` disables the cache; a ResultCache uses that
+    folder. If this call is interrupted, its workers are killed before the exception propagates."""
     store = _resolve_cache(cache)
     total = len(sim_jobs)
     results: list[J.SimResult | None] = [None] * total
@@ -172,25 +276,38 @@ def run_many(
                 continue
         pending.append(i)
 
-    if pending:
-        with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
-            futures: dict[Future[J.SimResult], int] = {
-                pool.submit(run_in_subprocess, sim_jobs[i], timeout_s=timeout_s, python=python): i
-                for i in pending
-            }
-            remaining = set(futures)
-            while remaining:
-                finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    i = futures[fut]
-                    res = fut.result()
-                    res.key = keys[i]
-                    if store is not None and res.key and res.cacheable:
-                        store.put(res.key, res.to_json())
-                    results[i] = res
-                    done += 1
-                    if progress:
-                        progress(done, total, res)
+    if not pending:
+        return [r for r in results if r is not None]
+    batch = object()
+    pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))
+    try:
+        futures: dict[Future[J.SimResult], int] = {
+            pool.submit(run_in_subprocess, sim_jobs[i], timeout_s=timeout_s, python=python, status=status,
+                        batch=batch): i
+            for i in pending
+        }
+        remaining = set(futures)
+        while remaining:
+            finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = futures[fut]
+                res = fut.result()
+                res.key = keys[i]
+                if store is not None and res.key and res.cacheable:
+                    store.put(res.key, res.to_json())
+                results[i] = res
+                done += 1
+                if progress:
+                    progress(done, total, res)
+    except BaseException:
+        # Interrupted (Ctrl+C, a signal turned into an exception, an error in a callback): no
+        # worker of this batch may outlive us, and none may start after this point.
+        pool.shutdown(wait=False, cancel_futures=True)
+        _WORKERS.stop(batch)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        _WORKERS.end(batch)
     return [r for r in results if r is not None]
 
 

@@ -123,6 +123,15 @@ def calculator_dir(torch_version: str | None = None) -> Path:
     return cache_root() / "calculator" / safe
 
 
+def calculator_ready(folder: Path | None = None) -> bool:
+    """Whether the calculator is already built (so a verify will not spend minutes on it)."""
+    try:
+        folder = Path(folder) if folder is not None else calculator_dir()
+    except Exception:
+        return False
+    return (folder / _DONE_MARKER).exists()
+
+
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
     """An exclusive fcntl lock; a second worker waits here while the first one builds."""

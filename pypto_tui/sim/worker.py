@@ -18,11 +18,16 @@ Job kinds (see jobs.py for the JSON):
 - cost: exec the kernel module, build the inputs, `ModelNew(*init_args)(*inputs)`, and read
   e2e time, task count and utilisation from the swim file(s); or the error and its real reason.
 - verify: the same, with the CopyToHost shim, the cached calculator and pass-verify turned on
-  for every kernel (`verify_options={"enable_pass_verify": True, "pass_verify_pass_filter": []}`,
-  injected by wrapping `pypto.frontend.jit` before the module is exec'd). The verify interpreter
-  then writes its result into the out tensors; goldens are not needed for that. The task file's
-  `Model` runs on clones of the same seeded inputs, and each output is compared (compare.py).
+  for every kernel with pypto's default pass filter (`verify_options={"enable_pass_verify":
+  True}`, replacing whatever the module asked for, injected by wrapping `pypto.frontend.jit`
+  before the module is exec'd). The interpreter writes the tensor graph's values into the out
+  tensors (goldens are not needed); the task file's `Model` runs on clones of the same seeded
+  inputs, and each output is compared (compare.py). Each compiler pass is compared with that
+  tensor graph in `verify_result_brief.csv`, which pypto completes only when this process exits:
+  the runner reads it afterwards (passes.py), so a verify job leaves its work dir to the runner.
   The address space is capped with RLIMIT_AS (`memory_limit_mb`); the parent applies the timeout.
+
+The current stage goes to `<work dir>/stage` (stages.py) for the progress displays.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim import swim
+from pypto_tui.sim import stages, swim
+from pypto_tui.sim.on_cpu import WORKER_ENV
 
 KERNEL_MODULE = "pypto_tui_sim_kernel"
 TASK_MODULE = "pypto_tui_sim_task"
@@ -63,6 +69,7 @@ class _Timing:
         self.compile_s = 0.0
         self.sim_s = 0.0
         self.in_kernel = 0
+        self.launches = 0
 
 
 # --- process setup ---------------------------------------------------------------------------
@@ -78,6 +85,7 @@ def point_env_at(work: Path) -> None:
     os.environ["PYPTO_HOME"] = str(work / "home")
     os.environ.pop("ASCEND_HOME_PATH", None)
     os.environ["AIKG_PYPTO_RUN_MODE"] = "1"
+    os.environ[WORKER_ENV] = "1"  # exported modules leave SIM mode to us (see on_cpu)
     os.environ.setdefault("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0")
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 
@@ -119,8 +127,9 @@ def silenced_fds(sink: Path) -> Iterator[None]:
 
 
 def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
-    """Wrap `pypto.frontend.jit` (force SIM; pass-verify on for verify, off for cost) and time
-    the wrapper's compile and cost-model run. Must run before the kernel module is exec'd."""
+    """Wrap `pypto.frontend.jit` (force SIM; pass-verify on with the default pass filter for
+    verify, off for cost), count the kernel calls and time the wrapper's compile and cost-model
+    run. Must run before the kernel module is exec'd."""
     from pypto.frontend import parser as fparser
     from pypto.frontend.parser import entry
 
@@ -130,12 +139,9 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
         rt = dict(kw.get("runtime_options") or {})
         rt["run_mode"] = pypto.RunMode.SIM
         kw["runtime_options"] = rt
-        vo = dict(kw.get("verify_options") or {})
-        if verify:
-            vo.update(enable_pass_verify=True, pass_verify_pass_filter=[])
-        else:
-            vo["enable_pass_verify"] = False
-        kw["verify_options"] = vo
+        # The module's own verify options are dropped: a pass filter or a dump folder of its
+        # choosing would decide what "verified" means, or write outside the work dir.
+        kw["verify_options"] = {"enable_pass_verify": bool(verify)}
         return kw
 
     def jit(func: Any = None, **kw: Any) -> Any:
@@ -154,7 +160,10 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
     def call(self: Any, *a: Any, **k: Any) -> Any:
         timing.in_kernel += 1
         try:
-            return orig_call(self, *a, **k)
+            out = orig_call(self, *a, **k)
+            if timing.in_kernel == 1:
+                timing.launches += 1
+            return out
         except Exception as exc:
             if timing.in_kernel == 1:
                 raise _KernelFailed(exc) from exc
@@ -312,12 +321,15 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
     except Exception as exc:
         result.status, result.error = J.UNAVAILABLE, str(exc)
         return
+    stages.write_stage(work, stages.IMPORTING)
     import pypto
     import torch
 
     verify = job.kind == "verify"
     timing = _Timing()
     if verify:
+        if not shim.calculator_ready(Path(job.calculator_dir) if job.calculator_dir else None):
+            stages.write_stage(work, stages.CALCULATOR)
         try:
             info = shim.ensure_calculator(Path(job.calculator_dir) if job.calculator_dir else None)
         except Exception as exc:
@@ -354,8 +366,10 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         torch.manual_seed(job.seed)
         model_new = kmod.ModelNew(*job.init_args)
         stage = "run ModelNew.forward"
+        stages.write_stage(work, stages.KERNEL)
         with torch.no_grad():
             got = model_new(*kernel_inputs)
+        result.kernel_calls = timing.launches
         result.compile_s = round(timing.compile_s, 3)
         result.sim_s = round(timing.sim_s, 3)
         _read_cost(job, work, result)
@@ -367,6 +381,7 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         pairs = zip(kernel_inputs, inputs, strict=True)
         result.inputs_clobbered = any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in pairs)
         stage = "run the baseline Model"
+        stages.write_stage(work, stages.BASELINE)
         torch.manual_seed(job.seed)
         model = task.Model(*job.init_args)  # type: ignore[union-attr]
         with torch.no_grad():
@@ -427,9 +442,12 @@ def _compare(torch: Any, job: J.SimJob, got: Any, want: Any, result: J.SimResult
 
 
 def run_job(job: J.SimJob) -> J.SimResult:
-    """Run one job in *this* process (which must not be reused afterwards for another kernel)."""
+    """Run one job in *this* process (which must not be reused afterwards for another kernel).
+    A work dir given by the runner is the runner's to delete (it reads the pass checks there
+    after this process exits); one made here is deleted here."""
     t0 = time.perf_counter()
     result = J.SimResult(kind=job.kind, status=J.ERROR, label=job.label)
+    own_dir = not job.work_dir
     work = Path(job.work_dir) if job.work_dir else Path(tempfile.mkdtemp(prefix="pypto-tui-sim-"))
     try:
         point_env_at(work)
@@ -441,7 +459,8 @@ def run_job(job: J.SimJob) -> J.SimResult:
             except Exception as exc:  # a failure of ours, not the kernel's: still answer
                 result.status, result.error = J.ERROR, f"the worker failed: {_describe(exc)}"
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if own_dir:
+            shutil.rmtree(work, ignore_errors=True)
     result.peak_rss_mb, result.peak_vm_mb = _peak_memory_mb()
     result.wall_s = round(time.perf_counter() - t0, 3)
     return result

@@ -51,10 +51,11 @@ def test_doc_lines_are_dropped(kb):
 
 
 def test_lookup_order_flavour_then_common_then_bundled(kb_minimal, kb):
-    dirs = template_dirs(kb_minimal, "docs")
-    assert dirs[0] == Path(kb_minimal.path) / "templates" / "docs"
-    assert dirs[-1] == bundled_pack_dir() / "templates" / "common"
-    assert template_dirs(kb, "docs")[-1] == bundled_pack_dir() / "templates" / "common"
+    bundled = bundled_pack_dir() / "templates"
+    mine = Path(kb_minimal.path) / "templates"
+    assert template_dirs(kb_minimal, "docs") == [mine / "docs", mine / "common", bundled / "docs", bundled / "common",
+                                                 mine / "pypto-0.2.0", bundled / "pypto-0.2.0"]
+    assert template_dirs(kb, "pypto-0.2.0") == [bundled / "pypto-0.2.0", bundled / "common"]
 
 
 def test_a_missing_template_is_an_input_error(kb):

@@ -26,9 +26,9 @@ def test_default_pack_loads(kb):
     assert {"pypto-0.2.0", "docs"} <= set(kb.flavours) and kb.default_flavour == "pypto-0.2.0"
 
 
-def test_every_rule_is_checked_or_advice(kb):
+def test_every_rule_is_checked_applied_or_advice(kb):
     for rule in kb.rules.values():
-        assert rule.enforced_by or rule.advice, rule.id
+        assert rule.enforced_by or rule.applied_by or rule.advice, rule.id
         assert rule.statement and rule.explanation
         assert rule.authority in ("compiler", "pypto-docs", "rule-docs")
 
@@ -123,3 +123,19 @@ def test_get_kb_reloads_an_edited_pack(tmp_path):
     import os
     os.utime(pack / "limits.toml", (1, 2_000_000_000))
     assert get_kb(pack).limits.max_elements == 4096
+
+
+def test_rule_statements_follow_the_packs_numbers(kb, kb_minimal):
+    """Statements name the pack's limits through placeholders, so a pack that changes a number
+    changes the text the user reads (the minimal pack allows 8192 elements and 512 tiles)."""
+    assert "16384" in kb.rule("P4.tile-budget").statement
+    assert kb_minimal.rule("P4.tile-budget").statement == "prod(tile) must not exceed 8192 elements."
+    assert "512" in kb_minimal.rule("CL.limits").statement and "2048" not in kb_minimal.rule("CL.limits").statement
+
+
+def test_a_statement_with_an_unknown_placeholder_is_refused(tmp_path):
+    (tmp_path / "pack.toml").write_text('[pack]\nname = "p"\nversion = "1"\nschema = 1\nextends = "default"\n')
+    default = (bundled_pack_dir() / "rules.toml").read_text()
+    (tmp_path / "rules.toml").write_text(default.replace("{max_elements} elements", "{max_elemnts} elements", 1))
+    with pytest.raises(PackError, match=r"rules.toml: rule\[\d+\]\.statement: unknown placeholder \{max_elemnts\}"):
+        load_pack(tmp_path)

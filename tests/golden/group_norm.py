@@ -14,8 +14,13 @@ import pypto
 import torch
 import torch.nn as nn
 
-# Run-mode switches, as in the documents. pypto 0.2.0 defaults to SIM when CANN is absent
-# (ASCEND_HOME_PATH unset), so the default here follows that instead of always choosing the NPU.
+# Run modes, as in the documents: AIKG_PYPTO_RUN_MODE 0 = NPU, 1 = SIM. pypto 0.2.0 defaults to
+# SIM when CANN is absent (ASCEND_HOME_PATH unset), so the default here follows that.
+# SIM times a kernel with the cost model and computes NO output values. So in SIM mode every
+# kernel call here either computes the outputs with pypto's interpreter on the CPU, when
+# PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's files go
+# to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
 _PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
 RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
@@ -26,17 +31,33 @@ def ceil_div(a, b):
     return (a + b - 1) // b
 
 
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
+
+
 # TILE_SHAPE: vec tile for the (rows, hidden) input (128, 524288) fp32 (P4.tile-budget, P4.auto-tiles,
-#   O1.contiguous-1kb, O1.reduce-sweet-spot):
-#   prod 16384 (limit 16384), auto_tiles 4096 (limit 2048), contiguous 65536 B (target 1024 B), 32 reduce
+#   O1.contiguous-1kb, O1.reduce-sweet-spot, O1.ub-step-down):
+#   prod 8192 (limit 16384), auto_tiles 8192 (limit 2048), contiguous 32768 B (target 1024 B), 64 reduce
 #     segment(s) on axis 1.
-#   warn P4.auto-tiles: auto_tiles = 4096 > 2048: handled by the pypto.loop below (LOOP_COUNT)
-TILE_SHAPE = (1, 16384)
+#   stepped down from (1, 16384) (O1.ub-step-down): this op chain holds 4 tile-sized buffers, 4 x 65536 B >
+#     196608 B of unified buffer.
+#   warn P4.auto-tiles: auto_tiles = 8192 > 2048: handled by the pypto.loop below (LOOP_COUNT)
+TILE_SHAPE = (1, 8192)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (128, 524288) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
-#   auto_tiles 4096 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(128, 16) = 8, 16 iteration(s), no tail, 256 tile(s) per iteration.
+#   auto_tiles 8192 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
+#     ceil_div(128, 16) = 8, 16 iteration(s), no tail, 512 tile(s) per iteration.
 LOOP_COUNT = 16
 
 
@@ -69,7 +90,7 @@ def create_group_norm_kernel(rows, hidden, eps):
             var = pypto.sum(x_tail * x_tail, 1, keepdim=True) * INV_HIDDEN - mean * mean
             pypto.assemble((x_tail - mean) * pypto.rsqrt(var + eps), [TAIL_OFFSET, 0], out)
 
-    return group_norm_kernel
+    return _for_this_machine(group_norm_kernel)
 
 
 class ModelNew(nn.Module):

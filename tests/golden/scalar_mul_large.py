@@ -13,8 +13,13 @@ import pypto
 import torch
 import torch.nn as nn
 
-# Run-mode switches, as in the documents. pypto 0.2.0 defaults to SIM when CANN is absent
-# (ASCEND_HOME_PATH unset), so the default here follows that instead of always choosing the NPU.
+# Run modes, as in the documents: AIKG_PYPTO_RUN_MODE 0 = NPU, 1 = SIM. pypto 0.2.0 defaults to
+# SIM when CANN is absent (ASCEND_HOME_PATH unset), so the default here follows that.
+# SIM times a kernel with the cost model and computes NO output values. So in SIM mode every
+# kernel call here either computes the outputs with pypto's interpreter on the CPU, when
+# PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's files go
+# to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
 _PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
 RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
@@ -23,6 +28,20 @@ DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for the flattened input (67108864,) fp32 (P4.tile-budget, P4.auto-tiles,
@@ -61,7 +80,7 @@ def create_mul_kernel(flat_size, s):
             A_tail = pypto.view(A, [TAIL], [TAIL_OFFSET])
             pypto.assemble(A_tail * s, [TAIL_OFFSET], out)
 
-    return mul_kernel
+    return _for_this_machine(mul_kernel)
 
 
 class ModelNew(nn.Module):

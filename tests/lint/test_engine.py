@@ -109,8 +109,14 @@ def test_findings_carry_the_pack_severity_and_authority() -> None:
 
 
 def test_flavour_gates_the_020_rules() -> None:
+    """A pack may describe a dialect whose kernels return their outputs; the output-parameter
+    rules then stay silent. Both flavours of the default pack take output parameters, because
+    0.2.0 refuses a return (probe return_in_kernel)."""
     src = KERNEL.replace("out.move(1.0 - x)", "out.move(x)\n    return out")
-    assert lint_source(src, kb=KB, flavour="docs") == []
+    returning = dataclasses.replace(KB.flavour("docs"), name="returning", out_param=False)
+    kb = dataclasses.replace(KB, flavours={**KB.flavours, "returning": returning})
+    assert lint_source(src, kb=kb, flavour="returning") == []
+    assert {f.check for f in lint_source(src, kb=KB, flavour="docs")} == {"lint.return_in_kernel"}
     with pytest.raises(InputError):
         lint_source(src, kb=KB, flavour="no-such-flavour")
 

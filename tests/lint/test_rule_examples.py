@@ -6,8 +6,10 @@ import pytest
 
 from pypto_tui.kb import get_kb
 from pypto_tui.lint import CHECKS, RULES, Invalid, LintRule, Valid, fix_source, format_finding, lint_source
+from pypto_tui.lint.profile import lint_settings
 
 KB = get_kb()
+SETTINGS = lint_settings(KB)
 
 
 def _valid_cases() -> list[object]:
@@ -40,13 +42,14 @@ def _show(findings: list) -> str:
 @pytest.mark.parametrize(("rule", "case"), _valid_cases())
 def test_valid_example_has_no_finding(rule: type[LintRule], case: str | Valid) -> None:
     v = case if isinstance(case, Valid) else Valid(case)
-    findings = lint_source(v.code, kb=KB, flavour=v.flavour, task_source=v.task)
+    findings = lint_source(v.code, kb=KB, flavour=v.flavour, task_source=v.task, pypto=v.pypto, strict=v.strict)
     assert not [f for f in findings if f.check in (rule.CHECK, "lint.internal", "lint.parse")], _show(findings)
 
 
 @pytest.mark.parametrize(("rule", "case"), _invalid_cases())
 def test_invalid_example_has_exactly_the_expected_finding(rule: type[LintRule], case: Invalid) -> None:
-    findings = lint_source(case.code, kb=KB, flavour=case.flavour, task_source=case.task)
+    findings = lint_source(case.code, kb=KB, flavour=case.flavour, task_source=case.task, pypto=case.pypto,
+                           strict=case.strict)
     assert not [f for f in findings if f.check in ("lint.internal", "lint.parse")], _show(findings)
     mine = [f for f in findings if f.check == rule.CHECK]
     assert len(mine) == 1, _show(findings)
@@ -59,15 +62,17 @@ def test_invalid_example_has_exactly_the_expected_finding(rule: type[LintRule], 
     if case.message is not None:
         assert case.message in f.message, f.message
     assert f.fixable == (case.fixed is not None)
-    assert f.level == KB.rules[f.rule].severity
+    # the pack's severity, except for the documents' style rules (lint.toml [[style]])
+    assert f.level == SETTINGS.level(KB.rules[f.rule], bool(case.strict))
 
 
 @pytest.mark.parametrize(("rule", "case"), _fixed_cases())
 def test_invalid_example_fixes_to_the_expected_source(rule: type[LintRule], case: Invalid) -> None:
-    new, remaining = fix_source(case.code, KB, flavour=case.flavour, task_source=case.task)
+    new, remaining = fix_source(case.code, KB, flavour=case.flavour, task_source=case.task, pypto=case.pypto,
+                                strict=case.strict)
     assert new == case.fixed
     assert not [f for f in remaining if f.check == rule.CHECK], _show(remaining)
-    again, _ = fix_source(new, KB, flavour=case.flavour, task_source=case.task)
+    again, _ = fix_source(new, KB, flavour=case.flavour, task_source=case.task, pypto=case.pypto, strict=case.strict)
     assert again == new
 
 
@@ -84,3 +89,25 @@ def test_rule_is_documented_and_cites_pack_rules(rule: type[LintRule]) -> None:
 
 def test_fixable_rules_are_the_operator_forms() -> None:
     assert {r.CHECK for r in RULES if r.FIXABLE} == {"lint.scalar_left", "lint.unary_minus"}
+
+
+def _style_cases() -> list[object]:
+    """The INVALID examples whose rule is one of the rule documents' style rules (lint.toml)."""
+    return [p for p in _invalid_cases()
+            if ((p.values[1].rule or p.values[0].RULE) in SETTINGS.style)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("rule", "case"), _style_cases())
+def test_a_style_rule_is_a_warning_or_silent_unless_strict(rule: type[LintRule], case: Invalid) -> None:
+    """The severity change of issue 12: what the compiler accepts is never an error by default."""
+    rid = case.rule or rule.RULE
+    style = SETTINGS.style[rid]
+    findings = [f for f in lint_source(case.code, kb=KB, flavour=case.flavour, task_source=case.task,
+                                       pypto=case.pypto, strict=False) if f.rule == rid]
+    if style.level == "off":
+        assert findings == [], _show(findings)
+    else:
+        assert [f.level for f in findings] == [style.level], _show(findings)
+    strict = [f for f in lint_source(case.code, kb=KB, flavour=case.flavour, task_source=case.task,
+                                     pypto=case.pypto, strict=True) if f.rule == rid]
+    assert [f.level for f in strict] == [style.strict], _show(strict)

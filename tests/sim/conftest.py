@@ -39,6 +39,20 @@ def _kernel_source(name: str, **constants: object) -> str:
     return text
 
 
+def process_alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that never comes does not count)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(scope="session")
+def alive() -> Callable[[int], bool]:
+    return process_alive
+
+
 @pytest.fixture(scope="session")
 def kernel_source() -> Callable[..., str]:
     return _kernel_source
@@ -56,8 +70,8 @@ def broken_twins() -> Callable[..., list]:
     the kernel, and runs the jobs two at a time. A family's broken twin must fail."""
     from dataclasses import replace
 
-    from pypto_tui.sim.design_runs import prepare_verify
     from pypto_tui.sim.runner import run_many
+    from pypto_tui.sim.verification import prepare_verify
 
     def run(cases: list[tuple[object, str, str]]) -> list:
         jobs = []

@@ -12,17 +12,9 @@ from typer.testing import CliRunner
 from pypto_tui.cli import app
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import (
-    cost_job,
-    init_args,
-    input_specs,
-    reduced_shapes,
-    sweep_tiles,
-    variant,
-    verify,
-    verify_many,
-)
+from pypto_tui.sim.design_runs import cost_job, init_args, input_specs, sweep_tiles, variant
 from pypto_tui.sim.runner import run_many, run_one
+from pypto_tui.sim.verification import reduced_shapes, verify, verify_many
 
 TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 ALL = sorted(p.name for p in TASKS.glob("*.py"))

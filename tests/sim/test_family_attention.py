@@ -11,7 +11,7 @@ import pytest
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import verify_many
+from pypto_tui.sim.verification import verify_many
 
 EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 SDPA = ["sdpa_odd_len.py", "sdpa_cross_fp16.py"]
@@ -37,7 +37,8 @@ def test_each_matmul_gets_its_own_cube_tiles_set_right_before_it(kb):
     assert role == "values" and (values.M, values.K, values.N) == (37, 64, 40)  # S x T x E
     src = kernel_of(p).source
     first, second = src.index("pypto.set_cube_tile_shapes(CUBE_M"), src.index("pypto.set_cube_tile_shapes(VALUES_")
-    assert first < src.index("pypto.matmul(query, key") < src.index("probs = ") < second < src.index("pypto.matmul(probs")
+    scores, probs = src.index("pypto.matmul(query, key"), src.index("probs = ")
+    assert first < scores < probs < second < src.index("pypto.matmul(probs")
 
 
 def test_half_precision_keeps_the_softmax_and_second_product_in_fp32(kb):

@@ -10,7 +10,7 @@ import pytest
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import reduced_shapes, verify_many
+from pypto_tui.sim.verification import reduced_shapes, verify_many
 
 EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 CES = ["cross_entropy_7_classes.py", "cross_entropy_randint.py"]

@@ -11,7 +11,7 @@ import pytest
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import verify_many
+from pypto_tui.sim.verification import verify_many
 
 EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 GELUS = ["gelu_exact_3d.py", "gelu_fp16.py"]

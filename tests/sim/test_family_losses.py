@@ -10,7 +10,7 @@ import pytest
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.design_runs import verify_many
+from pypto_tui.sim.verification import verify_many
 
 EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 LOSSES = {  # fixture -> (op, text the kernel must contain)

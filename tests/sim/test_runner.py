@@ -4,6 +4,7 @@ No pypto needed; the real worker is exercised in test_real_compiler.py."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ def job(label: str = "j", src: str = "pass") -> jobs.SimJob:
     return jobs.SimJob(kind="cost", kernel_source=src, inputs=(jobs.InputSpec((4,)),), label=label)
 
 
-def test_timeout_kills_the_worker_and_its_children(tmp_path: Path) -> None:
+def test_timeout_kills_the_worker_and_its_children(tmp_path: Path, alive) -> None:
     pidfile = tmp_path / "child.pid"
     py = fake_python(tmp_path, f"sleep 60 & echo $! > {pidfile}\nwait")
     t0 = time.perf_counter()
@@ -35,20 +36,7 @@ def test_timeout_kills_the_worker_and_its_children(tmp_path: Path) -> None:
     assert time.perf_counter() - t0 < 10
     child = int(pidfile.read_text())
     time.sleep(0.2)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that never comes does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    assert not alive(child)
 
 
 def test_a_dead_worker_is_reported_as_crashed(tmp_path: Path) -> None:
@@ -131,3 +119,73 @@ def test_cost_measure_feeds_the_sweep(tmp_path: Path) -> None:
     measure = runner.cost_measure(lambda c: job(f"L{c}", src=f"# loop {c}"), cache=store, python="/nonexistent")
     r = guided_sweep_batched([8, 16, 32, 64, 128], measure)
     assert r.best == 32 and r.measurements == 3
+
+
+def verify_job(label: str = "v") -> jobs.SimJob:
+    return jobs.SimJob(kind="verify", kernel_source="pass", inputs=(jobs.InputSpec((4,)),), label=label,
+                       task_file="task.py", passes=("Pass_04_ExpandFunction", "Pass_28_InferParamIndex"))
+
+
+BRIEF = ("passName,referPassName,verifyType,loopInfo,ioflag,verifyResult,maxAbsDiff,errorCount\\n"
+         "Pass_04_ExpandFunction,tensor_graph,f,loop_idx_0=0,output0,PASS,0,0\\n"
+         "Pass_28_InferParamIndex,tensor_graph,f,loop_idx_0=0,output0,{r28},44,2016\\n")
+
+
+def fake_verify_worker(tmp_path: Path, r28: str, rows: bool = True) -> str:
+    """A worker that reports a matching output and leaves a brief CSV in its work dir, the way
+    pypto does when the process exits."""
+    write_rows = (f"""d=$(sed 's/.*"work_dir": "\\([^"]*\\)".*/\\1/' "$3")/out/output_1/verify_1
+mkdir -p "$d" && printf '{BRIEF.format(r28=r28)}' > "$d/verify_result_brief.csv"
+""" if rows else "")
+    answer = """echo '{"kind": "verify", "status": "ok", "passed": true, "kernel_calls": 1}' > "$4" """
+    return fake_python(tmp_path, write_rows + answer)
+
+
+@pytest.mark.parametrize(("r28", "rows", "status", "first"), [
+    ("PASS", True, jobs.OK, None),
+    ("FAILED", True, jobs.MISMATCH, "Pass_28_InferParamIndex"),
+    ("PASS", False, jobs.UNVERIFIED, None),
+])
+def test_a_verify_is_decided_by_the_pass_rows_read_after_the_worker_exits(
+        tmp_path: Path, r28: str, rows: bool, status: str, first: str | None) -> None:
+    r = runner.run_in_subprocess(verify_job(), timeout_s=30, python=fake_verify_worker(tmp_path, r28, rows))
+    assert r.status == status and r.first_failing_pass == first
+    assert r.passed is (status == jobs.OK)
+    assert r.passes_expected == ["tensor_graph", "Pass_04_ExpandFunction", "Pass_28_InferParamIndex"]
+
+
+def test_status_relays_the_worker_stages(tmp_path: Path) -> None:
+    py = fake_python(tmp_path, """w=$(sed 's/.*"work_dir": "\\([^"]*\\)".*/\\1/' "$3")
+echo importing > "$w/stage"; sleep 0.6; echo kernel > "$w/stage"; sleep 0.6
+echo '{"kind": "cost", "status": "ok", "e2e_us": 1.0}' > "$4" """)
+    seen: list[str] = []
+    r = runner.run_in_subprocess(job(), timeout_s=30, python=py, status=lambda j, s: seen.append(s))
+    assert r.ok and seen == ["importing", "kernel"]
+
+
+def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Path, alive) -> None:
+    pids = tmp_path / "pids"
+    py = fake_python(tmp_path, f"echo $$ >> {pids}\nsleep 60")
+    started = []
+
+    def interrupt(j: jobs.SimJob, stage: str) -> None:  # never called: the fake writes no stage
+        raise AssertionError
+
+    import threading
+
+    def stop_soon() -> None:
+        while len(runner.live_workers()) < 2:
+            time.sleep(0.05)
+        started.extend(runner.live_workers())
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal: it wakes the main thread's wait
+
+    threading.Thread(target=stop_soon, daemon=True).start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_many([job(f"j{i}", src=f"# {i}") for i in range(5)], jobs=2, cache=False, python=py,
+                        status=interrupt)
+    assert time.perf_counter() - t0 < 20
+    assert len(started) == 2 and runner.live_workers() == []
+    time.sleep(0.2)
+    assert len(pids.read_text().split()) == 2  # the three queued jobs never started
+    assert not any(alive(int(p)) for p in pids.read_text().split())

@@ -58,11 +58,12 @@ async def test_fake_sweep_fills_the_time_column_and_curve(make_app, ui, monkeypa
     """The screen's side of a sweep, with a stand-in report (the real one is tested below)."""
     from pypto_tui.sim import design_runs
 
-    def fake(pipeline, jobs, progress):
+    def fake(pipeline, jobs, progress, status):
         plan = pipeline.loop_plan()
         rows = []
         for i, c in enumerate(sorted({c.loop_count for c in plan.candidates})):
             us = 10.0 + abs(i - 1) * 3
+            status(type("J", (), {"label": f"loop_count {c}"})(), "kernel")  # the worker's stage line
             progress(i + 1, 3, type("R", (), {"label": f"loop_count {c}", "e2e_us": us, "status": "ok"})())
             rows.append(design_runs.SweepRow(f"loop_count {c}", c, i, True, "ring", measured=True, status="ok",
                                              e2e_us=us))
@@ -105,3 +106,44 @@ async def test_real_loop_sweep_and_verify_softmax(make_app, ui) -> None:
         await pilot.press("ctrl+r")
         await ui.settle(pilot, app)
         assert kernel.verdict is not None and "PASSED" in kernel.verdict, kernel.verdict
+
+
+def test_progress_lines_say_what_is_running_and_how_long_is_left() -> None:
+    result = type("R", (), {"label": "loop_count 16", "e2e_us": 3.58, "status": "ok"})()
+    line = sim_support.progress_line(2, 6, result, elapsed_s=20.0)
+    assert line.startswith("2/6 compiled · about 40 s left") and "loop_count 16 3.6 µs" in line
+    assert "left" not in sim_support.progress_line(6, 6, result, elapsed_s=60.0)
+    stage = sim_support.stage_line("verify", "calculator", started=0.0)
+    assert stage.startswith("verify: building pypto's calculator library (one-time")
+
+
+async def test_verify_shows_the_workers_stage_and_a_failing_pass(make_app, ui, monkeypatch) -> None:
+    """The kernel screen's side of verify, with a stand-in: the worker's stage on the progress
+    row while it runs, and the first failing compiler pass in the verdict."""
+    from pypto_tui.sim import verification
+
+    seen: list[str] = []
+
+    def fake(pipeline, scale, progress, status):
+        status(None, "calculator")
+        report = verification.VerifyReport(True, False, "compiler pass Pass_28_InferParamIndex is wrong",
+                                           shapes={"x": [4, 16384]}, first_failing_pass="Pass_28_InferParamIndex")
+        return report
+
+    class Recorded(kernel_screen.WorkProgress):
+        def __init__(self, job, done, total, text=""):
+            super().__init__(job, done, total, text)
+            seen.append(text)
+
+    monkeypatch.setattr(kernel_screen, "sim_unavailable", lambda: None)
+    monkeypatch.setattr(kernel_screen, "WorkProgress", Recorded)
+    monkeypatch.setattr(verification, "verify", fake)
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        await _go(app, pilot, ui, 4)
+        screen = app.screen
+        assert isinstance(screen, KernelScreen)
+        await pilot.press("ctrl+r")
+        await ui.settle(pilot, app)
+        assert screen.verdict is not None and "Pass_28_InferParamIndex" in screen.verdict
+    assert any(t.startswith("verify: building pypto's calculator library (one-time") for t in seen), seen

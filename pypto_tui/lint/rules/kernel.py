@@ -37,8 +37,22 @@ _RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
 class KernelReshape(LintRule):
     CHECK = "lint.kernel_reshape"
     RULE = "P2.no-kernel-reshape"
-    MESSAGE = "a kernel cannot reshape: reshape in forward before the call"
+    MESSAGE = "prefer reshaping in forward, before the call"
     VALID = (
+        # PyPTO's documented in-kernel reshape: the storage relabelled (inplace=) or a ragged block
+        # carried through (valid_shape=)
+        _k("""\
+            flat = pypto.reshape(x, [R * C], inplace=True)
+            out.move(pypto.sum(pypto.reshape(flat, [R, C], inplace=True), 1, keepdim=True))
+        """),
+        _k("""\
+            for i in pypto.loop(2):
+                rows = pypto.min(8, R - i * 8)
+                block = pypto.view(x, [8, C], [i * 8, 0], valid_shape=[rows, C])
+                flat = pypto.reshape(block, [8 * C], valid_shape=[rows * C])
+                back = pypto.reshape(flat * 2.0, [8, C], valid_shape=[rows, C])
+                pypto.assemble(pypto.sum(back, 1, keepdim=True), [i * 8, 0], out)
+        """),
         _k("""\
             out.move(pypto.sum(x, 1, keepdim=True))
         """),
@@ -67,6 +81,8 @@ class KernelReshape(LintRule):
         if k is None:
             return
         name = self.info.pypto_call(node, *_RESHAPES)
+        if any(a.keyword is not None and a.keyword.value in ("inplace", "valid_shape") for a in node.args):
+            return  # the documented in-kernel forms
         if name is not None:
             what = f"pypto.{name}(...)"
         elif (isinstance(node.func, cst.Attribute) and node.func.attr.value in _RESHAPES
@@ -74,8 +90,9 @@ class KernelReshape(LintRule):
             what = f".{node.func.attr.value}(...)"
         else:
             return
-        self.report(node, f"`{what}` inside a jit kernel: reshape in ModelNew.forward and hand the kernel "
-                          "tensors of the rank it was written for")
+        self.report(node, f"`{what}` inside a jit kernel (the rule documents forbid it; 0.2.0 accepts it): "
+                          "reshape in ModelNew.forward and hand the kernel tensors of the rank it was written for, "
+                          "or use pypto.reshape(..., inplace=True)")
 
 
 _DIM_NAMES = frozenset({

@@ -1,8 +1,10 @@
-"""Loop rules (P6): one loop, along the outermost axis, with compile-time view shapes.
+"""Loop rules (P6): along the outermost axis, with compile-time view shapes.
 
 A `pypto.loop` index is a symbolic scalar: it may move a view's *offsets* but never its *shape*
-(the compiler fails with 'Not concrete value'). Nested loops compile in 0.2.0 but the documents
-forbid them; a loop whose index moves an inner axis reads strided chunks.
+(0.2.0 refuses the view). loop_unroll's unroll factor and a Python `range` index are plain ints
+in each unrolled copy, so they may size a view. Nested loops compile and verify in 0.2.0 and
+PyPTO's own kernels nest them; the documents forbid them, so nesting is reported in strict mode
+only. A loop whose index moves an inner axis reads strided chunks (a warning).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
-from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names
+from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names, value_reads
 from pypto_tui.lint.base import Invalid, LintRule, example
 
 _HEAD = """\
@@ -60,12 +62,13 @@ class NestedLoop(LintRule):
         """),
     )
     INVALID = (
+        # nesting is the documents' rule only: reported in strict mode (lint.toml [[style]])
         Invalid(_k("""\
             for i in pypto.loop(4):
                 for j in pypto.loop(4):
                     chunk = pypto.view(x, [B, 1024], [i * B, j * 1024])
                     pypto.assemble(pypto.exp(chunk), [i * B, j * 1024], out)
-        """), line=11, col=9),
+        """), line=11, col=9, strict=True),
     )
 
     @m.visit(m.For())
@@ -200,6 +203,19 @@ class ViewConstant(_LoopRule):
                 chunk = pypto.view(x, [B, N], [i * B, 0], valid_shape=[pypto.min(B, M - i * B), N])
                 pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
         """),
+        # loop_unroll's factor is a plain int in each unrolled copy
+        _k("""\
+            for i, n in pypto.loop_unroll(0, M // B, 1, unroll_list=[2, 1]):
+                chunk = pypto.view(x, [n * B, N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
+        # sizes read from a static annotation, and pypto.ceildiv of constants
+        _k("""\
+            rows, cols = x.shape
+            half = pypto.ceildiv(cols, 2)
+            pypto.assemble(pypto.exp(pypto.view(x, [rows, half], [0, 0])), [0, 0], out)
+            pypto.assemble(pypto.exp(pypto.view(x, [rows, half], [0, half])), [0, half], out)
+        """),
     )
     INVALID = (
         Invalid(_k("""\
@@ -224,6 +240,22 @@ class ViewConstant(_LoopRule):
                 chunk = pypto.view(x, [pypto.min(B, M - i * B), N], [i * B, 0])
                 pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
         """), line=11, message="loop index 'i'"),
+        Invalid(_k("""\
+            for i, n in pypto.loop_unroll(0, M // B, 1, unroll_list=[2, 1]):
+                chunk = pypto.view(x, [(i + n) * B, N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """), line=11, message="loop index 'i'"),
+        Invalid(example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor([pypto.DYNAMIC, 512], pypto.DT_FP32),
+                       out: pypto.Tensor([pypto.DYNAMIC, 512], pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(8, 512)
+                rows = x.shape[0]
+                pypto.assemble(pypto.exp(pypto.view(x, [rows, 512], [0, 0])), [0, 0], out)
+            """), line=9, rule="P1.static-shape", message="dynamic axis"),
     )
 
     @m.visit(m.Call())
@@ -251,7 +283,7 @@ class ViewConstant(_LoopRule):
     def _reason(self, expr: cst.BaseExpression, k: KernelInfo, seen: set[str]) -> tuple[str, bool] | None:
         """Why `expr` is not a compile-time constant, and whether a pypto.loop index is the cause."""
         other: tuple[str, bool] | None = None
-        for n in _names_skipping_shape(expr):
+        for n in (r for r in value_reads(expr) if isinstance(r, cst.Name)):
             name = n.value
             if name in seen:
                 continue
@@ -263,7 +295,7 @@ class ViewConstant(_LoopRule):
             if owner is not k.scope or bindings is None:
                 continue  # a closure/module constant or a scalar parameter: fixed at compile time
             for b in bindings:
-                if b.how == "for" and self.info.is_pypto_loop(b.node):
+                if self.info.loop_variable(b, name) == "symbolic":
                     return f"it depends on the loop index '{name}'", True
                 if b.value is not None and b.how in ("assign", "aug"):
                     inner = self._reason(b.value, k, seen)
@@ -281,8 +313,11 @@ class ViewConstant(_LoopRule):
             return other
         for sub in _calls(expr):
             fname = self.info.pypto_name(sub.func)
-            if fname is not None:
+            if fname is not None and not isinstance(self.info.const_value(sub, k.scope), int):
                 return f"`pypto.{fname}(...)` is computed when the kernel runs", False
+        dynamic = self.info.symbolic_reason(expr, k)
+        if dynamic is not None and "dynamic axis" in dynamic:
+            return dynamic, False
         return None
 
 
@@ -291,20 +326,3 @@ def _calls(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
         yield expr
     for child in children(expr):
         yield from _calls(child)
-
-
-def _names_skipping_shape(expr: cst.CSTNode):  # type: ignore[no-untyped-def]
-    """Names an expression reads, except `t` in `t.shape[...]` (a static annotation's shape)."""
-    if isinstance(expr, cst.Attribute) and expr.attr.value in ("shape", "dtype"):
-        return
-    if isinstance(expr, cst.Name):
-        yield expr
-        return
-    if isinstance(expr, cst.Attribute):
-        yield from _names_skipping_shape(expr.value)
-        return
-    if isinstance(expr, cst.Arg):
-        yield from _names_skipping_shape(expr.value)
-        return
-    for child in children(expr):
-        yield from _names_skipping_shape(child)

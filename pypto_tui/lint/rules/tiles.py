@@ -15,8 +15,11 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from pypto_tui.lint.analysis import KernelInfo, TensorShape
+from pypto_tui.lint.analysis import KernelInfo, ModuleInfo, TensorShape, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.shapes import auto_tiles
+
+_REDUCING = ("sum", "amax", "amin", "prod", "softmax", "log_softmax", "var", "cumsum", "topk")
 
 
 def _k(shape: str, tile: str, body: str = "out.move(pypto.exp(x))\n", dtype: str = "DT_FP32") -> str:
@@ -31,6 +34,29 @@ def _k(shape: str, tile: str, body: str = "out.move(pypto.exp(x))\n", dtype: str
         """) + textwrap.indent(example(body), "    ")
 
 
+def literal_tile(info: ModuleInfo, node: cst.Call) -> tuple[int, ...] | None:
+    """The tile of `pypto.set_vec_tile_shapes(...)` when every entry is a compile-time int."""
+    scope = info.scope_of(node)
+    dims: list[int] = []
+    for a in node.args:
+        if a.keyword is not None:
+            return None
+        v = info.const_value(a.value, scope)
+        if a.star == "*" or (len(node.args) == 1 and isinstance(v, tuple)):
+            if not isinstance(v, tuple):
+                return None
+            vals = list(v)
+        elif a.star:
+            return None
+        else:
+            vals = [v]
+        for d in vals:
+            if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+                return None
+            dims.append(d)
+    return tuple(dims) if dims else None
+
+
 @dataclass
 class TileSite:
     """A literal tile and what the kernel around it says about its tensors."""
@@ -39,45 +65,48 @@ class TileSite:
     kernel: KernelInfo | None
     same_rank: list[TensorShape]
     ranks: set[int]
-    dtype_bytes: int
-    dtype: str
+    dtype_bytes: int | None
+    dtype: str | None
+
+    def clipped_prod(self) -> int:
+        """prod(tile) with each entry clipped to the largest same-rank tensor's size there (the
+        compiler clips a tile to its tensor)."""
+        worst = math.prod(self.tile)
+        shapes = [t.shape for t in self.same_rank if t.shape is not None]
+        if not shapes:
+            return worst
+        return max(math.prod(d if s is None else min(d, s) for d, s in zip(self.tile, shape, strict=True))
+                   for shape in shapes)
+
+    def whole_last_axis(self) -> bool:
+        """The last tile entry covers the whole last axis of every same-rank tensor."""
+        lasts = [t.shape[-1] for t in self.same_rank if t.shape is not None and t.shape[-1] is not None]
+        return bool(lasts) and len(lasts) == len(self.same_rank) and self.tile[-1] >= max(lasts)
 
 
 class _TileRule(LintRule):
     def site(self, node: cst.Call) -> TileSite | None:
         if self.info.pypto_call(node, "set_vec_tile_shapes") is None:
             return None
-        tile = self._tile(node)
+        tile = literal_tile(self.info, node)
         if tile is None:
             return None
         k = self.kernel_of(node)
         tensors = k.all_tensors() if k else []
         same = [t for t in tensors if t.rank == len(tile)]
         sizes = self.ctx.kb.limits.dtype_bytes
-        dtypes = {t.dtype for t in same if t.dtype is not None and t.dtype in sizes}
-        dtype = min(dtypes, key=lambda d: (sizes[d], d)) if dtypes else "fp32"
-        return TileSite(tile, k, same, k.ranks() if k else set(), sizes.get(dtype, 4), dtype)
+        # The declared dtypes only, never a guess; when they differ, the widest (the last dim is
+        # aligned for it whenever it is for a narrower one, so this never reports a good tile).
+        declared = {t.dtype for t in same if t.dtype is not None and t.dtype in sizes and t.name}
+        dtype = max(declared, key=lambda d: (sizes[d], d)) if declared else None
+        return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype)
 
-    def _tile(self, node: cst.Call) -> tuple[int, ...] | None:
-        scope = self.info.scope_of(node)
-        dims: list[int] = []
-        for a in node.args:
-            if a.keyword is not None:
-                return None
-            v = self.info.const_value(a.value, scope)
-            if a.star == "*" or (len(node.args) == 1 and isinstance(v, tuple)):
-                if not isinstance(v, tuple):
-                    return None
-                vals = list(v)
-            elif a.star:
-                return None
-            else:
-                vals = [v]
-            for d in vals:
-                if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-                    return None
-                dims.append(d)
-        return tuple(dims) if dims else None
+    def _whole_axis_ok(self, site: TileSite) -> bool:
+        """A last tile entry that covers the whole (short) last axis needs no padding, unless the
+        kernel reduces: 0.2.0 enforces the 32-byte rule for reductions (FC1001)."""
+        if not site.whole_last_axis() or site.kernel is None:
+            return False
+        return not any(self.info.pypto_call(n, *_REDUCING) for n in iter_nodes(site.kernel.node.body))
 
     def aligned_up(self, n: int, nbytes: int) -> int:
         """The smallest tile >= n whose bytes are a multiple of the alignment."""
@@ -118,6 +147,31 @@ class LiteralTiles(_TileRule):
 
                 return kernel
             """),
+        # the last tile entry covers the whole 4-element axis
+        _k("(4096, 4)", "512, 4", "out.move(pypto.relu(x))\n"),
+        # a tile larger than the tensor counts clipped to it: (64, 1024) on (8, 1024) is 8192 elements
+        _k("(8, 1024)", "64, 1024"),
+        # no declared dtype: the alignment is not guessed
+        example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor((16, 70)), out: pypto.Tensor((16, 70))):
+                pypto.set_vec_tile_shapes(16, 7)
+                out.move(pypto.exp(x))
+            """),
+        # a dynamic leading axis and `...`: the rank is unknown, no rank finding
+        example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+                       out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(1024)
+                out.move(pypto.exp(x))
+            """),
         # a 1-D tile for the flat view of a 2-D input
         _k("(4096, 4096)", "8192", """\
             flat = pypto.view(x, [4096 * 4096], [0])
@@ -129,6 +183,9 @@ class LiteralTiles(_TileRule):
     INVALID = (
         Invalid(_k("(16, 70)", "16, 7"), line=6, col=5, rule="P4.last-dim-align", message="28 bytes"),
         Invalid(_k("(16, 16)", "16, 8", dtype="DT_FP16"), line=6, rule="P4.last-dim-align", message="fp16"),
+        # a whole short axis in a kernel that reduces along it still needs 32 bytes
+        Invalid(_k("(4096, 4)", "512, 4", "out.move(pypto.sum(x, 1, keepdim=True) + x * 0.0)\n"), line=6,
+                rule="P4.last-dim-align", message="16 bytes"),
         Invalid(_k("(64, 32768)", "1, 32768"), line=6, rule="P4.tile-budget"),
         Invalid(_k("(1024, 2048, 8)", "1, 2, 1, 2, 8", "out.move(x)\n"), line=6, rule="P4.vec-rank-max"),
         Invalid(_k("(16384, 4096)", "1, 4096", "out.move(x * 2.0)\n"), line=6, rule="P4.auto-tiles",
@@ -158,19 +215,21 @@ class LiteralTiles(_TileRule):
         if len(tile) > lim.max_vec_rank:
             self.report(node, f"tile {_fmt(tile)} has {len(tile)} dims; set_vec_tile_shapes takes at most "
                               f"{lim.max_vec_rank}: reshape in forward", rule="P4.vec-rank-max")
-        prod = math.prod(tile)
+        prod = site.clipped_prod()
         if prod > lim.max_elements:
-            self.report(node, f"prod(tile {_fmt(tile)}) = {prod} exceeds {lim.max_elements} elements",
+            clipped = "" if prod == math.prod(tile) else " (clipped to the tensor)"
+            self.report(node, f"prod(tile {_fmt(tile)}){clipped} = {prod} exceeds {lim.max_elements} elements",
                         rule="P4.tile-budget")
-        last_bytes = tile[-1] * site.dtype_bytes
-        if last_bytes % lim.last_dim_align_bytes:
-            self.report(
-                node,
-                f"last tile dim {tile[-1]} x {site.dtype_bytes} B ({site.dtype}) = {last_bytes} bytes is not a "
-                f"multiple of {lim.last_dim_align_bytes}: use {self.aligned_up(tile[-1], site.dtype_bytes)} "
-                "(the CPU simulator accepts it, the NPU code generator does not)",
-                rule="P4.last-dim-align",
-            )
+        if site.dtype_bytes is not None and site.dtype is not None and not self._whole_axis_ok(site):
+            last_bytes = tile[-1] * site.dtype_bytes
+            if last_bytes % lim.last_dim_align_bytes:
+                self.report(
+                    node,
+                    f"last tile dim {tile[-1]} x {site.dtype_bytes} B ({site.dtype}) = {last_bytes} bytes is not a "
+                    f"multiple of {lim.last_dim_align_bytes}: use {self.aligned_up(tile[-1], site.dtype_bytes)} "
+                    "(the CPU simulator accepts it, the NPU code generator does not)",
+                    rule="P4.last-dim-align",
+                )
         if site.ranks and len(tile) < min(site.ranks):
             self.report(node, f"tile {_fmt(tile)} has fewer dims than the kernel's tensors (rank "
                               f"{min(site.ranks)}): the compiler rejects it; give one entry per dim",
@@ -181,7 +240,7 @@ class LiteralTiles(_TileRule):
                 shape = t.known
                 if shape is None:
                     continue
-                n = math.prod(-(-s // d) for s, d in zip(shape, tile, strict=True))
+                n = auto_tiles(shape, tile)
                 if worst is None or n > worst[0]:
                     worst = (n, t)
             if worst is not None and worst[0] > lim.max_auto_tiles:
@@ -204,11 +263,12 @@ class TileWaste(_TileRule):
         _k("(16, 7)", "16, 8"),
         _k("(16, 3)", "16, 16", dtype="DT_FP16"),
     )
+    # The compiler clips a tile to its tensor, so waste is the documents' rule only: strict mode.
     INVALID = (
         Invalid(_k("(128, 4096)", "1, 16384"), line=6, col=5, rule="P4.no-copied-constants",
-                message="16384 > 4096"),
-        Invalid(_k("(16, 256, 256)", "1, 32, 512"), line=6, rule="P4.no-waste", message="axis 2"),
-        Invalid(_k("(1000,)", "1024"), line=6, rule="P4.no-waste"),
+                message="16384 > 4096", strict=True),
+        Invalid(_k("(16, 256, 256)", "1, 32, 512"), line=6, rule="P4.no-waste", message="axis 2", strict=True),
+        Invalid(_k("(1000,)", "1024"), line=6, rule="P4.no-waste", strict=True),
     )
 
     @m.visit(m.Call())
@@ -227,7 +287,7 @@ class TileWaste(_TileRule):
             biggest = max(d2 for d2 in dims if d2 is not None)
             if d <= biggest:
                 continue
-            if i == len(site.tile) - 1 and d == self.aligned_up(biggest, site.dtype_bytes):
+            if i == len(site.tile) - 1 and d == self.aligned_up(biggest, site.dtype_bytes or 4):
                 continue
             waste.append((i, d, biggest))
         if not waste:
@@ -244,7 +304,7 @@ class TileWaste(_TileRule):
 
 class TileExtraDims(_TileRule):
     CHECK = "lint.tile_extra_dims"
-    RULE = "P4.tile-rank"
+    RULE = "P4.tile-extra-dims"
     MESSAGE = "more tile dims than the tensor's rank: the compiler silently uses the leading ones"
     VALID = (
         _k("(16384,)", "8192"),

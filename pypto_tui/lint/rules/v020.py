@@ -15,7 +15,7 @@ import textwrap
 import libcst as cst
 import libcst.matchers as m
 
-from pypto_tui.lint.analysis import KernelInfo, _target_names, call_arg, iter_load_names, iter_nodes
+from pypto_tui.lint.analysis import KernelInfo, Kind, _target_names, call_arg, iter_load_names, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, Valid, example
 
 _HEAD = """\
@@ -137,8 +137,8 @@ class OutRebind(LintRule):
     @m.visit(m.Assign() | m.AugAssign() | m.AnnAssign())
     def check_assign(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         k = self.kernel_of(node)
-        if k is None:
-            return
+        if k is None or k.is_helper:
+            return  # a helper rebinding its own parameter is ordinary Python
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         outs = self.outputs(k)
         for t in targets:
@@ -274,6 +274,8 @@ class MoveAfterLoop(LintRule):
                 for t in targets:
                     if not isinstance(t, cst.Name) or t.value not in before or t.value in k.tensor_params:
                         continue
+                    if k.kinds.get(t.value) is not Kind.TENSOR:
+                        continue  # a Python counter: counted once per trace, nothing is lost
                     reads = {n.value for n in iter_load_names(node.value)}
                     if isinstance(node, cst.AugAssign) or t.value in reads:
                         self.report(node, f"`{t.value}` is rebound inside a pypto.loop: the new value is not "
@@ -333,17 +335,6 @@ class ReturnInKernel(LintRule):
 
                 return kernel
             """),
-        Valid(example("""\
-            import pypto
-
-
-            @pypto.jit
-            def kernel(x: pypto.Tensor((16, 512), pypto.DT_FP32)) -> pypto.Tensor((16, 512), pypto.DT_FP32):
-                pypto.set_vec_tile_shapes(16, 512)
-                output = pypto.tensor([16, 512], pypto.DT_FP32)
-                output[:] = pypto.exp(x)
-                return output
-            """), flavour="docs"),
     )
     INVALID = (
         Invalid(example("""\

@@ -15,14 +15,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for the (B, C, S) input (16, 64, 65536) fp32 (P4.tile-budget, P4.auto-tiles,
@@ -55,8 +75,10 @@ def create_batch_norm_kernel(batch, channels, spatial, eps):
     TAIL = channels - TAIL_OFFSET
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def batch_norm_kernel(x: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32)) -> pypto.Tensor((batch, channels, spatial), pypto.DT_FP32):
-        out = pypto.tensor([batch, channels, spatial], pypto.DT_FP32)
+    def batch_norm_kernel(
+        x: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32),
+        out: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         for ci in pypto.loop(0, MAIN_ITERS, 1, name="CHANNEL_LOOP", idx_name="ci"):
             off = ci * BASIC_BATCH
@@ -73,9 +95,8 @@ def create_batch_norm_kernel(batch, channels, spatial, eps):
             rstd = pypto.rsqrt(mean_sq - mean * mean + eps)
             shift = mean * rstd * (-1.0)
             pypto.assemble(x_tail * pypto.expand_clone(rstd, [1, TAIL, spatial]) + pypto.expand_clone(shift, [1, TAIL, spatial]), [0, TAIL_OFFSET, 0], out)
-        return out
 
-    return batch_norm_kernel
+    return _for_this_machine(batch_norm_kernel)
 
 
 class ModelNew(nn.Module):
@@ -96,5 +117,6 @@ class ModelNew(nn.Module):
         x_bcs = x.reshape(x.shape[0], x.shape[1], -1).contiguous()
         batch, channels, spatial = x_bcs.shape
         kernel = create_batch_norm_kernel(batch, channels, spatial, 1e-05)
-        out = kernel(x_bcs)
+        out = torch.empty((batch, channels, spatial), dtype=torch.float32, device=x_bcs.device)
+        kernel(x_bcs, out)
         return out.reshape(x.shape)

@@ -14,9 +14,15 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
@@ -24,17 +30,33 @@ def ceil_div(a, b):
     return (a + b - 1) // b
 
 
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
+
+
 # TILE_SHAPE: vec tile for the (rows, hidden) input (128, 524288) fp32 (P4.tile-budget, P4.auto-tiles,
-#   O1.contiguous-1kb, O1.reduce-sweet-spot):
-#   prod 16384 (limit 16384), auto_tiles 4096 (limit 2048), contiguous 65536 B (target 1024 B), 32 reduce
+#   O1.contiguous-1kb, O1.reduce-sweet-spot, O1.ub-step-down):
+#   prod 8192 (limit 16384), auto_tiles 8192 (limit 2048), contiguous 32768 B (target 1024 B), 64 reduce
 #     segment(s) on axis 1.
-#   warn P4.auto-tiles: auto_tiles = 4096 > 2048: handled by the pypto.loop below (LOOP_COUNT)
-TILE_SHAPE = (1, 16384)
+#   stepped down from (1, 16384) (O1.ub-step-down): this op chain holds 4 tile-sized buffers, 4 x 65536 B >
+#     196608 B of unified buffer.
+#   warn P4.auto-tiles: auto_tiles = 8192 > 2048: handled by the pypto.loop below (LOOP_COUNT)
+TILE_SHAPE = (1, 8192)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (128, 524288) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
-#   auto_tiles 4096 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(128, 16) = 8, 16 iteration(s), no tail, 256 tile(s) per iteration.
+#   auto_tiles 8192 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
+#     ceil_div(128, 16) = 8, 16 iteration(s), no tail, 512 tile(s) per iteration.
 LOOP_COUNT = 16
 
 
@@ -50,8 +72,10 @@ def create_group_norm_kernel(rows, hidden, eps):
     TAIL = rows - TAIL_OFFSET
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def group_norm_kernel(x: pypto.Tensor((rows, hidden), pypto.DT_FP32)) -> pypto.Tensor((rows, hidden), pypto.DT_FP32):
-        out = pypto.tensor([rows, hidden], pypto.DT_FP32)
+    def group_norm_kernel(
+        x: pypto.Tensor((rows, hidden), pypto.DT_FP32),
+        out: pypto.Tensor((rows, hidden), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         for bi in pypto.loop(0, MAIN_ITERS, 1, name="ROW_LOOP", idx_name="bi"):
             off = bi * BASIC_BATCH
@@ -64,9 +88,8 @@ def create_group_norm_kernel(rows, hidden, eps):
             mean = pypto.sum(x_tail, 1, keepdim=True) * INV_HIDDEN
             var = pypto.sum(x_tail * x_tail, 1, keepdim=True) * INV_HIDDEN - mean * mean
             pypto.assemble((x_tail - mean) * pypto.rsqrt(var + eps), [TAIL_OFFSET, 0], out)
-        return out
 
-    return group_norm_kernel
+    return _for_this_machine(group_norm_kernel)
 
 
 class ModelNew(nn.Module):
@@ -88,5 +111,6 @@ class ModelNew(nn.Module):
         x_rows = x.reshape(x.shape[0] * self.num_groups, -1).contiguous()
         rows, hidden = x_rows.shape
         kernel = create_group_norm_kernel(rows, hidden, 1e-05)
-        out = kernel(x_rows)
+        out = torch.empty((rows, hidden), dtype=torch.float32, device=x_rows.device)
+        kernel(x_rows, out)
         return out.reshape(x.shape)

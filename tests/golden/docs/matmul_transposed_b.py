@@ -14,14 +14,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M=1024, K=4096, N=2048 fp32 from the pack's starting cube
@@ -49,8 +69,11 @@ def create_matmul_kernel(m, k, n):
     TAIL = m - TAIL_OFFSET
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def matmul_kernel(A: pypto.Tensor((m, k), pypto.DT_FP32), B: pypto.Tensor((n, k), pypto.DT_FP32)) -> pypto.Tensor((m, n), pypto.DT_FP32):
-        out = pypto.tensor([m, n], pypto.DT_FP32)
+    def matmul_kernel(
+        A: pypto.Tensor((m, k), pypto.DT_FP32),
+        B: pypto.Tensor((n, k), pypto.DT_FP32),
+        out: pypto.Tensor((m, n), pypto.DT_FP32),
+    ):
         pypto.set_cube_tile_shapes(CUBE_M, CUBE_K, CUBE_N)
         for bi in pypto.loop(0, MAIN_ITERS, 1, name="M_LOOP", idx_name="bi"):
             off = bi * BASIC_BATCH
@@ -59,9 +82,8 @@ def create_matmul_kernel(m, k, n):
         if TAIL > 0:
             A_tail = pypto.view(A, [TAIL, k], [TAIL_OFFSET, 0])
             pypto.assemble(pypto.matmul(A_tail, B, pypto.DT_FP32, b_trans=True), [TAIL_OFFSET, 0], out)
-        return out
 
-    return matmul_kernel
+    return _for_this_machine(matmul_kernel)
 
 
 class ModelNew(nn.Module):
@@ -84,5 +106,6 @@ class ModelNew(nn.Module):
         n, k_b = B.shape
         assert k_b == k, "inner dimensions of A and B differ"
         kernel = create_matmul_kernel(m, k, n)
-        out = kernel(A, B)
+        out = torch.empty((m, n), dtype=torch.float32, device=A.device)
+        kernel(A, B, out)
         return out

@@ -13,14 +13,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for the flattened inputs (524288,) fp32 (P4.tile-budget, P4.auto-tiles,
@@ -50,8 +70,8 @@ def create_mse_loss_kernel(flat_size):
     def mse_loss_kernel(
         predictions: pypto.Tensor((flat_size,), pypto.DT_FP32),
         targets: pypto.Tensor((flat_size,), pypto.DT_FP32),
-    ) -> pypto.Tensor((1,), pypto.DT_FP32):
-        out = pypto.tensor([1], pypto.DT_FP32)
+        out: pypto.Tensor((1,), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         out[:] = pypto.zeros([1], dtype=pypto.DT_FP32)
         for bi in pypto.loop(0, MAIN_ITERS, 1, name="LOOP", idx_name="bi"):
@@ -65,9 +85,8 @@ def create_mse_loss_kernel(flat_size):
             targets_tail = pypto.view(targets, [TAIL], [TAIL_OFFSET])
             diff = predictions_tail - targets_tail
             out[:] = out + pypto.sum(diff * diff, 0, keepdim=True) * INV_COUNT
-        return out
 
-    return mse_loss_kernel
+    return _for_this_machine(mse_loss_kernel)
 
 
 class ModelNew(nn.Module):
@@ -88,5 +107,6 @@ class ModelNew(nn.Module):
         targets_flat = targets.reshape(-1).contiguous()
         (flat_size,) = predictions_flat.shape
         kernel = create_mse_loss_kernel(flat_size)
-        out = kernel(predictions_flat, targets_flat)
+        out = torch.empty((1,), dtype=torch.float32, device=predictions_flat.device)
+        kernel(predictions_flat, targets_flat, out)
         return out.reshape(())

@@ -13,14 +13,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for the (B, C, S) input (16, 64, 65536) fp32 (P4.tile-budget, P4.auto-tiles,
@@ -47,8 +67,10 @@ def create_rms_norm_kernel(batch, channels, spatial, eps):
     TAIL = batch - TAIL_OFFSET
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def rms_norm_kernel(x: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32)) -> pypto.Tensor((batch, channels, spatial), pypto.DT_FP32):
-        out = pypto.tensor([batch, channels, spatial], pypto.DT_FP32)
+    def rms_norm_kernel(
+        x: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32),
+        out: pypto.Tensor((batch, channels, spatial), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         for bi in pypto.loop(0, MAIN_ITERS, 1, name="BATCH_LOOP", idx_name="bi"):
             off = bi * BASIC_BATCH
@@ -59,9 +81,8 @@ def create_rms_norm_kernel(batch, channels, spatial, eps):
             x_tail = pypto.view(x, [TAIL, channels, spatial], [TAIL_OFFSET, 0, 0])
             mean_sq = pypto.sum(x_tail * x_tail, 1, keepdim=True) * INV_CHANNELS
             pypto.assemble(x_tail * pypto.rsqrt(mean_sq + eps), [TAIL_OFFSET, 0, 0], out)
-        return out
 
-    return rms_norm_kernel
+    return _for_this_machine(rms_norm_kernel)
 
 
 class ModelNew(nn.Module):
@@ -82,5 +103,6 @@ class ModelNew(nn.Module):
         x_bcs = x.reshape(x.shape[0], x.shape[1], -1).contiguous()
         batch, channels, spatial = x_bcs.shape
         kernel = create_rms_norm_kernel(batch, channels, spatial, float(self.eps))
-        out = kernel(x_bcs)
+        out = torch.empty((batch, channels, spatial), dtype=torch.float32, device=x_bcs.device)
+        kernel(x_bcs, out)
         return out.reshape(x.shape)

@@ -13,14 +13,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for x (16, 16384) fp32 (P4.tile-budget, P4.auto-tiles, O1.contiguous-1kb,
@@ -37,15 +57,16 @@ def create_softmax_kernel(d0, d1):
     """
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def softmax_kernel(x: pypto.Tensor((d0, d1), pypto.DT_FP32)) -> pypto.Tensor((d0, d1), pypto.DT_FP32):
-        out = pypto.tensor([d0, d1], pypto.DT_FP32)
+    def softmax_kernel(
+        x: pypto.Tensor((d0, d1), pypto.DT_FP32),
+        out: pypto.Tensor((d0, d1), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         row_max = pypto.amax(x, 1, keepdim=True)
         shifted = pypto.exp(x - row_max)
         out[:] = shifted / pypto.sum(shifted, 1, keepdim=True)
-        return out
 
-    return softmax_kernel
+    return _for_this_machine(softmax_kernel)
 
 
 class ModelNew(nn.Module):
@@ -63,5 +84,6 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         d0, d1 = x.shape
         kernel = create_softmax_kernel(d0, d1)
-        out = kernel(x)
+        out = torch.empty((d0, d1), dtype=torch.float32, device=x.device)
+        kernel(x, out)
         return out

@@ -12,14 +12,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # TILE_SHAPE: vec tile for x (16, 64, 256, 256) fp32 (P4.tile-budget, P4.auto-tiles, O1.contiguous-1kb,
@@ -45,8 +65,10 @@ def create_sum_kernel(d0, d1, d2, d3):
     TAIL = d0 - TAIL_OFFSET
 
     @pypto.frontend.jit(runtime_options=RUNTIME_OPTIONS, debug_options=DEBUG_OPTIONS)
-    def sum_kernel(x: pypto.Tensor((d0, d1, d2, d3), pypto.DT_FP32)) -> pypto.Tensor((d0, 1, d2, d3), pypto.DT_FP32):
-        out = pypto.tensor([d0, 1, d2, d3], pypto.DT_FP32)
+    def sum_kernel(
+        x: pypto.Tensor((d0, d1, d2, d3), pypto.DT_FP32),
+        out: pypto.Tensor((d0, 1, d2, d3), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*TILE_SHAPE)
         for bi in pypto.loop(0, MAIN_ITERS, 1, name="LOOP", idx_name="bi"):
             off = bi * BASIC_BATCH
@@ -55,9 +77,8 @@ def create_sum_kernel(d0, d1, d2, d3):
         if TAIL > 0:
             x_tail = pypto.view(x, [TAIL, d1, d2, d3], [TAIL_OFFSET, 0, 0, 0])
             pypto.assemble(pypto.sum(x_tail, 1, keepdim=True), [TAIL_OFFSET, 0, 0, 0], out)
-        return out
 
-    return sum_kernel
+    return _for_this_machine(sum_kernel)
 
 
 class ModelNew(nn.Module):
@@ -76,5 +97,6 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         d0, d1, d2, d3 = x.shape
         kernel = create_sum_kernel(d0, d1, d2, d3)
-        out = kernel(x)
+        out = torch.empty((d0, 1, d2, d3), dtype=torch.float32, device=x.device)
+        kernel(x, out)
         return out

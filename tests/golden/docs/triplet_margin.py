@@ -15,14 +15,34 @@ import pypto
 import torch
 import torch.nn as nn
 
-_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0"))
+# Run modes: AIKG_PYPTO_RUN_MODE 0 = pypto.RunMode.NPU, 1 = pypto.RunMode.SIM; the default is SIM
+# when CANN is absent (ASCEND_HOME_PATH unset). SIM times a kernel with the cost model and computes
+# NO output values: in SIM mode every kernel call here computes its outputs with pypto's interpreter
+# on the CPU when PYPTO_TUI_INTERPRET=1 is set (slow; needs `pip install 'pypto-tui[sim]'`; pypto's
+# files go to a temp folder, never the working directory), or raises an error that says so.
+# To check this kernel against its task: pypto-tui verify TASK --kernel THIS_FILE
+_PYPTO_RUN_MODE = int(os.getenv("AIKG_PYPTO_RUN_MODE", "0" if os.getenv("ASCEND_HOME_PATH") else "1"))
 _PYPTO_RUNTIME_DEBUG_MODE = int(os.getenv("AIKG_PYPTO_RUNTIME_DEBUG_MODE", "0"))
-RUNTIME_OPTIONS = {"run_mode": _PYPTO_RUN_MODE}
+RUNTIME_OPTIONS = {"run_mode": pypto.RunMode.SIM if _PYPTO_RUN_MODE == 1 else pypto.RunMode.NPU}
 DEBUG_OPTIONS = {"runtime_debug_mode": _PYPTO_RUNTIME_DEBUG_MODE}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
+
+
+def _for_this_machine(kernel):
+    """The jit kernel on an NPU; in SIM mode, pypto-tui's wrapper (interpret or refuse)."""
+    if _PYPTO_RUN_MODE != 1:
+        return kernel
+    try:
+        from pypto_tui.sim.on_cpu import sim_mode_kernel
+    except ImportError:
+        raise RuntimeError(
+            "pypto runs in SIM mode here (no NPU), which computes no output values: "
+            "pip install 'pypto-tui[sim]' and set PYPTO_TUI_INTERPRET=1 to compute them on the CPU"
+        ) from None
+    return sim_mode_kernel(kernel)
 
 
 # PHASE1_TILE_SHAPE: vec tile for phase 1 (per-sample distances) on (128, 4096) fp32 (P4.tile-budget,
@@ -50,8 +70,8 @@ def create_triplet_margin_loss_kernel(rows, features, margin, eps):
         anchor: pypto.Tensor((rows, features), pypto.DT_FP32),
         positive: pypto.Tensor((rows, features), pypto.DT_FP32),
         negative: pypto.Tensor((rows, features), pypto.DT_FP32),
-    ) -> pypto.Tensor((1,), pypto.DT_FP32):
-        out = pypto.tensor([1], pypto.DT_FP32)
+        out: pypto.Tensor((1,), pypto.DT_FP32),
+    ):
         pypto.set_vec_tile_shapes(*PHASE1_TILE_SHAPE)
         d_pos = anchor - positive + eps
         d_neg = anchor - negative + eps
@@ -60,9 +80,8 @@ def create_triplet_margin_loss_kernel(rows, features, margin, eps):
         pypto.set_vec_tile_shapes(*PHASE2_TILE_SHAPE)
         per_sample = pypto.maximum(pypto.sqrt(sq_pos) - pypto.sqrt(sq_neg) + margin, 0.0)
         out[:] = pypto.sum(per_sample, 0, keepdim=True) * INV_BATCH
-        return out
 
-    return triplet_margin_loss_kernel
+    return _for_this_machine(triplet_margin_loss_kernel)
 
 
 class ModelNew(nn.Module):
@@ -87,5 +106,6 @@ class ModelNew(nn.Module):
         negative = negative.contiguous()
         rows, features = anchor.shape
         kernel = create_triplet_margin_loss_kernel(rows, features, float(self.margin), 1e-06)
-        out = kernel(anchor, positive, negative)
+        out = torch.empty((1,), dtype=torch.float32, device=anchor.device)
+        kernel(anchor, positive, negative, out)
         return out.reshape(())

@@ -1,0 +1,162 @@
+"""Tiles before operations: the first vector op needs a vec tile set, the first matmul a cube tile.
+
+Tile shapes are global state the tracer reads when it records an operation, so what counts is the
+order in which the kernel runs: the kernel body top to bottom, stepping into every helper it calls
+at the point of the call (a helper may set the tile for the kernel, as layered kernels do). A view
+does not need a tile; an arithmetic op, a reduction and a copying reshape do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+
+from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children
+from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.rules._examples import BARE, in_kernel
+
+# pypto calls that record no vector work (or whose need for a tile is not measured): silent.
+_NO_VEC_TILE = frozenset({
+    "view", "assemble", "zeros", "ones", "full", "tensor", "empty", "arange", "from_torch", "Tensor", "matmul",
+    "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "ceildiv", "ceil_div",
+})
+_NO_VEC_METHODS = frozenset({"view", "assemble", "move", "dim", "size", "numel", "shape", "dtype"})
+MAX_DEPTH = 8
+
+def _k(body: str) -> str:
+    return in_kernel(body, BARE)
+
+
+@dataclass
+class _State:
+    vec: bool = False
+    cube: bool = False
+    vec_reported: bool = False
+    cube_reported: bool = False
+
+
+class TileOrder(LintRule):
+    CHECK = "lint.tile_order"
+    RULE = "API.tiles-before-ops"
+    MESSAGE = "set the tile before the first operation that needs it"
+    VALID = (
+        _k("""\
+            pypto.set_vec_tile_shapes(16, C)
+            out.move(pypto.exp(x))
+        """),
+        # a view needs no tile
+        _k("""\
+            top = pypto.view(x, [R, C], [0, 0])
+            pypto.set_vec_tile_shapes(16, C)
+            out.move(pypto.exp(top))
+        """),
+        # the helper the kernel calls first sets the tile for it
+        "import pypto\n\nR, C = 64, 512\n\n\ndef setup():\n    pypto.set_vec_tile_shapes(16, C)\n\n\n"
+        "@pypto.frontend.jit\ndef kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), "
+        "pypto.DT_FP32)):\n    setup()\n    out.move(pypto.exp(x))\n",
+    )
+    INVALID = (
+        Invalid(_k("""\
+            y = pypto.exp(x)
+            pypto.set_vec_tile_shapes(16, C)
+            out.move(y)
+        """), line=8, col=9, message="set_vec_tile_shapes"),
+        Invalid("import pypto\n\nR, C = 64, 512\n\n\ndef rows(block):\n    s = pypto.sum(block, 1, keepdim=True)\n"
+                "    pypto.set_vec_tile_shapes(16, C)\n    return block * 0.0 + s\n\n\n@pypto.frontend.jit\n"
+                "def kernel(x: pypto.Tensor((R, C), pypto.DT_FP32), out: pypto.Tensor((R, C), pypto.DT_FP32)):\n"
+                "    out.move(rows(x))\n", line=7, col=9, message="jit kernel `kernel`"),
+        Invalid(_k("""\
+            for i in pypto.loop(4):
+                flat = pypto.reshape(pypto.view(x, [16, C], [i * 16, 0]), [16 * C])
+                pypto.set_vec_tile_shapes(8192)
+                pypto.assemble(pypto.reshape(flat * 2.0, [16, C]), [i * 16, 0], out)
+        """), line=9, col=16, message="reshape"),
+        Invalid(example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def mm(a: pypto.Tensor((128, 256), pypto.DT_FP16), b: pypto.Tensor((256, 512), pypto.DT_FP16),
+                   c: pypto.Tensor((128, 512), pypto.DT_FP32)):
+                c.move(pypto.matmul(a, b, pypto.DT_FP32))
+            """), line=7, col=12, message="set_cube_tile_shapes"),
+    )
+
+    @m.visit(m.FunctionDef())
+    def check_kernel(self, node: cst.FunctionDef) -> None:
+        k = self.info.kernels.get(node)
+        if k is None:
+            return
+        state = _State()
+        for op, need in self._ops(node.body, k, (node,)):
+            if need == "set_vec":
+                state.vec = True
+            elif need == "set_cube":
+                state.cube = True
+            elif need == "vec" and not state.vec and not state.vec_reported:
+                state.vec_reported = True
+                self.report(op, f"`{_head(op)}` runs before any pypto.set_vec_tile_shapes(...) in jit kernel "
+                                f"`{k.name}`: 0.2.0 stops with F21004 'tile shape not set'; set the vec tile first")
+            elif need == "cube" and not state.cube and not state.cube_reported:
+                state.cube_reported = True
+                self.report(op, f"`{_head(op)}` runs before any pypto.set_cube_tile_shapes(m, k, n) in jit kernel "
+                                f"`{k.name}`: 0.2.0 stops with FC4000 'Invalid tile values'; set the cube tiles first")
+
+    def _ops(self, node: cst.CSTNode, k: KernelInfo, stack: tuple[cst.FunctionDef, ...]
+             ) -> Iterator[tuple[cst.CSTNode, str]]:
+        """(node, what) in the order the kernel runs: tile settings, ops needing a tile, helper bodies."""
+        if isinstance(node, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            return
+        for child in children(node):  # operands are computed before the op that uses them
+            yield from self._ops(child, k, stack)
+        fn = self.info.called_function(node)
+        helper = self.info.helpers.get(fn) if fn is not None else None
+        if helper is not None and fn not in stack and len(stack) < MAX_DEPTH:
+            yield from self._ops(helper.node.body, helper, (*stack, helper.node))
+        need = self._need(node, k)
+        if need is not None:
+            yield node, need
+
+    def _need(self, node: cst.CSTNode, k: KernelInfo) -> str | None:
+        if isinstance(node, cst.Call):
+            name = self.info.pypto_name(node.func)
+            if name == "set_vec_tile_shapes":
+                return "set_vec"
+            if name == "set_cube_tile_shapes":
+                return "set_cube"
+            if name == "matmul":
+                return "cube"
+            if name is not None:
+                if name in _NO_VEC_TILE or not name[:1].islower() or name.startswith(("set_", "get_", "frontend")):
+                    return None
+                if name == "reshape" and _inplace(node):
+                    return None
+                return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
+            f = node.func
+            if isinstance(f, cst.Attribute) and self.info.kind_of(f.value, k) is Kind.TENSOR:
+                if f.attr.value in _NO_VEC_METHODS or (f.attr.value == "reshape" and _inplace(node)):
+                    return None
+                return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
+            return None
+        if isinstance(node, cst.BinaryOperation) and self.info.kind_of(node, k) is Kind.TENSOR:
+            return "cube" if isinstance(node.operator, cst.MatrixMultiply) else "vec"
+        if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+                and self.info.kind_of(node, k) is Kind.TENSOR):
+            return "vec"
+        return None
+
+
+def _inplace(call: cst.Call) -> bool:
+    flag = call_arg(call, 99, "inplace")
+    return isinstance(flag, cst.Name) and flag.value == "True"
+
+
+def _head(node: cst.CSTNode) -> str:
+    code = cst.Module([]).code_for_node(node).replace("\n", " ")
+    if isinstance(node, cst.Call):
+        fn = cst.Module([]).code_for_node(node.func)
+        return f"{fn}(...)"
+    return code if len(code) <= 40 else code[:37] + "..."

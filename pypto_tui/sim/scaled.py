@@ -1,0 +1,193 @@
+"""Smaller shapes for verification that keep the chosen design meaningful.
+
+The interpreter's memory and time grow with the tensor size times the loop iterations, so a
+design is verified at reduced shapes. Shrinking blindly changes the design under test: a tile
+(1, 16, 1000) clamped to a 120-wide axis, a loop count of 16 cut to 2 because the loop axis
+became 2 rows. So shapes shrink only while the design still means the same thing
+(`kept_problems`):
+
+- every tiled axis stays at least one tile, and a whole number of tiles when it was one;
+- the loop keeps its number of iterations and its tail (or lack of one), and each iteration
+  still covers at least one tile along the loop axis (a whole number when it did);
+- a matmul keeps each of M (per loop iteration), K and N at least one L1 cube tile, a whole
+  number when it was.
+Everything else shrinks. Pure: shapes in, shapes out; the caller supplies the geometry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pypto_tui.shapes import ceil_div
+
+VERIFY_ELEMENTS = 1 << 16  # shrink until the largest input is this small, if the design allows
+MAX_VERIFY_ELEMENTS = 1 << 20  # past this, keeping the design costs too much: something must give
+MIN_LAST = 32
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class DesignToKeep:
+    """The parts of the full-size design that must mean the same at the test shapes."""
+
+    shape: tuple[int, ...]                        # the kernel geometry at full size
+    tile: tuple[int, ...] | None = None           # the vec tile the kernel sets (None: none)
+    loop_count: int | None = None                 # one pypto.loop (None: no loop)
+    loop_axis: int = 0                            # the axis it runs along
+    matmul: tuple[int, int, int] | None = None    # (M, K, N) at full size
+    cube: tuple[int, int, int] | None = None      # the L1 cube tiles along M, K, N
+
+    def describe(self) -> str:
+        bits = []
+        if self.tile:
+            bits.append(f"tile {tuple(self.tile)}")
+        if self.cube:
+            bits.append(f"cube tiles (m, k, n) L1 {self.cube}")
+        if self.loop_count:
+            bits.append(f"loop count {self.loop_count}")
+        return " and ".join(bits) or "the design"
+
+
+def _whole(full: int, new: int, step: int, what: str) -> str | None:
+    """`new` keeps what `full` had with respect to `step`: at least one, a whole number if it was."""
+    if step <= 1 or full < step:
+        return None
+    if new < step:
+        return f"{what} {new} is less than one tile of {step}"
+    if full % step == 0 and new % step:
+        return f"{what} {new} is not a whole number of tiles of {step}"
+    return None
+
+
+def _loop(total: int, count: int) -> tuple[int, int, bool]:
+    """BASIC_BATCH, iterations and whether there is a tail, as the generated loop computes them."""
+    batch = ceil_div(total, count)
+    return batch, ceil_div(total, batch), total % batch != 0
+
+
+def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, int, int] | None = None) -> list[str]:
+    """Why the design would not mean the same at test geometry `shape` (empty: it does)."""
+    shape = tuple(shape)
+    if len(shape) != len(keep.shape):
+        return [f"the kernel's rank changes from {len(keep.shape)} to {len(shape)}"]
+    problems: list[str] = []
+    count = keep.loop_count or 0
+    if keep.tile and len(keep.tile) == len(shape):
+        for axis, (full, new, t) in enumerate(zip(keep.shape, shape, keep.tile, strict=True)):
+            p = _whole(full, new, t, f"axis {axis}")
+            if p and not (count > 1 and axis == keep.loop_axis):
+                problems.append(p)
+    if count > 1 and 0 <= keep.loop_axis < len(shape):
+        ax = keep.loop_axis
+        full_batch, full_iters, full_tail = _loop(keep.shape[ax], count)
+        batch, iters, tail = _loop(shape[ax], count)
+        if iters != full_iters:
+            problems.append(f"the loop would run {iters} iteration(s) instead of {full_iters}")
+        elif tail != full_tail:
+            problems.append("the loop's tail would " + ("appear" if tail else "disappear"))
+        step = (keep.cube[0] if keep.cube else 1) if keep.matmul else (keep.tile[ax] if keep.tile else 1)
+        p = _whole(full_batch, batch, step, "each loop iteration's")
+        if p:
+            problems.append(p)
+    if keep.matmul and keep.cube and matmul:
+        m_full, m_new = keep.matmul[0], matmul[0]
+        if count > 1:
+            m_full, m_new = ceil_div(m_full, count), ceil_div(m_new, count)
+        for what, full, new, t in zip(("M", "K", "N"), (m_full, *keep.matmul[1:]), (m_new, *matmul[1:]), keep.cube,
+                                      strict=True):
+            p = _whole(full, new, t, what)
+            if p:
+                problems.append(p)
+    return problems
+
+
+def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], int]:
+    """Which axes must keep the same size: axes of equal size in *different* inputs (a matmul's K,
+    two operands of the same shape) share a class; equal sizes within one input do not (an
+    image's H and W may shrink apart). Returns (input, axis) -> class id."""
+    positions = [(n, ax) for n, s in shapes.items() for ax in range(len(s))]
+    parent = {p: p for p in positions}
+
+    def root(p: tuple[str, int]) -> tuple[str, int]:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    for i, (n1, a1) in enumerate(positions):
+        for n2, a2 in positions[i + 1:]:
+            if n1 != n2 and shapes[n1][a1] == shapes[n2][a2]:
+                parent[root((n2, a2))] = root((n1, a1))
+    ids: dict[tuple[str, int], int] = {}
+    return {p: ids.setdefault(root(p), len(ids)) for p in positions}
+
+
+def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int], groups: int | None = None,
+                  budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None) -> Shapes:
+    """Halve the largest free size class (see size_classes) until the biggest input has at most
+    `budget` elements or nothing more can shrink with `accept` still true.
+
+    Distinct sizes stay distinct (M != K keeps a transposed operand detectable) as long as that
+    reaches the budget; only then may two sizes meet. Sizes in `keep_values` (norm channels,
+    normalized shapes) are never changed; a last axis stays >= 32 elements so 32-byte aligned
+    tiles and 1 KB moves still make sense; a channel axis (axis 1) divisible by the group count
+    stays so.
+    """
+    base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
+    cls = size_classes(base)
+    original = {c: base[n][ax] for (n, ax), c in cls.items()}
+    floors = dict.fromkeys(original, 2)
+    grouped: set[int] = set()
+    for (n, ax), c in cls.items():
+        if ax == len(base[n]) - 1:
+            floors[c] = MIN_LAST
+        if ax == 1 and len(base[n]) > 2 and groups and groups > 1 and original[c] % groups == 0:
+            grouped.add(c)
+    size = dict(original)
+
+    def apply(sizes: Mapping[int, int]) -> Shapes:
+        return {n: tuple(sizes[cls[(n, ax)]] for ax in range(len(s))) for n, s in base.items()}
+
+    def largest(sizes: Mapping[int, int]) -> int:
+        return max((math.prod(s) for s in apply(sizes).values()), default=0)
+
+    for distinct in (True, False):
+        size = _shrink(size, original, floors, grouped, int(groups or 1), keep_values, budget, distinct,
+                       lambda s: largest(s), None if accept is None else lambda s: accept(apply(s)))
+    return apply(size)
+
+
+def _shrink(size: dict[int, int], original: Mapping[int, int], floors: Mapping[int, int], grouped: set[int],
+            groups: int, keep_values: set[int], budget: int, distinct: bool, largest: Callable[[dict[int, int]], int],
+            accept: Callable[[dict[int, int]], bool] | None) -> dict[int, int]:
+    """The greedy loop of reduce_shapes over size classes."""
+    while largest(size) > budget:
+        changed = False
+        for c in sorted(size, key=lambda k: (-size[k], k)):
+            if original[c] in keep_values:
+                continue
+            cur = size[c]
+            taken = {v for k, v in size.items() if original[k] != original[c]} if distinct else set()
+            for new in (cur // 2, cur // 4):
+                if new < floors[c] or new in taken or cur % (cur // new):
+                    continue
+                if c in grouped and new % groups:
+                    continue
+                trial = {**size, c: new}
+                if accept is not None and not accept(trial):
+                    continue
+                size = trial
+                changed = True
+                break
+            if changed:
+                break
+        if not changed:
+            break
+    return size
+
+
+def largest_input(shapes: Mapping[str, Sequence[int]]) -> int:
+    return max((math.prod(s) for s in shapes.values()), default=0)

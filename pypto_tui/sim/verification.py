@@ -1,0 +1,403 @@
+"""Verification: a kernel (generated from the design, or any kernel file) against the task's torch
+baseline, through pypto's interpreter and every compiler pass it checks.
+
+A verification passes only when the interpreter's values match torch AND every compiler pass
+pass-verify checks reports PASS at every place it checked (passes.py, rule
+V020.every-pass-verified). By default it runs at reduced shapes that keep the chosen tile, loop
+count and cube tiles meaningful (scaled.py); whatever could not be kept is reported, what and why,
+never silently replaced. `scale="full"` runs the task's own shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pypto_tui.design import Pipeline
+from pypto_tui.errors import InputError
+from pypto_tui.findings import Finding
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim import scaled
+from pypto_tui.sim.design_runs import Progress, Status, init_args, input_specs, variant
+from pypto_tui.sim.kernel_file import KernelFile, read_kernel_file
+from pypto_tui.sim.passes import PASS_FIELDS
+
+SCALES = ("small", "full")
+_DESIGN_CONSTANTS = ("LOOP_COUNT", "CUBE_M", "CUBE_K", "CUBE_N")
+
+
+@dataclass
+class VerifyReport:
+    """What `verify` says. `tile` and `loop_count` are what the verified kernel uses;
+    `design_tile` and `design_loop_count` what the design asked for; `changes` says what differs
+    and why (empty when `design_kept`)."""
+
+    supported: bool
+    passed: bool
+    reason: str
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    fail_share: float | None = None
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    scale: str = "small"
+    tile: list[int] | None = None
+    loop_count: int | None = None
+    status: str | None = None
+    wall_s: float | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    kernel: str = "generated"
+    design_tile: list[int] | None = None
+    design_loop_count: int | None = None
+    design_kept: bool = True
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    passes_expected: list[str] = field(default_factory=list)
+    passes_checked: list[str] = field(default_factory=list)
+    missing_passes: list[str] = field(default_factory=list)
+    first_failing_pass: str | None = None
+    pass_rows: int | None = None
+    peak_rss_mb: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["findings"] = [f.to_dict() for f in self.findings]
+        return d
+
+
+@dataclass
+class PreparedVerify:
+    """A verification ready to run: the job, or the report that says why there is none."""
+
+    job: J.SimJob | None
+    report: VerifyReport
+    test: Pipeline | None = None
+
+
+# ------------------------------------------------------------------------------ the design
+# Everything that reads the design pipeline for verification is in this section.
+def _full_shapes(pipeline: Pipeline) -> scaled.Shapes:
+    return {i.name: tuple(i.shape) for i in pipeline.contract().tensor_inputs if i.shape is not None}
+
+
+def _with_shapes(pipeline: Pipeline, shapes: scaled.Shapes, **changes: Any) -> Pipeline:
+    edits = dict(pipeline.design.contract_edits)
+    for name, s in shapes.items():
+        edits[f"inputs.{name}.shape"] = list(s)
+    return variant(pipeline, contract_edits=edits, **changes)
+
+
+def _geometry_at(pipeline: Pipeline, shapes: scaled.Shapes) -> Any:
+    """The kernel geometry at other input shapes (None when the design has none there). Built
+    from the pure steps directly: the shape search asks this hundreds of times."""
+    from pypto_tui.contract.edits import apply_edits
+    from pypto_tui.dims import plan_dims
+    from pypto_tui.plan import geometry_of
+
+    try:
+        c = apply_edits(pipeline.contract(), {f"inputs.{n}.shape": list(s) for n, s in shapes.items()})
+        return geometry_of(c, plan_dims(c, pipeline.kb, pipeline.design.strategy))
+    except (InputError, ValueError):
+        return None
+
+
+def _kernel(pipeline: Pipeline) -> Any:
+    from pypto_tui.design import kernel_of
+
+    return kernel_of(pipeline)
+
+
+def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
+    from pypto_tui.contract.selfcheck import _keep_values
+
+    c = pipeline.contract()
+    return _keep_values(c), c.op_args.get("num_groups") or c.attributes.get("num_groups")
+
+
+def _constants(gen: Any) -> dict[str, Any]:
+    return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
+
+
+def _tile_constant(consts: dict[str, Any], tile: Sequence[int] | None) -> str | None:
+    """The constant that carries the design's vec tile (TILE_SHAPE, PHASE1_TILE_SHAPE, ...)."""
+    if tile is None:
+        return None
+    for name, value in consts.items():
+        if isinstance(value, list | tuple) and list(value) == list(tile):
+            return name
+    return "TILE_SHAPE" if "TILE_SHAPE" in consts else None
+
+
+def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignToKeep | None:
+    """What the full-size kernel uses, read from the generated module's own constants."""
+    try:
+        g = pipeline.geometry()
+        gen = gen if gen is not None else _kernel(pipeline)
+    except InputError:
+        return None
+    if not gen.supported:
+        return None
+    consts = _constants(gen)
+    tile_name = _tile_constant(consts, pipeline.chosen_tile())
+    tile = tuple(consts[tile_name]) if tile_name else None
+    loop = consts.get("LOOP_COUNT")
+    axis = ((gen.constants.get("LOOP_COUNT") or {}).get("numbers") or {}).get("axis", 0) if loop else 0
+    cube = tuple(max(consts[c]) for c in ("CUBE_M", "CUBE_K", "CUBE_N")) if all(
+        c in consts for c in ("CUBE_M", "CUBE_K", "CUBE_N")) else None
+    return scaled.DesignToKeep(tuple(g.shape), tile if tile and len(tile) == len(g.shape) else None,
+                               int(loop) if loop else None, int(axis), g.matmul, cube)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ test shapes
+def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
+                   keep: scaled.DesignToKeep | None = None) -> scaled.Shapes:
+    """Smaller input shapes of the same rank; with `keep`, only as small as the design allows."""
+    keep_values, groups = _keep_values(pipeline)
+
+    def accept(shapes: scaled.Shapes) -> bool:
+        g = _geometry_at(pipeline, shapes)
+        return g is not None and not scaled.kept_problems(keep, g.shape, g.matmul)  # type: ignore[arg-type]
+
+    return scaled.reduce_shapes(_full_shapes(pipeline), keep_values=keep_values, groups=groups, budget=budget,
+                                accept=accept if keep is not None else None)
+
+
+def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:
+    """What is kept, in order of preference, when keeping everything needs shapes over the limit:
+    all of it, then the tile alone, then nothing."""
+    out: list[scaled.DesignToKeep | None] = [keep]
+    if (keep.loop_count or keep.cube) and keep.tile:
+        out.append(replace(keep, loop_count=None, cube=None))
+    out.append(None)
+    return out
+
+
+def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
+                 ) -> tuple[scaled.Shapes, scaled.DesignToKeep | None, list[str]]:
+    """The test shapes, what of the design they keep, and, when that is not all of it, why."""
+    if keep is None:
+        return reduced_shapes(pipeline), None, []
+    first_size = 0
+    for option in _relaxations(keep):
+        shapes = reduced_shapes(pipeline, keep=option)
+        size = scaled.largest_input(shapes)
+        first_size = first_size or size
+        if size <= scaled.MAX_VERIFY_ELEMENTS or option is None:
+            notes = [] if option is keep else [
+                f"keeping {keep.describe()} needs an input of {first_size} elements, over the verify limit of "
+                f"{scaled.MAX_VERIFY_ELEMENTS}, so the test shapes keep "
+                f"{option.describe() if option else 'none of it'}; `--scale full` verifies the design as chosen"]
+            return shapes, option, notes
+    raise AssertionError("unreachable: the last option keeps nothing")
+
+
+def _fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool:
+    return len(tile) == len(test) and all(t <= s or t > f for t, f, s in zip(tile, full, test, strict=True))
+
+
+def _design_changes(full: dict[str, Any], test: dict[str, Any], tile_name: str | None, why: str) -> list[str]:
+    names = [n for n in (tile_name, *_DESIGN_CONSTANTS) if n and (n in full or n in test)]
+    changes = []
+    for n in names:
+        a, b = full.get(n), test.get(n)
+        if a != b:
+            changes.append(f"{n} {_fmt(a)} -> {_fmt(b)}: {why}")
+    return changes
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "none"
+    return str(tuple(v)) if isinstance(v, list | tuple) else str(v)
+
+
+# ------------------------------------------------------------------------------ jobs
+def _job(test: Pipeline, source: str, task: str, memory_limit_mb: int | None, label: str) -> J.SimJob:
+    return J.SimJob(kind="verify", kernel_source=source, inputs=tuple(input_specs(test, with_recipe=True)),
+                    init_args=tuple(init_args(test)), label=label, task_file=task,
+                    cycles_per_us=float(test.kb.chip.cycles_per_us),
+                    memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB,
+                    passes=tuple(test.kb.pass_verify.passes) if test.kb.pass_verify else (),
+                    reference=test.kb.pass_verify.reference if test.kb.pass_verify else "tensor_graph")
+
+
+def _check_scale(scale: str) -> None:
+    if scale not in SCALES:
+        raise InputError(f"--scale {scale!r}: use small or full")
+
+
+def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb: int | None = None) -> PreparedVerify:
+    """The design's kernel at test shapes (the chosen tile, loop count and cube tiles kept
+    meaningful, or the change said) and its job."""
+    _check_scale(scale)
+    c = pipeline.contract()
+    if not c.supported:
+        return PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
+    report = VerifyReport(False, False, "", scale=scale)
+    try:
+        full_gen = _kernel(pipeline)
+        if not full_gen.supported:
+            report.reason = full_gen.reason
+            return PreparedVerify(None, report)
+        consts = _constants(full_gen)
+        tile_name = _tile_constant(consts, pipeline.chosen_tile())
+        report.design_tile = list(consts[tile_name]) if tile_name else None
+        report.design_loop_count = consts.get("LOOP_COUNT")
+        if tile_name is None and pipeline.design.tile:
+            report.notes.append(f"the generated kernel sets no vec tile, so the tile asked for "
+                                f"{_fmt(pipeline.design.tile)} does not change it")
+        if scale == "full":
+            test, gen, shapes = pipeline, full_gen, _full_shapes(pipeline)
+        else:
+            test, gen, shapes = _small_test(pipeline, full_gen, consts, tile_name, report)
+    except InputError as exc:
+        report.reason = str(exc)
+        return PreparedVerify(None, report)
+    report.shapes = {k: list(v) for k, v in shapes.items()}
+    if not gen.supported:
+        report.reason = gen.reason
+        return PreparedVerify(None, report)
+    report.supported = True
+    test_consts = _constants(gen)
+    report.tile = list(test_consts[tile_name]) if tile_name and tile_name in test_consts else None
+    report.loop_count = test_consts.get("LOOP_COUNT")
+    report.design_kept = not report.changes
+    job = _job(test, gen.source, str(pipeline.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name)
+    return PreparedVerify(job, report, test)
+
+
+def _list(t: Sequence[int] | None) -> list[int] | None:
+    return list(t) if t else None
+
+
+def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_name: str | None,
+                report: VerifyReport) -> tuple[Pipeline, Any, scaled.Shapes]:
+    """The design at reduced shapes, with its own decisions passed explicitly (nothing re-planned
+    behind the user's back), and the report's notes and changes."""
+    full_keep = design_to_keep(pipeline, full_gen)
+    shapes, keep, notes = small_shapes(pipeline, full_keep)
+    report.notes += notes
+    geometry = _geometry_at(pipeline, shapes)
+    # The tile the full kernel sets (after any step-down the generator made), passed explicitly.
+    tile = tuple(consts[tile_name]) if tile_name else pipeline.chosen_tile()
+    if tile is not None and full_keep is not None and geometry is not None and not _fits(
+            tile, full_keep.shape, geometry.shape):
+        tile = tuple(min(t, s) for t, s in zip(tile, geometry.shape, strict=True))
+    cube = {k: list(consts[f"CUBE_{k.upper()}"]) for k in "mkn"} if keep is not None and keep.cube else None
+    loop = pipeline.chosen_loop_count() or 1
+    test = _with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,
+                        cube=cube or pipeline.design.cube)
+    gen = _kernel(test)
+    if gen.supported:
+        why = ("keeping it needs shapes over the verify limit (see notes)" if notes else
+               f"the code generator derives it from the test shapes {_fmt_shapes(shapes)}")
+        report.changes = _design_changes(consts, _constants(gen), tile_name, why)
+        if not report.changes and full_keep is not None and geometry is not None:
+            # Same constants, but the shapes may still not give them their meaning (a relaxed loop).
+            report.changes = [f"{p}: {why}" for p in scaled.kept_problems(full_keep, geometry.shape,
+                                                                         geometry.matmul)]
+    return test, gen, shapes
+
+
+def _fmt_shapes(shapes: scaled.Shapes) -> str:
+    return ", ".join(f"{k}={tuple(v)}" for k, v in shapes.items())
+
+
+def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "small",
+                          memory_limit_mb: int | None = None) -> PreparedVerify:
+    """Any kernel module (exported, edited, hand-written) against the task. The module is read
+    statically here; the worker runs it. Test shapes keep the module's declared TILE_SHAPE and
+    LOOP_COUNT meaningful when it declares them."""
+    _check_scale(scale)
+    kfile = read_kernel_file(kernel, len(init_args(pipeline)))
+    report = VerifyReport(False, False, "", scale=scale, kernel=str(kernel),
+                          tile=_list(kfile.tile), loop_count=kfile.loop_count,
+                          design_tile=_list(kfile.tile), design_loop_count=kfile.loop_count)
+    if scale == "full":
+        shapes = _full_shapes(pipeline)
+    else:
+        shapes, _kept, report.notes = small_shapes(pipeline, _declared_design(pipeline, kfile))
+    test = _with_shapes(pipeline, shapes) if scale == "small" else pipeline
+    report.shapes = {k: list(v) for k, v in shapes.items()}
+    report.supported = True
+    job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name)
+    return PreparedVerify(job, report, test)
+
+
+def _declared_design(pipeline: Pipeline, kfile: KernelFile) -> scaled.DesignToKeep | None:
+    """The design a kernel file declares, as the generator would lay it out for this task (for
+    the loop axis and cube tiles); None when the task has no design to compare with."""
+    try:
+        if not pipeline.contract().supported:
+            return None
+        g = pipeline.geometry()
+        tile = kfile.tile if kfile.tile and len(kfile.tile) == len(g.shape) else None
+        as_declared = variant(pipeline, tile=list(tile) if tile else pipeline.design.tile,
+                              loop_count=kfile.loop_count or 1)
+        return design_to_keep(as_declared)
+    except InputError:
+        return None
+
+
+def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
+    """Fold the worker's result into the report: the worst output and the pass check decide."""
+    report = replace(prepared.report)
+    worst = _worst_output(r.outputs)
+    report.passed = bool(r.ok and r.passed)
+    if report.passed:
+        report.reason = (f"the kernel matches the torch baseline, and all {max(len(r.passes_checked) - 1, 0)} "
+                         "compiler passes agree with it")
+    else:
+        report.reason = str((worst.get("reason") if worst and not worst.get("passed", True) else None)
+                            or r.reason or r.error or r.status)
+    report.status, report.wall_s, report.outputs, report.peak_rss_mb = r.status, r.wall_s, r.outputs, r.peak_rss_mb
+    for key in PASS_FIELDS:
+        value = getattr(r, key)
+        setattr(report, key, list(value) if isinstance(value, list) else value)
+    if worst:
+        report.max_abs_err, report.max_rel_err = worst.get("max_abs_err"), worst.get("max_rel_err")
+        report.fail_share = worst.get("fail_share")
+    if r.status == J.ERROR and report.kernel != "generated" and report.scale == "small":
+        report.notes.append("if the kernel only accepts the task's own shapes, verify it with --scale full")
+    if r.status in (J.TIMEOUT, J.CRASHED) and report.scale == "full":
+        size = sum(math.prod(s) for s in report.shapes.values())
+        report.notes.append(f"the task's own shapes ({size} input elements) are too much for the interpreter "
+                            "with every pass on this machine: --scale small keeps the tile and loop count at "
+                            "smaller shapes")
+    return report
+
+
+def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
+                cache: bool = True, memory_limit_mb: int | None = None, progress: Progress | None = None,
+                status: Status | None = None, kernels: Sequence[Path | None] | None = None) -> list[VerifyReport]:
+    """Verify several designs (or, where `kernels` gives a file, that kernel against the design's
+    task), their workers running in parallel up to `jobs`."""
+    from pypto_tui.sim.runner import run_many
+
+    files = list(kernels) if kernels is not None else [None] * len(pipelines)
+    prepared = [prepare_kernel_verify(p, k, scale=scale, memory_limit_mb=memory_limit_mb) if k is not None
+                else prepare_verify(p, scale=scale, memory_limit_mb=memory_limit_mb)
+                for p, k in zip(pipelines, files, strict=True)]
+    runnable = [x for x in prepared if x.job is not None]
+    results = iter(run_many([x.job for x in runnable if x.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
+                            progress=progress, status=status)) if runnable else iter(())
+    return [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
+
+
+def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
+           memory_limit_mb: int | None = None, progress: Progress | None = None, status: Status | None = None,
+           kernel: Path | None = None) -> VerifyReport:
+    """Build the kernel at test shapes (or take `kernel`), run it through the interpreter and
+    every compiler pass it checks, and compare with torch."""
+    return verify_many([pipeline], scale=scale, jobs=1, timeout_s=timeout_s, cache=cache,
+                       memory_limit_mb=memory_limit_mb, progress=progress, status=status, kernels=[kernel])[0]
+
+
+def _worst_output(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not outputs:
+        return None
+    return max(outputs, key=lambda o: (not o.get("passed", False), o.get("fail_share") or 0.0,
+                                       o.get("max_rel_err") or 0.0))

@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6)
+
+
+def get_inputs():
+    return [torch.randn(64, 512)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,92 @@
+"""Test shapes that keep the design meaningful (no pypto): the tile and loop count verify reports
+are the ones asked for, or the change is reported with its reason."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline
+from pypto_tui.sim import scaled
+from pypto_tui.sim.scaled import DesignToKeep, kept_problems, reduce_shapes, size_classes
+from pypto_tui.sim.verification import prepare_verify
+
+TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
+ALL = sorted(p.name for p in TASKS.glob("*.py"))
+
+
+def test_a_tile_must_stay_whole_and_the_loop_keep_its_iterations() -> None:
+    keep = DesignToKeep(shape=(67108864,), tile=(16384,), loop_count=16)
+    assert kept_problems(keep, (262144,)) == []           # 16 iterations of one tile each
+    assert kept_problems(keep, (131072,))                 # each iteration half a tile
+    assert kept_problems(keep, (262144 + 16384,))         # a whole number of tiles per iteration lost
+    three = DesignToKeep(shape=(16, 256, 256), tile=(1, 16, 256))
+    assert kept_problems(three, (2, 32, 256)) == []
+    assert "less than one tile" in kept_problems(three, (2, 8, 256))[0]
+    assert "not a whole number" in kept_problems(three, (2, 24, 256))[0]
+
+
+def test_a_loop_tail_neither_appears_nor_disappears() -> None:
+    keep = DesignToKeep(shape=(100, 64), tile=(1, 64), loop_count=16)  # 15 iterations of 7 rows, a tail of 2
+    assert kept_problems(keep, (100, 64)) == []
+    assert any("iteration" in p or "tail" in p for p in kept_problems(keep, (96, 64)))
+
+
+def test_a_matmul_keeps_its_cube_tiles_per_iteration() -> None:
+    keep = DesignToKeep(shape=(16384, 1024), loop_count=16, matmul=(16384, 1024, 1024), cube=(128, 128, 256))
+    assert kept_problems(keep, (2048, 256), (2048, 256, 256)) == []
+    assert any(p.startswith("M ") for p in kept_problems(keep, (1024, 256), (1024, 256, 256)))
+    assert any(p.startswith("K ") for p in kept_problems(keep, (2048, 256), (2048, 64, 256)))
+
+
+def test_equal_sizes_shrink_apart_within_an_input_but_together_across_inputs() -> None:
+    cls = size_classes({"x": (16, 64, 256, 256)})
+    assert cls[("x", 2)] != cls[("x", 3)]  # an image's H and W
+    mm = size_classes({"A": (16384, 1024), "B": (1024, 1024)})
+    assert mm[("A", 1)] == mm[("B", 0)]    # K stays K
+
+
+def test_reduce_shapes_stops_where_the_design_would_change() -> None:
+    keep = DesignToKeep(shape=(67108864,), tile=(16384,), loop_count=16)
+    out = reduce_shapes({"A": (16384, 4096)}, keep_values=set(),
+                        accept=lambda s: not kept_problems(keep, (math.prod(s["A"]),)))
+    assert math.prod(out["A"]) == 16 * 16384
+    free = reduce_shapes({"A": (16384, 4096)}, keep_values=set())
+    assert math.prod(free["A"]) <= scaled.VERIFY_ELEMENTS
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_fixture_verifies_the_design_it_chose_or_says_what_changed(kb, name: str) -> None:
+    report = prepare_verify(Pipeline(kb, Design(task=str(TASKS / name)))).report
+    assert report.supported, report.reason
+    assert report.design_kept == (not report.changes)
+    if report.design_kept:
+        assert report.tile == report.design_tile and report.loop_count == report.design_loop_count
+    else:
+        assert report.notes and all(": " in c for c in report.changes)
+    assert max(math.prod(s) for s in report.shapes.values()) <= scaled.MAX_VERIFY_ELEMENTS
+
+
+@pytest.mark.parametrize(("name", "tile", "loop"), [
+    ("rms_norm.py", [1, 16, 1000], 16), ("mean_spatial.py", [1, 16, 1000], 16), ("elu.py", [8192], 16),
+    ("scalar_mul_large.py", [16384], 16), ("softmax_rows.py", [2, 4096], 4),
+])
+def test_the_tile_and_loop_count_asked_for_are_the_ones_verified(kb, name: str, tile: list[int], loop: int) -> None:
+    report = prepare_verify(Pipeline(kb, Design(task=str(TASKS / name), tile=tile, loop_count=loop))).report
+    assert (report.tile, report.loop_count) == (tile, loop), (report.changes, report.notes)
+    assert report.design_kept and report.changes == []
+
+
+def test_a_design_too_big_to_keep_reports_what_changed_and_why(kb) -> None:
+    report = prepare_verify(Pipeline(kb, Design(task=str(TASKS / "batched_matmul.py")))).report
+    assert not report.design_kept
+    assert any(c.startswith("CUBE_M (128, 128) -> ") for c in report.changes)
+    assert "over the verify limit" in report.notes[0] and "--scale full" in report.notes[0]
+
+
+def test_full_scale_runs_the_task_shapes(kb) -> None:
+    p = Pipeline(kb, Design(task=str(TASKS / "softmax_rows.py")))
+    report = prepare_verify(p, scale="full").report
+    assert report.shapes == {"x": [16, 16384]} and report.design_kept
