@@ -67,7 +67,7 @@ def task_file() -> Callable[[str], str]:
 def broken_twins() -> Callable[..., list]:
     """Verify kernels with one deliberate mistake: `run([(pipeline, old, new), ...])` generates each
     pipeline's verify job at reduced shapes, replaces the text `old` (which must occur) by `new` in
-    the kernel, and runs the jobs two at a time. A family's broken twin must fail."""
+    the kernel, and runs the jobs one at a time (the machine is shared). A family's broken twin must fail."""
     from dataclasses import replace
 
     from pypto_tui.sim.runner import run_many
@@ -80,6 +80,6 @@ def broken_twins() -> Callable[..., list]:
             assert job is not None, f"{pipeline}: no verify job"
             assert old in job.kernel_source, f"'{old}' is not in the kernel:\n{job.kernel_source}"
             jobs.append(replace(job, kernel_source=job.kernel_source.replace(old, new), label=f"broken: {new}"))
-        return run_many(jobs, jobs=2, cache=False)
+        return run_many(jobs, jobs=1, cache=False)
 
     return run

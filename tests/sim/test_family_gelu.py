@@ -54,7 +54,7 @@ def test_the_tanh_form_is_not_exact():
 
 @pytest.mark.sim
 def test_gelus_verify_within_erf_accuracy(kb):
-    reports = verify_many([pipe(kb, n) for n in GELUS], jobs=2, cache=False)
+    reports = verify_many([pipe(kb, n) for n in GELUS], jobs=1, cache=False)
     for name, r in zip(GELUS, reports, strict=True):
         assert r.supported and r.passed, (name, r.reason)
     assert reports[0].max_abs_err < 1e-5  # the tanh form is 4.7e-4 off: it would not meet this

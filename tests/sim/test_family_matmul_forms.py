@@ -68,7 +68,7 @@ def test_a_matvec_loops_along_the_rows_of_a(kb):
 
 @pytest.mark.sim
 def test_matmul_forms_verify_against_torch(kb):
-    reports = verify_many([pipe(kb, n) for n in FORMS], jobs=2, cache=False)
+    reports = verify_many([pipe(kb, n) for n in FORMS], jobs=1, cache=False)
     for name, r in zip(FORMS, reports, strict=True):
         assert r.supported and r.passed, (name, r.reason)
 
