@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pypto_tui.codegen.pattern import Pattern
     from pypto_tui.codegen.result import GeneratedKernel
     from pypto_tui.contract.model import Contract
+    from pypto_tui.design_estimate import DesignCosts
     from pypto_tui.dims import DimPlan
     from pypto_tui.loops import LoopPlan
     from pypto_tui.tiles import TilePlan
@@ -210,14 +211,26 @@ class Pipeline:
 
         return self._memo("needs", (id(c), id(dims), g, pattern), compute)
 
+    def costs(self) -> DesignCosts:
+        """The cost estimate's pricing of this design's tiles and loop counts (SIM.cost-estimate)."""
+        from pypto_tui.design_estimate import design_costs
+
+        c, needs, d = self.contract(), self.needs(), self.design
+        return self._memo("costs", (id(c), needs, d.loop_count, d.loop_tail), lambda: design_costs(
+            self.kb, c.family, c.op, needs, d.loop_count, d.loop_tail))
+
     # -- step 3
-    def tile_plan(self, top: int = 20) -> TilePlan:
-        """The ranked candidates for the main tile (the one the Tiles step edits)."""
+    def tile_plan(self, top: int | None = 20) -> TilePlan:
+        """The ranked candidates for the main tile (the one the Tiles step edits), each qualified
+        one priced by the cost estimate when the family has one."""
         from pypto_tui.tiles import rank_candidates
 
         role = self.needs().tiles[0]
-        return self._memo("tile_plan", (role, top), lambda: rank_candidates(
-            self.kb, role.shape, role.dtype, role.reduce_dim, top=top, reducing=role.reducing))
+        costs = self.costs()
+        key = (role, top, self.design.loop_count, self.design.loop_tail, costs.note)
+        return self._memo("tile_plan", key, lambda: rank_candidates(
+            self.kb, role.shape, role.dtype, role.reduce_dim, top=top, reducing=role.reducing,
+            estimate=costs.tile, estimate_note=costs.note))
 
     def tile_choices(self) -> tuple[TileChoice, ...]:
         """Every role's tile, as the kernel will use it (the main one is the user's when set)."""
@@ -289,9 +302,16 @@ class Pipeline:
         needs = self.needs()
         role = needs.tiles[0]
         shape = needs.loop_shape or role.shape
-        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count)
+        costs = self.costs()
+        price = None
+        if costs.estimator is not None:
+            from pypto_tui.design_estimate import loop_cost
+
+            price = loop_cost(self.kb, costs.estimator, role, tile, needs.loop_axis, costs.op)
+        key = (shape, role.dtype, tile, needs.loop_axis, needs.loop_why, self.design.loop_count, costs.note)
         return self._memo("loop_plan", key, lambda: plan_loops(
-            self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why))
+            self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,
+            price, costs.note))
 
     def loop_choice(self) -> LoopChoice | None:
         """The loop the kernel runs (None: no loop)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from pypto_tui.catalogue import APPLIER_NAMES, CHECK_NAMES
 from pypto_tui.errors import InputError, PackError
-from pypto_tui.vocabulary import FAMILIES
+from pypto_tui.vocabulary import ESTIMATE_FEATURES, FAMILIES, RANKINGS
 
 ENV_VAR = "PYPTO_TUI_KB"
 BUNDLED_ROOT = Path(__file__).resolve().parent / "knowledge"
@@ -34,7 +34,7 @@ AUTHORITIES = ("compiler", "pypto-docs", "rule-docs")
 RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_reduce", "matmul",
             *("broadcast_rows", "leading_batch"))  # issue 11: losses with a broadcast operand, attention
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml")
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +154,7 @@ class OpData:
     rule: str = ""
     note: str = ""
     loop_note: str = ""
+    reduce_axes: tuple[int, ...] = ()  # every axis the op's reduction spans, when it is more than the contract's one
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +170,44 @@ class PassVerify:
     def stages(self) -> tuple[str, ...]:
         """Everything a verification must see pass: the reference, then each pass."""
         return (self.reference, *self.passes)
+
+
+@dataclass(frozen=True, slots=True)
+class CostFit:
+    """The cost estimate's coefficients for one family (or one op), fitted to the cost model of
+    one pypto version (estimate.toml, written by `pypto-tui kb calibrate`). `error` is the spread
+    of the fit within a task (the standard deviation of log(measured / estimated)); `intercept`
+    and `size` turn the within-task estimate into microseconds for display."""
+
+    name: str
+    pypto: str
+    coefficients: Mapping[str, float]
+    intercept: float = 0.0
+    size: float = 0.0
+    error: float = 0.0
+    worst: float = 0.0
+    samples: int = 0
+    tasks: tuple[str, ...] = ()
+    elements_per_task: float = 0.0  # the "balance" feature's two numbers (see estimate.features)
+    tile_overhead: float = 0.0
+    loop_error: float = 0.0         # the spread among runs that differ only in the loop count (0: use error)
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateData:
+    """estimate.toml: which order decides the recommendation ("rules", the documents' order, or
+    "estimate") and the fitted coefficients per family or op."""
+
+    ranking: str
+    fits: Mapping[str, CostFit]
+    note: str = ""
+
+    def fit_for(self, family: str | None, op: str | None = None) -> CostFit | None:
+        """An op's own fit first (batch_norm), then its family's (norm)."""
+        for key in (op, family):
+            if key and key in self.fits:
+                return self.fits[key]
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +237,7 @@ class KnowledgeBase:
     files: Mapping[str, Path] = field(default_factory=dict)
     ops: Mapping[str, OpData] = field(default_factory=dict)
     pass_verify: PassVerify | None = None
+    estimate: EstimateData | None = None
 
     def rule(self, rule_id: str) -> Rule | None:
         return self.rules.get(rule_id)
@@ -544,7 +584,7 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
         live = o.integer("live_buffers") if "live_buffers" in o.table else 1
         rows = o.integer("min_rows") if "min_rows" in o.table else 1
         out[name] = OpData(name, live, axis, rows, rule, o.text("note", required=False),
-                           o.text("loop_note", required=False))
+                           o.text("loop_note", required=False), o.ints("reduce_axes", required=False, minimum=0))
     return out
 
 
@@ -559,6 +599,43 @@ def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
     if len(set(passes)) != len(passes):
         raise t.fail("passes", "a pass is listed twice")
     return PassVerify(rule, t.text("reference"), passes)
+
+
+def _parse_estimate(r: _Reader) -> EstimateData:
+    head = r.sub("estimate")
+    ranking = head.text("ranking", required=False, choices=RANKINGS, default="rules")
+    fits: dict[str, CostFit] = {}
+    table = r.sub("fit", required=False)
+    for name in table.table:
+        f = table.sub(name)
+        coef = f.sub("coefficients")
+        values: dict[str, float] = {}
+        for feature in coef.table:
+            if feature not in ESTIMATE_FEATURES:
+                known = ", ".join(ESTIMATE_FEATURES)
+                raise coef.fail(feature, f"'{feature}' is not a feature of the estimate ({known})")
+            v = coef.table[feature]
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise coef.fail(feature, f"must be a number, got {v!r}")
+            values[feature] = float(v)
+        if not values:
+            raise f.fail("coefficients", "list at least one feature's coefficient")
+        samples = f.table.get("samples", 0)
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0:
+            raise f.fail("samples", f"must be a whole number >= 0, got {samples!r}")
+
+        def num(key: str, default: float = 0.0, signed: bool = False, f: _Reader = f) -> float:
+            if key not in f.table:
+                return default
+            v = f.table[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or (not signed and v < 0):
+                raise f.fail(key, f"must be a {'' if signed else 'non-negative '}number, got {v!r}")
+            return float(v)
+
+        fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
+                             num("error"), num("worst"), samples, f.strs("tasks", required=False),
+                             num("elements_per_task"), num("tile_overhead"), num("loop_error"))
+    return EstimateData(ranking, fits, head.text("note", required=False))
 
 
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
@@ -620,12 +697,13 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     )
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
     pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
+    estimate = _parse_estimate(reader("estimate.toml")) if "estimate.toml" in files else None
     return KnowledgeBase(
         name=pack.text("name"), version=pack.text("version"),
         description=pack.text("description", required=False), path=root,
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
-        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify,
+        starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, estimate=estimate,
     )
 
 

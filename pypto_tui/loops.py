@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.estimate import LoopCost, rank_by_estimate, ranks_by_estimate
 from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase
@@ -38,9 +39,17 @@ class LoopPlan:
     recommended: LoopCandidate | None
     alternatives: tuple[LoopCandidate, ...]
     findings: tuple[Finding, ...]
+    best_by_rules: LoopCandidate | None = None
+    best_by_estimate: LoopCandidate | None = None
+    ranking: str = "rules"          # which order `recommended` follows: "rules" or "estimate"
+    estimate_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "best_by_rules": self.best_by_rules.to_dict() if self.best_by_rules else None,
+            "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
+            "ranking": self.ranking,
+            "estimate_note": self.estimate_note,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "tile": list(self.tile),
@@ -164,7 +173,7 @@ def divisor_near(total: int, loop_count: int) -> int | None:
     return best[1] if best else None
 
 
-@cites("P6.avoid-loops", "O2.loop-log-scale")
+@cites("P6.avoid-loops", "O2.loop-log-scale", "SIM.cost-estimate")
 def plan_loops(
     kb: KnowledgeBase,
     shape: Sequence[int],
@@ -173,8 +182,14 @@ def plan_loops(
     axis: int = 0,
     loop_count: int | None = None,
     why: Why = "auto",
+    estimate: LoopCost | None = None,
+    estimate_note: str = "",
 ) -> LoopPlan:
-    """Plan one loop (never nested) along `axis`, candidates in the documents' order."""
+    """Plan one loop (never nested) along `axis`, candidates in the documents' order.
+
+    `estimate` prices a loop count in µs (SIM.cost-estimate): the counts that pass are priced, the
+    cheapest loop is `best_by_estimate`, and when the pack ranks by the estimate (and a loop is
+    needed, and the user named no count) it is the recommendation."""
     shape = tuple(shape)
     kb.dtype_bytes(dtype)
     t = parse_tile_for(shape, tile)
@@ -193,6 +208,11 @@ def plan_loops(
         counts.append(loop_count)
     counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
     cands = tuple(candidate(kb, shape, t, ax, c) for c in counts)
+    loops = [c for c in cands if c.ok and c.loop_count > 1]
+    priced = rank_by_estimate(loops, (lambda c: estimate(c.loop_count)) if estimate else None,  # type: ignore[attr-defined]
+                              estimate_note)
+    price = {c.loop_count: v for c, v in zip(loops, priced.values, strict=True) if v is not None}
+    cands = tuple(replace(c, estimate_us=price[c.loop_count]) if c.loop_count in price else c for c in cands)
 
     alternatives: list[LoopCandidate] = []
     for c in cands:
@@ -213,8 +233,14 @@ def plan_loops(
         recommended = next((c for c in pool if c.ok), None)
         if recommended is None:
             recommended = next((a for a in alternatives if a.ok), None)
+    by_rules = recommended
+    by_estimate = next((c for c in cands if priced.best is not None and c.loop_count == loops[priced.best].loop_count),
+                       None)
+    ranking = "rules"
+    if needs and loop_count is None and by_estimate is not None and ranks_by_estimate(kb):
+        recommended, ranking = by_estimate, "estimate"
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
-                    tuple(alternatives), tuple(plan_findings))
+                    tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note)
 
 
 def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:

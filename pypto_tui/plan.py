@@ -100,6 +100,7 @@ class LoopCandidate:
     ring: int | None
     tail_strategy: TailStrategy
     findings: tuple[Finding, ...]
+    estimate_us: float | None = None  # the cost estimate (SIM.cost-estimate), when the family has one
 
     @property
     def ok(self) -> bool:
@@ -120,6 +121,7 @@ class LoopCandidate:
             "ring": self.ring,
             "tail_strategy": self.tail_strategy,
             "findings": [f.to_dict() for f in self.findings],
+            "estimate_us": self.estimate_us,
         }
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pypto_tui.errors import InputError
+from pypto_tui.estimate import TileCost, reorder
 from pypto_tui.examples import ex, examples
 from pypto_tui.findings import Finding, cites, has_error, rule_finding
 from pypto_tui.kb import KnowledgeBase
@@ -31,6 +32,8 @@ class Candidate:
     qualified: bool
     reasons: tuple[str, ...]
     preset: bool = False
+    rules_rank: int | None = None      # its place in the documents' order (rank follows the pack's ranking)
+    estimate_us: float | None = None   # the cost estimate (SIM.cost-estimate), qualified tiles only
 
     @property
     def tile(self) -> Shape:
@@ -38,7 +41,8 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         d = self.evaluation.to_dict()
-        d.update(rank=self.rank, qualified=self.qualified, preset=self.preset, reasons=list(self.reasons))
+        d.update(rank=self.rank, qualified=self.qualified, preset=self.preset, reasons=list(self.reasons),
+                 rules_rank=self.rules_rank, estimate_us=self.estimate_us)
         return d
 
 
@@ -53,9 +57,17 @@ class TilePlan:
     qualified_count: int
     below_1kb_fallback: bool
     notes: tuple[str, ...] = field(default=())
+    best_by_rules: Candidate | None = None
+    best_by_estimate: Candidate | None = None
+    ranking: str = "rules"             # which order `recommended` follows: "rules" or "estimate"
+    estimate_note: str = ""            # why there is no estimate, or which fit priced the tiles
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "best_by_rules": self.best_by_rules.to_dict() if self.best_by_rules else None,
+            "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
+            "ranking": self.ranking,
+            "estimate_note": self.estimate_note,
             "shape": list(self.shape),
             "dtype": self.dtype,
             "reduce_dim": self.reduce_dim,
@@ -393,7 +405,7 @@ def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int
     return sorted(vals)
 
 
-@cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order")
+@cites("O1.reduce-sweet-spot", "O1.contiguous-1kb", "O1.no-nonreduce-spend", "CL.reduce-order", "SIM.cost-estimate")
 def rank_candidates(
     kb: KnowledgeBase,
     shape: Sequence[int],
@@ -401,6 +413,8 @@ def rank_candidates(
     reduce_dim: int | None = None,
     top: int | None = 10,
     reducing: bool | None = None,
+    estimate: TileCost | None = None,
+    estimate_note: str = "",
 ) -> TilePlan:
     """Enumerate and rank tiles in the documents' order.
 
@@ -408,6 +422,10 @@ def rank_candidates(
     then contiguity >= 1 KB (the rest only when nothing reaches it); then fewer loops; then, while the
     reduce axis is split, no budget on non-reduce axes; then the reduce-axis sweet spot 16 -> 32 -> 64;
     then fewer reduce segments; then a fuller budget (fewer tiles).
+
+    `estimate` prices a tile in µs (SIM.cost-estimate, see pypto_tui.estimate): the qualified tiles
+    are priced, the cheapest is `best_by_estimate`, and when the pack ranks by the estimate the
+    qualified tiles are reordered by price (never the others, never past a hard limit).
     """
     import numpy as np
 
@@ -491,16 +509,26 @@ def rank_candidates(
     order_idx = np.lexsort(keys)
     qualified_mask = (waste_pen == 0) & (contig_pen == 0)
     qualified_count = int(qualified_mask.sum())
+    rules_rank = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
 
     preset = kb.preset_for(shape, dtype, rd)
-    chosen = order_idx if top is None else order_idx[: max(top, 1)]
     preset_row: int | None = None
     if preset is not None:
         hits = np.nonzero(np.all(grid == np.array(preset.tile), axis=1))[0]
-        if hits.size:
-            preset_row = int(hits[0])
-            if preset_row not in set(chosen.tolist()):
-                chosen = np.concatenate([[preset_row], chosen[:-1]]) if len(chosen) else np.array([preset_row])
+        preset_row = int(hits[0]) if hits.size else None
+    rules_row = preset_row if preset_row is not None else int(order_idx[0])
+    # SIM.cost-estimate: price the qualified tiles; the pack says whether the price reorders them.
+    at = np.nonzero(qualified_mask[order_idx])[0]
+    priced = reorder(kb, estimate, len(order_idx), at.tolist(), [tuple(map(int, r)) for r in grid[order_idx[at]]],
+                     estimate_note)
+    price = {int(order_idx[pos]): v for pos, v in priced.values.items()}
+    estimate_row = int(order_idx[priced.best]) if priced.best is not None else None
+    order_idx = order_idx[list(priced.order)]
+    chosen = order_idx if top is None else order_idx[: max(top, 1)]
+    missing = list(dict.fromkeys(m for m in (preset_row, rules_row, estimate_row)
+                                 if m is not None and m not in set(chosen.tolist())))
+    if missing:
+        chosen = np.concatenate([chosen[: max(0, len(chosen) - len(missing))], missing])
     if reachable is False:
         notes.append(f"the last axis is only {shape[last] * b} B: no tile reaches "
                      f"{kb.limits.contiguous_bytes} B contiguous, so the ranking compares the rest (O1)")
@@ -508,17 +536,25 @@ def rank_candidates(
         notes.append("no candidate reaches 1 KB contiguous without waste: ranking the ones below it (O1)")
 
     cands: list[Candidate] = []
+    by_row: dict[int, Candidate] = {}
     rank_of = {int(row): pos for pos, row in enumerate(order_idx.tolist())}
     for row in chosen.tolist():
         tile = tuple(int(x) for x in grid[row])
         ev = evaluate_tile(kb, shape, dtype, tile, rd, is_reducing)
         reasons = _reasons(kb, ev, bool(qualified_mask[row]), int(sweet[row]), int(spend_pen[row]),
                            fallback, row == preset_row, rd)
-        cands.append(Candidate(rank_of[row], ev, bool(qualified_mask[row]), tuple(reasons), row == preset_row))
+        if row in price:
+            reasons.append(f"estimate {price[row]:.2f} us (SIM.cost-estimate)")
+        by_row[row] = Candidate(rank_of[row], ev, bool(qualified_mask[row]), tuple(reasons), row == preset_row,
+                                rules_rank[row], price.get(row))
+        cands.append(by_row[row])
     cands.sort(key=lambda c: c.rank)
-    recommended = next((c for c in cands if c.preset), None) or (cands[0] if cands else None)
+    # The documents' preset is their pick; when the estimate ranks, it stays best_by_rules.
+    preset_pick = by_row.get(preset_row) if preset_row is not None and priced.ranking == "rules" else None
+    recommended = preset_pick or (cands[0] if cands else None)
     return TilePlan(shape, dtype, rd, tuple(cands), recommended, enumerated, qualified_count, fallback,
-                    tuple(notes))
+                    tuple(notes), by_row.get(rules_row), by_row.get(estimate_row) if estimate_row is not None else None,
+                    priced.ranking, priced.note)
 
 
 def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,

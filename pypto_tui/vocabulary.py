@@ -23,3 +23,12 @@ TailStrategy = Literal["none", "divides", "main+tail"]
 # What the user may ask for when a count leaves a tail: move to a dividing count, or keep a tail.
 TailPreference = Literal["divisor", "main+tail"]
 TAIL_PREFERENCES: tuple[str, ...] = ("divisor", "main+tail")
+
+# The features of the cost estimate (pypto_tui.estimate): the names a pack's fitted coefficients use
+# (knowledge/<pack>/estimate.toml). Each is the natural log of a count the design decides; see
+# estimate.features for what each one counts.
+ESTIMATE_FEATURES: tuple[str, ...] = (
+    "tiles", "rows", "groups", "segments", "waves", "iterations", "serial", "big_split", "balance",
+)
+# How the recommendation is ranked: the documents' order, or the fitted cost estimate.
+RANKINGS: tuple[str, ...] = ("rules", "estimate")

@@ -43,6 +43,7 @@ class LoopsScreen(SimRunner, StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_check", "Simulate", priority=True),
         Binding("ctrl+d", "use_recommended", "Recommended", priority=True),
+        Binding("escape", "cancel_sim", "Cancel sim", priority=True),
     ]
 
     def __init__(self) -> None:

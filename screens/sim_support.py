@@ -1,14 +1,17 @@
 """The "simulate" action shared by the tile and loop screens: a guided sweep in a thread worker.
 
-The sweep itself (which candidates to compile, the subprocesses, the cache, the documents'
-middle-out order) belongs to `pypto_tui.sim.design_runs`; the screen starts it, shows progress,
-and draws what came back: a time column, the cost curve, and the rules' verdict beside the cost
-model's (both shown, neither hidden). Without the [sim] extra the action says what to install.
+The sweep itself (which candidates to compile, in what order, when to stop, the subprocesses, the
+cache) belongs to `pypto_tui.sim.design_runs`; the screen starts it, shows its forecast and
+progress, and draws what came back: a time column, the cost curve, and the rules' verdict beside
+the estimate's and the cost model's (all shown, none hidden). A sweep runs within a time budget
+(PYPTO_TUI_SIM_BUDGET seconds, 10 minutes unless set) and Escape cancels it; either way what
+finished is shown. Without the [sim] extra the action says what to install.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -19,6 +22,17 @@ from pypto_tui.design import Pipeline
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 
 SWEEP_JOBS = 2
+BUDGET_ENV = "PYPTO_TUI_SIM_BUDGET"
+DEFAULT_BUDGET_S = 600.0
+
+
+def sim_budget_s() -> float:
+    """The app's time budget for one sweep, in seconds ($PYPTO_TUI_SIM_BUDGET, else 10 minutes)."""
+    try:
+        value = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_S))
+    except ValueError:
+        return DEFAULT_BUDGET_S
+    return value if value > 0 else DEFAULT_BUDGET_S
 
 
 def sim_unavailable() -> str | None:
@@ -72,22 +86,42 @@ class SimRunner:
     def sim_results(self, report: Any) -> None:
         """Fill the time column / draw the curve from a SweepReport."""
 
+    _sim_stop: Any = None
+
     def action_run_check(self) -> None:
         why = sim_unavailable()
         if why is not None:
             self.set_status(why, "warn")
             self.notify(why, title="Simulator not available", severity="warning", timeout=8)
             return
-        self.start_work(f"simulating {self.SIM_KIND} candidates in SIM mode (guided sweep, "
-                        f"{SWEEP_JOBS} at a time)…")
-        self._sim_worker(detached(self.session.pipeline), self.SIM_KIND)
+        from pypto_tui.sim.runner import StopSignal
+        from pypto_tui.sim.stages import duration
+
+        self._sim_stop = StopSignal(sim_budget_s())
+        self.start_work(f"simulating {self.SIM_KIND} candidates in SIM mode (budget {duration(sim_budget_s())}, "
+                        "Escape cancels)…")
+        self._sim_worker(detached(self.session.pipeline), self.SIM_KIND, self._sim_stop)
+
+    def action_cancel_sim(self) -> None:
+        """Escape: stop the sweep; what finished is still shown."""
+        if self._sim_stop is not None:
+            self._sim_stop.cancel("cancelled")
+            self.set_status("cancelling the simulation…", "warn")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_sim":
+            return self._sim_stop is not None
+        return True
 
     @work(thread=True, exclusive=True, group="sim", exit_on_error=False)
-    def _sim_worker(self, pipeline: Pipeline, kind: str) -> None:
+    def _sim_worker(self, pipeline: Pipeline, kind: str, stop: Any = None) -> None:
         from pypto_tui.screens.base import describe_error
 
         started = time.monotonic()
         counts = [0, 0]
+
+        def forecast(f: Any) -> None:
+            self.post_message(WorkProgress("sim", 0, f.simulations, f"{f.text()} · Escape cancels"))
 
         def progress(done: int, total: int, result: Any) -> None:
             counts[:] = [done, total]
@@ -103,7 +137,8 @@ class SimRunner:
             from pypto_tui.sim import design_runs
 
             sweep = design_runs.sweep_tiles if kind == "tiles" else design_runs.sweep_loops
-            report = sweep(pipeline, jobs=SWEEP_JOBS, progress=progress, status=status)
+            report = sweep(pipeline, jobs=SWEEP_JOBS, progress=progress, status=status, stop=stop,
+                           forecast=forecast)
         except Exception as exc:
             self.post_message(WorkFinished("sim", error=describe_error(exc)))
             return
@@ -112,6 +147,7 @@ class SimRunner:
     def work_finished(self, job: str, result: Any, error: str | None) -> None:
         if job != "sim":
             return
+        self._sim_stop = None
         if error:
             self.set_status(f"simulate failed: {error}", "error")
             self.notify(error, title="Simulate failed", severity="error")
@@ -122,10 +158,13 @@ class SimRunner:
 def sweep_summary(report: Any) -> list[str]:
     """The sweep in words: both verdicts side by side, the disagreements, the effort saved."""
     lines: list[str] = []
-    rules, cost = report.best_by_rules, report.best_by_cost
-    if rules is not None:
-        us = f"{rules.e2e_us:.2f} µs" if rules.e2e_us is not None else "not measured"
-        lines.append(f"rules' pick   {rules.label}: {us}")
+    rules, cost, est = report.best_by_rules, report.best_by_cost, getattr(report, "best_by_estimate", None)
+    for who, row in (("rules' pick  ", rules), ("estimate's   ", est)):
+        if row is None:
+            continue
+        us = f"{row.e2e_us:.2f} µs" if row.e2e_us is not None else "not measured"
+        guess = f" (estimated {row.estimate_us:.2f} µs)" if getattr(row, "estimate_us", None) is not None else ""
+        lines.append(f"{who} {row.label}: {us}{guess}")
     if cost is not None:
         lines.append(f"cost model's  {cost.label}: {cost.e2e_us:.2f} µs ({cost.rule_verdict})")
     lines += [f"≠ {d}" for d in report.disagreements]

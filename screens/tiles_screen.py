@@ -45,6 +45,7 @@ class TilesScreen(SimRunner, StepScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_check", "Simulate", priority=True),
         Binding("ctrl+d", "use_recommended", "Recommended", priority=True),
+        Binding("escape", "cancel_sim", "Cancel sim", priority=True),
     ]
 
     def __init__(self) -> None:

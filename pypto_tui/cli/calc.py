@@ -26,6 +26,30 @@ DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="fp32, fp16, bf16,
 ReduceOpt = Annotated[int | None, typer.Option("--reduce-dim", help="The axis the op reduces (negative ok).",
                                                show_default=False)]
 TileOpt = Annotated[str | None, typer.Option("--tile", help="A tile to evaluate, e.g. 1,16,256.", show_default=False)]
+FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator family (softmax, norm, ...) whose cost "
+                                               "estimate prices the candidates (a task file gives its own).",
+                                               show_default=False)]
+
+
+def _costs(task: Path | None, family: str | None, shape, dtype: str, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
+    """The cost estimate for these candidates (SIM.cost-estimate), or None and why not."""
+    from pypto_tui.design_estimate import design_costs
+    from pypto_tui.plan import Needs, TileRole
+    from pypto_tui.vocabulary import FAMILIES
+
+    if task is not None:
+        from pypto_tui.design import Design, Pipeline
+
+        p = Pipeline(kb, Design(task=str(task)))
+        role = p.needs().tiles[0]
+        if (tuple(shape), dtype, reduce_dim) != (role.shape, role.dtype, role.reduce_dim):
+            return None, "the estimate prices the task's own shape, dtype and reduce axis, which the flags changed"
+        return p.costs(), ""
+    if family is None:
+        return None, "no family: give a task file or --family to price the candidates with the cost estimate"
+    if family not in FAMILIES:
+        raise InputError(f"--family {family!r}: use one of {', '.join(FAMILIES)}")
+    return design_costs(kb, family, None, Needs((TileRole("main", "TILE_SHAPE", tuple(shape), dtype, reduce_dim),))), ""
 
 
 def _geometry(task: Path | None, shape: str | None, dtype: str | None, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
@@ -49,6 +73,7 @@ def tile(
     dtype: DtypeOpt = None,
     reduce_dim: ReduceOpt = None,
     tile: TileOpt = None,
+    family: FamilyOpt = None,
     top: Annotated[int, typer.Option("--top", help="How many ranked candidates to list.", min=1)] = 10,
     candidates: Annotated[bool | None, typer.Option(
         "--candidates/--no-candidates",
@@ -65,7 +90,11 @@ def tile(
     pack.dtype_bytes(dt)
     evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
     want_candidates = (tile is None) if candidates is None else candidates
-    plan = rank_candidates(pack, shp, dt, rd, top=top) if want_candidates else None
+    plan = None
+    if want_candidates:
+        costs, why = _costs(task, family, shp, dt, rd, pack)
+        plan = rank_candidates(pack, shp, dt, rd, top=top, estimate=costs.tile if costs else None,
+                               estimate_note=costs.note if costs else why)
     failed = has_error(evaluation.findings) if evaluation else (plan is None or plan.recommended is None)
     if json_out:
         doc = plan.to_dict() if plan else {
@@ -85,6 +114,7 @@ def loop(
     shape: ShapeOpt = None,
     dtype: DtypeOpt = None,
     tile: TileOpt = None,
+    family: FamilyOpt = None,
     axis: Annotated[int, typer.Option("--axis", help="The loop axis (the outermost, 0, unless you must).")] = 0,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Evaluate this loop count first.",
                                                    show_default=False)] = None,
@@ -109,7 +139,15 @@ def loop(
         tile_dims = best.tile
     else:
         tile_dims = parse_dims(tile, "tile")
-    plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why)
+    costs, why_not = _costs(task, family, shp, dt, rd, pack)
+    price = None
+    if costs is not None and costs.estimator is not None:
+        from pypto_tui.design_estimate import loop_cost
+        from pypto_tui.plan import TileRole
+
+        price = loop_cost(pack, costs.estimator, TileRole("main", "TILE_SHAPE", tuple(shp), dt, rd), tuple(tile_dims),
+                          axis, costs.op)
+    plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not)
     failed = plan.recommended is None or has_error(plan.recommended.findings)
     if json_out:
         emit_json(plan.to_dict())

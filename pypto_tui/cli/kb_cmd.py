@@ -139,3 +139,81 @@ def list_checks(json_out: JsonOption = False) -> None:
         typer.echo(f"{n:28} {module_of(n):22} {counts[n][0]} valid / {counts[n][1]} invalid examples")
     for n in sorted(APPLIER_NAMES):
         typer.echo(f"{n:28} {module_of(n):22} applies rules (a generator)")
+
+
+@kb_app.command("calibrate")
+@handles_input_errors
+def calibrate(
+    tasks: Annotated[list[str], typer.Argument(help="KernelBench task files to measure (their families get fits); "
+                                               "TASK:tiles or TASK:loops runs only that sweep for it.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the calibrated pack (extends the default).")],
+    sweep: Annotated[str, typer.Option("--sweep", help="tiles, loops or both: the exhaustive sweeps to run.")] = "both",
+    ranking: Annotated[str, typer.Option("--ranking", help="What the new pack's recommendation follows: estimate "
+                                         "(the fitted estimate) or rules (the documents' order).")] = "estimate",
+    jobs: Annotated[int, typer.Option("--jobs", help="Compiles in parallel (fewer when memory is short).", min=1)] = 2,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per compile.", min=1)] = 900.0,
+    time_budget: Annotated[float | None, typer.Option("--time-budget", help="Stop measuring after this many seconds "
+                                                      "and fit what finished.", min=1, show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the pack files in a folder not empty.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
+    kb: KbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Measure every qualified candidate of TASKS with the compiler (SIM), fit the cost estimate per
+    family to the runs, and write a pack that extends the default with the fitted numbers and the
+    pypto version measured on. Runs the tasks' kernels; results are cached."""
+    from pypto_tui.errors import InputError
+    from pypto_tui.vocabulary import RANKINGS
+
+    if sweep not in ("tiles", "loops", "both"):
+        raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
+    if ranking not in RANKINGS:
+        raise InputError(f"--ranking {ranking!r}: use {' or '.join(RANKINGS)}")
+    kinds = ("tiles", "loops") if sweep == "both" else (sweep,)
+    plan: list[tuple[Path, tuple[str, ...]]] = []
+    for item in tasks:
+        path, _, only = item.rpartition(":")
+        if only in ("tiles", "loops", "both") and path and not Path(item).is_file():
+            plan.append((Path(path), ("tiles", "loops") if only == "both" else (only,)))
+        else:
+            plan.append((Path(item), kinds))
+    missing = [str(t) for t, _ in plan if not t.is_file()]
+    if missing:
+        raise InputError(f"no such task file: {', '.join(missing)}")
+    pack = load_kb(kb)
+    from pypto_tui.sim.calibrate import calibrate as run
+    from pypto_tui.sim.calibrate import check_out_dir
+
+    check_out_dir(out, force)
+    from pypto_tui.sim.availability import require_sim
+
+    require_sim()
+    from pypto_tui.cli.progress import SweepBar, workers_end_with_us
+    from pypto_tui.sim.runner import StopSignal
+
+    with workers_end_with_us(), SweepBar("calibrating", enabled=not json_out) as bar:
+        result = run(pack, plan, out, ranking=ranking, force=force, jobs=jobs, timeout_s=timeout,
+                     cache=not no_cache, progress=bar.tick, status=bar.stage, stop=StopSignal(time_budget),
+                     forecast=lambda f: bar.announce(f.text()), on_task=lambda name: bar.announce(f"measuring {name}"))
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    from rich.table import Table
+
+    from pypto_tui.cli.render import console
+
+    t = Table(title=f"cost estimate fitted on pypto {result.pypto} -> {out}", title_justify="left")
+    for col in ("family", "runs", "tasks", "error (within a task)", "worst", "coefficients"):
+        t.add_column(col, no_wrap=col != "coefficients")
+    for name, f in sorted(result.fits.items()):
+        coef = ", ".join(f"{k} {v:+.3f}" for k, v in f.coefficients.items() if v)
+        t.add_row(name, str(f.samples), str(len(f.tasks)), f"±{f.error:.3f} (log)", f"{f.worst:.3f}", coef)
+    console.print(t)
+    for task in result.tasks:
+        if task.skipped:
+            console.print(f"[yellow]{task.task}: skipped ({task.skipped})[/]")
+        for note in task.notes:
+            console.print(f"[dim]{task.task}: {note}[/]")
+    if result.kept:
+        console.print(f"[dim]kept from the base pack: {', '.join(sorted(result.kept))}[/]")
+    console.print(f"use it with --kb {out} (ranking = \"{result.ranking}\")")

@@ -107,6 +107,13 @@ class SweepBar(_Display):
         self.title = title
         self.last = ""
 
+    def announce(self, line: str) -> None:
+        """One plain line on stderr above the bar (the sweep's forecast before it starts)."""
+        if self.live:
+            self.progress.console.print(f"pypto-tui: {line}")
+        else:
+            sys.stderr.write(f"pypto-tui: {line}\n")
+
     def tick(self, done: int, total: int, result: Any) -> None:
         """The runner's `progress` callback."""
         self.last = getattr(result, "label", "") or ""

@@ -49,9 +49,15 @@ def sim(
                                              show_default=False)] = None,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
                                                    show_default=False)] = None,
-    sweep: Annotated[str | None, typer.Option("--sweep", help="tiles, loops or both: measure candidates with "
-                                              "the documents' guided sweep.", show_default=False)] = None,
-    budget: Annotated[int, typer.Option("--budget", help="Most simulations per sweep.", min=1)] = 8,
+    sweep: Annotated[str | None, typer.Option("--sweep", help="tiles, loops or both: measure candidates, guided "
+                                              "by the pack's cost estimate (else the documents' sweep).",
+                                              show_default=False)] = None,
+    exhaustive: Annotated[bool, typer.Option("--exhaustive", help="With --sweep: measure every qualified "
+                                             "candidate (the reference the guided sweep is judged by).")] = False,
+    budget: Annotated[int, typer.Option("--budget", help="Most simulations per guided sweep.", min=1)] = 8,
+    time_budget: Annotated[float | None, typer.Option("--time-budget", help="Stop the sweep after this many "
+                                                      "seconds (what finished is reported).", min=1,
+                                                      show_default=False)] = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Compiles in parallel.", min=1)] = 2,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per compile.", min=1)] = 300.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
@@ -64,9 +70,12 @@ def sim(
 
     if sweep not in (None, "tiles", "loops", "both"):
         raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
+    if (exhaustive or time_budget) and sweep is None:
+        raise InputError("--exhaustive and --time-budget apply to a sweep: add --sweep tiles, loops or both")
     p = _pipeline(task, kb, tile, loop_count)
     _require_sim()
     from pypto_tui.cli.progress import SweepBar, workers_end_with_us
+    from pypto_tui.sim.runner import StopSignal
 
     doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []), "loop_count": p.chosen_loop_count()}
     reports = []
@@ -77,8 +86,12 @@ def sim(
             doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
         else:
             reports = R.sweep(p, sweep, budget=budget, jobs=jobs, timeout_s=timeout, progress=bar.tick,
-                              status=bar.stage, cache=not no_cache)
+                              status=bar.stage, cache=not no_cache, exhaustive=exhaustive,
+                              stop=StopSignal(time_budget), forecast=lambda f: bar.announce(f.text()))
             doc["sweeps"] = [x.to_dict() for x in reports]
+            doc["best_by_rules"] = {x.sweep: x.best_by_rules.to_dict() if x.best_by_rules else None for x in reports}
+            doc["best_by_estimate"] = {x.sweep: x.best_by_estimate.to_dict() if x.best_by_estimate else None
+                                       for x in reports}
     failed = False
     if sweep is None:
         failed = doc["result"].get("status") != "ok"
@@ -109,7 +122,7 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
     for rep in reports:
         t = Table(title=f"{rep.sweep} sweep: {rep.simulations} simulation(s), {rep.qualified} qualified",
                   title_justify="left")
-        for col in ("candidate", "rules' verdict", "cost model", "tasks", "compile s"):
+        for col in ("candidate", "rules' verdict", "estimate", "cost model", "tasks", "compile s"):
             t.add_column(col, no_wrap=col != "rules' verdict")
         for row in rep.rows:
             if not row.measured:
@@ -119,11 +132,18 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
                 mark += " ⚡fastest"
             if rep.best_by_rules is row:
                 mark += " ★rules"
+            if rep.best_by_estimate is row:
+                mark += " ◆estimate"
             cost = (f"{row.e2e_us:.2f} µs" if row.e2e_us is not None else
                     Text(f"{row.status}: {row.reason or ''}"[:60], style="red"))
-            t.add_row(row.label + mark, Text(row.rule_verdict, style="green" if row.qualified else "yellow"), cost,
+            t.add_row(row.label + mark, Text(row.rule_verdict, style="green" if row.qualified else "yellow"),
+                      f"{row.estimate_us:.2f} µs" if row.estimate_us is not None else "-", cost,
                       str(row.tasks or "-"), f"{row.compile_s:.2f}" if row.compile_s else "-")
         console.print(t)
+        for label, pick in (("rules' pick", rep.best_by_rules), ("estimate's pick", rep.best_by_estimate)):
+            if pick is not None and not pick.measured:
+                est = f"estimated {pick.estimate_us:.2f} µs, " if pick.estimate_us is not None else ""
+                console.print(Text(f"{label} {pick.label}: {est}not measured", style="dim"))
         for line in rep.disagreements:
             console.print(Text("disagreement: " + line, style="bold yellow"))
         for line in rep.notes:

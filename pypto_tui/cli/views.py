@@ -48,6 +48,23 @@ def show_tiles(plan: TilePlan | None, evaluation: TileEvaluation | None) -> None
         console.print(Text(f"recommended: {dims(plan.recommended.tile)}", style="bold green"))
         for reason in plan.recommended.reasons:
             console.print(Text(f"  - {reason}"))
+    show_picks(plan.best_by_rules.tile if plan.best_by_rules else None,
+               plan.best_by_estimate.tile if plan.best_by_estimate else None,
+               plan.best_by_estimate.estimate_us if plan.best_by_estimate else None, plan.ranking, plan.estimate_note)
+
+
+def show_picks(rules: object, estimate: object, estimate_us: float | None, ranking: str, note: str) -> None:
+    """Both picks side by side, and which one the recommendation follows (SIM.cost-estimate)."""
+    def label(v: object) -> str:
+        return dims(v) if isinstance(v, tuple) else f"loop_count {v}"
+
+    line = f"rules' pick: {label(rules)}" if rules is not None else "rules' pick: -"
+    if estimate is not None:
+        line += f"   estimate's pick: {label(estimate)} (~{estimate_us or 0:.2f} µs)"
+    line += f"   (the recommendation follows the {'estimate' if ranking == 'estimate' else 'rules'})"
+    console.print(Text(line, style="cyan"))
+    if note:
+        console.print(Text(note, style="dim"))
 
 
 def show_loops(plan: LoopPlan) -> None:
@@ -70,4 +87,7 @@ def show_loops(plan: LoopPlan) -> None:
     if plan.recommended is not None:
         r = plan.recommended
         console.print(Text(f"recommended: loop_count {r.loop_count}, BASIC_BATCH {r.basic_batch}", style="bold green"))
+    if plan.best_by_estimate is not None:
+        show_picks(plan.best_by_rules.loop_count if plan.best_by_rules else None, plan.best_by_estimate.loop_count,
+                   plan.best_by_estimate.estimate_us, plan.ranking, plan.estimate_note)
     console.print(findings_table(plan.findings))

@@ -37,6 +37,7 @@ integer dtypes), zeros, ones, arange.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -47,6 +48,7 @@ from pypto_tui.errors import InputError
 KINDS = ("cost", "verify")
 FILLS = ("randn", "uniform", "randint", "zeros", "ones", "arange")
 DTYPES = ("fp32", "fp16", "bf16", "int8", "int16", "int32", "int64", "uint8", "bool")
+ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 _DTYPE_ALIASES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
     "dt_fp32": "fp32", "dt_fp16": "fp16", "dt_bf16": "bf16", "dt_int8": "int8", "dt_int32": "int32",
@@ -64,6 +66,7 @@ UNVERIFIED = "unverified"          # verify ran, but a compiler pass wrote no pa
 TIMEOUT = "timeout"
 CRASHED = "crashed"                # the worker died (signal, out of memory) or wrote nothing
 UNAVAILABLE = "unavailable"        # pypto/torch missing or the wrong version
+CANCELLED = "cancelled"            # stopped by the user or a time budget before it finished
 CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR, UNVERIFIED)
 PASS_CHECK_FORMAT = 1  # bump when the pass check changes: cached verdicts from before are not reused
 
@@ -217,10 +220,12 @@ class SimJob:
 
     def cache_material(self, pypto_version: str | None) -> dict[str, Any]:
         """What determines the answer: kernel source, inputs, pypto version, kind (and for
-        verify, the baseline's text and the tolerance). Paths and the work dir are left out."""
+        verify, the baseline's text and the tolerance). Paths and the work dir are left out.
+        A cost measurement depends on the code only, so its key ignores comments and docstrings
+        (the generated header names the pack: a calibrated pack reuses the default's runs)."""
         m: dict[str, Any] = {
             "kind": self.kind,
-            "kernel_source": self.kernel_source,
+            "kernel_source": code_only(self.kernel_source) if self.kind == "cost" else self.kernel_source,
             "inputs": [i.to_json() for i in self.inputs],
             "init_args": list(self.init_args),
             "seed": self.seed,
@@ -238,6 +243,22 @@ class SimJob:
             m["reference"] = self.reference
             m["pass_check"] = PASS_CHECK_FORMAT
         return m
+
+
+def code_only(source: str) -> str:
+    """`source` without its comments and docstrings (the text a cost measurement cannot depend on);
+    the source itself when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
 
 
 @dataclass(slots=True)

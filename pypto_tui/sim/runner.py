@@ -230,6 +230,31 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+class StopSignal:
+    """Asks a batch to stop: the user cancelled, or the time budget ran out. Thread-safe; the
+    runner polls `reason()` while it waits and kills the batch's workers once it says why."""
+
+    def __init__(self, budget_s: float | None = None) -> None:
+        self._event = threading.Event()
+        self._why = ""
+        self.budget_s = budget_s
+        self._deadline = time.monotonic() + budget_s if budget_s else None
+
+    def cancel(self, why: str = "cancelled") -> None:
+        self._why = self._why or why
+        self._event.set()
+
+    def reason(self) -> str | None:
+        if self._event.is_set():
+            return self._why
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            from pypto_tui.sim.stages import duration
+
+            self.cancel(f"the time budget of {duration(self.budget_s or 0)} ran out")
+            return self._why
+        return None
+
+
 def _resolve_cache(cache: ResultCache | bool | None) -> ResultCache | None:
     if cache is True or cache is None:
         return ResultCache.default()
@@ -247,12 +272,15 @@ def run_many(
     cache: ResultCache | bool | None = True,
     python: str | None = None,
     status: Status | None = None,
+    stop: StopSignal | None = None,
 ) -> list[J.SimResult]:
     """Run `sim_jobs`, at most `jobs` worker processes at once. Results come back in job order;
     `progress(done, total, result)` is called in the calling thread as each one finishes
     (cache hits first); `status(job, stage)` from the threads that wait on the workers, as each
     worker moves on (see stages.py). `cache=False` disables the cache; a ResultCache uses that
-    folder. If this call is interrupted, its workers are killed before the exception propagates."""
+    folder. If this call is interrupted, its workers are killed before the exception propagates.
+    When `stop` says why, the batch's workers are killed and every job that had not finished
+    comes back `cancelled` with that reason (nothing is cached for it)."""
     store = _resolve_cache(cache)
     total = len(sim_jobs)
     results: list[J.SimResult | None] = [None] * total
@@ -268,7 +296,7 @@ def run_many(
             hit = store.get(key)
             if hit is not None:
                 res = J.SimResult.from_json(hit)
-                res.cached, res.key = True, key
+                res.cached, res.key, res.label = True, key, job.label
                 results[i] = res
                 done += 1
                 if progress:
@@ -287,11 +315,19 @@ def run_many(
             for i in pending
         }
         remaining = set(futures)
+        why: str | None = None
         while remaining:
-            finished, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+            finished, remaining = wait(remaining, timeout=POLL_S if stop else None, return_when=FIRST_COMPLETED)
+            if stop is not None and why is None:
+                why = stop.reason()
+                if why is not None:
+                    _WORKERS.stop(batch)
             for fut in finished:
                 i = futures[fut]
                 res = fut.result()
+                if why is not None and res.status in (J.CRASHED, J.TIMEOUT):
+                    res = J.SimResult(kind=res.kind, status=J.CANCELLED, label=res.label, error=why,
+                                      wall_s=res.wall_s)
                 res.key = keys[i]
                 if store is not None and res.key and res.cacheable:
                     store.put(res.key, res.to_json())

@@ -17,6 +17,11 @@ Algorithm, over candidates c[0..n-1]:
 
 Generic over the measure function; lower is better; `None` means "did not compile / failed".
 A batched form lets the caller measure both sides of a round in parallel (two workers).
+
+When the pack has a fitted cost estimate for the family, `estimate_guided_sweep` replaces the walk:
+measure the candidates in the estimate's order, learn from each measurement how far off the
+estimate is for this task, and stop as soon as no candidate left could beat the best measured one
+(its estimate, scaled to this task, less the fit's 95% error bound). See estimate.lower_bound.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class SweepResult(Generic[T]):
     best_value: float | None
     measured: tuple[tuple[T, float | None], ...]
     candidates: int
+    stopped: str = ""
 
     @property
     def measurements(self) -> int:
@@ -54,6 +60,37 @@ def _value(v: float | None) -> float:
     return math.inf if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+class _Runs(Generic[T]):
+    """The measurements of one search, in the order they were made."""
+
+    def __init__(self, candidates: Sequence[T], measure_batch: MeasureBatch[T]) -> None:
+        self.cands, self.measure_batch = list(candidates), measure_batch
+        self.values: dict[int, float | None] = {}
+        self.order: list[int] = []
+
+    def run(self, indices: list[int]) -> None:
+        got = list(self.measure_batch([self.cands[i] for i in indices]))
+        if len(got) != len(indices):
+            raise ValueError(f"measure_batch returned {len(got)} values for {len(indices)} candidates")
+        for i, v in zip(indices, got, strict=True):
+            self.values[i] = v
+            self.order.append(i)
+
+    def result(self, stopped: str = "") -> SweepResult[T]:
+        """The best measured value wins (ties: the first measured); failures never win."""
+        best_i: int | None = None
+        for i in self.order:
+            if _value(self.values[i]) == math.inf:
+                continue
+            if best_i is None or _value(self.values[i]) < _value(self.values[best_i]):
+                best_i = i
+        measured = tuple((self.cands[i], self.values[i]) for i in self.order)
+        n = len(self.cands)
+        if best_i is None:
+            return SweepResult(None, None, measured, n, stopped)
+        return SweepResult(self.cands[best_i], self.values[best_i], measured, n, stopped)
+
+
 def guided_sweep_batched(
     candidates: Sequence[T], measure_batch: MeasureBatch[T], *, max_measurements: int | None = None
 ) -> SweepResult[T]:
@@ -63,16 +100,8 @@ def guided_sweep_batched(
     if n == 0:
         return SweepResult(None, None, (), 0)
     budget = n if max_measurements is None else max(1, min(n, int(max_measurements)))
-    values: dict[int, float | None] = {}
-    order: list[int] = []
-
-    def run(indices: list[int]) -> None:
-        got = list(measure_batch([cands[i] for i in indices]))
-        if len(got) != len(indices):
-            raise ValueError(f"measure_batch returned {len(got)} values for {len(indices)} candidates")
-        for i, v in zip(indices, got, strict=True):
-            values[i] = v
-            order.append(i)
+    runs = _Runs(cands, measure_batch)
+    values, order, run = runs.values, runs.order, runs.run
 
     mid = n // 2
     run([mid])
@@ -95,17 +124,7 @@ def guided_sweep_batched(
             right_open = hi < n - 1 and _value(values[hi]) < _value(values[hi - 1])
         elif right_open:
             break  # the budget ran out before the right side's step
-
-    best_i: int | None = None
-    for i in order:
-        if values[i] is None or math.isnan(_value(values[i])) or _value(values[i]) == math.inf:
-            continue
-        if best_i is None or _value(values[i]) < _value(values[best_i]):
-            best_i = i
-    measured = tuple((cands[i], values[i]) for i in order)
-    if best_i is None:
-        return SweepResult(None, None, measured, n)
-    return SweepResult(cands[best_i], values[best_i], measured, n)
+    return runs.result()
 
 
 def guided_sweep(
@@ -115,3 +134,50 @@ def guided_sweep(
     return guided_sweep_batched(
         candidates, lambda batch: [measure(c) for c in batch], max_measurements=max_measurements
     )
+
+
+def estimate_guided_sweep(
+    candidates: Sequence[T], estimates: Sequence[float | None], measure_batch: MeasureBatch[T], *, error: float,
+    parallel: int = 1, max_measurements: int | None = None, win_margin: float = 0.03,
+) -> SweepResult[T]:
+    """Measure in the estimate's order until nothing left can win.
+
+    The first round measures the estimate's pick alone; each later round up to `parallel` of the
+    candidates that could still win, cheapest estimate first. After each round the estimate is
+    scaled to this task (the geometric mean of measured / estimated over the runs that compiled),
+    and a candidate could still win while its 95% lower bound is below the best measured time by
+    more than `win_margin`. Candidates the estimate does not price (None) are not contenders.
+    """
+    from pypto_tui.estimate import lower_bound
+
+    if len(estimates) != len(candidates):
+        raise ValueError(f"{len(estimates)} estimates for {len(candidates)} candidates")
+    priced = sorted((float(e), i) for i, e in enumerate(estimates) if e is not None and e > 0)
+    n = len(candidates)
+    budget = n if max_measurements is None else max(1, min(n, int(max_measurements)))
+    runs = _Runs(candidates, measure_batch)
+    values, order = runs.values, runs.order
+    price = {i: e for e, i in priced}
+
+    def contenders() -> list[int]:
+        ok = [(_value(values[i]), price[i]) for i in order if i in price and math.isfinite(_value(values[i]))]
+        left = [i for _, i in priced if i not in values]
+        if not ok:
+            return left
+        best = min(v for v, _ in ok)
+        scale = math.exp(sum(math.log(v / e) for v, e in ok) / len(ok))
+        return [i for i in left if lower_bound(price[i], scale, error, len(ok)) < best * (1.0 - win_margin)]
+
+    while len(order) < budget and (left := contenders()):
+        runs.run(left[: (1 if not order else max(1, parallel))][: budget - len(order)])
+    unmeasured = sum(1 for _, i in priced if i not in values)
+    if not priced:
+        stopped = "the estimate prices no candidate"
+    elif contenders():
+        stopped = f"the budget of {budget} simulation(s) ran out"
+    elif unmeasured:
+        stopped = (f"the estimate rules out the {unmeasured} candidate(s) left "
+                   f"(none could beat the best by more than {100 * win_margin:.0f}%)")
+    else:
+        stopped = "every priced candidate measured"
+    return runs.result(stopped)

@@ -230,7 +230,8 @@ def build_inputs(torch: Any, specs: tuple[J.InputSpec, ...], seed: int) -> list[
             hi = int(s.high) if s.high is not None else (2 if dtype is torch.bool else 8)
             t = torch.randint(lo, hi, shape, generator=gen, dtype=torch.int64)
         elif fill == "zeros":
-            t = torch.zeros(shape)
+            out.append(untouched_zeros(torch, shape, dtype))
+            continue
         elif fill == "ones":
             t = torch.ones(shape)
         else:  # arange
@@ -240,6 +241,20 @@ def build_inputs(torch: Any, specs: tuple[J.InputSpec, ...], seed: int) -> list[
             t = torch.arange(n, dtype=torch.float32).reshape(shape)
         out.append(t.to(dtype).contiguous())
     return out
+
+
+def untouched_zeros(torch: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """Zeros that hold no memory until something writes them: numpy's zeros come from calloc, whose
+    large blocks are fresh pages the kernel maps lazily (torch.zeros writes every byte). A cost
+    job's inputs are read by no one but the cost model, so its worker no longer holds a copy of
+    each input before the compile starts (bfloat16, which numpy lacks, falls back to torch.zeros)."""
+    import numpy as np
+
+    try:
+        np_dtype = torch.empty((), dtype=dtype).numpy().dtype
+    except TypeError:
+        return torch.zeros(shape, dtype=dtype)
+    return torch.from_numpy(np.zeros(shape, dtype=np_dtype))
 
 
 def _from_recipe(torch: Any, s: J.InputSpec, dtype: Any, seed: int, index: int) -> Any:
@@ -361,7 +376,8 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
                 result.status, result.error = J.ERROR, f"the task file {job.task_file} defines no Model"
                 return
         inputs = build_inputs(torch, job.inputs, job.seed)
-        kernel_inputs = _clone(torch, inputs)
+        # A cost job compares nothing, so the kernel may have the inputs themselves (no copy).
+        kernel_inputs = _clone(torch, inputs) if verify else inputs
         stage = "build ModelNew"
         torch.manual_seed(job.seed)
         model_new = kmod.ModelNew(*job.init_args)

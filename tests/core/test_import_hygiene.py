@@ -24,6 +24,8 @@ print(__import__("json").dumps(heavy))
 
 @pytest.mark.parametrize("argv", [
     ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--json"],
+    ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--family", "reduction", "--json"],
+    ["loop", "--shape", "67108864", "--tile", "8192", "--family", "elementwise", "--json"],
     ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--tile", "1,16,256", "--json"],
     ["loop", "--shape", "67108864", "--tile", "8192", "--json"],
     ["kb", "list", "--json"],

@@ -72,7 +72,7 @@ def test_run_many_order_progress_and_cache(tmp_path: Path) -> None:
 echo "{\\"kind\\": \\"cost\\", \\"status\\": \\"ok\\", \\"label\\": \\"$label\\", \\"e2e_us\\": 1.0}" > "$4" """,
     )
     seen: list[tuple[int, int, str]] = []
-    specs = [job(f"j{i}", src=f"# {i}") for i in range(4)]
+    specs = [job(f"j{i}", src=f"X = {i}") for i in range(4)]
     out = runner.run_many(specs, jobs=2, timeout_s=30, cache=store, python=py,
                           progress=lambda d, t, r: seen.append((d, t, r.label)))
     assert [r.label for r in out] == ["j0", "j1", "j2", "j3"]
@@ -112,11 +112,11 @@ def test_cost_measure_feeds_the_sweep(tmp_path: Path) -> None:
     e2e = {8: None, 16: 3.58, 32: 2.77, 64: 6.45, 128: 10.34}
     store = ResultCache(tmp_path / "cache")
     for loop, value in e2e.items():
-        j = job(f"L{loop}", src=f"# loop {loop}")
+        j = job(f"L{loop}", src=f"LOOP = {loop}")
         status = jobs.OK if value is not None else jobs.COMPILE_ERROR
         res = jobs.SimResult(kind="cost", status=status, e2e_us=value, label=j.label)
         store.put(cache_key(j.cache_material(runner._pypto_version())), res.to_json())
-    measure = runner.cost_measure(lambda c: job(f"L{c}", src=f"# loop {c}"), cache=store, python="/nonexistent")
+    measure = runner.cost_measure(lambda c: job(f"L{c}", src=f"LOOP = {c}"), cache=store, python="/nonexistent")
     r = guided_sweep_batched([8, 16, 32, 64, 128], measure)
     assert r.best == 32 and r.measurements == 3
 
@@ -182,7 +182,7 @@ def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Pat
     threading.Thread(target=stop_soon, daemon=True).start()
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        runner.run_many([job(f"j{i}", src=f"# {i}") for i in range(5)], jobs=2, cache=False, python=py,
+        runner.run_many([job(f"j{i}", src=f"X = {i}") for i in range(5)], jobs=2, cache=False, python=py,
                         status=interrupt)
     assert time.perf_counter() - t0 < 20
     assert len(started) == 2 and runner.live_workers() == []

@@ -58,7 +58,7 @@ async def test_fake_sweep_fills_the_time_column_and_curve(make_app, ui, monkeypa
     """The screen's side of a sweep, with a stand-in report (the real one is tested below)."""
     from pypto_tui.sim import design_runs
 
-    def fake(pipeline, jobs, progress, status):
+    def fake(pipeline, jobs, progress, status, stop=None, forecast=None):
         plan = pipeline.loop_plan()
         rows = []
         for i, c in enumerate(sorted({c.loop_count for c in plan.candidates})):

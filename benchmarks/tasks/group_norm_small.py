@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Group normalization with four groups over a small feature map."""
+
+    def __init__(self, groups: int, channels: int):
+        super().__init__()
+        self.norm = nn.GroupNorm(num_groups=groups, num_channels=channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+batch = 8
+channels = 32
+height = 32
+width = 32
+
+
+def get_inputs():
+    return [torch.randn(batch, channels, height, width)]
+
+
+def get_init_inputs():
+    return [4, channels]
