@@ -219,7 +219,8 @@ class Pipeline:
             out: list[TileChoice] = []
             for i, role in enumerate(roles):
                 if i == 0:
-                    choice = choose_tile(self.kb, role, user, None if user else self.tile_plan())
+                    choice = choose_tile(self.kb, role, user, None if user else self.tile_plan(),
+                                         loop_axis=self.needs().loop_axis)
                 else:
                     choice = choose_tile(self.kb, role)
                 if choice is None:
@@ -251,10 +252,20 @@ class Pipeline:
         if needs.cube is None:
             return None
         M, K, N = needs.cube
-        dtype = needs.tiles[0].dtype
+        dtype = needs.cube_dtype or needs.tiles[0].dtype
         cube = self.design.cube
         return self._memo("cube", (needs.cube, dtype, json.dumps(cube, sort_keys=True)),
                           lambda: choose_cube(self.kb, M, K, N, dtype, cube))
+
+    def more_cube_choices(self) -> tuple[tuple[str, CubeChoice | None], ...]:
+        """Cube tiles for the pattern's further matmuls (each the best legal candidate for its
+        M x K x N; the design's cube setting is for the main matmul)."""
+        from pypto_tui.tiles import choose_cube
+
+        needs = self.needs()
+        dtype = needs.cube_dtype or needs.tiles[0].dtype
+        return self._memo("more_cubes", (needs.more_cubes, dtype), lambda: tuple(
+            (role, choose_cube(self.kb, M, K, N, own or dtype)) for role, (M, K, N), own in needs.more_cubes))
 
     # -- step 4
     def loop_plan(self) -> LoopPlan | None:
@@ -319,13 +330,19 @@ class Pipeline:
         if needs.cube is not None and cube is None:
             M, K, N = needs.cube
             return replace(base, blocked=f"no legal cube tiles for M={M}, K={K}, N={N} {needs.tiles[0].dtype}")
+        more = self.more_cube_choices()
+        for (role, choice), (_, (M, K, N), own) in zip(more, needs.more_cubes, strict=True):
+            if choice is None:
+                return replace(base, blocked=f"no legal cube tiles for the {role} matmul, M={M}, K={K}, N={N} "
+                                             f"{own or needs.cube_dtype or needs.tiles[0].dtype}")
+        decided = tuple((role, choice) for role, choice in more if choice is not None)
         try:
             dynamic, loop = self._dynamic(c, dims, loop, needs, tiles)
         except _NoDynamic as exc:
             return replace(base, blocked=str(exc))
-        key = (c, dims, pattern, flavour, tiles, cube, loop, dynamic)
+        key = (c, dims, pattern, flavour, tiles, cube, loop, decided, dynamic)
         return self._memo("kernel_plan", key, lambda: replace(base, geometry=geometry, tiles=tiles, cube=cube,
-                                                               loop=loop, dynamic=dynamic))
+                                                               loop=loop, more_cubes=decided, dynamic=dynamic))
 
     def _dynamic(self, c: Contract, dims: DimPlan, loop: LoopChoice | None, needs: Needs,
                  tiles: tuple[TileChoice, ...]) -> tuple[DynamicAxis | None, LoopChoice | None]:

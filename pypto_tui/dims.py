@@ -166,6 +166,8 @@ def _output_kernel(c: Contract, kernel: Shape, axis_map: Sequence[Sequence[int]]
     out = c.output_shape
     if out is None:
         return kernel
+    if c.family == "scan":  # a scan keeps its rank; an exclusive scan's axis grows by its zero slice
+        return tuple(out)
     if math.prod(out) == math.prod(kernel) and c.family in ("elementwise", "norm", "softmax", "scan"):
         return kernel
     if not out:
@@ -301,6 +303,8 @@ def _merge_reduce(c: Contract) -> _Layout:
 
 
 def _matmul(c: Contract) -> _Layout:
+    if c.op == "diag_matmul":
+        return _diag_scaling(c)
     if c.family != "matmul" or c.op not in ("matmul", "bmm") or len(c.operands) < 2:
         raise _NotApplicable("the matmul layout is for matmul and bmm")
     A, B = c.operands[0], c.operands[1]
@@ -311,8 +315,8 @@ def _matmul(c: Contract) -> _Layout:
     fwd: dict[str, Shape | None] = {A.name: None, B.name: None}
     ka, kb_ = sa, sb
     out_shape = c.output_shape
-    if len(sa) == 3 and len(sb) == 2 and not ta:
-        ka = (sa[0] * sa[1], sa[2])
+    if len(sa) >= 3 and len(sb) == 2 and not ta:  # a tensor times a matrix: the leading axes are rows
+        ka = (math.prod(sa[:-1]), sa[-1])
         fwd[A.name] = ka
     if len(sb) == 1:
         kb_ = (sb[0], 1)
@@ -320,6 +324,8 @@ def _matmul(c: Contract) -> _Layout:
     m = ka[-1] if ta else ka[-2]
     k = ka[-2] if ta else ka[-1]
     n = kb_[-2] if tb else kb_[-1]
+    if n == 1 and len(ka) == 2 and not ta and not c.op_args.get("post"):
+        return _matvec(c, ka, (1, k), m, k)
     batch = ka[0] if len(ka) == 3 else None
     kernel_out: Shape = (batch, m, n) if batch is not None else (m, n)
     info = {"m": m, "k": k, "n": n, "batch": batch, "a_trans": ta, "b_trans": tb}
@@ -328,7 +334,7 @@ def _matmul(c: Contract) -> _Layout:
     return _Layout(
         [shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
         [fwd.get(t.name) if t.is_tensor else None for t in c.inputs],
-        [[a] for a in range(rank)] if ka == sa else [[0, 1], [2]], [], None,
+        [[a] for a in range(rank)] if ka == sa else [list(range(len(sa) - 1)), [len(sa) - 1]], [], None,
         kernel_out if out_shape is None or kernel_out != out_shape else out_shape, info,
     )
 
@@ -375,11 +381,76 @@ def _plain_conv_only(c: Contract) -> _Layout:
     if (c.op or "").startswith("conv_transpose"):
         raise _NotApplicable("a transposed conv needs its zero insertion (conv-transposed-zero-insert)")
     return _window("im2col")(c)
+# ---------------------------------------------------------------- issue 11: more reshapes
+def _broadcast_rows(c: Contract) -> _Layout:
+    """Two operands where one is the other's trailing dims (hinge's (N, C) predictions and (C,)
+    targets): the large one becomes (rows, cols), the small one (1, cols), which the kernel widens
+    along one axis (pypto broadcasts one axis at a time)."""
+    ops = c.operands
+    if len(ops) != 2 or any(o.shape is None for o in ops):
+        raise _NotApplicable("the broadcast-rows reshape takes two operands of known shapes")
+    shapes = [tuple(o.shape or ()) for o in ops]
+    big = 0 if len(shapes[0]) >= len(shapes[1]) else 1
+    S, s = shapes[big], shapes[1 - big]
+    k = len(s)
+    if S == s or k == 0 or k >= len(S) or S[len(S) - k:] != s:
+        raise _NotApplicable(f"{shapes[1 - big]} is not the trailing part of {shapes[big]}: no row broadcast")
+    rows, cols = math.prod(S[:len(S) - k]), math.prod(s)
+    kernel = {ops[big].name: (rows, cols), ops[1 - big].name: (1, cols)}
+    axis_map = [list(range(len(S) - k)), list(range(len(S) - k, len(S)))]
+    fwd: list[Shape | None] = [kernel[t.name] if t.name in kernel and kernel[t.name] != t.shape else None
+                               for t in c.inputs]
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, axis_map, [0, 1], 1,
+                   _output_kernel(c, (rows, cols), axis_map, ["reduced"] * len(S)))
+
+
+def _matvec(c: Contract, ka: Shape, row: Shape, m: int, k: int) -> _Layout:
+    """A matrix times a vector (N = 1): B as one (1, K) row, so the product is a multiply and a sum
+    over K per row of A (MM.matvec-reduce), with no cube (N = 1 has no legal cube tiles)."""
+    A, B = c.operands[0], c.operands[1]
+    shapes = {A.name: ka, B.name: row}
+    fwd = {A.name: None, B.name: row if tuple(B.shape or ()) != row else None}
+    return _Layout([shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
+                   [fwd.get(t.name) if t.is_tensor else None for t in c.inputs], [[0], [1]], [1], 1, (m, 1),
+                   {"m": m, "k": k, "n": 1, "batch": None, "a_trans": False, "b_trans": False, "matvec": True})
+
+
+def _diag_scaling(c: Contract) -> _Layout:
+    """diag(a) @ B scales B's rows by a: a becomes a (N, 1) column (A @ diag(b): b a (1, M) row), which
+    the kernel widens along one axis; no cube, no diagonal matrix is built (MM.diag-broadcast)."""
+    A, B = c.operands[0], c.operands[1]
+    if A.shape is None or B.shape is None:
+        raise _NotApplicable("an input shape is unknown")
+    rows = not (c.op_args.get("diag_b") and not c.op_args.get("diag_a"))
+    (vec, vs), (mat, ms) = ((A, A.shape), (B, B.shape)) if rows else ((B, B.shape), (A, A.shape))
+    col: Shape = (vs[0], 1) if rows else (1, vs[0])
+    shapes = {vec.name: col, mat.name: tuple(ms)}
+    return _Layout([shapes[t.name] for t in c.tensor_inputs],
+                   [col if t.name == vec.name else None for t in c.inputs],
+                   [[0], [1]], [], None, tuple(ms), {"diag_rows": rows})
+
+
+def _leading_batch(c: Contract) -> _Layout:
+    """Every operand (..., S, D) becomes (B, S, D), B the product of the leading axes: attention's
+    batch and heads are one batch of independent (S, D) problems (a view in forward, no copy)."""
+    shapes = [t.shape for t in c.operands]
+    if any(s is None or len(s) < 2 for s in shapes):
+        raise _NotApplicable("the leading-batch reshape needs operands of rank >= 2 with known shapes")
+    kernel = {t.name: (math.prod((t.shape or ())[:-2]), *(t.shape or ())[-2:]) for t in c.operands}
+    first = tuple(shapes[0] or ())
+    rank = len(first)
+    axis_map = [list(range(rank - 2)), [rank - 2], [rank - 1]] if rank > 2 else [[], [0], [1]]
+    out = c.output_shape
+    out_kernel: Shape | None = (math.prod(out[:-2]), *out[-2:]) if out is not None and len(out) >= 2 else None
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs],
+                   [kernel[t.name] if t.name in kernel and kernel[t.name] != t.shape else None for t in c.inputs],
+                   axis_map, [], None, out_kernel)
 
 
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
-    "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul,
+    "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
+    "leading_batch": _leading_batch,
     # convs and pools (see _window)
     "window_im2col": _plain_conv_only, "window_transposed": _transposed_only,
     "window_depthwise": _window("depthwise-taps"), "window_pool": _window("pool-taps"),

@@ -302,6 +302,16 @@ def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
         if count > top and _at(kb, plan, count, "main+tail").ok:
             return count
     return None
+def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:
+    """The smallest count past the ladder's end (doubling it) whose chunks keep auto_tiles within
+    the limit, capped at one iteration per row of the loop axis: a scan's small tile over a large
+    tensor needs hundreds of iterations, and 128 chunks of 256 rows each overflow the limit."""
+    count = max(kb.ladders.loop_order)
+    while count < plan.total:
+        count *= 2
+        if _at(kb, plan, min(count, plan.total)).ok:
+            break
+    return min(count, plan.total)
 
 
 @cites("O2.loop-log-scale", "P6.loop-tail")
@@ -333,10 +343,10 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                                          f"iteration within the limits: {count}, the smallest count above it that "
                                          f"does, is used", "info"))
         else:
-            count = next((c for c in kb.ladders.loop_order if 1 < c <= plan.total), plan.total)
-            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count on the ladder keeps every "
-                                         f"iteration within the limits: {count} is used; raise it or shrink the tile",
-                                         "warn"))
+            count = beyond_ladder(kb, plan)
+            findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count keeps every iteration within the "
+                                         f"limits: {count} (the ladder's end doubled, at most one iteration per "
+                                         "unit) is used; shrink the tile or the work per iteration", "warn"))
     count = max(1, min(count, plan.total))
     cand = _at(kb, plan, count)
     if cand.has_tail and tail == "divisor":

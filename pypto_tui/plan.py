@@ -195,6 +195,10 @@ class Needs:
     loop_unit: int = 1  # the loop cuts its axis in whole units of this many elements (a conv's output rows)
     loop_max_chunk: int | None = None  # the most elements one iteration may hold on the loop axis (matmul's N)
     layout: tuple[tuple[str, str], ...] = ()  # the pattern's own plan as labelled lines (a conv's im2col plan)
+    # further matmuls of the kernel, each with its own cube tiles (attention's two products):
+    # (name, (M, K, N), its inputs' dtype or None for cube_dtype)
+    more_cubes: tuple[tuple[str, tuple[int, int, int], str | None], ...] = ()
+    cube_dtype: str | None = None  # the matmuls' input dtype when the main tile's is another (attention)
 
 
 # ------------------------------------------------------------------------------------ decisions
@@ -291,6 +295,7 @@ class KernelPlan:
     cube: CubeChoice | None = None
     loop: LoopChoice | None = None
     blocked: str = ""
+    more_cubes: tuple[tuple[str, CubeChoice], ...] = ()  # Needs.more_cubes, decided
     dynamic: DynamicAxis | None = None
 
     def tile(self, role: str = "main") -> TileChoice:
@@ -309,8 +314,8 @@ class KernelPlan:
         out: list[Finding] = []
         for t in self.tiles:
             out.extend(t.findings)
-        if self.cube is not None:
-            out.extend(f for f in self.cube.evaluation.findings if f.level in ("warn", "error"))
+        for cube in ([self.cube] if self.cube is not None else []) + [c for _, c in self.more_cubes]:
+            out.extend(f for f in cube.evaluation.findings if f.level in ("warn", "error"))
         if self.loop is not None:
             out.extend(self.loop.findings)
         return tuple(out)

@@ -34,7 +34,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 UNSUPPORTED: dict[str, str] = {
-    "gelu": "exact GELU needs erf, which pypto 0.2.0 does not have (the tanh approximation would change the result)",
+    "gelu": "GELU inside a larger expression is not scaffolded (F.gelu(x) on its own is: GELU.exact-erf)",
     "erf": "pypto 0.2.0 has no erf",
     "hardshrink": "needs a comparison mask (where(|x| > lambd, x, 0)); not scaffolded yet",
     "round": "pypto.round takes rank-2..4 tensors only (measured with 0.2.0) and pattern A is 1-D",

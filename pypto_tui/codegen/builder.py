@@ -73,6 +73,8 @@ def quote(text: str) -> str:
 
 def dim_expr(d: str | int | Ex | cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(d, str):
+        if " " in d:  # a product of factory names ("batch * m": a batched operand's stacked rows)
+            return cst.parse_expression(d)
         return attr(d) if "." in d else cst.Name(d)
     return literal(d)
 
@@ -162,6 +164,11 @@ class Builder:
         return fill_statements(self._write, None, dst=name(dst), value=v)
 
     # ------------------------------------------------------------------ dtypes
+    def input_dtype(self, tensor: str) -> str:
+        """The dtype of the task's input `tensor` (the kernel's main dtype when the contract has none)."""
+        inp = self.ctx.contract.input(tensor)
+        return (inp.dtype if inp is not None else None) or self.ctx.dtype
+
     def pdtype(self, dtype: str | None = None) -> cst.BaseExpression:
         dt = dtype or self.ctx.dtype
         if dt not in PYPTO_DTYPES:
@@ -212,25 +219,28 @@ class Builder:
         return self.add_constant(Constant(role.constant, choice.tile, lines, tuple(rules), ev.numbers()))
 
     @cites("B.matmul-cube-tiles")
-    def cube_constants(self) -> tuple[Ex, Ex, Ex]:
-        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul."""
-        cube = self.ctx.plan.cube
+    def cube_constants(self, role: str | None = None, dtype: str | None = None) -> tuple[Ex, Ex, Ex]:
+        """set_cube_tile_shapes(m, k, n) as the tile step chose them for the plan's matmul, or for the
+        further matmul `role` (constants prefixed with the role: SCORES_CUBE_M, ...)."""
+        cube = self.ctx.plan.cube if role is None else dict(self.ctx.plan.more_cubes).get(role)
         if cube is None:
-            raise Unsupported("the plan has no cube tiles for its matmul")
+            raise Unsupported(f"the plan has no cube tiles for its {role or 'main'} matmul")
+        prefix = f"{role.upper()}_" if role else ""
         chosen = cube.evaluation
         for f in chosen.findings:
             if f.level in ("warn", "error"):
                 self.findings.append(f)
-        M, K, N, dt = cube.M, cube.K, cube.N, self.ctx.dtype
-        lines = [f"CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M={M}, K={K}, N={N} {dt} from {cube.source} "
-                 "(B.matmul-cube-tiles):",
+        M, K, N, dt = cube.M, cube.K, cube.N, dtype or self.ctx.dtype
+        what = f" ({role} matmul)" if role else ""
+        lines = [f"{prefix}CUBE_M, {prefix}CUBE_K, {prefix}CUBE_N: set_cube_tile_shapes{what} for M={M}, K={K}, "
+                 f"N={N} {dt} from {cube.source} (B.matmul-cube-tiles):",
                  f"  L0A {chosen.l0a_bytes} B, L0B {chosen.l0b_bytes} B, L0C {chosen.l0c_bytes} B, "
                  f"L1 {chosen.l1_bytes} B; {chosen.tasks} cube task(s) over the output."]
         numbers = {"M": M, "K": K, "N": N, "l0a_bytes": chosen.l0a_bytes, "l0b_bytes": chosen.l0b_bytes,
                    "l0c_bytes": chosen.l0c_bytes, "l1_bytes": chosen.l1_bytes, "tasks": chosen.tasks}
-        m = self.add_constant(Constant("CUBE_M", list(chosen.m), lines, ("B.matmul-cube-tiles",), numbers))
-        k = self.add_constant(Constant("CUBE_K", list(chosen.k), [], ("B.matmul-cube-tiles",), {}))
-        n = self.add_constant(Constant("CUBE_N", list(chosen.n), [], ("B.matmul-cube-tiles",), {}))
+        m = self.add_constant(Constant(f"{prefix}CUBE_M", list(chosen.m), lines, ("B.matmul-cube-tiles",), numbers))
+        k = self.add_constant(Constant(f"{prefix}CUBE_K", list(chosen.k), [], ("B.matmul-cube-tiles",), {}))
+        n = self.add_constant(Constant(f"{prefix}CUBE_N", list(chosen.n), [], ("B.matmul-cube-tiles",), {}))
         return m, k, n
 
     # ------------------------------------------------------------------ loops
@@ -319,7 +329,8 @@ class Builder:
         return stmts
 
     @staticmethod
-    def chunk_shape(shape: Sequence[str | int], axis: int, size: str) -> list[str | int]:
+    def chunk_shape(shape: Sequence[Any], axis: int, size: str) -> list[Any]:
+        """`shape` (names, ints or expressions) with the loop axis replaced by the chunk's size."""
         return [size if i == axis else d for i, d in enumerate(shape)]
 
     @staticmethod
@@ -403,6 +414,25 @@ class Builder:
         self.unpack_dims(xn, dims)
         self.call_kernel(spec, [xn])
         self.forward.result = name("out")
+
+    def reduced_result(self, x: str, kernel_out: Sequence[int], keepdim: bool) -> cst.BaseExpression:
+        """`out`, or `out.reshape(...)` written on the input's shape when the kernel's reduced layout
+        differs from the baseline's (P2.keepdim-direct: the reduced axes kept only as the baseline does)."""
+        c = self.ctx.contract
+        if c.output_shape is None or tuple(c.output_shape) == tuple(kernel_out):
+            return name("out")
+        if not c.output_shape:
+            return self.expr("out.reshape(())")
+        axes = set(c.reduction.axes) if c.reduction else set()
+        rank = len(c.operands[0].shape or ())
+        parts: list[cst.BaseExpression] = []
+        for a in range(rank):
+            if a in axes:
+                if keepdim:
+                    parts.append(literal(1))
+            else:
+                parts.append(self.expr("{x}.shape[{a}]", x=name(x), a=literal(a)))
+        return self.expr("out.reshape({args})", args=[cst.Arg(p) for p in parts])
 
     def unpack_dims(self, tensor: str, dims: Sequence[str]) -> None:
         targets = [cst.Element(name(d)) for d in dims]

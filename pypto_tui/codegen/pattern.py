@@ -38,7 +38,11 @@ def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) 
 @dataclass(frozen=True)
 class Pattern:
     """`rules` are the pack rules the pattern implements, the first being the one reported with the
-    kernel's summary; the rule catalogue traces each of them to the `codegen.patterns` check."""
+    kernel's summary; the rule catalogue traces each of them to the `codegen.patterns` check.
+
+    `when` narrows a pattern to the contracts of its families (and ops) that it takes, for forms
+    the op name does not tell apart (a matmul whose right operand is a vector, or whose product is
+    masked afterwards); a pattern with `ops` or `when` wins over one that takes the whole family."""
 
     id: str
     families: tuple[str, ...]
@@ -46,10 +50,16 @@ class Pattern:
     rules: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     needs: NeedsFn = main_tile_needs
+    when: Callable[[Contract], bool] | None = None
 
     @property
     def rule(self) -> str | None:
         return self.rules[0] if self.rules else None
 
+    @property
+    def specific(self) -> bool:
+        return bool(self.ops) or self.when is not None
+
     def matches(self, c: Contract) -> bool:
-        return c.family in self.families and (not self.ops or c.op in self.ops)
+        return (c.family in self.families and (not self.ops or c.op in self.ops)
+                and (self.when is None or self.when(c)))

@@ -49,7 +49,7 @@ class TensorParam:
     over them (a conv's `n * c`), dtype."""
 
     name: str
-    shape: tuple[str | int | cst.BaseExpression, ...]
+    shape: tuple[str | int | cst.BaseExpression, ...]  # factory names, literal ints or expressions (d1 + 1)
     dtype: str
 
 

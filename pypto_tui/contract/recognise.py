@@ -291,6 +291,8 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
         return _finish(rec, "softmax", name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
     if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"):
         return _functional_norm(n, ctx, rec)
+    if name == "scaled_dot_product_attention":
+        return _sdpa(n, ctx, rec)
     if name in CONV_NAMES or (name in POOL_NAMES and not name.startswith("adaptive_")):
         return _window_call(n, ctx, rec)
     if name in POOL_NAMES or name in ATTENTION_NAMES:
@@ -530,6 +532,9 @@ def _hinge(body: Node, ctx: Ctx) -> tuple[Any, tuple[str, ...]] | None:
 
 
 def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
+    einsum = _einsum_matmul(n, ctx)
+    if einsum is not None:
+        return einsum
     post = None
     if _is_call(n, "tril", "triu") and n.args:
         post = n.name
@@ -598,6 +603,9 @@ def _matmul_operand(n: Node, ctx: Ctx) -> tuple[Node | None, bool, bool]:
 
 def _scan(n: Node, ctx: Ctx) -> Recognition | None:
     rec = Recognition("scan", None)
+    exclusive = _exclusive_scan(n, ctx)
+    if exclusive is not None:
+        return exclusive
     target = n
     flipped = False
     if _is_call(n, "flip") and n.args and _is_call(n.args[0], *SCANS):
@@ -706,6 +714,101 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
         rec.op_args["operands"] = tuple(a.name for a in n.args)
         return rec
     rec.op_args["expr"] = ir.to_data(n)
+    return rec
+
+
+# ================================================================================ issue 11: scans, matmul forms
+def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
+    """KernelBench's exclusive scan: `cumsum(cat((zeros_like(x.select(d, 0).unsqueeze(d)), x), dim=d)[:-1], d)`.
+
+    A zero slice is put before x along d and the scan runs over the result, so position t holds the
+    sum of the positions before t. The optional `[:-1]` trims the last index of axis 0 (not of axis
+    d, unless d is 0): `trim_last_row` records it, and the output shape follows from both.
+    """
+    if not (_is_call(n, "cumsum", "cumprod") and n.args):
+        return None
+    inner = n.args[0]
+    trim = False
+    if inner.kind == "index" and inner.value == {"slice": (None, -1, None)} and inner.args:
+        trim, inner = True, inner.args[0]
+    if not (_is_call(inner, "cat", "concat", "concatenate") and inner.args and inner.args[0].kind == "tuple"):
+        return None
+    parts = inner.args[0].args
+    if len(parts) != 2 or not ctx.is_tensor(parts[1]):
+        return None
+    x = parts[1]
+    zero = parts[0]
+    rec = Recognition("scan", None)
+    try:
+        scan_dim = _val(_bound(n).get("dim"))
+        cat_dim = _val(inner.kw().get("dim", inner.args[1] if len(inner.args) > 1 else ir.const(0)))
+    except _NotConst:
+        return None
+    if not (_is_call(zero, "zeros_like") and zero.args and _is_call(zero.args[0], "unsqueeze")):
+        return None
+    unsq = zero.args[0]
+    sel = unsq.args[0] if unsq.args else None
+    if sel is None or not _is_call(sel, "select") or len(sel.args) != 3 or sel.args[0] != x:
+        return None
+    try:
+        dims = {_val(unsq.args[1]) if len(unsq.args) > 1 else None, _val(sel.args[1]), cat_dim, scan_dim}
+        first = _val(sel.args[2])
+    except _NotConst:
+        return None
+    rank = ctx.rank(x)
+    norm = {d % rank if isinstance(d, int) and rank else d for d in dims}
+    if len(norm) != 1 or first != 0:
+        return None
+    rec.op = "exclusive_" + n.name
+    rec.op_args = {"dim": scan_dim, "trim_last_row": trim, "operands": (x.name,)}
+    return rec
+
+
+def _sdpa(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
+    """F.scaled_dot_product_attention(q, k, v, ...): the three tensors by position or keyword, the
+    options as constants (a mask tensor is recorded by its expression: the contract says it is not
+    scaffolded)."""
+    b = _bound(n)
+    tensors = [b.get(p) for p in ("query", "key", "value")]
+    args = _params(n, ("dropout_p", "is_causal", "scale"), rec)
+    mask = b.get("attn_mask")
+    if isinstance(mask, Node) and not (mask.is_const and mask.value is None):
+        args["attn_mask"] = ir.render(mask)
+    direct = all(isinstance(t, Node) and ctx.is_tensor(t) for t in tensors)
+    return _finish(rec, "attention", "scaled_dot_product_attention", args,
+                   [t for t in tensors if isinstance(t, Node)], direct, n)
+
+
+def _einsum_matmul(n: Node, ctx: Ctx) -> Recognition | None:
+    """`torch.einsum` equations that are matmuls: a tensor times a matrix ("bijl,lk->bijk", or with
+    the matrix stored transposed, "bijl,kl->bijk"), and the same-batch product ("bij,bjk->bik").
+    Other equations stay unknown (with the equation in the reason)."""
+    if not (_is_call(n, "einsum") and len(n.args) == 3 and n.args[0].is_const and isinstance(n.args[0].value, str)):
+        return None
+    a, b = n.args[1], n.args[2]
+    if not (ctx.is_tensor(a) and ctx.is_tensor(b)):
+        return None
+    eq = n.args[0].value.replace(" ", "")
+    if "->" not in eq or eq.count(",") != 1 or "." in eq:
+        return None
+    lhs, out = eq.split("->")
+    ia, ib = lhs.split(",")
+    if len(set(ia)) != len(ia) or len(set(ib)) != len(ib) or ctx.rank(a) not in (None, len(ia)) or \
+            ctx.rank(b) not in (None, len(ib)):
+        return None
+    op, trans_b = None, False
+    if len(ib) == 2 and ia[-1] in ib and ib[0] not in ia[:-1] and ib[1] not in ia[:-1]:
+        k = ia[-1]
+        n_ = ib[1] if ib[0] == k else ib[0]
+        if out == ia[:-1] + n_ and n_ not in ia:
+            op, trans_b = "matmul", ib[1] == k
+    elif len(ia) == 3 and len(ib) == 3 and ia[0] == ib[0] and ia[2] == ib[1] and out == ia[:2] + ib[2]:
+        op = "bmm"
+    if op is None:
+        return None
+    rec = Recognition("matmul", op)
+    rec.op_args.update({"transpose_a": False, "transpose_b": trans_b, "operands": (a.name, b.name),
+                        "einsum": eq})
     return rec
 
 

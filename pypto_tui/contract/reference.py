@@ -358,7 +358,7 @@ def _matmul(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarr
         raise NoReference("nn.Linear has learned weights")
     A, B = ops[0], ops[1]
     if c.op == "diag_matmul":
-        return A[:, None] * B
+        return A * B[None, :] if a.get("diag_b") and not a.get("diag_a") else A[:, None] * B
     if a.get("transpose_a"):
         A = np.swapaxes(A, -1, -2)
     if a.get("transpose_b"):
@@ -379,7 +379,7 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
     (axis,) = r.axes
     op = c.op or ""
     x = ops[0] * ops[1] if op.startswith("masked_") and len(ops) > 1 else ops[0]
-    base = op.replace("reverse_", "").replace("masked_", "")
+    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
     scans: dict[str, Callable[..., Any]] = {
         "cumsum": np.cumsum, "cumprod": np.cumprod,
         "cummax": lambda v, axis: np.maximum.accumulate(v, axis=axis),
@@ -390,6 +390,9 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
         raise NoReference(f"no reference for scan '{op}'")
     if op.startswith("reverse_"):
         return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+    if op.startswith("exclusive_"):  # a zero slice before x along the axis; [:-1] then trims axis 0
+        y = np.concatenate([np.zeros_like(np.take(x, [0], axis=axis)), x], axis=axis)
+        return fn(y[:-1] if c.op_args.get("trim_last_row") else y, axis=axis)
     return fn(x, axis=axis)
 
 
@@ -401,7 +404,17 @@ def _thaw(v: Any) -> Any:
     return v
 
 
+def _attention(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
+    if c.op != "scaled_dot_product_attention" or len(ops) < 3:
+        raise NoReference(f"no reference for attention '{c.op}'")
+    q, k, v = ops[:3]
+    scale = c.op_args.get("scale")
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.matmul(e / e.sum(axis=-1, keepdims=True), v)
+
+
 _FAMILIES: dict[str, Callable[[Contract, list[np.ndarray], dict[str, Any]], np.ndarray]] = {
     "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
-    "loss": _loss, "matmul": _matmul, "scan": _scan,
+    "loss": _loss, "matmul": _matmul, "scan": _scan, "attention": _attention,
 }

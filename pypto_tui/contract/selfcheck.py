@@ -108,6 +108,12 @@ def _keep_values(contract: Any) -> set[int]:
     from pypto_tui.contract.conv import kept_sizes
 
     keep.update(kept_sizes(contract))
+    sizes = {s for t in contract.tensor_inputs for s in (t.shape or ())}
+    for t in contract.tensor_inputs:  # randint(0, num_classes): the bound and the class axis stay together
+        r = t.recipe or {}
+        high = r.get("high")
+        if r.get("fn") == "randint" and isinstance(high, int) and high > 8 and high in sizes:
+            keep.add(high)
     return keep
 
 

@@ -280,6 +280,12 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
     if op in ("var", "std"):
         corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
         out.formula += f"  (divisor {count} - {corr})"
+    if op in ("argmax", "argmin"):
+        if dim is not None:
+            return  # pypto.topk(k=1) (ARG.topk-last-axis)
+        out.supported = False
+        out.reason = f"{op} over the flattened tensor (no dim) is not scaffolded: it returns an index into x.flatten()"
+        return
     if op not in SUPPORTED_REDUCTIONS:
         out.supported = False
         out.reason = (f"{op} has no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"
@@ -421,10 +427,11 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
         if len(ops) < 2:
             raise _Missing("reduction", f"{op} needs two tensors")
         if shapes[0] != shapes[1]:
-            out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
+            shape, rank, numel = _loss_broadcast(op, shapes, out)
         L = _ix(rank)
         sub = "".join(L)
-        p, t = (f"{names[0]}_{sub}", f"{names[1]}_{sub}") if rank else (names[0], names[1])
+        # a broadcast operand is indexed by the trailing letters it has
+        p, t = (f"{n}_{''.join(L[rank - len(sh):])}" if sh else n for n, sh in zip(names[:2], shapes[:2], strict=True))
         if op == "kl_div":
             term, _ = _kl_terms(a, p, t)
             _, out.direction = _kl_terms(a, names[0], names[1])
@@ -522,11 +529,17 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
             raise _Missing("reduction", "cross_entropy expects (N, C) logits")
         rest = tuple(i for i in range(rank) if i != 1)
         count = math.prod(shape[i] for i in rest)
-        out.reduction = Reduction("mean", rest, False, "mean", count, "log_softmax", (1,))
-        out.formula = f"-sum_i log_softmax({names[0]}_i)[target_i] / {count}"
+        scaling = cast(Scaling, red if red in ("mean", "sum") else "none")
+        out.reduction = Reduction(scaling, rest, False, scaling, count if red == "mean" else None, "log_softmax", (1,))
+        div = f" / {count}" if red == "mean" else ""
+        out.formula = (f"-sum_i log_softmax({names[0]}_i)[{names[1] if len(names) > 1 else 'target'}_i]{div}"
+                       f"  ({shape[1]} classes; targets outside [0, {shape[1]}) such as ignore_index are not "
+                       "excluded)")
         out.output_shape = () if red != "none" else tuple(shape[i] for i in rest)
-        out.supported = False
-        out.reason = "cross_entropy gathers by class index, which no pattern in the rule documents covers"
+        why = _cross_entropy_limits(a, rank, red, ops)
+        if why:
+            out.supported = False
+            out.reason = why
         return
     out.supported = False
     out.reason = c.reason or f"{op} has no contract template"
@@ -534,6 +547,36 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     out.unknown["reduction"] = out.reason
     out.unknown["asymmetric"] = out.reason
     out.unknown["output_shape"] = out.reason
+
+
+def _cross_entropy_limits(a: Mapping[str, Any], rank: int, red: str, ops: list[Input]) -> str:
+    """Why a cross-entropy is not scaffolded ("" when it is): (N, C) logits, class-index targets,
+    no class weights or label smoothing, reduced to one value (LOSS.cross-entropy-gather)."""
+    if rank != 2:
+        return "cross_entropy is scaffolded for (N, C) logits; spatial targets (N, C, d1, ...) are not"
+    if len(ops) > 1 and ops[1].dtype not in (None, "int64", "int32"):
+        return "cross_entropy with class probabilities as targets is not scaffolded (class indices are)"
+    if a.get("weight") is not None:
+        return "cross_entropy with class weights is not scaffolded"
+    if a.get("label_smoothing"):
+        return "cross_entropy with label smoothing is not scaffolded"
+    if red not in ("mean", "sum"):
+        return f"cross_entropy with reduction={red!r} returns a tensor; mean and sum are scaffolded"
+    return ""
+
+
+def _loss_broadcast(op: str, shapes: Sequence[tuple[int, ...]], out: _Out) -> tuple[tuple[int, ...], int, int]:
+    """The shape a loss term is computed over when its inputs differ: the hinge expression
+    `mean(clamp(1 - p * t, min=0))` broadcasts by the ordinary rules, so its count is the broadcast
+    shape's; a torch loss function given different shapes warns and is left for the user to confirm."""
+    from pypto_tui.contract.values import broadcast
+
+    b = broadcast(shapes[0], shapes[1])
+    if op != "hinge_loss" or b is None or any(d is None for d in b):
+        out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
+        return shapes[0], len(shapes[0]), math.prod(shapes[0])
+    known = tuple(int(d) for d in b if d is not None)
+    return known, len(known), math.prod(known)
 
 
 def _kl_terms(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str]:
@@ -575,12 +618,16 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
     an = f"{A.name}^T" if ta else A.name
     bn = f"{B.name}^T" if tb else B.name
     if c.op == "diag_matmul":
+        if a.get("diag_b") and not a.get("diag_a"):  # A @ diag(B): column scaling
+            if len(sa) != 2 or len(sb) != 1 or sa[1] != sb[0]:
+                raise _Missing("output_shape", f"{A.name} @ diag({B.name}) needs (N, M) and (M,)")
+            out.output_shape = sa
+            out.formula = f"out[i, j] = {A.name}[i, j] * {B.name}[j]  ({A.name} @ diag({B.name}): a column scaling)"
+            return
         if len(sa) != 1 or len(sb) != 2 or sa[0] != sb[0]:
             raise _Missing("output_shape", f"diag({A.name}) @ {B.name} needs ({sb[0] if sb else 'N'},) and (N, M)")
         out.output_shape = sb
-        out.formula = f"out[i, j] = {A.name}[i] * {B.name}[i, j]  (diag({A.name}) @ {B.name})"
-        out.supported = False
-        out.reason = "diag(A) @ B is a row scaling; no scaffold builds the diagonal matrix"
+        out.formula = f"out[i, j] = {A.name}[i] * {B.name}[i, j]  (diag({A.name}) @ {B.name}: a row scaling)"
         return
     ra, rb = len(ea), len(eb)
     variant = a.get("variant")
@@ -595,11 +642,13 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
         k_ok = ea[2] == eb[1] and ea[0] == eb[0]
         shape = (ea[0], ea[1], eb[2])
         formula = f"out[b, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', 'b')} * {_mm(B.name, tb, 'k', 'n', 'b')}"
-    elif ra == 3 and rb == 2:
-        variant = "3d_2d"
-        k_ok = ea[2] == eb[0]
-        shape = (ea[0], ea[1], eb[1])
-        formula = f"out[b, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', 'b')} * {_mm(B.name, tb, 'k', 'n')}"
+    elif ra >= 3 and rb == 2:
+        variant = "3d_2d" if ra == 3 else "nd_2d"
+        k_ok = ea[-1] == eb[0]
+        shape = (*ea[:-1], eb[1])
+        lead = "b" if ra == 3 else ", ".join(f"b{i}" for i in range(ra - 2))
+        formula = (f"out[{lead}, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', lead)} * {_mm(B.name, tb, 'k', 'n')}"
+                   + ("  (the leading axes are rows of one 2-D product)" if ra > 3 else ""))
     elif ra == 2 and rb == 1:
         variant = "matvec"
         k_ok = ea[1] == eb[0]
@@ -616,10 +665,12 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
         out.formula += f", then {post}(out, diagonal={a.get('post_diagonal', 0)})"
         ok = all(_recipe_has(o, post) for o in (A, B)) and not ta and not tb and a.get("post_diagonal", 0) == 0
         if ok:
-            out.formula += f"  (both operands are {post} already, so the product is: a plain matmul)"
-        else:
+            out.formula += (f"  (both operands are {post} already, so the mask only zeroes what the product has as "
+                            "zeros; the kernel applies it anyway, so any inputs give torch's result)")
+        if not isinstance(a.get("post_diagonal", 0), int) or variant != "2d" or ta:
             out.supported = False
-            out.reason = f"masking the product with {post} has no scaffold"
+            out.reason = (f"{post} of a product is scaffolded for a 2-D product with a constant diagonal and A not "
+                          "transposed (TRI.mask-by-cumsum)")
     if c.op == "bmm" and variant != "batched":
         raise _Missing("output_shape", "torch.bmm needs two 3-D operands")
 
@@ -652,19 +703,51 @@ def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
     out.reduction = Reduction(c.op or "cumsum", axes, True, "none")
     x = ops[0].name
     (d,) = axes
+    op = c.op or ""
+    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
     body = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
-            "logcumsumexp": "logsumexp"}.get((c.op or "").replace("reverse_", "").replace("masked_", ""), "scan")
-    rng = "r >= t" if (c.op or "").startswith("reverse_") else "r <= t"
+            "logcumsumexp": "logsumexp"}.get(base, "scan")
+    rng = "r >= t" if op.startswith("reverse_") else "r < t" if op.startswith("exclusive_") else "r <= t"
     src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
     out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
+    if op.startswith("exclusive_"):
+        out.output_shape = exclusive_scan_shape(shape, d, bool(c.op_args.get("trim_last_row")))
+        out.formula += (f"; a zero slice is put before {x} along axis {d}, so axis {d} has {shape[d] + 1} positions"
+                        + ("; then [:-1] drops the last index of axis 0" + (" (not of the scanned axis)" if d else "")
+                           if c.op_args.get("trim_last_row") else ""))
+
+
+def exclusive_scan_shape(shape: Sequence[int], axis: int, trim_last_row: bool) -> tuple[int, ...]:
+    """cat((zero slice, x), axis) then, with `trim_last_row`, [:-1] on axis 0."""
+    out = [s + 1 if i == axis else s for i, s in enumerate(shape)]
+    if trim_last_row:
+        out[0] -= 1
+    return tuple(out)
 
 
 def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
     out.asymmetric = True
     if c.op == "scaled_dot_product_attention" and len(ops) >= 3 and not c.op_args.get("composite"):
-        q, v = _need_shape(ops[0]), _need_shape(ops[2])
+        q, k, v = (_need_shape(o) for o in ops[:3])
         out.output_shape = (*q[:-1], v[-1])
-        out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T / sqrt(d)) @ {ops[2].name}")
+        a = c.op_args
+        scale = a.get("scale")
+        sc = f"{_fmt(scale)}" if scale is not None else f"1/sqrt({q[-1]})"
+        out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T * {sc}, over the last axis) @ {ops[2].name}"
+                       f"  ({q[-2]} queries, {k[-2]} keys of {q[-1]}, values of {v[-1]}, "
+                       f"batch {q[:-2] or '()'})")
+        why = ""
+        if q[:-2] != k[:-2] or k[:-2] != v[:-2] or q[-1] != k[-1] or k[-2] != v[-2]:
+            why = f"query {q}, key {k} and value {v} do not line up (same batch, d_q = d_k, one value per key)"
+        elif a.get("attn_mask") is not None:
+            why = "attention with an attn_mask is not scaffolded"
+        elif a.get("dropout_p"):
+            why = "attention with dropout is random: not scaffolded (dropout_p=0 is)"
+        elif a.get("is_causal"):
+            why = "causal attention is not scaffolded"
+        if why:
+            out.supported = False
+            out.reason = why
         return
     out.unknown["output_shape"] = "attention output shapes are not modelled"
     out.unknown["formula"] = "attention is not modelled"

@@ -8,7 +8,10 @@ the reference is ~0 (|ref| <= 1e-8) the *absolute* error is used, so an exact-ze
 does not turn a 1e-9 rounding difference into a relative error of 0.1.
 
 Before any counting: shapes must match, NaNs must be at the same positions, and Infs must be
-at the same positions with the same signs. Boolean outputs must match exactly.
+at the same positions with the same signs. Boolean outputs must match exactly, and so must
+integer outputs (indices: argmax returns int64 in torch, and an index one off is simply wrong),
+with the baseline's dtype: a kernel that returns int32 where torch gives int64 fails. int8 keeps
+its count-based limit (quantised values, not indices).
 
 numpy only; the worker converts torch tensors (bf16 via float32) before calling this.
 """
@@ -24,6 +27,8 @@ import numpy as np
 LIMITS: dict[str, float] = {"fp32": 0.02, "fp16": 0.004, "bf16": 0.03, "int8": 0.01}
 DEFAULT_LIMIT = 0.02
 ZERO_REF = 1e-8
+# Integer dtypes compared exactly (indices, counts); int8 is a quantised value type and is not here.
+EXACT_INTEGERS = frozenset({"int16", "int32", "int64", "uint8"})
 
 _NUMPY_NAMES = {
     "float32": "fp32", "float16": "fp16", "float64": "fp64", "int8": "int8", "int16": "int16",
@@ -91,6 +96,9 @@ def compare(
     if n == 0:
         return Comparison(True, "empty output", 0.0, 0.0, 0.0, name, lim)
 
+    if name in EXACT_INTEGERS or dtype_name(act.dtype) in EXACT_INTEGERS:
+        return _exact_integers(act, exp, name, lim)
+
     if exp.dtype == np.bool_ or act.dtype == np.bool_:
         wrong = int(np.count_nonzero(act.astype(bool) != exp.astype(bool)))
         if wrong:
@@ -135,3 +143,20 @@ def compare(
         f"{failing}/{count} elements over {lim:g} (allowed {allowed}); max abs err {max_abs:.3g}",
         max_abs, max_rel, share, name, lim,
     )
+
+
+def _exact_integers(act: np.ndarray, exp: np.ndarray, name: str, lim: float) -> Comparison:
+    """Integer outputs: the same dtype as the baseline and every element equal."""
+    got = dtype_name(act.dtype)
+    if got != name:
+        return Comparison(False, f"dtype mismatch: kernel {got} vs baseline {name} (integer outputs are compared "
+                          "exactly, in the baseline's dtype)", float("nan"), float("nan"), 1.0, name, lim)
+    wrong = act != exp
+    n = exp.size
+    count = int(np.count_nonzero(wrong))
+    if count:
+        diff = np.abs(act.astype(np.int64) - exp.astype(np.int64))
+        worst = float(diff.max())
+        return Comparison(False, f"{count}/{n} {name} elements differ (compared exactly); max abs diff {worst:g}",
+                          worst, float("inf"), count / n, name, lim)
+    return Comparison(True, f"all {n} {name} elements equal (compared exactly)", 0.0, 0.0, 0.0, name, lim)

@@ -132,11 +132,11 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     `budget` elements or nothing more can shrink with `accept` still true.
 
     Distinct sizes stay distinct (M != K keeps a transposed operand detectable) as long as that
-    reaches the budget; only then may two sizes meet. Sizes in `keep_values` (norm channels,
-    normalized shapes) are never changed; a last axis stays >= 32 elements so 32-byte aligned
-    tiles and 1 KB moves still make sense; a channel axis (axis 1) divisible by the group count
-    stays so; a size in `min_sizes` (a conv's spatial axis, which needs room for its window) stays
-    at least that large.
+    reaches the budget; only then may two sizes meet. Odd sizes stay odd (see _smaller). Sizes in
+    `keep_values` (norm channels, normalized shapes) are never changed; a last axis stays >= 32
+    elements so 32-byte aligned tiles and 1 KB moves still make sense; a channel axis (axis 1)
+    divisible by the group count stays so; a size in `min_sizes` (a conv's spatial axis, which needs
+    room for its window) stays at least that large.
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
     cls = size_classes(base)
@@ -174,8 +174,8 @@ def _shrink(size: dict[int, int], original: Mapping[int, int], floors: Mapping[i
                 continue
             cur = size[c]
             taken = {v for k, v in size.items() if original[k] != original[c]} if distinct else set()
-            for new in (cur // 2, cur // 4):
-                if new < floors[c] or new in taken or cur % (cur // new):
+            for new in _smaller(cur):
+                if new < floors[c] or new in taken:
                     continue
                 if c in grouped and new % groups:
                     continue
@@ -190,6 +190,16 @@ def _shrink(size: dict[int, int], original: Mapping[int, int], floors: Mapping[i
         if not changed:
             break
     return size
+
+
+def _smaller(size: int) -> tuple[int, ...]:
+    """The sizes `size` may shrink to: a half and a quarter that divide it, keeping a power of two
+    a power of two; an odd size shrinks to odd sizes (8205 -> 4103 -> 2051 ...) so an irregular
+    shape stays irregular (a tail in every tile, no multiple of the cube tiles) and still fits the
+    worker's memory. Any other size keeps only the halvings that divide it."""
+    if size % 2:
+        return tuple(h | 1 for h in (size // 2, size // 4) if h > 1)
+    return tuple(h for h in (size // 2, size // 4) if h and size % (size // h) == 0)
 
 
 def largest_input(shapes: Mapping[str, Sequence[int]]) -> int:

@@ -174,8 +174,11 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
 
 def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:
     """What is kept, in order of preference, when keeping everything needs shapes over the limit:
-    all of it, then the tile alone, then nothing."""
+    all of it, then the cube tiles without the loop (a matmul's tiles are its design; its loop only
+    splits M), then the tile alone, then nothing."""
     out: list[scaled.DesignToKeep | None] = [keep]
+    if keep.cube and keep.loop_count:
+        out.append(replace(keep, loop_count=None))
     if (keep.loop_count or keep.cube) and keep.tile:
         out.append(replace(keep, loop_count=None, cube=None))
     out.append(None)

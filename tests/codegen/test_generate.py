@@ -168,10 +168,16 @@ def test_matmul_transposed_b_uses_b_trans(generated):
     assert not any(isinstance(n, ast.Attribute) and n.attr in ("T", "mT") for n in ast.walk(fwd))
 
 
-def test_batched_matmul_has_no_loop(generated):
+def test_batched_matmul_is_one_2d_product_per_batch_element(generated):
+    """B.batched-loop: pypto 0.2.0 computes one 3-D matmul wrong once the cube tiles split M or N
+    (measured), so the batches come in stacked along the rows and each is a 2-D product."""
     src = generated("batched_matmul").source
-    assert "pypto.loop" not in src
-    assert "out.move(pypto.matmul(A, B, pypto.DT_FP32, a_trans=False, b_trans=False))" in src
+    assert "pypto.matmul(A, B" not in src
+    assert 'for bi in pypto.loop(0, batch, 1, name="BATCH_LOOP", idx_name="bi"):' in src
+    assert "a_bi = pypto.view(A, [m, k], [bi * m, 0])" in src and "b_bi = pypto.view(B, [k, n], [bi * k, 0])" in src
+    assert "A: pypto.Tensor((out_rows, k), pypto.DT_FP32)" in src
+    assert "A_rows = A.reshape(-1, k).contiguous()" in src and "out_rows = A_rows.shape[0]" in src
+    assert "return out.reshape(batch, m, n)" in src
 
 
 def test_kl_div_direction_is_target_to_prediction(generated):

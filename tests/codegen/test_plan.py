@@ -75,3 +75,30 @@ def test_unknown_operator_blocks_the_plan_with_the_reason(kb):
     p = Pipeline(kb, Design(task=str(FIX / "tasks_extra" / "unrecognised_op.py")))
     plan = p.kernel_plan()
     assert plan.blocked and not kernel_of(p).supported
+
+
+def test_step_down_continues_below_the_ladder_and_fills_the_padded_rows(kb):
+    """cumsum holds 3 buffers of >= 16 rows (ops.toml): on a 32768-wide row the ladder's last rung
+    (1, 4096) still holds 786432 B, so the step keeps halving to (1, 1024), then gives the tile the
+    16 rows it pays for anyway: (16, 1024), 16x fewer tiles in the same unified buffer."""
+    from pypto_tui.plan import TileRole
+    from pypto_tui.tiles import choose_tile, held_bytes
+
+    role = TileRole("main", "TILE_SHAPE", (32768, 32768), "fp32", 1, live_buffers=3, min_rows=16)
+    choice = choose_tile(kb, role)
+    assert choice is not None and choice.tile == (16, 1024) and choice.source == "stepped-down"
+    assert held_bytes(kb, choice.tile, "fp32", 3, 16) <= kb.chip.ub_bytes
+    assert held_bytes(kb, (1, 4096), "fp32", 3, 16) > kb.chip.ub_bytes
+
+
+def test_a_loop_past_the_ladders_end_keeps_every_iteration_within_the_tile_limit(kb):
+    """When no ladder count keeps auto_tiles per iteration under the limit, the ladder's end is
+    doubled until one does (never silently the ladder's first count, whose chunks overflow)."""
+    from pypto_tui.loops import choose_loop, plan_loops
+
+    plan = plan_loops(kb, (32768, 32768), "fp32", (1, 1024), 0)
+    assert plan.recommended is None
+    loop = choose_loop(kb, plan)
+    assert loop is not None and loop.count == 512
+    assert loop.candidate.auto_tiles_per_iter <= kb.limits.max_auto_tiles
+    assert any(f.rule == "O2.loop-log-scale" and "512" in f.message for f in loop.findings)

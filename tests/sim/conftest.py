@@ -61,3 +61,25 @@ def kernel_source() -> Callable[..., str]:
 @pytest.fixture(scope="session")
 def task_file() -> Callable[[str], str]:
     return lambda name: str(TASKS / f"{name}.py")
+
+
+@pytest.fixture(scope="session")
+def broken_twins() -> Callable[..., list]:
+    """Verify kernels with one deliberate mistake: `run([(pipeline, old, new), ...])` generates each
+    pipeline's verify job at reduced shapes, replaces the text `old` (which must occur) by `new` in
+    the kernel, and runs the jobs one at a time (the machine is shared). A family's broken twin must fail."""
+    from dataclasses import replace
+
+    from pypto_tui.sim.runner import run_many
+    from pypto_tui.sim.verification import prepare_verify
+
+    def run(cases: list[tuple[object, str, str]]) -> list:
+        jobs = []
+        for pipeline, old, new in cases:
+            job = prepare_verify(pipeline).job  # type: ignore[arg-type]
+            assert job is not None, f"{pipeline}: no verify job"
+            assert old in job.kernel_source, f"'{old}' is not in the kernel:\n{job.kernel_source}"
+            jobs.append(replace(job, kernel_source=job.kernel_source.replace(old, new), label=f"broken: {new}"))
+        return run_many(jobs, jobs=1, cache=False)
+
+    return run

@@ -118,3 +118,29 @@ def test_verdict_matches_count_rule(values: list[float], n_bad: int) -> None:
     c = compare(out, ref)
     assert c.passed == (n_bad <= math.floor(ref.size * 0.02))
     assert c.fail_share == pytest.approx(n_bad / ref.size)
+
+
+def test_integer_outputs_are_compared_exactly() -> None:
+    """argmax indices: one index off in 1000 is wrong, though a 2% budget would let it pass."""
+    ref = np.arange(1000, dtype=np.int64) % 37
+    c = compare(ref.copy(), ref)
+    assert c.passed and c.max_abs_err == 0 and "exactly" in c.reason
+    out = ref.copy()
+    out[5] += 1
+    c = compare(out, ref)
+    assert not c.passed and "1/1000 int64 elements differ" in c.reason and c.max_abs_err == 1
+
+
+def test_integer_outputs_must_have_the_baselines_dtype() -> None:
+    ref = np.arange(10, dtype=np.int64)
+    c = compare(ref.astype(np.int32), ref)
+    assert not c.passed and "dtype mismatch: kernel int32 vs baseline int64" in c.reason
+    c = compare(ref.astype(np.float32), ref)
+    assert not c.passed and "dtype mismatch" in c.reason
+
+
+def test_int8_keeps_its_count_based_limit() -> None:
+    ref = np.full(1000, 100, dtype=np.int8)
+    out = ref.copy()
+    out[:5] = 50  # 5 of 1000 over the limit, allowed int(1000 * 0.01) = 10
+    assert compare(out, ref).passed

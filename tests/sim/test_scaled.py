@@ -117,3 +117,49 @@ def test_a_conv_tile_is_clamped_to_its_column_buffer_and_stays_aligned(kb, name:
     assert tile[-1] % 8 == 0 and tile[-1] < p.chosen_tile()[-1]
     assert all(t <= s for t, s in zip(tile[:-1], role.shape[:-1], strict=True))
     assert tile[-1] - role.shape[-1] < 8  # covers the whole axis, padded to 32 B at most
+EXTRA = TASKS.parent / "tasks_extra"
+
+
+def test_odd_sizes_shrink_to_odd_sizes_within_the_budget() -> None:
+    """KernelBench's irregular matmul (8205, 2949) x (2949, 5921) could not shrink at all (no
+    half divides an odd size), so verify ran it at full size and the worker hit its memory cap."""
+    out = reduce_shapes({"A": (8205, 2949), "B": (2949, 5921)}, keep_values=set())
+    assert max(math.prod(s) for s in out.values()) <= scaled.VERIFY_ELEMENTS
+    (m, k), (k2, n) = out["A"], out["B"]
+    assert k == k2 and all(d % 2 for d in (m, k, n)) and len({m, k, n}) == 3
+    assert all(d & (d - 1) == 0 for d in reduce_shapes({"x": (4096, 1024)}, keep_values=set())["x"])
+
+
+def test_an_irregular_matmul_verifies_odd_shapes_with_its_cube_tiles_and_loop(kb) -> None:
+    report = prepare_verify(Pipeline(kb, Design(task=str(EXTRA / "matmul_irregular_odd.py")))).report
+    assert report.supported and report.design_kept, (report.changes, report.notes)
+    (m, k), (_, n) = report.shapes["A"], report.shapes["B"]
+    assert all(d % 2 for d in (m, k, n)) and m < 6151 and k < 2311 and n < 4441
+    assert max(math.prod(s) for s in report.shapes.values()) <= scaled.MAX_VERIFY_ELEMENTS
+    assert report.loop_count == report.design_loop_count and report.loop_count > 1
+
+
+def test_a_matmul_too_big_to_keep_whole_keeps_its_cube_tiles_before_its_loop(kb) -> None:
+    """(16383, 4095) x (4095, 8191) with its 43 iterations needs inputs over the limit; the cube
+    tiles alone do not, so they are what the test shapes keep (before: none of the design)."""
+    p = Pipeline(kb, Design(task=str(EXTRA / "matmul_irregular_odd.py"), contract_edits={
+        "inputs.A.shape": [16383, 4095], "inputs.B.shape": [4095, 8191]}))
+    report = prepare_verify(p).report
+    assert report.supported
+    assert "so the test shapes keep cube tiles" in report.notes[0], report.notes
+    assert not any(c.startswith("CUBE_") for c in report.changes), report.changes
+
+
+@pytest.mark.parametrize("name", ["bmm_wide_batch.py", "../tasks/batched_matmul.py"])
+def test_batched_matmul_test_shapes_are_legal_for_the_cube(kb, name: str) -> None:
+    """At the old blind halving the test shapes gave M=8, K=64, N=32: no legal cube tiles. Now the
+    test shapes have cube tiles, the design's when they fit the limit, else the change is said."""
+    prepared = prepare_verify(Pipeline(kb, Design(task=str(EXTRA / name))))
+    assert prepared.job is not None and prepared.test is not None, prepared.report.reason
+    (_, m, k), (_, _, n) = prepared.report.shapes["A"], prepared.report.shapes["B"]
+    assert prepared.test.cube_choice() is not None, (m, k, n)
+    report = prepared.report
+    if report.design_kept:
+        assert min(m, k, n) >= 128  # the design's L1 cube tiles, whole
+    else:
+        assert "over the verify limit" in report.notes[0] and any(c.startswith("CUBE_") for c in report.changes)

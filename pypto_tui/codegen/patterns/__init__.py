@@ -2,8 +2,9 @@
 
 Adding an operator family is adding one module here (plus its pack data: rules, strategies,
 templates); nothing else in the code lists the patterns. `find` picks the pattern for a
-contract: among those whose families include the contract's, one that names the op wins over
-one that takes every op of the family; modules are read in name order, so the choice is stable.
+contract: among those whose families include the contract's, one that names the op (or narrows
+the family with `when`) wins over one that takes every op of the family; modules are read in
+name order, so the choice is stable.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def registry() -> tuple[Pattern, ...]:
 def find(c: Contract) -> Pattern | None:
     """The pattern that scaffolds `c`, or None when no pattern covers its family and op."""
     matching = [p for p in registry() if p.matches(c)]
-    specific = [p for p in matching if p.ops]
+    specific = [p for p in matching if p.specific]
     found = specific or matching
     return found[0] if found else None
 

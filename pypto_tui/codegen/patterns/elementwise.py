@@ -17,9 +17,14 @@ from pypto_tui.codegen.expr import Ex, call, number_node
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
-from pypto_tui.findings import cites
+from pypto_tui.findings import Finding, cites
 
 Value = Callable[[Mapping[str, Ex]], Ex]
+Terms = Callable[[Mapping[str, Ex]], Stmts]
+
+
+def _no_terms(env: Mapping[str, Ex]) -> Stmts:
+    return []
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
@@ -89,6 +94,61 @@ def _safe(key: str) -> str:
 
 def value_builder(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
     """(tensor operands, value builder, factory scalars) for the contract's elementwise op."""
+    operands, value, scalars, _ = chain_builder(b)
+    return operands, value, scalars
+
+
+def chain_builder(b: Builder) -> tuple[list[str], Value, list[Scalar], Terms]:
+    """As `value_builder`, plus the statements that name intermediate values (exact GELU's erf)."""
+    c = b.ctx.contract
+    if c.op == "gelu":
+        return _gelu(b)
+    operands, value, scalars = _value(b)
+    return operands, value, scalars, _no_terms
+
+
+@cites("GELU.exact-erf")
+def _gelu(b: Builder) -> tuple[list[str], Value, list[Scalar], Terms]:
+    """GELU: exact (approximate='none') with erf by the pack's rational approximation, never the
+    tanh form (4.7e-4 off); approximate='tanh' is that form, which is then the definition."""
+    c = b.ctx.contract
+    x = c.operands[0].name
+    approximate = c.op_args.get("approximate") or "none"
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"gelu(approximate={approximate!r}) is not a torch mode")
+    # fp16 / bf16: torch computes GELU in fp32 and rounds once; so does the kernel (GELU.exact-erf)
+    low = b.ctx.dtype in ("fp16", "bf16")
+    wide = Ex.name("xf") if low else None
+
+    def arg(env: Mapping[str, Ex]) -> Ex:
+        return wide if wide is not None else env[x]
+
+    def widen(env: Mapping[str, Ex]) -> Stmts:
+        return b.fwd("xf = pypto.cast({x}, {dt})", x=env[x], dt=b.pdtype("fp32")) if low else []
+
+    def narrow(v: Ex) -> Ex:
+        return call("cast", v, Ex.raw(b.pdtype(), False)) if low else v
+
+    if approximate == "tanh":
+        def tanh_form(env: Mapping[str, Ex]) -> Ex:
+            v = arg(env)
+            inner = (v + v * v * v * 0.044715) * 0.7978845608028654
+            return narrow(v * 0.5 * (activations.ACTIVATIONS["tanh"](inner, {}) + 1.0))
+        return [x], tanh_form, [], widen
+
+    note = ("exact GELU: erf by Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, never the tanh form "
+            "(GELU.exact-erf)")
+    b.notes.append(note[0].upper() + note[1:] + ".")
+    b.findings.append(Finding("GELU.exact-erf", "info", note, b.kb.authority_of("GELU.exact-erf")))
+
+    def exact(env: Mapping[str, Ex]) -> Ex:
+        v, q = arg(env), Ex.name("q")
+        return narrow(call("where", call("ge", v, 0.0), v - v * q * 0.5, v * q * 0.5))
+
+    return [x], exact, [], lambda env: widen(env) + b.tmpl("gelu_erf_terms", x=arg(env))
+
+
+def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
     c = b.ctx.contract
     op = c.op or ""
     args = dict(c.op_args)
@@ -142,7 +202,7 @@ def build_elementwise(b: Builder) -> None:
     """Pattern A: flatten, one op chain, `pypto.loop` + view/assemble only past the tile limit."""
     ctx = b.ctx
     c = ctx.contract
-    operands, value, scalars = value_builder(b)
+    operands, value, scalars, terms = chain_builder(b)
     if not operands:
         raise Unsupported("the elementwise expression reads no tensor")
     shapes = {t.name: t.shape for t in c.tensor_inputs}
@@ -159,7 +219,7 @@ def build_elementwise(b: Builder) -> None:
     env = {o: Ex.name(o) for o in operands}
     prelude: Stmts = []
     if not loop:
-        body = b.tmpl("elementwise", tile=tile, out=name("out"), value=value(env))
+        body = b.tmpl("elementwise", tile=tile, terms=terms(env), out=name("out"), value=value(env))
     else:
         def step(size: str, off: str, suffix: str) -> list:
             views = []
@@ -167,7 +227,7 @@ def build_elementwise(b: Builder) -> None:
             for o in operands:
                 views += b.view(f"{o}_{suffix}", o, [size], [off])
                 chunks[o] = Ex.name(f"{o}_{suffix}")
-            return b.tmpl("elementwise_step", views=views, value=value(chunks),
+            return b.tmpl("elementwise_step", views=views, terms=terms(chunks), value=value(chunks),
                           offsets=dims_list([off]), out=name("out"))
 
         prelude, body = b.chunked_loop("flat_size", step, setup=b.tmpl("vec_setup", tile=tile))
@@ -193,4 +253,4 @@ def build_elementwise(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(first))
 
 
-PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat",)),)
+PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat", "GELU.exact-erf")),)

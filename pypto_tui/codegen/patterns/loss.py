@@ -13,12 +13,12 @@ own tile (D.two-phase): phase 1 reduces every row, phase 2 the per-sample values
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from pypto_tui.codegen.builder import Builder, literal, name
+from pypto_tui.codegen.builder import Builder, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, call, reduce
 from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pypto_tui.plan import Geometry
 
 Terms = Callable[[Mapping[str, Ex]], tuple[list[cst.BaseStatement], Ex]]
-SIMPLE = ("mse_loss", "l1_loss", "kl_div", "hinge_loss")
+SIMPLE = ("mse_loss", "l1_loss", "kl_div", "hinge_loss", "smooth_l1_loss", "huber_loss")
 
 
 @cites("D.loss-scalar", "D.two-phase")
@@ -45,15 +45,16 @@ def build_loss(b: Builder) -> None:
     elif c.op == "triplet_margin_loss":
         _triplet(b)
     else:
-        raise Unsupported(f"the loss '{c.op}' has no scaffold yet (MSE, L1, KL, hinge and triplet margin do)")
+        raise Unsupported(f"the loss '{c.op}' has no scaffold yet (MSE, L1, smooth L1, Huber, KL, hinge and "
+                          "triplet margin do)")
 
 
-def _scale(b: Builder) -> tuple[list[cst.BaseStatement], Ex | None, str | None]:
+def _scale(b: Builder, count: str = "flat_size") -> tuple[list[cst.BaseStatement], Ex | None, str | None]:
     """(prelude statements, the scale expression, an extra factory dim) for the reduction."""
     r = b.ctx.contract.reduction
     scaling = r.scaling if r else (b.ctx.contract.op_args.get("reduction") or "mean")
     if scaling == "mean":
-        return b.fwd("INV_COUNT = 1.0 / flat_size"), Ex.name("INV_COUNT", tensor=False), None
+        return b.fwd(f"INV_COUNT = 1.0 / {count}"), Ex.name("INV_COUNT", tensor=False), None
     if scaling == "batchmean":
         return b.fwd("INV_BATCH = 1.0 / batch"), Ex.name("INV_BATCH", tensor=False), "batch"
     if scaling == "sum":
@@ -90,6 +91,8 @@ def _terms(b: Builder, ops: list[str]) -> tuple[Terms, list[Scalar]]:
             log_q = call("log", env[inp]) if transform == "log" else env[inp]
             return [], env[t] * (call("log", env[t]) - log_q)
         return kl, []
+    if c.op in ("smooth_l1_loss", "huber_loss"):
+        return _huber_terms(b, ops)
     if c.op == "hinge_loss":
         a, y = ops
         margin = b.scalar("margin", args.get("margin", 1.0), init_key=b.ctx.task.op_arg_source("hinge_loss", "margin"))
@@ -98,31 +101,93 @@ def _terms(b: Builder, ops: list[str]) -> tuple[Terms, list[Scalar]]:
     raise Unsupported(f"no term for {c.op}")
 
 
+@cites("LOSS.huber-where")
+def _huber_terms(b: Builder, ops: list[str]) -> tuple[Terms, list[Scalar]]:
+    """Smooth L1 (beta) and Huber (delta) with one where on |d| < threshold (LOSS.huber-where):
+    smooth L1 = 0.5 d^2 / beta or |d| - 0.5 beta; Huber = 0.5 d^2 or delta (|d| - 0.5 delta).
+    Smooth L1 with beta = 0 is L1, as torch defines it."""
+    c = b.ctx.contract
+    p, t = ops
+    key = "beta" if c.op == "smooth_l1_loss" else "delta"
+    value = c.op_args.get(key, 1.0)
+    if value is None:
+        value = 1.0
+    scalar = b.scalar(key, value, init_key=b.ctx.task.op_arg_source(c.op or "", key))
+    k = Ex.name(key, tensor=False)
+
+    def terms(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+        stmts = b.fwd("diff = {d}", d=(env[p] - env[t]).node) + b.fwd("adiff = pypto.abs(diff)")
+        d, ad = Ex.name("diff"), Ex.name("adiff")
+        if c.op == "smooth_l1_loss":
+            if value == 0:
+                return stmts, ad
+            return stmts, call("where", call("lt", ad, k), d * d * (0.5 / k), ad - k * 0.5)
+        return stmts, call("where", call("lt", ad, k), d * d * 0.5, (ad - k * 0.5) * k)
+
+    return terms, [scalar]
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """The kernel's view of a simple loss's operands: all flattened to (flat_size,), or, for an
+    operand that is the other's trailing dims (dims' broadcast_rows), (rows, cols) and (1, cols)
+    with the small one widened inside the kernel (one axis: pypto's limit)."""
+
+    dims: tuple[str, ...]
+    shapes: Mapping[str, tuple[str | int, ...]]
+    count: str
+    big: str
+
+    @property
+    def rows(self) -> bool:
+        return len(self.dims) == 2
+
+    def total(self, term: Ex) -> Ex:
+        """The sum of the term: over cols then rows, both kept (a 1-D intermediate takes its tile from
+        the rows' tile axis and fails to compile: F21004 / FC1001, measured), or over the flat axis."""
+        return reduce("sum", reduce("sum", term, 1, True), 0, True) if self.rows else reduce("sum", term, 0, True)
+
+    @property
+    def out(self) -> tuple[int, ...]:
+        return (1, 1) if self.rows else (1,)
+
+
+def _flat(b: Builder, ops: list[str]) -> _Flat:
+    c = b.ctx.contract
+    if b.ctx.dims.reshape == "broadcast_rows":
+        kernel = {t.name: tuple(k) for t, k in zip(c.tensor_inputs, b.ctx.dims.kernel_shapes, strict=False)}
+        big = max(ops, key=lambda o: kernel[o][0])
+        return _Flat(("rows", "cols"), {o: (("rows", "cols") if o == big else (1, "cols")) for o in ops},
+                     "(rows * cols)", big)
+    shapes = {t.name: t.shape for t in c.tensor_inputs}
+    if shapes[ops[0]] != shapes[ops[1]]:
+        raise Unsupported("the loss inputs have different shapes and neither is the other's trailing dims")
+    return _Flat(("flat_size",), dict.fromkeys(ops, ("flat_size",)), "flat_size", ops[0])
+
+
 def _simple(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
     ops = [t.name for t in c.operands]
     if len(ops) != 2:
         raise Unsupported(f"{c.op} needs two tensor operands")
-    shapes = {t.name: t.shape for t in c.tensor_inputs}
-    if shapes[ops[0]] != shapes[ops[1]]:
-        raise Unsupported("the loss inputs have different shapes (broadcasting is not scaffolded)")
     if ctx.geometry is None or ctx.tile is None:
         raise Unsupported("no tile for this loss")
+    flat = _flat(b, ops)
     terms, scalars = _terms(b, ops)
-    prelude, scale, extra_dim = _scale(b)
+    prelude, scale, extra_dim = _scale(b, flat.count)
     loop = ctx.loop_count is not None
     b.pattern = "D"
-    b.summary = f"Pattern D: {c.op} over the flattened inputs to one value"
+    what = ("(rows, cols) and the row it broadcasts" if flat.rows else "the flattened inputs")
+    b.summary = f"Pattern D: {c.op} over {what} to one value"
     if loop:
         b.summary += ", accumulated over a loop"
     assert ctx.main is not None
-    tile = b.tile_constant(ctx.main, "the flattened inputs",
-                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    tile = b.tile_constant(ctx.main, what, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
 
     def part(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
         stmts, term = terms(env)
-        total = reduce("sum", term, 0, True)
+        total = flat.total(term)
         return stmts, (total * scale if scale is not None else total)
 
     if not loop:
@@ -133,34 +198,52 @@ def _simple(b: Builder) -> None:
             views: list = []
             env = {}
             for o in ops:
-                views += b.view(f"{o}_{suffix}", o, [size], [off])
+                shape = flat.shapes[o]
+                if shape[0] == 1:  # the broadcast row is read whole by every chunk
+                    env[o] = Ex.name(o)
+                    continue
+                views += b.view(f"{o}_{suffix}", o, b.chunk_shape(shape, 0, size), b.chunk_offsets(len(shape), 0, off))
                 env[o] = Ex.name(f"{o}_{suffix}")
             stmts, p = part(env)
             return b.tmpl("loss_step", views=views, terms=stmts, out=name("out"), part=p)
 
-        loop_prelude, body = b.chunked_loop("flat_size", step, setup=b.tmpl(
-            "loss_setup", tile=tile, out=name("out"), dtype=b.pdtype(c.output_dtype)))
+        loop_prelude, body = b.chunked_loop(flat.dims[0], step, setup=b.tmpl(
+            "loss_setup", tile=tile, out=name("out"), shape=dims_list(flat.out), dtype=b.pdtype(c.output_dtype)))
         prelude += loop_prelude
-    dims = ["flat_size"] + ([extra_dim] if extra_dim else [])
+    dims = list(flat.dims) + ([extra_dim] if extra_dim else [])
     direction = f" ({c.direction})" if c.direction else ""
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=scalars,
-        inputs=[TensorParam(o, ("flat_size",), ctx.dtype) for o in ops],
-        output=TensorParam("out", (1,), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        inputs=[TensorParam(o, flat.shapes[o], b.input_dtype(o)) for o in ops],
+        output=TensorParam("out", flat.out, c.output_dtype or ctx.dtype), prelude=prelude, body=body,
         doc=f"Pattern D (D.loss-scalar): {c.formula or c.op}{direction}; "
             f"reduction {c.reduction.scaling if c.reduction else 'mean'}.",
     )
     b.add_kernel(spec)
-    rank = len(shapes[ops[0]] or ())
-    for o in ops:
-        b.assert_rank(o, rank)
-    b.assert_same_shape(ops[0], ops[1])
-    names = [b.prepare(o, [b.expr("-1")], "flat") for o in ops]
-    b.unpack_dims(names[0], ["flat_size"])
+    _flat_forward(b, ops, flat)
     if extra_dim:
         b.forward.prepare += b.fwd("batch = {x}.shape[0]", x=name(ops[0]))
-    b.call_kernel(spec, names)
+    b.call_kernel(spec, [f"{o}_flat" if not flat.rows else f"{o}_rows" for o in ops])
     b.forward.result = _scalar_result(b)
+
+
+def _flat_forward(b: Builder, ops: list[str], flat: _Flat) -> None:
+    """forward: ranks checked, every operand flattened (or laid out as rows and the broadcast row)."""
+    shapes = {t.name: t.shape for t in b.ctx.contract.tensor_inputs}
+    for o in ops:
+        b.assert_rank(o, len(shapes[o] or ()))
+    if not flat.rows:
+        b.assert_same_shape(ops[0], ops[1])
+        names = [b.prepare(o, [b.expr("-1")], "flat") for o in ops]
+        b.unpack_dims(names[0], ["flat_size"])
+        return
+    small = next(o for o in ops if o != flat.big)
+    k = len(shapes[small] or ())
+    b.assert_expr(b.expr(f"{{big}}.shape[-{k}:] == {{small}}.shape", big=name(flat.big), small=name(small)),
+                  f"{small} must be the trailing dims of {flat.big}")
+    b.prepare(flat.big, [b.expr("-1"), b.expr("{s}.numel()", s=name(small))], "rows")
+    b.prepare(small, [b.expr("1"), b.expr("-1")], "rows")
+    b.unpack_dims(f"{flat.big}_rows", ["rows", "cols"])
 
 
 def _scalar_result(b: Builder) -> cst.BaseExpression:
@@ -245,7 +328,11 @@ def loss_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Ne
         return replace(base, tiles=(phase1, phase2))
     if len(g.shape) == 1:
         return replace(base, tiles=(replace(main, reduce_dim=0),))
+    if dims.reshape == "broadcast_rows":  # the tile is for the (rows, cols) operand, reduced along cols
+        big = max(dims.kernel_shapes, key=lambda s: s[0])
+        return replace(base, tiles=(replace(main, shape=tuple(big), reduce_dim=1),), loop_axis=0)
     return base
 
 
-PATTERNS = (Pattern("D", ("loss",), build_loss, ("D.loss-scalar", "D.two-phase"), needs=loss_needs),)
+PATTERNS = (Pattern("D", ("loss",), build_loss, ("D.loss-scalar", "D.two-phase", "LOSS.huber-where"),
+                    needs=loss_needs),)

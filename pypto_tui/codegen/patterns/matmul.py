@@ -1,11 +1,15 @@
 """Pattern B: matmul. A 2-D matmul loops along M (view -> matmul -> assemble); a same-batch 3-D
-matmul is one call without a loop; a transposed right operand is read as stored (b_trans=True).
+matmul is one 2-D product per batch element in a loop over the batch (B.batched-loop: pypto 0.2.0
+miscompiles the one 3-D call once its cube tiles split M or N); a transposed right operand is read
+as stored (b_trans=True).
 
 BASIC_BATCH always comes from LOOP_COUNT (O2.loop-log-scale, CL.matmul-basic-batch), and the cube
 tiles from the design, the pack's starting point, or the best legal candidate for M, K, N.
 """
 
 from __future__ import annotations
+
+import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.pattern import Pattern
@@ -14,7 +18,7 @@ from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 
-@cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")
+@cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop", "B.batched-loop", "B.leading-rows")
 def build_matmul(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
@@ -29,9 +33,12 @@ def build_matmul(b: Builder) -> None:
     if len(ops) != 2:
         raise Unsupported("a matmul needs two tensor operands")
     a_name, b_name = ops[0].name, ops[1].name
-    if any(fr is not None for fr in ctx.dims.forward_reshape if fr is not None) and any(
-            t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False)):
-        raise Unsupported("this matmul needs its operands reshaped (3-D x 2-D or a vector): not scaffolded yet")
+    a_rank = len(ops[0].shape or ())
+    rows_of_a = a_rank > 2 and len(ops[1].shape or ()) == 2  # a tensor times a matrix (3-D x 2-D, einsum)
+    reshaped = any(t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False))
+    if reshaped and not rows_of_a:
+        raise Unsupported("this matmul needs its operands reshaped in a way pattern B does not write "
+                          "(only a tensor's leading axes as rows of a 2-D product)")
     a_trans, b_trans = bool(mm.get("a_trans")), bool(mm.get("b_trans"))
     batch = mm.get("batch")
     out_dtype = c.output_dtype or "fp32"
@@ -51,6 +58,16 @@ def build_matmul(b: Builder) -> None:
         b_shape = ("n", "k") if b_trans else ("k", "n")
         out_shape = ("m", "n")
     loop = batch is None and not a_trans and ctx.loop_count is not None
+    per_batch = batch is not None  # B.batched-loop (measured: one 3-D call is wrong once the cube tiles split M or N)
+    k_a: tuple[str, ...] = a_shape  # the kernel's tensors
+    k_b: tuple[str, ...] = b_shape
+    k_out: tuple[str, ...] = out_shape
+    if per_batch:  # B.batched-loop: the operands' batches stacked along the rows, one 2-D product each;
+        # out_rows (= batch * m) is read from the stacked A in forward, which does no arithmetic
+        k_a, k_b, k_out = ("out_rows", a_shape[-1]), _stacked(b_shape), ("out_rows", "n")
+        if a_trans:
+            k_a = _stacked(a_shape)
+        dims = [*dims, "out_rows"]
     b.pattern = "B"
     prelude: Stmts = []
     if loop:
@@ -62,27 +79,32 @@ def build_matmul(b: Builder) -> None:
                           out=name("out"))
 
         prelude, body = b.chunked_loop("m", step, "bi", "M_LOOP", setup=b.tmpl("matmul_setup", **cube))
+    elif per_batch:
+        b.summary = "Pattern B: batched matmul, one 2-D product per batch element in a loop over the batch"
+        body = b.tmpl("matmul_batch_loop", **cube, a=name(a_name), b=name(b_name), out=name("out"),
+                      a_view=dims_list(a_shape[1:]), a_off=_row_offset(b, a_shape[1]),
+                      b_view=dims_list(b_shape[1:]), b_off=_row_offset(b, b_shape[1]),
+                      out_off=_row_offset(b, "m"), out_dtype=pdt, a_trans=literal(a_trans), b_trans=literal(b_trans))
     else:
-        b.summary = ("Pattern B: batched 3-D matmul, one call without a loop" if batch is not None
-                     else "Pattern B: 2-D matmul in one call")
+        b.summary = "Pattern B: 2-D matmul in one call"
         body = b.tmpl("matmul", **cube, out=name("out"), a=name(a_name), b=name(b_name), out_dtype=pdt,
                       a_trans=literal(a_trans), b_trans=literal(b_trans))
     if b_trans:
         b.summary += ", B read transposed (b_trans=True)"
     spec = KernelSpec(
         factory="create_matmul_kernel", kernel="matmul_kernel", dims=dims, scalars=[],
-        inputs=[TensorParam(a_name, a_shape, ops[0].dtype or ctx.dtype),
-                TensorParam(b_name, b_shape, ops[1].dtype or ctx.dtype)],
-        output=TensorParam("out", out_shape, out_dtype), prelude=prelude, body=body,
-        doc=f"{b.summary} (B.matmul-m-loop, B.batched-no-loop, B.transposed-b); "
+        inputs=[TensorParam(a_name, k_a, ops[0].dtype or ctx.dtype),
+                TensorParam(b_name, k_b, ops[1].dtype or ctx.dtype)],
+        output=TensorParam("out", k_out, out_dtype), prelude=prelude, body=body,
+        doc=f"{b.summary} (B.matmul-m-loop, {'B.batched-loop' if per_batch else 'B.batched-no-loop'}, B.transposed-b); "
             "shapes are closure constants (P1.static-shape).",
     )
     b.add_kernel(spec)
     # forward
     rank = 3 if batch is not None else 2
-    b.assert_rank(a_name, rank)
+    b.assert_rank(a_name, a_rank if rows_of_a else rank)
     b.assert_rank(b_name, rank)
-    an = b.prepare(a_name, None, "")
+    an = b.prepare(a_name, [b.expr("-1"), b.expr("{a}.shape[-1]", a=name(a_name))] if rows_of_a else None, "rows")
     bn = b.prepare(b_name, None, "")
     b.unpack_dims(an, list(a_shape))
     kb_ = "k_b"
@@ -94,8 +116,30 @@ def build_matmul(b: Builder) -> None:
     # the asserts above read unpacked dims: keep them after the unpacking
     b.forward.prepare += b.forward.asserts[2:]
     b.forward.asserts = b.forward.asserts[:2]
+    if per_batch:  # the batches stacked along the rows: free views of contiguous tensors
+        an = b.prepare(an, [b.expr("-1"), b.expr(a_shape[-1])], "rows")
+        bn = b.prepare(bn, [b.expr("-1"), b.expr(b_shape[-1])], "rows")
+        b.forward.prepare += b.fwd("out_rows = {a}.shape[0] // {k} * m" if a_trans else "out_rows = {a}.shape[0]",
+                                   a=name(an), k=name("k"))
     b.call_kernel(spec, [an, bn])
-    b.forward.result = name("out")
+    if rows_of_a:  # B.leading-rows: the rows back to A's leading axes
+        lead = [b.expr("{a}.shape[{i}]", a=name(a_name), i=literal(i)) for i in range(a_rank - 1)]
+        b.forward.result = b.expr("out.reshape({args})", args=[cst.Arg(e) for e in [*lead, name("n")]])
+        b.summary += f", the leading {a_rank - 1} axes of {a_name} as its rows (B.leading-rows)"
+    elif per_batch:
+        b.forward.result = b.expr("out.reshape(batch, m, n)")
+    else:
+        b.forward.result = name("out")
 
 
-PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop")),)
+def _stacked(shape: tuple[str, ...]) -> tuple[str, ...]:
+    """(batch, r, c) -> (batch * r, c): the batch elements one after another along the rows."""
+    return (f"{shape[0]} * {shape[1]}", shape[2])
+
+
+def _row_offset(b: Builder, rows: str) -> cst.List:
+    return cst.List([cst.Element(b.expr(f"bi * {rows}")), cst.Element(literal(0))])
+
+
+PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop",
+                                                     "B.batched-loop", "B.leading-rows")),)

@@ -13,8 +13,10 @@ not applied; running statistics are not updated (the output is what the baseline
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pypto_tui.codegen.builder import Builder, Step, Stmts, dims_list, literal, name
-from pypto_tui.codegen.expr import Ex
+from pypto_tui.codegen.expr import Ex, call, reduce
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
@@ -41,8 +43,11 @@ def build_norm(b: Builder) -> None:
         _rms_norm(b)
     elif c.op == "batch_norm":
         _batch_norm(b)
+    elif c.op in ("l1_norm", "l2_norm"):
+        _vector_norm(b)
     else:
-        raise Unsupported(f"the norm '{c.op}' has no scaffold (group, instance, layer, RMS and batch norms do)")
+        raise Unsupported(f"the norm '{c.op}' has no scaffold (group, instance, layer, RMS, batch, L1 and L2 norms "
+                          "do)")
 
 
 def _looped(b: Builder, prelude: list, total: str, step: Step, idx: str, loop_name: str,
@@ -52,9 +57,11 @@ def _looped(b: Builder, prelude: list, total: str, step: Step, idx: str, loop_na
 
 
 def _statistics_body(b: Builder, x: str, template: str, dims: list[str], inv_name: str, count_dim: str,
-                     summary: str, loop_total: str, loop_name: str, what: str) -> tuple[Stmts, Stmts]:
+                     summary: str, loop_total: str, loop_name: str, what: str,
+                     values: Callable[[Ex], dict[str, Ex]] | None = None) -> tuple[Stmts, Stmts]:
     """(prelude, body) of a norm whose statistics run over axis 1: the tile, 1/count, and the body
-    whole or as the plan's loop along axis 0 (each chunk holds whole rows, so no carry)."""
+    whole or as the plan's loop along axis 0 (each chunk holds whole rows, so no carry).
+    `values(x)` adds placeholders computed on the (chunk of) x the body reads."""
     ctx = b.ctx
     loop = ctx.loop is not None
     b.pattern = "C"
@@ -65,15 +72,16 @@ def _statistics_body(b: Builder, x: str, template: str, dims: list[str], inv_nam
     prelude = b.fwd("{inv} = 1.0 / {n}", inv=name(inv_name), n=name(count_dim))
     inv_key = f"inv_{count_dim}"
     common = {"eps": Ex.name("eps", tensor=False), inv_key: Ex.name(inv_name, tensor=False), "out": name("out")}
+    extra = values or (lambda _x: {})
     if not loop:
-        return prelude, b.tmpl(template, tile=tile, x=name(x), **common)
+        return prelude, b.tmpl(template, tile=tile, x=name(x), **common, **extra(Ex.name(x)))
     rank = len(dims)
 
     def step(size: str, off: str, suffix: str) -> Stmts:
         chunk = f"{x}_{suffix}"
         offsets = b.chunk_offsets(rank, 0, off)
         return b.tmpl(f"{template}_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size), offsets),
-                      x=name(chunk), offsets=dims_list(offsets), **common)
+                      x=name(chunk), offsets=dims_list(offsets), **common, **extra(Ex.name(chunk)))
 
     return _looped(b, prelude, loop_total, step, "bi", loop_name, tile)
 
@@ -132,6 +140,55 @@ def _row_norm(b: Builder) -> None:
     b.unpack_dims(xn, ["rows", "hidden"])
     b.call_kernel(spec, [xn])
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
+
+
+@cites("C.vector-norm")
+def _vector_norm(b: Builder) -> None:
+    """L1 / L2 normalisation of rows: x / statistic, the statistic per row (sum |x|, its mean, or
+    sqrt(sum x^2)), plus eps when the contract adds one, or at least eps (F.normalize's clamp)."""
+    ctx = b.ctx
+    c = ctx.contract
+    x = _common_checks(b)
+    assert ctx.geometry is not None
+    if ctx.dims.reshape != "rows" or len(ctx.geometry.shape) != 2:
+        raise Unsupported(f"{c.op} is scaffolded over the trailing axes, as (rows, hidden); this plan gives "
+                          f"{ctx.dims.reshape}")
+    a = c.op_args
+    eps_value = float(a.get("eps") or 0.0)
+    clamp = bool(a.get("clamp_eps"))
+    scalars = [_eps(b, 1e-12 if clamp else 0.0)] if (eps_value or clamp) else []
+    eps = Ex.name("eps", tensor=False)
+    mean = bool(a.get("mean"))
+    inv = Ex.name("INV_HIDDEN", tensor=False)
+
+    def stat(v: Ex) -> Ex:
+        if c.op == "l1_norm":
+            s = reduce("sum", call("abs", v), 1, True)
+            s = s * inv if mean else s
+        else:
+            s = call("sqrt", reduce("sum", v * v, 1, True))
+        if clamp:
+            return call("maximum", s, eps)
+        return s + eps if scalars else s
+
+    what = {"l1_norm": "mean |x|" if mean else "sum |x|", "l2_norm": "sqrt(sum x^2)"}[c.op or ""]
+    prelude, body = _statistics_body(b, x, "vector_norm", ["rows", "hidden"], "INV_HIDDEN", "hidden",
+                                     f"Pattern C: {c.op}, x / {what} per row of (rows, hidden) = "
+                                     f"{ctx.geometry.shape}", "rows", "ROW_LOOP", "the (rows, hidden) input",
+                                     values=lambda v: {"value": v / stat(v)})
+    spec = KernelSpec(
+        factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=["rows", "hidden"], scalars=scalars,
+        inputs=[TensorParam(x, ("rows", "hidden"), ctx.dtype)],
+        output=TensorParam("out", ("rows", "hidden"), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"Pattern C (C.vector-norm): {c.formula or c.op}.",
+    )
+    b.add_kernel(spec)
+    b.assert_rank(x, len(c.operands[0].shape or ()))
+    reshape = ctx.dims.forward_reshape[0] if ctx.dims.forward_reshape else None
+    xn = b.prepare(x, b.reshape_args(x, ctx.dims.axis_map) if reshape is not None else None, "rows")
+    b.unpack_dims(xn, ["rows", "hidden"])
+    b.call_kernel(spec, [xn])
+    b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x)) if reshape is not None else name("out")
 
 
 def _rms_norm(b: Builder) -> None:
@@ -220,4 +277,4 @@ def _batch_norm(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(x))
 
 
-PATTERNS = (Pattern("C", ("norm",), build_norm, ("C.norm-loop",)),)
+PATTERNS = (Pattern("C", ("norm",), build_norm, ("C.norm-loop", "C.vector-norm")),)

@@ -9,10 +9,6 @@ axis 0, which must not be the reduced axis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import libcst as cst
-
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, mean, reduce
 from pypto_tui.codegen.pattern import Pattern
@@ -38,25 +34,6 @@ def _prepare_input(b: Builder, x: str) -> str:
     if dims.reshape == "merge_reduce" and dims.forward_reshape and dims.forward_reshape[0] is not None:
         return b.prepare(x, b.reshape_args(x, dims.axis_map), "merged")
     return b.prepare(x, None, "")
-
-
-def _result(b: Builder, x: str, kernel_out: Sequence[int], keepdim: bool) -> cst.BaseExpression:
-    """`out`, or `out.reshape(...)` written on the input's shape when the layouts differ."""
-    c = b.ctx.contract
-    if c.output_shape is None or tuple(c.output_shape) == tuple(kernel_out):
-        return name("out")
-    if not c.output_shape:
-        return b.expr("out.reshape(())")
-    axes = set(c.reduction.axes) if c.reduction else set()
-    rank = len(c.operands[0].shape or ())
-    parts: list[cst.BaseExpression] = []
-    for a in range(rank):
-        if a in axes:
-            if keepdim:
-                parts.append(literal(1))
-        else:
-            parts.append(b.expr("{x}.shape[{a}]", x=name(x), a=literal(a)))
-    return b.expr("out.reshape({args})", args=[cst.Arg(p) for p in parts])
 
 
 @cites("O1.contiguous-1kb", "O1.reduce-sweet-spot", "P2.keepdim-direct")
@@ -182,7 +159,7 @@ def build_reduction(b: Builder) -> None:
     xn = _prepare_input(b, x)
     b.unpack_dims(xn, dims)
     b.call_kernel(spec, [xn])
-    b.forward.result = _result(b, x, dims_plan.output_kernel_shape, keepdim)
+    b.forward.result = b.reduced_result(x, dims_plan.output_kernel_shape, keepdim)
 
 
 PATTERNS = (

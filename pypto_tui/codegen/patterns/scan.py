@@ -1,61 +1,205 @@
-"""Scans: an inclusive prefix sum along one axis, `pypto.cumsum(x, dim)` (SCAN.cumsum).
+"""Scans along one axis: cumsum and the variants written with it (SCAN.cumsum, SCAN.variants).
 
 The kernel keeps the input's rank (P3.rank-strategy, the single-axis table row) and scans the
-contract's axis in one call; the tile covers the scanned axis like a reduce axis. A loop, when
-auto_tiles needs one, runs along axis 0, which must not be the scanned axis: every chunk then
-holds whole rows of the scan, so no carry passes between chunks.
+contract's axis with `pypto.cumsum`; the tile covers the scanned axis like a reduce axis. pypto
+0.2.0 has no flip and no cumprod, so the variants are written with what it has (measured):
+
+- reverse: sum(x, keepdim) - cumsum(x) + x (no flip);
+- exclusive (KernelBench's `cat((zero slice, x), d)[:-1]`): a zero slice at index 0 of the axis and
+  the cumsum of x assembled one position further on, so nothing is rounded twice;
+- masked: cumsum(x * mask), the boolean mask cast to x's dtype inside the kernel;
+- cumprod: exp(cumsum(log|x|)) times the sign from the parity of the running count of negative
+  elements; a zero gives log 0 = -inf, whose exp is 0 for every later position, as a product is.
+
+A loop, when auto_tiles needs one, runs along the outermost axis that is not scanned (axis 0, or
+axis 1 for a scan over axis 0): every chunk then holds whole scans, so no carry passes between
+chunks (SCAN.loop-axis).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
-from pypto_tui.codegen.expr import Ex, call
-from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.expr import Ex, call, reduce
+from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
+from pypto_tui.plan import Needs
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
+
+OPS = ("cumsum", "reverse_cumsum", "exclusive_cumsum", "masked_cumsum", "cumprod")
+Value = Callable[[Mapping[str, Ex]], tuple[Stmts, Ex]]
+Dim = str | int | cst.BaseExpression
 
 
-@cites("SCAN.cumsum")
+def loop_axis_for(scan_axis: int | None, rank: int) -> int:
+    """The outermost axis the scan does not run along (0, or 1 for a scan over axis 0)."""
+    return 1 if scan_axis == 0 and rank > 1 else 0
+
+
+def scan_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """The main tile on the scanned input (ops.toml gives each variant's live buffers); the loop
+    along the outermost axis that is not scanned, over the rows the kernel reads."""
+    base = main_tile_needs(c, dims, g, kb)
+    axis = loop_axis_for(dims.reduce_axis, len(g.shape))
+    note = (f"the scan runs along axis 0, so the loop runs along axis {axis}, where every chunk holds whole scans "
+            "(SCAN.loop-axis)") if axis else ""
+    return replace(base, loop_axis=axis, loop_note=note, loop_shape=_read_shape(c, g.shape, dims.reduce_axis))
+
+
+def _read_shape(c: Contract, shape: tuple[int, ...], axis: int | None) -> tuple[int, ...]:
+    """The part of x the kernel scans: an exclusive scan with `[:-1]` leaves out x's last row."""
+    if c.op == "exclusive_cumsum" and c.op_args.get("trim_last_row") and axis is not None:
+        return (shape[0] - 1, *shape[1:])
+    return shape
+
+
+def _value(b: Builder, op: str, axis: int, operands: list[str]) -> Value:
+    """The op's statements and value on (chunks of) its operands."""
+    x = operands[0]
+    if op in ("cumsum", "exclusive_cumsum"):
+        return lambda env: ([], call("cumsum", env[x], axis))
+    if op == "reverse_cumsum":
+        return lambda env: ([], reduce("sum", env[x], axis, True) - call("cumsum", env[x], axis) + env[x])
+    if op == "masked_cumsum":
+        if len(operands) != 2:
+            raise Unsupported("a masked scan needs the values and the mask")
+        mask = operands[1]
+        mdt, xdt = b.input_dtype(mask), b.input_dtype(x)
+
+        def masked(env: Mapping[str, Ex]) -> tuple[Stmts, Ex]:
+            m = env[mask] if mdt == xdt else call("cast", env[mask], Ex.raw(b.pdtype(xdt), False))
+            return [], call("cumsum", env[x] * m, axis)
+        return masked
+    if op == "cumprod":
+        def cumprod(env: Mapping[str, Ex]) -> tuple[Stmts, Ex]:
+            stmts = b.tmpl("cumprod_terms", x=env[x], dim=cst.Integer(str(axis)))
+            return stmts, Ex.name("magnitude") * Ex.name("sign")
+        return cumprod
+    raise Unsupported(f"the scan '{op}' has no scaffold yet ({', '.join(OPS)} do)")
+
+
+@cites("SCAN.cumsum", "SCAN.variants", "SCAN.loop-axis")
 def build_scan(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
-    if c.op != "cumsum":
-        raise Unsupported(f"the scan '{c.op}' has no scaffold yet (cumsum does)")
-    if len(c.operands) != 1 or c.op_args.get("fused"):
+    op = c.op or ""
+    if c.op_args.get("fused") or c.op_args.get("composite"):
         raise Unsupported(c.reason or "a scan of an expression is not scaffolded")
     axis = ctx.dims.reduce_axis
     if ctx.dims.reshape != "keep" or axis is None or ctx.geometry is None or ctx.main is None:
         raise Unsupported("a scan keeps the input's rank and scans one axis; this dimension plan does not")
-    x = c.operands[0].name
-    shape = ctx.geometry.shape
-    rank = len(shape)
+    operands = [t.name for t in c.operands]
+    x = operands[0]
+    rank = len(ctx.geometry.shape)
     dims = [f"d{i}" for i in range(rank)]
-    loop = ctx.loop is not None
-    if loop and ctx.loop is not None and ctx.loop.axis == axis:
+    loop = ctx.loop
+    if loop is not None and loop.axis == axis:
         raise Unsupported(f"the scan runs along axis {axis}, which the loop would cut: a carried prefix between "
                           "chunks is not scaffolded; choose a tile that needs no loop")
+    value = _value(b, op, axis, operands)
     b.pattern = "scan"
-    b.summary = f"cumsum along axis {axis} in one pypto.cumsum call" + (", looping along axis 0" if loop else "")
+    b.summary = f"{op} along axis {axis} with pypto.cumsum" + (f", looping along axis {loop.axis}" if loop else "")
     tile = b.tile_constant(ctx.main, x, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
-    prelude: Stmts = []
-    if not loop:
-        body = b.tmpl("scan", tile=tile, out=name("out"), value=call("cumsum", Ex.name(x), axis))
+    if op == "exclusive_cumsum":
+        out_shape, prelude, body = _exclusive(b, x, axis, dims, value, tile)
     else:
-        def step(size: str, off: str, suffix: str) -> Stmts:
-            chunk = f"{x}_{suffix}"
-            offsets = b.chunk_offsets(rank, 0, off)
-            return b.tmpl("scan_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size), offsets),
-                          value=call("cumsum", Ex.name(chunk), axis), offsets=dims_list(offsets), out=name("out"))
-
-        prelude, body = b.chunked_loop("d0", step, setup=b.tmpl("vec_setup", tile=tile))
+        out_shape = tuple(dims)
+        prelude, body = _inclusive(b, operands, axis, dims, value, tile)
     spec = KernelSpec(
-        factory="create_cumsum_kernel", kernel="cumsum_kernel", dims=dims, scalars=[],
-        inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
-        output=TensorParam("out", tuple(dims), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
-        doc=f"cumsum along axis {axis} (SCAN.cumsum); one kernel for this fixed dim (P1.single-dim-kernel).",
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=dims, scalars=[],
+        inputs=[TensorParam(o, tuple(dims), b.input_dtype(o)) for o in operands],
+        output=TensorParam("out", out_shape, c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"{op} along axis {axis} (SCAN.cumsum, SCAN.variants); one kernel for this fixed dim "
+            "(P1.single-dim-kernel).",
     )
-    b.call_as_laid_out(spec, x, dims)
+    b.add_kernel(spec)
+    for o in operands:
+        b.assert_rank(o, rank)
+    for o in operands[1:]:
+        b.assert_same_shape(x, o)
+    names = [b.prepare(o, None, "") for o in operands]
+    b.unpack_dims(names[0], dims)
+    b.call_kernel(spec, names)
+    b.forward.result = name("out")
 
 
-PATTERNS = (Pattern("scan", ("scan",), build_scan, ("SCAN.cumsum",), ops=("cumsum",)),)
+def _inclusive(b: Builder, operands: list[str], axis: int, dims: list[str], value: Value,
+               tile: Ex) -> tuple[Stmts, Stmts]:
+    loop = b.ctx.loop
+    if loop is None:
+        terms, v = value({o: Ex.name(o) for o in operands})
+        return [], b.tmpl("scan", tile=tile, terms=terms, out=name("out"), value=v)
+    lax = loop.axis
+    rank = len(dims)
+
+    def step(size: str, off: str, suffix: str) -> Stmts:
+        offsets = b.chunk_offsets(rank, lax, off)
+        views: Stmts = []
+        env: dict[str, Ex] = {}
+        for o in operands:
+            views += b.view(f"{o}_{suffix}", o, b.chunk_shape(dims, lax, size), offsets)
+            env[o] = Ex.name(f"{o}_{suffix}")
+        terms, v = value(env)
+        return b.tmpl("scan_step", views=views, terms=terms, value=v, offsets=dims_list(offsets), out=name("out"))
+
+    return b.chunked_loop(dims[lax], step, setup=b.tmpl("vec_setup", tile=tile))
+
+
+def _exclusive(b: Builder, x: str, axis: int, dims: list[str], value: Value,
+               tile: Ex) -> tuple[tuple[Dim, ...], Stmts, Stmts]:
+    """A zero slice at index 0 of the scanned axis, x's cumsum assembled from index 1 on."""
+    trim = bool(b.ctx.contract.op_args.get("trim_last_row"))
+    rank = len(dims)
+
+    def grown(i: int) -> Dim:  # the output: the axis grows by the zero slice, [:-1] trims axis 0
+        delta = (1 if i == axis else 0) - (1 if trim and i == 0 else 0)
+        return dims[i] if delta == 0 else b.expr(f"{dims[i]} {'+' if delta > 0 else '-'} 1")
+
+    out_shape = tuple(grown(i) for i in range(rank))
+    read: list[Dim] = [b.expr(f"{d} - 1") if trim and i == 0 else d for i, d in enumerate(dims)]  # x's scanned part
+    zero_shape: list[Dim] = [1 if i == axis else out_shape[i] for i in range(rank)]
+    shift = [1 if i == axis else 0 for i in range(rank)]
+    loop = b.ctx.loop
+    if loop is None:
+        _, v = value({x: Ex.name("scanned")})
+        body = b.tmpl("scan_exclusive", tile=tile, views=b.view("scanned", x, read, [0] * rank),
+                      zeros=_zeros(b, zero_shape), zero_offsets=dims_list([0] * rank), value=v,
+                      offsets=dims_list(shift), out=name("out"))
+        return out_shape, [], body
+    lax = loop.axis
+
+    def step(size: str, off: str, suffix: str) -> Stmts:
+        chunk = f"{x}_{suffix}"
+        offsets = b.chunk_offsets(rank, lax, off)
+        _, v = value({x: Ex.name(chunk)})
+        return b.tmpl("scan_exclusive_step", views=b.view(chunk, x, b.chunk_shape(read, lax, size), offsets),
+                      zeros=_zeros(b, b.chunk_shape(zero_shape, lax, size)), zero_offsets=dims_list(offsets),
+                      value=v, offsets=dims_list([off if i == lax else shift[i] for i in range(rank)]),
+                      out=name("out"))
+
+    total = "rows" if trim and lax == 0 else dims[lax]
+    setup = b.tmpl("vec_setup", tile=tile)
+    prelude, body = b.chunked_loop(total, step, setup=setup)
+    if total == "rows":
+        prelude = b.fwd("rows = d0 - 1") + prelude
+    return out_shape, prelude, body
+
+
+def _zeros(b: Builder, shape: list[Dim]) -> cst.BaseExpression:
+    return b.expr("pypto.zeros({shape}, dtype={dtype})", shape=dims_list(shape), dtype=b.pdtype())
+
+
+PATTERNS = (Pattern("scan", ("scan",), build_scan, ("SCAN.cumsum", "SCAN.variants", "SCAN.loop-axis"), ops=OPS,
+                    needs=scan_needs),)

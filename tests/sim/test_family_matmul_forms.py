@@ -1,0 +1,88 @@
+"""The matmul family beyond the plain product: a tensor times a matrix (3-D, and 4-D written as
+an einsum), triu / tril of a product (mask from cumsum(ones)), a product with a diagonal matrix
+(a broadcast multiply) and a matrix-vector product (a sum over K, no cube). Each scaffolds
+lint-clean with the pattern that fits, verifies against torch, and has a broken twin that fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.lint.engine import lint_source
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.verification import verify_many
+
+EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
+FORMS = {  # fixture -> (pattern id, text the kernel must contain)
+    "matmul_3d_2d_odd.py": ("B", "return out.reshape(A.shape[0], A.shape[1], n)"),
+    "einsum_4d_transposed.py": ("B", "pypto.matmul(A_chunk, W, pypto.DT_FP32, b_trans=True)"),
+    "triu_matmul_odd_diag.py": ("tri_matmul", "pypto.where(pypto.ge(cols_chunk, rows_chunk + 1), product, 0.0)"),
+    "tril_matmul_rect.py": ("tri_matmul", "pypto.where(pypto.le(cols_chunk, rows_chunk), product, 0.0)"),
+    "diag_matmul_rows_odd.py": ("diag", "out.move(B * a)"),
+    "matmul_diag_cols.py": ("diag", "out.move(A * s)"),
+    "matvec_long_k.py": ("matvec", "pypto.sum(A_chunk * x, 1, keepdim=True)"),
+}
+
+
+def pipe(kb, name: str) -> Pipeline:
+    return Pipeline(kb, Design(task=str(EXTRA / name)))
+
+
+@pytest.mark.parametrize("name", sorted(FORMS))
+def test_matmul_forms_scaffold_lint_clean(kb, name):
+    p = pipe(kb, name)
+    k = kernel_of(p)
+    pattern, text = FORMS[name]
+    assert k.supported, k.reason
+    assert p.pattern().id == pattern
+    assert text in k.source
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=p.contract().signature) == []
+
+
+def test_no_cube_where_none_is_needed(kb):
+    for name in ("diag_matmul_rows_odd.py", "matvec_long_k.py"):
+        p = pipe(kb, name)
+        assert p.kernel_plan().cube is None
+        assert "set_cube_tile_shapes" not in kernel_of(p).source and "pypto.matmul" not in kernel_of(p).source
+
+
+def test_the_triangular_mask_is_never_an_arange_compare_or_triu(kb):
+    src = kernel_of(pipe(kb, "triu_matmul_odd_diag.py")).source
+    assert "row_index = pypto.cumsum(ones, 0)" in src and "col_index = pypto.cumsum(ones, 1)" in src
+    assert "arange" not in src and "pypto.triu" not in src and "pypto.tril" not in src
+
+
+def test_the_einsum_is_read_as_a_matmul_with_b_transposed(kb):
+    c = pipe(kb, "einsum_4d_transposed.py").contract()
+    assert (c.family, c.op, c.op_args["transpose_b"], c.output_shape) == ("matmul", "matmul", True, (3, 5, 40, 80))
+
+
+def test_a_matvec_loops_along_the_rows_of_a(kb):
+    p = pipe(kb, "matvec_long_k.py")
+    assert p.loop_choice() is not None and p.loop_choice().axis == 0
+    assert p.dims().kernel_shapes == [(3000, 65536), (1, 65536)]
+    assert "return out.reshape(-1)" in kernel_of(p).source  # torch.mv returns (m,)
+
+
+@pytest.mark.sim
+def test_matmul_forms_verify_against_torch(kb):
+    reports = verify_many([pipe(kb, n) for n in FORMS], jobs=1, cache=False)
+    for name, r in zip(FORMS, reports, strict=True):
+        assert r.supported and r.passed, (name, r.reason)
+
+
+@pytest.mark.sim
+def test_broken_matmul_forms_fail(kb, broken_twins):
+    """The mask on the wrong side of the diagonal; a diagonal 'product' that adds the vector; a
+    matvec that doubles its sums."""
+    results = broken_twins([
+        (pipe(kb, "triu_matmul_odd_diag.py"), "pypto.ge(cols_chunk, rows_chunk + 1)",
+         "pypto.le(cols_chunk, rows_chunk + 1)"),
+        (pipe(kb, "diag_matmul_rows_odd.py"), "out.move(B * a)", "out.move(B + a)"),
+        (pipe(kb, "matvec_long_k.py"), "pypto.sum(A_chunk * x, 1, keepdim=True)",
+         "pypto.sum(A_chunk * x, 1, keepdim=True) * 2.0"),
+    ])
+    for r in results:
+        assert r.status == J.MISMATCH and r.passed is False, (r.label, r.status, r.error)
