@@ -577,9 +577,11 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     kernel_rank = len(layout.kernel_shapes[0]) if layout.kernel_shapes else None
     alternatives: list[str] = []
     windowed = chosen.reshape.startswith("window_")  # a conv or pool: only its own layouts apply
+    # another family's "keep" row is a fair alternative only when it is generic (no op of its own):
+    # cross-entropy's keep is not an alternative for a mean
     for s in kb.strategies:
         if s.id == chosen.id or s.reshape == chosen.reshape or not (
-                c.family in s.families or (s.reshape == "keep" and not windowed)):
+                c.family in s.families or (s.reshape == "keep" and not s.ops and not windowed)):
             continue
         try:
             alt = RESHAPERS[s.reshape](c)
