@@ -27,6 +27,11 @@ MAX_GRID = 1 << 21
 """Most candidate tiles ranked at once (the default pack's 4-D spaces have a few hundred thousand)."""
 PYTHON_MAX = 4096
 """Spaces up to this many tiles (an upper bound, before the budget prunes) are ranked without numpy."""
+MAX_AXIS_VALUES = 32
+"""Most tile sizes tried on one axis. A highly composite axis (720720 has 240 divisors, about 150 of
+them within the budget) made a 4-D space of 41,937 tiles that took 29-37 ms to rank (issue 15 asks
+< 20 ms); beyond this many, the powers of two, the axis itself and divisors spread evenly on a log
+scale are kept, which still offers a size near every power of two."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,19 @@ def axis_values(n: int, cap: int, last: bool = False, unit: int = 1) -> list[int
             up = ceil_div(n, unit) * unit
             if up <= cap:
                 vals.add(up)
-    return sorted(vals)
+    return _thin(sorted(vals), n)
+
+
+def _thin(vals: list[int], n: int) -> list[int]:
+    """At most MAX_AXIS_VALUES sizes: the powers of two, the axis itself (and any padded round-up,
+    the largest value) always; the other divisors evenly spaced in their sorted (log-like) order."""
+    if len(vals) <= MAX_AXIS_VALUES:
+        return vals
+    must = {v for v in vals if v & (v - 1) == 0} | {v for v in vals if v >= n}
+    rest = [v for v in vals if v not in must]
+    room = max(MAX_AXIS_VALUES - len(must), 0)
+    picked = {rest[i * len(rest) // room] for i in range(room)} if room and rest else set()
+    return sorted(must | picked)
 
 
 def per_axis(kb: KnowledgeBase, shape: Shape, unit: int) -> list[list[int]]:

@@ -138,3 +138,18 @@ def test_alignment_hint_past_the_axis_names_the_axis(kb) -> None:
     (align,) = [f for f in ev.findings if f.rule == "P4.last-dim-align"]
     assert "99992" not in align.message and "100000" not in align.message
     assert "the axis is 1000 long: use 1000 (the whole axis)" in align.message
+
+
+def test_a_highly_composite_axis_offers_a_bounded_spread_of_sizes() -> None:
+    """720720 has 240 divisors: (720720, 720, 720, 720) made 41,937 tiles (29-37 ms to rank). The
+    sizes tried per axis are capped; every power of two and sizes across the range stay."""
+    from pypto_tui.tile_space import MAX_AXIS_VALUES
+
+    vals = axis_values(720720, 16384)
+    assert len(vals) <= MAX_AXIS_VALUES
+    assert {1 << k for k in range(15)} <= set(vals)
+    assert all(720720 % v == 0 or v & (v - 1) == 0 for v in vals)
+    assert len([v for v in vals if v & (v - 1)]) >= 10  # divisors other than powers of two remain
+    assert axis_values(4000, 16384) == sorted({1 << k for k in range(12)} | {d for d in range(1, 4001) if 4000 % d == 0})
+    plan = rank_candidates(get_kb(), (720720, 720, 720, 720), "fp32", 1, top=10)
+    assert plan.recommended is not None and plan.enumerated < 20000
