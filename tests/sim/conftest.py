@@ -9,6 +9,7 @@ machine, not once per test run.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from pypto_tui.sim.availability import check_sim
 
 FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(Path(__file__).parent))  # `from family import ...` (the families' shared helpers)
 TASKS = FIXTURES / "tasks"
 
 

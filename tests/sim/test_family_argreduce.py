@@ -4,16 +4,14 @@ indices cast to torch's int64 and compared exactly; broken twins (the wrong extr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 ARGS = {  # fixture -> (op, the call that finds the index)
     "argmin_last_odd.py": ("argmin", "pypto.topk(x, 1, 1, False)"),
     "argmax_neg.py": ("argmax", "pypto.topk(x, 1, 2, True)"),
@@ -21,9 +19,6 @@ ARGS = {  # fixture -> (op, the call that finds the index)
     "argmax_dim0_indices.py": ("argmax", "pypto.amin(pypto.where(pypto.eq(x, best), position, float(d0)), 0"),
 }
 
-
-def pipe(kb, name: str, **design) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name), **design))
 
 
 @pytest.mark.parametrize("name", sorted(ARGS))

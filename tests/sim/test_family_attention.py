@@ -4,21 +4,16 @@ a given scale; scaffolded, lint-clean, verified, a broken twin caught."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import EXTRA, pipe
 
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 SDPA = ["sdpa_odd_len.py", "sdpa_cross_fp16.py"]
 
-
-def pipe(kb, name: str) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name)))
 
 
 @pytest.mark.parametrize("name", SDPA)

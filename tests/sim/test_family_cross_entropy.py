@@ -3,21 +3,16 @@ the batch sum scaled as the contract says; scaffolded, lint-clean, verified, a b
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import reduced_shapes, verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 CES = ["cross_entropy_7_classes.py", "cross_entropy_randint.py"]
 
-
-def pipe(kb, name: str, **design) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name), **design))
 
 
 @pytest.mark.parametrize("name", CES)

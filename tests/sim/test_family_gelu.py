@@ -4,21 +4,16 @@ kernel's max error to 1e-5, which only the erf form meets; fp16 is computed in f
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 GELUS = ["gelu_exact_3d.py", "gelu_fp16.py"]
 
-
-def pipe(kb, name: str) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name)))
 
 
 @pytest.mark.parametrize("name", GELUS)

@@ -3,16 +3,14 @@ over the predictions' leading axes: scaffolded, lint-clean, verified, broken twi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 LOSSES = {  # fixture -> (op, text the kernel must contain)
     "huber_delta_module.py": ("huber_loss",
                               "pypto.where(pypto.lt(adiff, delta), diff * diff * 0.5, (adiff - delta * 0.5) * delta)"),
@@ -21,9 +19,6 @@ LOSSES = {  # fixture -> (op, text the kernel must contain)
     "hinge_broadcast_3d.py": ("hinge_loss", "predictions * targets * (-1.0) + margin"),
 }
 
-
-def pipe(kb, name: str) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name)))
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))

@@ -5,16 +5,14 @@ lint-clean with the pattern that fits, verifies against torch, and has a broken 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 FORMS = {  # fixture -> (pattern id, text the kernel must contain)
     "matmul_3d_2d_odd.py": ("B", "return out.reshape(A.shape[0], A.shape[1], n)"),
     "einsum_4d_transposed.py": ("B", "pypto.matmul(A_chunk, W, pypto.DT_FP32, b_trans=True)"),
@@ -25,9 +23,6 @@ FORMS = {  # fixture -> (pattern id, text the kernel must contain)
     "matvec_long_k.py": ("matvec", "pypto.sum(A_chunk * x, 1, keepdim=True)"),
 }
 
-
-def pipe(kb, name: str) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name)))
 
 
 @pytest.mark.parametrize("name", sorted(FORMS))

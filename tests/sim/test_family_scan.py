@@ -3,16 +3,14 @@ lint-clean, verified against torch through the real compiler, and broken twins c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 SCANS = {  # fixture -> (op, the call the kernel must make)
     "cumsum_dim.py": ("cumsum", "pypto.cumsum(x, 1)"),
     "cumsum_dim0.py": ("cumsum", "pypto.cumsum(x, 0)"),
@@ -22,9 +20,6 @@ SCANS = {  # fixture -> (op, the call the kernel must make)
     "cumprod_zeros_dim0.py": ("cumprod", "pypto.exp(pypto.cumsum(pypto.log(pypto.abs(x)), 0))"),
 }
 
-
-def pipe(kb, name: str, **design) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name), **design))
 
 
 @pytest.mark.parametrize("name", sorted(SCANS))

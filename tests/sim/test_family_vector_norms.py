@@ -3,24 +3,19 @@ added or clamped; scaffolded, lint-clean, verified, a broken twin caught."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from family import pipe
 
-from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 NORMS = {  # fixture -> the value the kernel writes
     "l1_normalize_3d.py": "x / pypto.maximum(pypto.sum(pypto.abs(x), 1, keepdim=True), eps)",
     "l2_norm_eps_rows.py": "x_chunk / (pypto.sqrt(pypto.sum(x_chunk * x_chunk, 1, keepdim=True)) + eps)",
 }
 
-
-def pipe(kb, name: str) -> Pipeline:
-    return Pipeline(kb, Design(task=str(EXTRA / name)))
 
 
 @pytest.mark.parametrize("name", sorted(NORMS))
