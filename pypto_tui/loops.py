@@ -302,28 +302,17 @@ def smallest_fitting_count(kb: KnowledgeBase, plan: LoopPlan) -> int | None:
         if count > top and _at(kb, plan, count, "main+tail").ok:
             return count
     return None
-def beyond_ladder(kb: KnowledgeBase, plan: LoopPlan) -> int:
-    """The smallest count past the ladder's end (doubling it) whose chunks keep auto_tiles within
-    the limit, capped at one iteration per row of the loop axis: a scan's small tile over a large
-    tensor needs hundreds of iterations, and 128 chunks of 256 rows each overflow the limit."""
-    count = max(kb.ladders.loop_order)
-    while count < plan.total:
-        count *= 2
-        if _at(kb, plan, min(count, plan.total)).ok:
-            break
-    return min(count, plan.total)
-
-
 @cites("O2.loop-log-scale", "P6.loop-tail")
 def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                 tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
     """The loop the kernel runs, or None for no loop.
 
     The user's count wins (1 means no loop); else the plan's recommendation when a loop is needed;
-    when nothing on the ladder passes, the first count of the ladder that fits the axis (the
-    finding says so). A count larger than the axis is cut to it. When the count leaves a tail and
-    the user asked for a divisor, the nearest dividing count replaces it; otherwise the kernel runs
-    full chunks plus one constant-shape tail view (P6.loop-tail)."""
+    when nothing on the ladder passes, the smallest count past it whose iterations fit (one unit
+    per iteration when none does; the finding says so). A count larger than the axis is cut to it.
+    When the count leaves a tail and the user asked for a divisor, the nearest dividing count
+    replaces it; otherwise the kernel runs full chunks plus one constant-shape tail view
+    (P6.loop-tail)."""
     findings: list[Finding] = []
     if requested is not None and requested < 1:
         raise InputError(f"loop count {requested} must be a positive whole number")
@@ -343,10 +332,11 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                                          f"iteration within the limits: {count}, the smallest count above it that "
                                          f"does, is used", "info"))
         else:
-            count = beyond_ladder(kb, plan)
+            # not even one unit per iteration fits: the finest loop, and the user is told to shrink
+            count = plan.total
             findings.append(rule_finding(kb, "O2.loop-log-scale", f"no loop count keeps every iteration within the "
-                                         f"limits: {count} (the ladder's end doubled, at most one iteration per "
-                                         "unit) is used; shrink the tile or the work per iteration", "warn"))
+                                         f"limits: {count} (one iteration per unit) is used; shrink the tile or the "
+                                         "work per iteration", "warn"))
     count = max(1, min(count, plan.total))
     cand = _at(kb, plan, count)
     if cand.has_tail and tail == "divisor":

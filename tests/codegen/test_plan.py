@@ -92,8 +92,8 @@ def test_step_down_continues_below_the_ladder_and_fills_the_padded_rows(kb):
 
 
 def test_a_loop_past_the_ladders_end_keeps_every_iteration_within_the_tile_limit(kb):
-    """When no ladder count keeps auto_tiles per iteration under the limit, the ladder's end is
-    doubled until one does (never silently the ladder's first count, whose chunks overflow)."""
+    """When no ladder count keeps auto_tiles per iteration under the limit, the smallest count past
+    the ladder that does is used (never silently the ladder's first count, whose chunks overflow)."""
     from pypto_tui.loops import choose_loop, plan_loops
 
     plan = plan_loops(kb, (32768, 32768), "fp32", (1, 1024), 0)
