@@ -153,6 +153,14 @@ class WindowPlan:
         return (s.out_per_group, s.in_per_group * self.taps, self.rows * self.row_unit)
 
     @property
+    def pointwise_matmul(self) -> tuple[int, int, int] | None:
+        """(M, K, N) of the pointwise stage's matmul for one image (all its output positions)."""
+        p = self.spec.pointwise
+        if p is None:
+            return None
+        return (p.out_channels, p.in_channels, self.rows * self.row_unit)
+
+    @property
     def column_elements(self) -> int:
         """The column buffer of one image and group (im2col), or one item's window stack."""
         return self.channels_per_item * self.taps * self.rows * self.row_unit
@@ -189,6 +197,9 @@ class WindowPlan:
             return f"transposed conv as im2col: {how}"
         if self.strategy == "im2col":
             return "im2col: one window view per tap, stacked, then one matmul per image and group"
+        if self.strategy == "depthwise-taps" and s.pointwise:
+            return ("depthwise-separable: a sum over the taps of window x per-channel weight (vector ops), then "
+                    "the pointwise conv as one matmul per image and block of rows")
         if self.strategy == "depthwise-taps":
             return "depthwise: a sum over the taps of window x per-channel weight (vector ops, no matmul)"
         op = "max" if s.kind == "max_pool" else "sum"
@@ -227,6 +238,13 @@ class WindowPlan:
                              + ("group(s)" if self.strategy == "im2col" else "channel(s), one plane per item")
                              + f"; each item's {self.rows} output row(s) of {self.row_unit} position(s) are cut into "
                                "blocks by the loop"))
+        if s.pointwise:
+            p = s.pointwise
+            out.append(("pointwise stage",
+                        f"self.{p.attr}: per image and block of rows, W2 ({p.out_channels} x {p.in_channels}) @ "
+                        f"the first conv's output ({p.in_channels} x positions), "
+                        f"{n} matmul(s) of {self.rows * self.row_unit} position(s) each, in a second kernel "
+                        "(CONV.pointwise-stage)"))
         if s.kind == "avg_pool":
             d = self.divisor
             out.append(("divisor", f"{d:g} (every window counts {'its padding' if s.count_include_pad else 'fully'})"
@@ -238,6 +256,7 @@ class WindowPlan:
         return {
             "strategy": self.strategy, "kind": self.spec.kind, "nd": self.nd, "taps": self.taps,
             "matmul": list(self.matmul) if self.matmul else None, "column_elements": self.column_elements,
+            "pointwise_matmul": list(self.pointwise_matmul) if self.pointwise_matmul else None,
             "channels_per_item": self.channels_per_item, "items_per_image": self.items_per_image,
             "repeat": self.repeat, "rows": self.rows, "row_unit": self.row_unit, "prepare": self.prepare,
             "fill": "-inf" if self.fill == float("-inf") else 0.0, "divisor": self.divisor,

@@ -45,6 +45,21 @@ class WindowError(ValueError):
 
 
 @dataclass(frozen=True)
+class PointwiseStage:
+    """A 1x1 conv applied to the window op's output (a depthwise-separable conv's second half).
+
+    Read from `self.<attr>(self.<first>(x))` where `self.<attr>` is an `nn.Conv*d` with kernel 1,
+    stride 1, no padding, dilation 1 and one group: on the first op's output it is a matmul of
+    its (out_channels x in_channels) weights with every output position's channels.
+    """
+
+    attr: str
+    in_channels: int
+    out_channels: int
+    bias: bool = False
+
+
+@dataclass(frozen=True)
 class WindowSpec:
     """One conv or pool, normalised: every size is a tuple with one entry per spatial axis.
 
@@ -73,6 +88,7 @@ class WindowSpec:
     padding_mode: str = "zeros"
     dtype: str = "fp32"
     weight_attr: str | None = None
+    pointwise: PointwiseStage | None = None
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -107,6 +123,13 @@ class WindowSpec:
 
     @property
     def output_shape(self) -> tuple[int, ...]:
+        """The module's output: the window op's, with the pointwise stage's channels when it has one."""
+        channels = self.pointwise.out_channels if self.pointwise else self.out_channels
+        return (self.batch, channels, *self.out_spatial)
+
+    @property
+    def window_output_shape(self) -> tuple[int, ...]:
+        """The window op's own output (the pointwise stage's input, when there is one)."""
         return (self.batch, self.out_channels, *self.out_spatial)
 
     @property
@@ -166,8 +189,14 @@ class WindowSpec:
             name = f"conv_transpose{self.nd}d" if self.transposed else f"conv{self.nd}d"
             extra = f", output_padding {_t(self.output_padding)}" if self.transposed and any(self.output_padding) \
                 else ""
-            return (f"{name}(x, W {_t(self.weight_shape)}{', b' if self.bias else ''}, stride {s}, padding {pad}"
+            text = (f"{name}(x, W {_t(self.weight_shape)}{', b' if self.bias else ''}, stride {s}, padding {pad}"
                     f"{extra}, dilation {d}, groups {self.groups})")
+            if self.pointwise:
+                p = self.pointwise
+                ones = _t((1,) * self.nd)
+                text = (f"conv{self.nd}d({text}, W {_t((p.out_channels, p.in_channels, *(1,) * self.nd))}"
+                        f"{', b' if p.bias else ''}, kernel {ones})")
+            return text
         name = f"{self.kind}{self.nd}d"
         extra = ""
         if self.kind == "max_pool" and any(v > 1 for v in self.dilation):
@@ -197,6 +226,10 @@ class WindowSpec:
             pos = ", ".join(f"o{c}*{s} + k{c}*{d}" for c, s, d in zip(letters, self.stride, self.dilation,
                                                                         strict=True))
             body = f"out[n, c, {outs}] = {red} over the window of x_pad[n, c, {pos}]"
+        if self.pointwise:
+            p = self.pointwise
+            body += (f"; then the pointwise conv: out2[n, o, {outs}] = {'b2[o] + ' if p.bias else ''}sum over "
+                     f"the {p.in_channels} channel(s) c of W2[o, c] * out[n, c, {outs}]")
         return f"{body}; {self.describe()}; " + "; ".join(self.size_formulas())
 
 
@@ -329,7 +362,29 @@ def window_spec(c: Contract, x: Input | None = None) -> WindowSpec:
                                   "(torch refuses it)")
     if any(o < 1 for o in spec.out_spatial):
         raise WindowError(f"the output would be empty: {'; '.join(spec.size_formulas())}")
+    stage = a.get("pointwise")
+    if isinstance(stage, dict):
+        spec = _with_pointwise(spec, stage)
     return spec
+
+
+def _with_pointwise(spec: WindowSpec, stage: dict[str, Any]) -> WindowSpec:
+    """The spec with its pointwise stage, checked against the first op's output channels."""
+    from dataclasses import replace
+
+    try:
+        in_channels = int(stage["in_channels"])
+        out_channels = int(stage["out_channels"])
+    except (KeyError, TypeError, ValueError):
+        raise WindowError("the pointwise conv's in_channels and out_channels are not known") from None
+    if in_channels != spec.out_channels:
+        raise WindowError(f"the pointwise conv expects {in_channels} input channels; the {spec.kind} before it "
+                          f"gives {spec.out_channels}")
+    if out_channels < 1:
+        raise WindowError(f"the pointwise conv's out_channels {out_channels} must be >= 1")
+    bias = stage.get("bias", True)
+    return replace(spec, pointwise=PointwiseStage(str(stage.get("attr") or ""), in_channels, out_channels,
+                                                  bool(bias) if not isinstance(bias, str) else True))
 
 
 def unsupported_reason(spec: WindowSpec, c: Contract) -> str:
@@ -342,6 +397,9 @@ def unsupported_reason(spec: WindowSpec, c: Contract) -> str:
         return "a functional conv takes its weight as a forward input: only nn.Conv*d modules are scaffolded"
     if spec.dtype not in ("fp32",):
         return f"conv and pool scaffolds are fp32; the input is {spec.dtype}"
+    if spec.pointwise and not spec.depthwise:
+        return ("a pointwise conv is scaffolded after a depthwise conv (depthwise-separable); after this "
+                f"{spec.kind} it would need a second cube plan")
     return ""
 
 

@@ -181,6 +181,9 @@ def _module(n: Node, ctx: Ctx) -> Recognition | None:
         op = MODULE_LOSSES[t]
         return _loss_from_args(rec, op, params, list(n.args), ctx, n)
     if t.startswith(("Conv", "ConvTranspose")) or "Pool" in t:
+        chain = None if direct else _pointwise_chain(t, spec.attr, params, first, ctx)
+        if chain is not None:
+            return chain
         return _window_module(rec, t, spec.attr, params, first, direct, n)
     if t == "MultiheadAttention":
         return _finish(rec, "attention", "multihead_attention", params, list(n.args), True, n)
@@ -327,6 +330,37 @@ def _window_module(rec: Recognition, t: str, attr: str | None, params: dict[str,
     if attr:
         args["attr"] = attr
     return _finish(rec, family, op, args, [first], direct, n)
+
+
+def _is_pointwise(params: dict[str, Any]) -> bool:
+    """kernel 1, stride 1, no padding, dilation 1, one group: a matmul over the channels."""
+    def ones(v: Any, want: int) -> bool:
+        return v == want or (isinstance(v, list | tuple) and len(v) > 0 and all(x == want for x in v))
+
+    return (ones(params.get("kernel_size"), 1) and ones(params.get("stride", 1), 1)
+            and ones(params.get("padding", 0), 0) and ones(params.get("dilation", 1), 1)
+            and params.get("groups", 1) == 1 and params.get("padding_mode", "zeros") == "zeros")
+
+
+def _pointwise_chain(t: str, attr: str | None, params: dict[str, Any], first: Node | None,
+                     ctx: Ctx) -> Recognition | None:
+    """`self.pw(self.dw(x))`: a pointwise nn.Conv*d applied to another nn.Conv*d of the input (a
+    depthwise-separable conv). The first conv is the contract's op; the pointwise one is its
+    `pointwise` stage (contract/conv.py). None when the outer module is not a plain pointwise conv
+    or the inner one is not a conv of an input."""
+    if "Transpose" in t or first is None or first.kind != "module" or not attr:
+        return None
+    inner_t = first.name
+    if not inner_t.startswith("Conv") or "Transpose" in inner_t or inner_t[-2:] != t[-2:]:
+        return None
+    if not _is_pointwise(params) or not first.args or not ctx.is_tensor(first.args[0]):
+        return None
+    inner = _module(first, ctx)
+    if inner is None or inner.family != "conv" or inner.op_args.get("fused"):
+        return None
+    inner.op_args["pointwise"] = {"attr": attr, "in_channels": params.get("in_channels"),
+                                  "out_channels": params.get("out_channels"), "bias": params.get("bias", True)}
+    return inner
 
 
 def _window_call(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:

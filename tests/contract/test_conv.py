@@ -140,3 +140,34 @@ def test_a_smaller_test_keeps_the_channels_and_two_output_positions(kb):
     floors = min_sizes(c)
     # kernel 3 dilated by 2 spans 5, stride 2, padding 1+1: 5 + 2 - 2 = 5 rows give 2 outputs
     assert floors == {40: 5, 72: 5}
+
+
+def test_a_pointwise_conv_after_a_depthwise_conv_is_one_separable_contract(kb):
+    c = extract_contract(CONV / "conv2d_depthwise_separable.py", kb)
+    s = window_spec(c)
+    assert c.supported and s.depthwise and s.pointwise is not None
+    assert (s.pointwise.attr, s.pointwise.in_channels, s.pointwise.out_channels, s.pointwise.bias) == \
+        ("pointwise", 8, 12, True)
+    assert s.window_output_shape == (3, 8, 13, 40) and c.output_shape == (3, 12, 13, 40)
+    assert "then the pointwise conv" in (c.formula or "")
+
+
+@pytest.mark.parametrize("outer, supported, reason", [
+    # a 3x3 conv after the depthwise one is not a pointwise stage: fused, as before
+    ("nn.Conv2d(4, 6, 3)", False, "applied to an expression"),
+    # a pointwise conv after a plain (non-depthwise) conv would need a second cube plan
+    ("nn.Conv2d(6, 6, 1)", False, "second cube plan"),
+])
+def test_chains_that_are_not_depthwise_separable_say_why(kb, tmp_path, outer, supported, reason):
+    first = "nn.Conv2d(4, 6, 3)" if "6, 6" in outer else "nn.Conv2d(4, 4, 3, groups=4)"
+    body = f"        self.a = {first}\n        self.b = {outer}"
+    c = extract_contract(task(tmp_path, body, "self.b(self.a(x))", "2, 4, 9, 9"), kb)
+    assert c.supported is supported and reason in (c.reason or "")
+
+
+def test_a_pointwise_stage_must_take_the_first_convs_channels(kb, tmp_path):
+    body = "        self.a = nn.Conv2d(4, 4, 3, groups=4)\n        self.b = nn.Conv2d(4, 6, 1)"
+    c = extract_contract(task(tmp_path, body, "self.b(self.a(x))", "2, 4, 9, 9"), kb)
+    edited = apply_edits(c, {"op_args.out_channels": 8})
+    with pytest.raises(WindowError, match="pointwise conv expects 4 input channels"):
+        window_spec(edited)

@@ -68,6 +68,12 @@ def test_a_pool_with_one_tap_dropped_fails(kb):
     assert r.status == J.MISMATCH and r.passed is False
 
 
+def test_a_pointwise_stage_reading_the_first_image_for_every_image_fails(kb):
+    """The depthwise-separable chain's second kernel must take each image's own channels."""
+    r = _broken(kb, "conv2d_depthwise_separable.py", "[C, BLOCK], [img * C, r0 * UNIT]", "[C, BLOCK], [0, r0 * UNIT]")
+    assert r.status == J.MISMATCH and r.passed is False
+
+
 def test_other_weights_than_models_fail(kb):
     """verify compares like with like: a ModelNew whose conv draws other weights does not pass."""
     r = _broken(kb, "conv1d_dilated_strided.py", "        self.conv1d = nn.Conv1d(",

@@ -53,3 +53,19 @@ async def test_a_conv_from_contract_to_kernel(ui, state) -> None:
         assert loops.plan is not None and loops.plan.unit == 35 and loops.plan.total == 19
         kernel = await _next(pilot, app, ui, KernelScreen)
         assert "pypto.matmul" in kernel.source and "self.conv = nn.Conv2d(" in kernel.source
+
+
+async def test_a_depthwise_separable_conv_plans_its_pointwise_stage(ui, state) -> None:
+    app = PyptoApp(task=str(CONV / "conv2d_depthwise_separable.py"), blink=False, state=state)
+    app.animation_level = "none"
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        assert isinstance(app.screen, ContractScreen) and app.screen.contract.output_shape == (3, 12, 13, 40)
+        dims = await _next(pilot, app, ui, DimsScreen)
+        text = str(dims.query_one("#dims-plan").render())
+        assert "depthwise-separable" in text and "W2 (12 x 8)" in text
+        tiles = await _next(pilot, app, ui, TilesScreen)
+        assert tiles.last_error is None
+        await _next(pilot, app, ui, LoopsScreen)
+        kernel = await _next(pilot, app, ui, KernelScreen)
+        assert "create_conv2d_pointwise_kernel" in kernel.source and "self.pointwise = nn.Conv2d(" in kernel.source

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from pypto_tui.plan import Geometry
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
-         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile")
+         "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
+         "CONV.pointwise-stage")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
               "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
@@ -112,10 +113,19 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     if plan.matmul is not None:
         M, K, _ = plan.matmul
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
+    max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
+    if plan.pointwise_matmul is not None:
+        # the pointwise stage: its matmul takes the cube, a 2-D tile its block (OC2, ROWS * UNIT), and
+        # its positions are the matmul's inner axis, counted here in the loop axis's elements
+        M, K, _ = plan.pointwise_matmul
+        cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
+        roles.append(TileRole("pointwise", "PW_TILE", (M, plan.rows * plan.row_unit), dtype, None, reducing=False))
+        limit = kb.limits.max_matmul_inner
+        max_chunk = None if limit is None else max(limit // plan.row_unit, 1) * unit
     note = (f"blocks of output rows, repeated for {plan.repeat} item(s) ({plan.spec.batch} image(s) x "
             f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
-    # The columns are the matmul's right operand: their positions are its inner axis (HW.matmul-inner-axis).
-    max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
+    # The columns (or the pointwise stage's block) are the matmul's right operand: their positions are
+    # its inner axis (HW.matmul-inner-axis).
     return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
 
 
@@ -235,11 +245,14 @@ def build_window(b: Builder) -> None:
     if plan.strategy == "im2col":
         _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
     elif plan.strategy == "depthwise-taps":
-        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack)
+        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack, out="mid" if spec.pointwise else "out")
     else:
         _pool_kernel(b, plan, nm, op, win, win4, src, unpack)
+    if spec.pointwise:
+        _pointwise_kernel(b, plan, nm, op, b.tile_constant(tiles["pointwise"], "the pointwise stage's block"),
+                          unpack)
     _model_modules(b, spec)
-    channels = "OUT_CHANNELS" if spec.is_conv else "c"
+    channels = "PW_OUT_CHANNELS" if spec.pointwise else "OUT_CHANNELS" if spec.is_conv else "c"
     b.forward.result = _e(f"out.reshape(n, {channels}, {', '.join(nm.o)})")
 
 
@@ -526,7 +539,7 @@ def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
 # ------------------------------------------------------------------------------------ depthwise
 @cites("CONV.depthwise-taps")
 def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
-                      unpack: Stmts) -> None:
+                      unpack: Stmts, out: str = "out") -> None:
     spec = plan.spec
     block = nm.out_block("1")
     taps = [f"TAP_{a}[t]" for a in nm.L]
@@ -553,7 +566,49 @@ def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: An
     )
     b.add_kernel(kspec)
     _weights_forward(b, plan, str(spec.weight_attr), ["c", "TAPS", "1"])
-    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])], out=out)
+
+
+# ------------------------------------------------------------------------------------ pointwise stage
+@cites("CONV.pointwise-stage", "B.matmul-cube-tiles")
+def _pointwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, unpack: Stmts) -> None:
+    """The 1x1 conv after a depthwise one (CONV.pointwise-stage): forward flattens the first kernel's
+    output to (N*C, positions), and per image and block of output rows one matmul of the pointwise
+    weights (OC2, C) with the block's (C, ROWS*UNIT) positions writes (OC2, ROWS*UNIT)."""
+    p = plan.spec.pointwise
+    assert p is not None
+    lines = [f"PW_OUT_CHANNELS: the pointwise conv self.{p.attr} (1x1, {p.in_channels} -> {p.out_channels} "
+             "channels) after the first conv, a matmul over the channels per image (CONV.pointwise-stage)."]
+    b.add_constant(Constant("PW_OUT_CHANNELS", p.out_channels, lines, ("CONV.pointwise-stage",), {}))
+    cube_m, cube_k, cube_n = b.cube_constants()
+    positions = _prod(nm.o)
+    store: Stmts = []
+    if p.bias:
+        store += b.tmpl("conv_bias", widened=_e("pypto.expand_clone(b, [PW_OUT_CHANNELS, BLOCK])"))
+    store += b.tmpl("conv_store", value=_e("y + bias_block") if p.bias else name("y"),
+                    offsets=_list(["img * PW_OUT_CHANNELS", "r0 * UNIT"]), out=name("out"))
+    body = b.tmpl("conv_pointwise", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile, dt=b.pdtype(),
+                  store=store)
+    extra = [f"UNIT = {nm.unit()}", "BLOCK = ROWS * UNIT", "C = c", "ITEMS = n * BLOCKS"]
+    inputs = [_param("mid", ["n * c", positions], b), _param("w", ["PW_OUT_CHANNELS", "c"], b)]
+    if p.bias:
+        inputs.append(_param("b", ["PW_OUT_CHANNELS", "1"], b))
+    kspec = KernelSpec(
+        factory=f"create_{op}_pointwise_kernel", kernel=f"{op}_pointwise_kernel", dims=_dims(plan.nd), scalars=[],
+        inputs=inputs, output=_param("out", ["n * PW_OUT_CHANNELS", positions], b),
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"The pointwise conv self.{p.attr} on the first conv's output (CONV.pointwise-stage): per item (an "
+             "image) and block of output rows (CONV.row-blocks), one matmul of the (OC2, C) weights with the "
+             "block's (C, ROWS*UNIT) positions."),
+    )
+    b.add_kernel(kspec)
+    b.forward.calls += b.fwd("mid = mid.reshape(n * c, {p})", p=_e(positions))
+    b.forward.prepare += [cst.parse_statement(
+        f"pw_weight = self.{p.attr}.weight.detach().reshape(PW_OUT_CHANNELS, c).contiguous()\n")]
+    if p.bias:
+        b.forward.prepare += [cst.parse_statement(
+            f"pw_bias = self.{p.attr}.bias.detach().reshape(PW_OUT_CHANNELS, 1).contiguous()\n")]
+    b.call_kernel(kspec, ["mid", "pw_weight", *(["pw_bias"] if p.bias else [])])
 
 
 # ------------------------------------------------------------------------------------ pooling
