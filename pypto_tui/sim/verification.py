@@ -168,8 +168,27 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
         g = _geometry_at(pipeline, shapes)
         return g is not None and not scaled.kept_problems(keep, g.shape, g.matmul)  # type: ignore[arg-type]
 
-    return scaled.reduce_shapes(_full_shapes(pipeline), keep_values=keep_values, groups=groups, budget=budget,
-                                accept=accept if keep is not None else None, min_sizes=_window_floors(pipeline))
+    return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
+                                groups=groups, budget=budget, accept=accept if keep is not None else None,
+                                min_sizes=_window_floors(pipeline))
+
+
+WINDOW_TEST_BATCH = 2  # images in a conv's or pool's test: two show the per-image offsets are right
+
+
+def _window_batch(pipeline: Pipeline, shapes: scaled.Shapes) -> scaled.Shapes:
+    """A conv or pool at test shapes runs WINDOW_TEST_BATCH images. Its loop runs images x blocks
+    of rows, and pass-verify's cost grows with iterations x tensor size, so every further image
+    only multiplies the time (KernelBench 64 at 16 images: over the 8 GiB cap); the batch is no
+    part of the tile or loop design, and a batch equal to the channel count would otherwise be
+    kept with the channels."""
+    c = pipeline.contract()
+    if c.family not in ("conv", "pool") or not c.operands:
+        return shapes
+    x = c.operands[0].name
+    if x not in shapes or not shapes[x] or shapes[x][0] <= WINDOW_TEST_BATCH:
+        return shapes
+    return {**shapes, x: (WINDOW_TEST_BATCH, *shapes[x][1:])}
 
 
 def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:

@@ -104,7 +104,7 @@ def test_a_window_keeps_room_for_two_output_positions() -> None:
 CONV = TASKS.parent / "tasks_conv"
 
 
-@pytest.mark.parametrize("name", ["conv2d_grouped_strided.py", "maxpool2d_ceil.py"])
+@pytest.mark.parametrize("name", ["conv2d_pointwise.py", "maxpool2d_ceil.py"])
 def test_a_conv_tile_is_clamped_to_its_column_buffer_and_stays_aligned(kb, name: str) -> None:
     """The main tile of a conv or pool is the pattern's own tensor (columns, window views), not the
     kernel geometry: at smaller shapes it is clamped to that tensor, last dim a multiple of 32 B."""
@@ -117,6 +117,21 @@ def test_a_conv_tile_is_clamped_to_its_column_buffer_and_stays_aligned(kb, name:
     assert tile[-1] % 8 == 0 and tile[-1] < p.chosen_tile()[-1]
     assert all(t <= s for t, s in zip(tile[:-1], role.shape[:-1], strict=True))
     assert tile[-1] - role.shape[-1] < 8  # covers the whole axis, padded to 32 B at most
+
+
+def test_a_conv_or_pool_is_tested_on_two_images_even_when_the_batch_equals_the_channels(kb, tmp_path) -> None:
+    """The batch only multiplies a window op's iterations (and pass-verify's time); a batch equal to
+    the channel count (kept with the channels) is still cut to two images."""
+    src = (CONV / "conv2d_depthwise.py").read_text(encoding="utf-8").replace("torch.randn(4, 12, 30, 64)",
+                                                                           "torch.randn(12, 12, 30, 64)")
+    task = tmp_path / "same_batch_and_channels.py"
+    task.write_text(src, encoding="utf-8")
+    for path in (CONV / "conv2d_grouped_strided.py", CONV / "maxpool3d.py", task):
+        shapes = prepare_verify(Pipeline(kb, Design(task=str(path)))).report.shapes
+        assert shapes is not None and shapes["x"][0] == 2, (path.name, shapes)
+    assert prepare_verify(Pipeline(kb, Design(task=str(task)))).report.shapes["x"][1] == 12
+
+
 EXTRA = TASKS.parent / "tasks_extra"
 
 
