@@ -16,8 +16,8 @@ from pypto_tui.sim.verification import verify_many
 FORMS = {  # fixture -> (pattern id, text the kernel must contain)
     "matmul_3d_2d_odd.py": ("B", "return out.reshape(A.shape[0], A.shape[1], n)"),
     "einsum_4d_transposed.py": ("B", "pypto.matmul(A_chunk, W, pypto.DT_FP32, b_trans=True)"),
-    "triu_matmul_odd_diag.py": ("tri_matmul", "pypto.where(pypto.ge(cols_chunk, rows_chunk + 1), product, 0.0)"),
-    "tril_matmul_rect.py": ("tri_matmul", "pypto.where(pypto.le(cols_chunk, rows_chunk), product, 0.0)"),
+    "triu_matmul_odd_diag.py": ("tri_matmul", "pypto.where(pypto.ge(cols_chunk, rows_chunk + 1), product_chunk, 0.0)"),
+    "tril_matmul_rect.py": ("tri_matmul", "pypto.where(pypto.le(cols_chunk, rows_chunk), product_chunk, 0.0)"),
     "diag_matmul_rows_odd.py": ("diag", "out.move(B * a)"),
     "matmul_diag_cols.py": ("diag", "out.move(A * s)"),
     "matvec_long_k.py": ("matvec", "pypto.sum(A_chunk * x, 1, keepdim=True)"),
@@ -47,6 +47,19 @@ def test_the_triangular_mask_is_never_an_arange_compare_or_triu(kb):
     src = kernel_of(pipe(kb, "triu_matmul_odd_diag.py")).source
     assert "row_index = pypto.cumsum(ones, 0)" in src and "col_index = pypto.cumsum(ones, 1)" in src
     assert "arange" not in src and "pypto.triu" not in src and "pypto.tril" not in src
+
+
+def test_the_triangular_mask_is_a_second_kernel_over_the_products_row_chunks(kb):
+    """TRI.mask-kernel: the matmul's loop only assembles the product; the mask kernel reads it back
+    chunk by chunk (in one loop body, pass-verify loses three pass rows at KernelBench's tiles)."""
+    p = pipe(kb, "triu_matmul_odd_diag.py")
+    src = kernel_of(p).source
+    product_kernel = src[src.index("def create_triu_product_kernel"):src.index("def create_triu_mask_kernel")]
+    assert "pypto.matmul(" in product_kernel and "pypto.where(" not in product_kernel
+    mask_kernel = src[src.index("def create_triu_mask_kernel"):src.index("class ModelNew")]
+    assert "pypto.matmul(" not in mask_kernel and "product_chunk = pypto.view(product, " in mask_kernel
+    forward = src[src.index("    def forward"):]
+    assert forward.index("create_triu_product_kernel") < forward.index("create_triu_mask_kernel")
 
 
 def test_the_einsum_is_read_as_a_matmul_with_b_transposed(kb):

@@ -42,7 +42,7 @@ def tri_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Nee
     return replace(base, tiles=(role,))
 
 
-@cites("TRI.mask-by-cumsum", "B.matmul-m-loop", "B.matmul-cube-tiles")
+@cites("TRI.mask-by-cumsum", "TRI.mask-kernel", "B.matmul-m-loop", "B.matmul-cube-tiles")
 def build_tri_matmul(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
@@ -64,35 +64,55 @@ def build_tri_matmul(b: Builder) -> None:
         return call(keep_op, cols, rows + int(diagonal))
 
     b.pattern = "B"
-    b.summary = (f"{post} of a 2-D matmul: the product masked with where (col {'>=' if post == 'triu' else '<='} "
-                 f"row{f' + {diagonal}' if diagonal else ''}), the index grids from cumsum(ones) (TRI.mask-by-cumsum)")
-    setup = b.tmpl("tri_matmul_setup", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile, dtype=pdt)
-    prelude: Stmts = []
+    b.summary = (f"{post} of a 2-D matmul: the product, then a second kernel keeps it where col "
+                 f"{'>=' if post == 'triu' else '<='} row{f' + {diagonal}' if diagonal else ''} (TRI.mask-kernel), "
+                 "the index grids from cumsum(ones) (TRI.mask-by-cumsum)")
+    product_setup = b.tmpl("tri_matmul_setup", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile)
+    mask_setup = b.tmpl("tri_mask_setup", tile=tile, dtype=pdt)
     common = {"b": name(b_name), "out_dtype": pdt, "b_trans": literal(b_trans), "out": name("out")}
+    product_prelude: Stmts = []
+    mask_prelude: Stmts = []
     if ctx.loop is None:
-        body = setup + b.tmpl("tri_matmul_step", views=[], a_chunk=name(a_name),
-                              keep=keep(Ex.name("col_index"), Ex.name("row_index")), offsets=dims_list([0, 0]),
-                              **common)
+        product_body = product_setup + b.tmpl("tri_matmul_step", views=[], a_chunk=name(a_name),
+                                              offsets=dims_list([0, 0]), **common)
+        mask_body = mask_setup + b.tmpl("tri_mask_step", views=[], chunk=name("product"),
+                                        keep=keep(Ex.name("col_index"), Ex.name("row_index")),
+                                        offsets=dims_list([0, 0]), out=name("out"))
     else:
         b.summary += ", looping along M"
 
-        def step(size: str, off: str, suffix: str) -> Stmts:
-            chunk, cols, rows = f"{a_name}_{suffix}", f"cols_{suffix}", f"rows_{suffix}"
-            views = (b.view(chunk, a_name, [size, "k"], [off, 0]) + b.view(cols, "col_index", [size, "n"], [off, 0])
-                     + b.view(rows, "row_index", [size, "n"], [off, 0]))
-            return b.tmpl("tri_matmul_step", views=views, a_chunk=name(chunk), keep=keep(Ex.name(cols), Ex.name(rows)),
+        def product_step(size: str, off: str, suffix: str) -> Stmts:
+            chunk = f"{a_name}_{suffix}"
+            return b.tmpl("tri_matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
                           offsets=dims_list([off, 0]), **common)
 
-        prelude, body = b.chunked_loop("m", step, "bi", "M_LOOP", setup=setup)
+        def mask_step(size: str, off: str, suffix: str) -> Stmts:
+            chunk, cols, rows = f"product_{suffix}", f"cols_{suffix}", f"rows_{suffix}"
+            views = (b.view(chunk, "product", [size, "n"], [off, 0]) + b.view(cols, "col_index", [size, "n"], [off, 0])
+                     + b.view(rows, "row_index", [size, "n"], [off, 0]))
+            return b.tmpl("tri_mask_step", views=views, chunk=name(chunk), keep=keep(Ex.name(cols), Ex.name(rows)),
+                          offsets=dims_list([off, 0]), out=name("out"))
+
+        product_prelude, product_body = b.chunked_loop("m", product_step, "bi", "M_LOOP", setup=product_setup)
+        mask_prelude = b.loop_prelude("m", Ex.name("LOOP_COUNT", tensor=False))
+        mask_body = mask_setup + b.loop_over(mask_step, "bi", "M_LOOP")
     b_shape = ("n", "k") if b_trans else ("k", "n")
-    spec = KernelSpec(
-        factory=f"create_{post}_matmul_kernel", kernel=f"{post}_matmul_kernel", dims=["m", "k", "n"], scalars=[],
+    product = KernelSpec(
+        factory=f"create_{post}_product_kernel", kernel=f"{post}_product_kernel", dims=["m", "k", "n"], scalars=[],
         inputs=[TensorParam(a_name, ("m", "k"), ops[0].dtype or ctx.dtype),
                 TensorParam(b_name, b_shape, ops[1].dtype or ctx.dtype)],
-        output=TensorParam("out", ("m", "n"), out_dtype), prelude=prelude, body=body,
-        doc=f"{b.summary}; shapes are closure constants (P1.static-shape).",
+        output=TensorParam("out", ("m", "n"), out_dtype), prelude=product_prelude, body=product_body,
+        doc=f"The product of the {post} matmul (B.matmul-m-loop); shapes are closure constants (P1.static-shape).",
     )
-    b.add_kernel(spec)
+    mask = KernelSpec(
+        factory=f"create_{post}_mask_kernel", kernel=f"{post}_mask_kernel", dims=["m", "n"], scalars=[],
+        inputs=[TensorParam("product", ("m", "n"), out_dtype)],
+        output=TensorParam("out", ("m", "n"), out_dtype), prelude=mask_prelude, body=mask_body,
+        doc=(f"{post} of the product: kept where the index grids say so, zero elsewhere (TRI.mask-kernel, "
+             "TRI.mask-by-cumsum); shapes are closure constants (P1.static-shape)."),
+    )
+    b.add_kernel(product)
+    b.add_kernel(mask)
     b.assert_rank(a_name, 2)
     b.assert_rank(b_name, 2)
     an = b.prepare(a_name, None, "")
@@ -101,9 +121,11 @@ def build_tri_matmul(b: Builder) -> None:
     b.unpack_dims(bn, ["n", "k_b"] if b_trans else ["k_b", "n"])
     b.forward.prepare += b.fwd("assert k_b == k, {msg}",
                                msg=literal(f"inner dimensions of {a_name} and {b_name} differ"))
-    b.call_kernel(spec, [an, bn])
+    b.call_kernel(product, [an, bn], out="product")
+    b.call_kernel(mask, ["product"])
     b.forward.result = name("out")
 
 
-PATTERNS = (Pattern("tri_matmul", ("matmul",), build_tri_matmul, ("TRI.mask-by-cumsum", "TRI.not-in-cost-model"),
+PATTERNS = (Pattern("tri_matmul", ("matmul",), build_tri_matmul,
+                    ("TRI.mask-by-cumsum", "TRI.mask-kernel", "TRI.not-in-cost-model"),
                     needs=tri_needs, when=is_masked_product),)
