@@ -292,6 +292,9 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
         raise ValueError("a conv is computed by im2col (or depthwise taps)")
     if strategy == "depthwise-taps" and not spec.depthwise:
         raise ValueError("the depthwise strategy needs groups == in_channels == out_channels")
+    if spec.pointwise and strategy != "depthwise-taps":
+        raise ValueError("a depthwise-separable conv is computed by depthwise taps, then its pointwise stage "
+                         "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
         return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups)

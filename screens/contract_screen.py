@@ -247,6 +247,9 @@ class ContractScreen(StepScreen):
             specs.append(FieldSpec(f"init_params.{name}", f"init {name}", parse_literal, _show_value))
         for key in window_fields(contract):  # a conv's or pool's parameters, as the contract reads them
             specs.append(FieldSpec(f"op_args.{key}", key, parse_literal, _show_value, hint="an int or one per axis"))
+        if window_fields(contract) and isinstance(contract.op_args.get("pointwise"), dict):
+            specs.append(FieldSpec("op_args.pointwise", "pointwise stage", parse_literal, _show_value,
+                                   hint="the 1x1 conv after it: attr, in_channels, out_channels, bias"))
         if _has_reduction(contract):
             specs += [
                 FieldSpec("reduction.op", "reduce op", parse_text, _show_value, hint="sum, mean, max, ..."),
