@@ -115,6 +115,40 @@ def test_past_the_ladder_the_smallest_count_that_fits_is_chosen(kb):
     assert choice is not None and choice.candidate.auto_tiles_per_iter <= kb.limits.max_auto_tiles
 
 
+@pytest.mark.parametrize("rows, tiles_per_row", [(63, 28), (63, 100), (1000, 37), (4097, 3), (640, 2048)])
+def test_the_smallest_fitting_count_is_the_one_a_full_scan_finds(kb, rows, tiles_per_row):
+    """smallest_fitting_count bisects BASIC_BATCH (fitting is monotone in it); a scan from the
+    ladder's top down to one unit per iteration must agree."""
+    from pypto_tui.loops import ceil_div, smallest_fitting_count
+
+    tile = (1, 1, 16)
+    plan = plan_loops(kb, (1, 1, rows * 16 * tiles_per_row), "fp32", tile, axis=2, unit=16 * tiles_per_row)
+    top = max((c for c in kb.ladders.loop_order if c <= plan.total), default=1)
+    scanned = next((ceil_div(plan.total, bb) for bb in range(ceil_div(plan.total, top) - 1, 0, -1)
+                    if candidate(kb, plan.shape, tile, 2, ceil_div(plan.total, bb), "main+tail", plan.unit).ok),
+                   None)
+    assert smallest_fitting_count(kb, plan) == scanned
+
+
+def test_a_huge_elementwise_axis_tries_a_logarithmic_number_of_counts(kb, monkeypatch):
+    """KernelBench 20 (LeakyReLU over 4096 x 393216 elements): a scan over every BASIC_BATCH past
+    the ladder tried ~1e8 counts per candidate tile (minutes); the bisection tries ~log2 of that."""
+    import pypto_tui.loops as loops
+
+    plan = plan_loops(kb, (4096 * 393216,), "fp32", (16,), axis=0)
+    tried: list[int] = []
+    real = loops.candidate
+
+    def counting(*args, **kwargs):
+        tried.append(args[4])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loops, "candidate", counting)
+    count = loops.smallest_fitting_count(kb, plan)
+    assert count is not None and len(tried) <= 64
+    assert real(kb, plan.shape, plan.tile, 0, count, "main+tail").ok
+
+
 def test_a_matmul_inner_axis_over_the_compilers_limit_needs_a_loop(kb):
     # 128 rows of 1024 positions: the columns' 131072 positions are the matmul's inner axis
     shape, tile = (4, 1, 128 * 1024), (4, 1, 4096)
