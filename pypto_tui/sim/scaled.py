@@ -17,7 +17,7 @@ Everything else shrinks. Pure: shapes in, shapes out; the caller supplies the ge
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from pypto_tui.shapes import ceil_div
@@ -127,7 +127,9 @@ def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], i
 
 def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int], groups: int | None = None,
                   budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None,
-                  min_sizes: Mapping[int, int] | None = None) -> Shapes:
+                  min_sizes: Mapping[int, int] | None = None,
+                  measure: Callable[[Shapes], int] | None = None,
+                  keep_positions: Set[tuple[str, int]] = frozenset()) -> Shapes:
     """Halve the largest free size class (see size_classes) until the biggest input has at most
     `budget` elements or nothing more can shrink with `accept` still true.
 
@@ -136,7 +138,10 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     `keep_values` (norm channels, normalized shapes) are never changed; a last axis stays >= 32
     elements so 32-byte aligned tiles and 1 KB moves still make sense; a channel axis (axis 1)
     divisible by the group count stays so; a size in `min_sizes` (a conv's spatial axis, which needs
-    room for its window) stays at least that large.
+    room for its window) stays at least that large. `measure` is the size the budget bounds (default:
+    the largest input; a transposed conv's zero-inserted input can be stride^nd times larger).
+    `keep_positions`: (input, axis) pairs never changed, whatever other axis has their size (a conv's
+    channels, while a depth equal to them shrinks).
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
     cls = size_classes(base)
@@ -150,27 +155,29 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
         if ax == 1 and len(base[n]) > 2 and groups and groups > 1 and original[c] % groups == 0:
             grouped.add(c)
     size = dict(original)
+    frozen = {cls[p] for p in keep_positions if p in cls}
 
     def apply(sizes: Mapping[int, int]) -> Shapes:
         return {n: tuple(sizes[cls[(n, ax)]] for ax in range(len(s))) for n, s in base.items()}
 
     def largest(sizes: Mapping[int, int]) -> int:
-        return max((math.prod(s) for s in apply(sizes).values()), default=0)
+        return (measure or largest_input)(apply(sizes))
 
     for distinct in (True, False):
-        size = _shrink(size, original, floors, grouped, int(groups or 1), keep_values, budget, distinct,
+        size = _shrink(size, original, floors, grouped, int(groups or 1), keep_values, frozen, budget, distinct,
                        lambda s: largest(s), None if accept is None else lambda s: accept(apply(s)))
     return apply(size)
 
 
 def _shrink(size: dict[int, int], original: Mapping[int, int], floors: Mapping[int, int], grouped: set[int],
-            groups: int, keep_values: set[int], budget: int, distinct: bool, largest: Callable[[dict[int, int]], int],
+            groups: int, keep_values: set[int], frozen: Set[int], budget: int, distinct: bool,
+            largest: Callable[[dict[int, int]], int],
             accept: Callable[[dict[int, int]], bool] | None) -> dict[int, int]:
     """The greedy loop of reduce_shapes over size classes."""
     while largest(size) > budget:
         changed = False
         for c in sorted(size, key=lambda k: (-size[k], k)):
-            if original[c] in keep_values:
+            if original[c] in keep_values or c in frozen:
                 continue
             cur = size[c]
             taken = {v for k, v in size.items() if original[k] != original[c]} if distinct else set()

@@ -132,6 +132,62 @@ def test_a_conv_or_pool_is_tested_on_two_images_even_when_the_batch_equals_the_c
     assert prepare_verify(Pipeline(kb, Design(task=str(task)))).report.shapes["x"][1] == 12
 
 
+CONV_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = {module}
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _conv_task(tmp_path, module: str, shape: str):
+    path = tmp_path / "t.py"
+    path.write_text(CONV_TASK.format(module=module, shape=shape), encoding="utf-8")
+    return path
+
+
+def test_a_conv_keeps_its_channels_by_position_while_an_equal_depth_shrinks(kb, tmp_path) -> None:
+    """KernelBench 73: depth 32 == channels 32 kept the depth whole (and the test over 8 GiB)."""
+    task = _conv_task(tmp_path, "nn.Conv3d(16, 16, 3, padding=1)", "2, 16, 16, 40, 48")
+    shapes = prepare_verify(Pipeline(kb, Design(task=str(task)))).report.shapes
+    assert shapes is not None
+    assert shapes["x"][1] == 16 and shapes["x"][2] < 16
+
+
+def test_a_transposed_conv_budgets_its_zero_inserted_input_not_just_x(kb, tmp_path) -> None:
+    """KernelBench 81 (stride 5) ran out of 8 GiB in 16 s: x was 0.5 M elements, its zero-inserted
+    input 13 M. The test's budget bounds the largest tensor the kernels touch."""
+    from pypto_tui.contract.conv import window_spec
+    from pypto_tui.design import Design as D
+    from pypto_tui.window import plan_window
+
+    task = _conv_task(tmp_path, "nn.ConvTranspose2d(4, 4, 3, stride=5, padding=1)", "2, 4, 128, 128")
+    p = Pipeline(kb, D(task=str(task)))
+    shapes = prepare_verify(p).report.shapes
+    assert shapes is not None
+    c = p.contract()
+    from dataclasses import replace
+
+    spec = window_spec(c, replace(c.operands[0], shape=tuple(shapes["x"])))
+    prepared = spec.batch * spec.in_channels * math.prod(a.prepared for a in plan_window(spec).axes)
+    assert prepared <= scaled.MAX_VERIFY_ELEMENTS
+    assert math.prod(shapes["x"]) * 20 < prepared  # the input alone would have let it grow 20x
+
+
 EXTRA = TASKS.parent / "tasks_extra"
 
 
