@@ -581,7 +581,7 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
 
 
 # ------------------------------------------------------------------------------------ decide
-@cites("O1.ub-step-down")
+@cites("O1.ub-step-down", "HW.gather-tile")
 def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
                 plan: TilePlan | None = None, loop_axis: int | None = None) -> TileChoice | None:
     """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
@@ -621,8 +621,49 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
                 note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
                         f"{kb.chip.ub_bytes} B of unified buffer")
                 extra = [rule_finding(kb, "O1.ub-step-down", f"tile {fmt_dims(tile)} used: {note}", "info")]
+    if role.min_tile is not None:
+        low = check_gather_tile(kb, tile, role.min_tile, role.shape)
+        if low is not None and source == "user":
+            extra.append(low)
+        elif low is not None:
+            raised = raise_to_floor(kb, tile, role.min_tile, role.shape)
+            what = f"raised from {fmt_dims(tile)} to {fmt_dims(raised)} (HW.gather-tile)"
+            note = f"{note}; {what}" if note else what
+            extra.append(rule_finding(kb, "HW.gather-tile", f"tile {fmt_dims(raised)} used: {what}", "info"))
+            requested, tile = requested or tile, raised
     ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing, role.strict_align)
     return TileChoice(role, ev, source, requested, note, tuple(extra))
+
+
+@examples(valid=[ex(tile=(1, 2, 64, 128), floor=(1, 2, 1, 1), shape=(2, 64, 64, 256)),
+                 ex(tile=(1, 1, 64, 256), floor=(1, 2, 1, 1), shape=(2, 1, 64, 256))],
+          invalid=[ex(tile=(1, 1, 64, 256), floor=(1, 2, 1, 1), shape=(2, 64, 64, 256), message="axis 1")])
+@cites("HW.gather-tile")
+def check_gather_tile(kb: KnowledgeBase, tile: Sequence[int], floor: Sequence[int],
+                      shape: Sequence[int]) -> Finding | None:
+    """An axis a kernel gathers along (index_select, a window's stride) must be tiled by at least its
+    floor: at 1, pypto 0.2.0's pass-verify cannot run the GATHER at Pass_04 and leaves no row."""
+    low = [i for i, (t, f, s) in enumerate(zip(tile, floor, shape, strict=True)) if t < min(f, s)]
+    if not low:
+        return None
+    axes = ", ".join(f"axis {i} ({tile[i]} < {floor[i]})" for i in low)
+    return rule_finding(kb, "HW.gather-tile", f"tile {fmt_dims(tuple(tile))} is below the gather's floor on {axes}: "
+                        "pass-verify cannot check the GATHER at Pass_04 (no row); use "
+                        f"{fmt_dims(raise_to_floor(kb, tile, floor, shape))}")
+
+
+def raise_to_floor(kb: KnowledgeBase, tile: Sequence[int], floor: Sequence[int], shape: Sequence[int]) -> Shape:
+    """The tile with every axis at least its floor (never past the axis), then the largest other
+    axes halved until prod(tile) is back within the tile budget (P4.tile-budget)."""
+    new = [max(t, min(f, s)) for t, f, s in zip(tile, floor, shape, strict=True)]
+    raised = {i for i, (t, n) in enumerate(zip(tile, new, strict=True)) if n > t}
+    while math.prod(new) > kb.limits.max_elements:
+        free = [i for i in range(len(new)) if i not in raised and new[i] > max(floor[i], 1)]
+        if not free:
+            break
+        axis = max(free, key=lambda i: (new[i], i))
+        new[axis] //= 2
+    return tuple(new)
 
 
 def _one_on_the_loop_axis(kb: KnowledgeBase, role: TileRole, pick: Candidate, axis: int) -> tuple[Shape, str]:
@@ -674,6 +715,7 @@ CHECKS = {
     "tiles.reduce_axis_used": check_reduce_axis_used,
     "tiles.nonreduce_spend": check_nonreduce_spend,
     "tiles.cube_tiles": evaluate_cube,
+    "tiles.gather_tile": check_gather_tile,
 }
 
 APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile}

@@ -185,3 +185,23 @@ def test_a_matmul_dim_below_16_still_gets_legal_cube_tiles(kb):
     cube = choose_cube(kb, 6, 36, 70, "fp32")
     assert cube is not None and cube.evaluation.m[0] == 16 and not any(
         f.level == "error" for f in cube.evaluation.findings)
+
+
+def test_a_strided_window_axis_is_tiled_by_at_least_two(kb):
+    """HW.gather-tile: KernelBench 46's window tile (1, 1, 64, 256) left Pass_04 without rows at
+    the stride's GATHER; the tile step raises the gathered axis to 2 within the tile budget, and a
+    user's tile below it gets the warning."""
+    import math
+
+    from pypto_tui.plan import TileRole
+    from pypto_tui.tiles import choose_tile
+
+    role = TileRole("window", "TILE", (1, 128, 128, 256), "fp32", None, reducing=False, min_tile=(1, 2, 1, 1))
+    free = choose_tile(kb, TileRole("window", "TILE", (1, 128, 128, 256), "fp32", None, reducing=False))
+    assert free is not None and free.tile[1] == 1  # what the ranking alone picks
+    chosen = choose_tile(kb, role)
+    assert chosen is not None and chosen.tile[1] == 2 and math.prod(chosen.tile) <= kb.limits.max_elements
+    assert chosen.requested == free.tile and any(f.rule == "HW.gather-tile" for f in chosen.findings)
+    user = choose_tile(kb, role, (1, 1, 64, 256))
+    assert user is not None and user.tile == (1, 1, 64, 256)
+    assert [f.level for f in user.findings if f.rule == "HW.gather-tile"] == ["warn"]

@@ -90,7 +90,8 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     win = _window_shape(plan)
     loop_axis = 2 if plan.nd == 1 else 1
     window = TileRole("window", "WINDOW_TILE" if plan.strategy == "im2col" else "TILE", win, dtype, None,
-                      reducing=False, live_buffers=data.live_buffers)
+                      reducing=False, live_buffers=data.live_buffers,
+                      min_tile=None if plan.nd == 3 else _gather_floor(plan, len(win)))
     if plan.strategy == "im2col":
         columns = TileRole("columns", "TILE", (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit), dtype,
                            None, reducing=False, live_buffers=data.live_buffers, strict_align=True)
@@ -101,10 +102,10 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         a = plan.axes
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
             roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype, None,
-                                reducing=False, live_buffers=data.live_buffers)
+                                reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4))
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
-                                  None, reducing=False))
+                                  None, reducing=False, min_tile=_gather_floor(plan, 4)))
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
         roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
@@ -127,6 +128,16 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     # The columns (or the pointwise stage's block) are the matmul's right operand: their positions are
     # its inner axis (HW.matmul-inner-axis).
     return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
+
+
+def _gather_floor(plan: WindowPlan, rank: int) -> tuple[int, ...] | None:
+    """The window views' tile floor: 2 on every axis a stride is gathered along (HW.gather-tile).
+    Spatial axis i is tile axis i + 1 (a 1-D signal's one axis is the last of three)."""
+    floor = [1] * rank
+    for i, a in enumerate(plan.axes):
+        if a.step > 1:
+            floor[2 if plan.nd == 1 else i + 1] = 2
+    return tuple(floor) if any(f > 1 for f in floor) else None
 
 
 def _prepares(plan: WindowPlan) -> bool:
