@@ -110,16 +110,16 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         q = tuple(a.prepared for a in plan.axes)
         roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
                               reducing=False, strict_align=True))
+    # the cube takes the im2col matmul, or the pointwise stage's (a depthwise conv has no other)
+    matmul = plan.matmul or plan.pointwise_matmul
     cube = None
-    if plan.matmul is not None:
-        M, K, _ = plan.matmul
+    if matmul is not None:
+        M, K, _ = matmul
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
     max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
     if plan.pointwise_matmul is not None:
-        # the pointwise stage: its matmul takes the cube, a 2-D tile its block (OC2, ROWS * UNIT), and
-        # its positions are the matmul's inner axis, counted here in the loop axis's elements
-        M, K, _ = plan.pointwise_matmul
-        cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
+        # the pointwise stage: a 2-D tile for its block (OC2, ROWS * UNIT); its positions are the
+        # matmul's inner axis, counted here in the loop axis's elements
         roles.append(TileRole("pointwise", "PW_TILE", (M, plan.rows * plan.row_unit), dtype, None, reducing=False))
         limit = kb.limits.max_matmul_inner
         max_chunk = None if limit is None else max(limit // plan.row_unit, 1) * unit
@@ -485,15 +485,15 @@ def _set_tile(tile: Any) -> cst.BaseStatement:
                                "  CONV.window-tile: sized for the window views\n")
 
 
-def _weights_forward(b: Builder, plan: WindowPlan, attr: str, shape: list[str]) -> None:
-    """forward's only work on the module: its weight and bias, detached and reshaped for the kernel
-    (CONV.weights-from-module)."""
-    b.forward.prepare += [cst.parse_statement(
-        f"weight = self.{attr}.weight.detach().reshape({', '.join(shape)}).contiguous()\n")]
-    if plan.spec.bias:
+def _weights_forward(b: Builder, attr: str, shape: list[str], bias_shape: list[str] | None,
+                     prefix: str = "") -> list[str]:
+    """forward's only work on a module: its weight and bias (when `bias_shape` is given), detached
+    and reshaped for the kernel (CONV.weights-from-module). Returns the names the kernel takes."""
+    parts = [("weight", shape), *([("bias", bias_shape)] if bias_shape else [])]
+    for tensor, target in parts:
         b.forward.prepare += [cst.parse_statement(
-            f"bias = self.{attr}.bias.detach().reshape({'OUT_CHANNELS' if plan.spec.is_conv else 'c'}, 1, 1)"
-            ".contiguous()\n")]
+            f"{prefix}{tensor} = self.{attr}.{tensor}.detach().reshape({', '.join(target)}).contiguous()\n")]
+    return [f"{prefix}{tensor}" for tensor, _ in parts]
 
 
 def _widen(src: str, nm: _Names, ch: str) -> cst.BaseExpression:
@@ -539,8 +539,8 @@ def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any,
              "with the group's weights writes the block (CONV.row-blocks)."),
     )
     b.add_kernel(kspec)
-    _weights_forward(b, plan, str(spec.weight_attr), w_shape)
-    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])])
+    params = _weights_forward(b, str(spec.weight_attr), w_shape, ["OUT_CHANNELS", "1", "1"] if spec.bias else None)
+    b.call_kernel(kspec, [src, *params])
 
 
 def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
@@ -576,8 +576,9 @@ def _depthwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: An
              "plane) and block of output rows (CONV.row-blocks)."),
     )
     b.add_kernel(kspec)
-    _weights_forward(b, plan, str(spec.weight_attr), ["c", "TAPS", "1"])
-    b.call_kernel(kspec, [src, "weight", *(["bias"] if spec.bias else [])], out=out)
+    params = _weights_forward(b, str(spec.weight_attr), ["c", "TAPS", "1"],
+                              ["OUT_CHANNELS", "1", "1"] if spec.bias else None)
+    b.call_kernel(kspec, [src, *params], out=out)
 
 
 # ------------------------------------------------------------------------------------ pointwise stage
@@ -614,12 +615,9 @@ def _pointwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: A
     )
     b.add_kernel(kspec)
     b.forward.calls += b.fwd("mid = mid.reshape(n * c, {p})", p=_e(positions))
-    b.forward.prepare += [cst.parse_statement(
-        f"pw_weight = self.{p.attr}.weight.detach().reshape(PW_OUT_CHANNELS, c).contiguous()\n")]
-    if p.bias:
-        b.forward.prepare += [cst.parse_statement(
-            f"pw_bias = self.{p.attr}.bias.detach().reshape(PW_OUT_CHANNELS, 1).contiguous()\n")]
-    b.call_kernel(kspec, ["mid", "pw_weight", *(["pw_bias"] if p.bias else [])])
+    params = _weights_forward(b, p.attr, ["PW_OUT_CHANNELS", "c"], ["PW_OUT_CHANNELS", "1"] if p.bias else None,
+                              prefix="pw_")
+    b.call_kernel(kspec, ["mid", *params])
 
 
 # ------------------------------------------------------------------------------------ pooling
