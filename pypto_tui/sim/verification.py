@@ -175,15 +175,23 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
                                 keep_positions=positions)
 
 
+def _window_input(pipeline: Pipeline) -> Any | None:
+    """The input a conv or pool runs its windows over (None for every other family)."""
+    c = pipeline.contract()
+    if c.family not in ("conv", "pool") or not c.operands:
+        return None
+    return c.operands[0]
+
+
 def _window_channels(pipeline: Pipeline, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
     """A conv keeps its input channels (its module is built for them) by position, not by value: a
     depth or width equal to the channel count still shrinks (KernelBench 73: depth 32, channels 32)."""
-    c = pipeline.contract()
-    if c.family != "conv" or not c.operands or not c.operands[0].shape or len(c.operands[0].shape) < 3:
+    x = _window_input(pipeline)
+    if x is None or pipeline.contract().family != "conv" or not x.shape or len(x.shape) < 3:
         return keep_values, set()
     from pypto_tui.contract.conv import kept_sizes
 
-    return keep_values - kept_sizes(c), {(c.operands[0].name, 1)}
+    return keep_values - kept_sizes(pipeline.contract()), {(x.name, 1)}
 
 
 def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
@@ -191,13 +199,13 @@ def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
     its kernels touch (the prepared input, zero-inserted for a transposed conv, and the output).
     KernelBench 81 (transposed, stride 5) ran out of 8 GiB in 16 s at an input of 0.5 M elements:
     its zero-inserted input was 13 M."""
-    c = pipeline.contract()
-    if c.family not in ("conv", "pool") or not c.operands:
+    x = _window_input(pipeline)
+    if x is None:
         return scaled.largest_input
     from pypto_tui.contract.conv import WindowError, window_spec
     from pypto_tui.window import plan_window
 
-    x = c.operands[0]
+    c = pipeline.contract()
 
     def measure(shapes: scaled.Shapes) -> int:
         size = scaled.largest_input(shapes)
@@ -223,13 +231,10 @@ def _window_batch(pipeline: Pipeline, shapes: scaled.Shapes) -> scaled.Shapes:
     only multiplies the time (KernelBench 64 at 16 images: over the 8 GiB cap); the batch is no
     part of the tile or loop design, and a batch equal to the channel count would otherwise be
     kept with the channels."""
-    c = pipeline.contract()
-    if c.family not in ("conv", "pool") or not c.operands:
+    x = _window_input(pipeline)
+    if x is None or x.name not in shapes or not shapes[x.name] or shapes[x.name][0] <= WINDOW_TEST_BATCH:
         return shapes
-    x = c.operands[0].name
-    if x not in shapes or not shapes[x] or shapes[x][0] <= WINDOW_TEST_BATCH:
-        return shapes
-    return {**shapes, x: (WINDOW_TEST_BATCH, *shapes[x][1:])}
+    return {**shapes, x.name: (WINDOW_TEST_BATCH, *shapes[x.name][1:])}
 
 
 def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:
@@ -251,9 +256,10 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
     if keep is None:
         return reduced_shapes(pipeline), None, []
     first_size = 0
+    measure = _measure(pipeline)
     for option in _relaxations(keep):
         shapes = reduced_shapes(pipeline, keep=option)
-        size = _measure(pipeline)(shapes)
+        size = measure(shapes)
         first_size = first_size or size
         if size <= scaled.MAX_VERIFY_ELEMENTS or option is None:
             notes = [] if option is keep else [
