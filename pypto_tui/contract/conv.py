@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -126,11 +126,6 @@ class WindowSpec:
         """The module's output: the window op's, with the pointwise stage's channels when it has one."""
         channels = self.pointwise.out_channels if self.pointwise else self.out_channels
         return (self.batch, channels, *self.out_spatial)
-
-    @property
-    def window_output_shape(self) -> tuple[int, ...]:
-        """The window op's own output (the pointwise stage's input, when there is one)."""
-        return (self.batch, self.out_channels, *self.out_spatial)
 
     @property
     def weight_shape(self) -> tuple[int, ...]:
@@ -370,8 +365,6 @@ def window_spec(c: Contract, x: Input | None = None) -> WindowSpec:
 
 def _with_pointwise(spec: WindowSpec, stage: dict[str, Any]) -> WindowSpec:
     """The spec with its pointwise stage, checked against the first op's output channels."""
-    from dataclasses import replace
-
     try:
         in_channels = int(stage["in_channels"])
         out_channels = int(stage["out_channels"])

@@ -148,7 +148,7 @@ def test_a_pointwise_conv_after_a_depthwise_conv_is_one_separable_contract(kb):
     assert c.supported and s.depthwise and s.pointwise is not None
     assert (s.pointwise.attr, s.pointwise.in_channels, s.pointwise.out_channels, s.pointwise.bias) == \
         ("pointwise", 8, 12, True)
-    assert s.window_output_shape == (3, 8, 13, 40) and c.output_shape == (3, 12, 13, 40)
+    assert (s.batch, s.out_channels, *s.out_spatial) == (3, 8, 13, 40) and c.output_shape == (3, 12, 13, 40)
     assert "then the pointwise conv" in (c.formula or "")
 
 
