@@ -30,6 +30,7 @@ from pypto_tui.lint.base import Invalid, LintRule
 from pypto_tui.lint.rules._examples import BARE, in_kernel
 from pypto_tui.lint.rules.order import _NO_VEC_METHODS, _NO_VEC_TILE
 from pypto_tui.lint.rules.tiles import literal_tile
+from pypto_tui.shapes import fmt_dims
 from pypto_tui.tiles import ub_estimate
 
 _REDUCING = frozenset({"sum", "amax", "amin", "prod", "softmax", "log_softmax", "var", "mean"})
@@ -114,7 +115,7 @@ class UbEstimate(LintRule):
             need = ub_estimate(self.ctx.kb, max(held.values()), dtype, True)
             if need > cap:
                 self._reported.add(stmt)
-                self.report(op, f"this reduction holds ~{need} B with tile {_fmt(tile)} {dtype} (its input tile "
+                self.report(op, f"this reduction holds ~{need} B with tile {fmt_dims(tile)} {dtype} (its input tile "
                                 f"and the scratch a reduction needs) > {cap} B of unified buffer: 0.2.0 refuses "
                                 "it ('exceeds MEM_UB size'); shrink the tile along the non-reduced axes")
             return
@@ -128,8 +129,8 @@ class UbEstimate(LintRule):
         self._reported.add(stmt)
         why = (f"`{cst.Module([]).code_for_node(live[0])}` is still needed after it, so it holds its inputs and its "
                "output" if len(live) == len(inputs) else f"its {len(held)} inputs")
-        self.report(op, f"this op holds ~{need} B with tile {_fmt(tile)} {dtype} ({why}) > {cap} B of unified buffer: "
-                        "0.2.0 refuses it ('exceeds MEM_UB size'); shrink the tile")
+        self.report(op, f"this op holds ~{need} B with tile {fmt_dims(tile)} {dtype} ({why}) > {cap} B of unified "
+                        "buffer: 0.2.0 refuses it ('exceeds MEM_UB size'); shrink the tile")
 
     # ------------------------------------------------------------------------------ what an op is
     def _kind(self, op: cst.CSTNode, k: KernelInfo) -> tuple[bool, list[cst.BaseExpression]] | None:
@@ -208,7 +209,3 @@ def _clipped(tile: tuple[int, ...], shape: Shape | None) -> int | None:
     if shape is None or len(shape) != len(tile) or any(d is None for d in shape):
         return None
     return math.prod(min(t, s) for t, s in zip(tile, shape, strict=True) if s is not None)
-
-
-def _fmt(t: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(d) for d in t) + ("," if len(t) == 1 else "") + ")"
