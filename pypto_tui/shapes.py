@@ -99,7 +99,8 @@ def clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _fmt(dims: Sequence[int]) -> str:
+def _fmt(dims: Sequence[object]) -> str:
+    """A tuple as Python writes it, "(4,)" for one element (also for (low, high) padding pairs)."""
     return "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
 
 

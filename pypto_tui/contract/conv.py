@@ -15,9 +15,10 @@ Pure: no libcst, no torch. The sizes follow torch's own definitions (`torch.nn.C
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from pypto_tui.shapes import fmt_dims
 
 if TYPE_CHECKING:
     from pypto_tui.contract.model import Contract, Input
@@ -177,19 +178,19 @@ class WindowSpec:
 
     def describe(self) -> str:
         """One line: what is computed, with its parameters."""
-        k, s, d = _t(self.kernel), _t(self.stride), _t(self.dilation)
-        pad = _t(tuple(lo for lo, _ in self.padding)) if all(lo == hi for lo, hi in self.padding) else \
-            _t(self.padding)
+        k, s, d = fmt_dims(self.kernel), fmt_dims(self.stride), fmt_dims(self.dilation)
+        pad = fmt_dims(tuple(lo for lo, _ in self.padding)) if all(lo == hi for lo, hi in self.padding) else \
+            fmt_dims(self.padding)
         if self.is_conv:
             name = f"conv_transpose{self.nd}d" if self.transposed else f"conv{self.nd}d"
-            extra = f", output_padding {_t(self.output_padding)}" if self.transposed and any(self.output_padding) \
-                else ""
-            text = (f"{name}(x, W {_t(self.weight_shape)}{', b' if self.bias else ''}, stride {s}, padding {pad}"
+            extra = (f", output_padding {fmt_dims(self.output_padding)}"
+                     if self.transposed and any(self.output_padding) else "")
+            text = (f"{name}(x, W {fmt_dims(self.weight_shape)}{', b' if self.bias else ''}, stride {s}, padding {pad}"
                     f"{extra}, dilation {d}, groups {self.groups})")
             if self.pointwise:
                 p = self.pointwise
-                ones = _t((1,) * self.nd)
-                text = (f"conv{self.nd}d({text}, W {_t((p.out_channels, p.in_channels, *(1,) * self.nd))}"
+                ones = fmt_dims((1,) * self.nd)
+                text = (f"conv{self.nd}d({text}, W {fmt_dims((p.out_channels, p.in_channels, *(1,) * self.nd))}"
                         f"{', b' if p.bias else ''}, kernel {ones})")
             return text
         name = f"{self.kind}{self.nd}d"
@@ -226,10 +227,6 @@ class WindowSpec:
             body += (f"; then the pointwise conv: out2[n, o, {outs}] = {'b2[o] + ' if p.bias else ''}sum over "
                      f"the {p.in_channels} channel(s) c of W2[o, c] * out[n, c, {outs}]")
         return f"{body}; {self.describe()}; " + "; ".join(self.size_formulas())
-
-
-def _t(v: Sequence[Any]) -> str:
-    return "(" + ", ".join(str(x) for x in v) + ("," if len(v) == 1 else "") + ")"
 
 
 # ------------------------------------------------------------------------------------ reading op_args
