@@ -55,6 +55,9 @@ class DimPlan:
     rule: str | None = None
     note: str = ""
     findings: list[Finding] = field(default_factory=list)
+    # an elementwise expression whose operands broadcast: each operand's kernel shape (size 1 where
+    # it is widened) by operand name, and the output's shape before the kernel axes merged it
+    broadcast: dict[str, Any] | None = None
 
     @property
     def shape(self) -> Shape | None:
@@ -73,6 +76,7 @@ class DimPlan:
             "axis_map": [list(m) for m in self.axis_map], "alternatives": list(self.alternatives),
             "dtype": self.dtype, "matmul": self.matmul, "rule": self.rule, "note": self.note,
             "findings": [f.to_dict() for f in self.findings],
+            **({"broadcast": self.broadcast} if self.broadcast is not None else {}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,7 +96,7 @@ class DimPlan:
             axis_map=[list(m) for m in d.get("axis_map", [])], merged_axes=[list(m) for m in d.get("merged_axes", [])],
             merge_reason=d.get("merge_reason", ""), alternatives=list(d.get("alternatives", [])),
             dtype=d.get("dtype"), matmul=d.get("matmul"), rule=d.get("rule"), note=d.get("note", ""),
-            findings=[Finding(**f) for f in d.get("findings", [])],
+            findings=[Finding(**f) for f in d.get("findings", [])], broadcast=d.get("broadcast"),
         )
 
 
@@ -110,6 +114,7 @@ class _Layout:
     output_kernel_shape: Shape | None
     matmul: dict[str, Any] | None = None
     merge_reason: str = ""
+    broadcast: dict[str, Any] | None = None
 
 
 # ================================================================================ roles
@@ -201,8 +206,80 @@ def _apply(c: Contract, axis_map: list[list[int]], what: str) -> _Layout:
 
 
 def _flatten(c: Contract) -> _Layout:
+    if c.family == "elementwise" and (c.op_args.get("views") is not None or _shapes_differ(c)):
+        return _broadcast_groups(c)
     shape = _same_shapes(c)
     return _apply(c, [list(range(len(shape)))], "flattening")
+
+
+def _shapes_differ(c: Contract) -> bool:
+    shapes = [t.shape for t in c.operands]
+    return None not in shapes and len({tuple(s or ()) for s in shapes}) > 1
+
+
+def broadcast_operands(c: Contract) -> tuple[dict[str, Shape], list[Shape]]:
+    """The kernel operands' shapes by operand name (each view leaf by its id, each input the
+    expression reads without a view), before any expand; and the shapes the output broadcasts
+    from (after the expands)."""
+    from pypto_tui.contract import ir
+    from pypto_tui.contract import views as V
+
+    known = {t.name: tuple(t.shape) for t in c.tensor_inputs if t.shape is not None}
+    if "expr" not in c.op_args:
+        plain = {t.name: known[t.name] for t in c.operands if t.name in known}
+        return plain, list(plain.values())
+    try:
+        tree, found = V.leaves(ir.from_data(_thaw(c.op_args["expr"])), known)
+    except V.NotAView as exc:
+        raise _NotApplicable(str(exc)) from None
+    out = {leaf.id: leaf.shape for leaf in found if leaf.steps}
+    for x in ir.inputs_of(tree):
+        if x in known:
+            out[x] = known[x]
+    return out, [leaf.broadcast_shape for leaf in found] + list(out.values())
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
+
+
+def _broadcast_groups(c: Contract) -> _Layout:
+    """An elementwise expression whose operands broadcast (`A.unsqueeze(1) * B`): the output's axes
+    merged into as few kernel axes as keep every operand either whole or of size 1 on each of them.
+    pypto widens one axis at a time, so the kernel widens each operand axis by axis; with every
+    operand whole this is the 1-D flattening."""
+    from pypto_tui.ops.base import OpError, broadcast
+
+    operands, widened = broadcast_operands(c)
+    try:
+        out = broadcast(widened)
+    except OpError as exc:
+        raise _NotApplicable(str(exc)) from None
+    rank = len(out)
+    padded = {k: (1,) * (rank - len(s)) + tuple(s) for k, s in operands.items()}
+    groups: list[list[int]] = []
+    last: tuple[bool, ...] | None = None
+    for i in range(rank):
+        if out[i] == 1 and groups:
+            groups[-1].append(i)
+            continue
+        status = tuple(p[i] == out[i] for p in padded.values())
+        if groups and status == last:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+            last = status
+    if not groups:
+        groups = [[]]
+    kernel = tuple(math.prod(out[a] for a in g) for g in groups)
+    shapes = {k: tuple(math.prod(p[a] for a in g) for g in groups) for k, p in padded.items()}
+    fwd: list[Shape | None] = [None] * len(c.inputs)
+    return _Layout([kernel], fwd, groups, [], None, kernel,
+                   broadcast={"operands": {k: list(v) for k, v in shapes.items()}, "output": list(out)})
 
 
 def _keep(c: Contract) -> _Layout:
@@ -609,7 +686,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
         reduce_axis=layout.reduce_axis, reduce_axes=layout.reduce_axes, axis_map=layout.axis_map,
         merged_axes=merged, merge_reason=merge_reason, alternatives=alternatives,
         dtype=c.operands[0].dtype if c.operands else None, matmul=layout.matmul, rule=chosen.rule,
-        note=chosen.note, findings=findings,
+        note=chosen.note, findings=findings, broadcast=layout.broadcast,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pypto_tui.contract import ir
+from pypto_tui.contract import ir, views
 from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Input
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
@@ -696,6 +696,8 @@ def _nested_unsupported(n: Node, ctx: Ctx) -> Recognition | None:
 
 
 def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
+    if views.has_views(n):
+        return _elementwise_views(n, ctx)
     for sub in n.walk():
         if sub.kind == "in":
             if sub.name not in ctx.inputs:
@@ -751,6 +753,41 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+def _elementwise_views(n: Node, ctx: Ctx) -> Recognition | None:
+    """An elementwise expression over views of the inputs (`A.unsqueeze(1) * B`, `x[:, None] + y`):
+    each view chain is a leaf the kernel reads as one operand (contract/views.py); `views` lists the
+    leaves that take a view, with the shapes they broadcast from."""
+    shapes = {k: tuple(v.shape) for k, v in ctx.inputs.items() if v.is_tensor and v.shape is not None}
+    try:
+        tree, found = views.leaves(n, shapes)
+    except views.NotAView:
+        return None
+    ids = {leaf.id for leaf in found}
+    for sub in tree.walk():
+        if sub.kind == "in":
+            if sub.name not in ctx.inputs and sub.name not in ids:
+                return None
+            continue
+        if sub.kind == "const" or sub.kind == "neg" or (sub.kind == "bin" and sub.name != "matmul"):
+            continue
+        if sub.kind == "call" and sub.name in ELEMENTWISE_FUNCS:
+            continue
+        return None
+    bare = [x for x in ir.inputs_of(tree) if x in shapes]
+    try:
+        views.output_shape([leaf.broadcast_shape for leaf in found] + [shapes[x] for x in bare])
+    except views.NotAView:
+        return None
+    tensors = [name for name in ir.inputs_of(n) if ctx.inputs[name].is_tensor]
+    if not tensors:
+        return None
+    rec = Recognition("elementwise", "expression")
+    rec.op_args["operands"] = tuple(tensors)
+    rec.op_args["expr"] = ir.to_data(n)
+    rec.op_args["views"] = tuple(leaf.to_data() for leaf in found)
+    return rec
+
+
 # ================================================================================ issue 11: scans, matmul forms
 def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     """KernelBench's exclusive scan: `cumsum(cat((zeros_like(x.select(d, 0).unsqueeze(d)), x), dim=d)[:-1], d)`.
@@ -759,6 +796,9 @@ def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     sum of the positions before t. The optional `[:-1]` trims the last index of axis 0 (not of axis
     d, unless d is 0): `trim_last_row` records it, and the output shape follows from both.
     """
+    narrowed = _narrowed_exclusive_scan(n, ctx)
+    if narrowed is not None:
+        return narrowed
     if not (_is_call(n, "cumsum", "cumprod") and n.args):
         return None
     inner = n.args[0]
@@ -796,6 +836,71 @@ def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     rec.op = "exclusive_" + n.name
     rec.op_args = {"dim": scan_dim, "trim_last_row": trim, "operands": (x.name,)}
     return rec
+
+
+def _narrowed_exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
+    """KernelBench's current exclusive scan: `cat((zeros_like(x.select(d, 0).unsqueeze(d)),
+    cumsum(x.narrow(d, 0, x.size(d) - 1), d)), d)`.
+
+    The scan runs over x without its last position along d and a zero slice goes before it, so
+    the output has x's shape and position t holds the sum of the positions before t (`narrow`
+    records this form: nothing grows, nothing is trimmed).
+    """
+    if not (_is_call(n, "cat", "concat", "concatenate") and n.args and n.args[0].kind == "tuple"):
+        return None
+    parts = n.args[0].args
+    if len(parts) != 2 or not _is_call(parts[1], "cumsum", "cumprod") or not parts[1].args:
+        return None
+    zero, scan = parts
+    part = scan.args[0]
+    if not (_is_call(part, "narrow") and part.args and ctx.is_tensor(part.args[0])):
+        return None
+    x = part.args[0]
+    rank = ctx.rank(x)
+    if rank is None:
+        return None
+    nb = _bound(part)
+    try:
+        cat_dim = _val(n.kw().get("dim", n.args[1] if len(n.args) > 1 else ir.const(0)))
+        scan_dim = _val(_bound(scan).get("dim"))
+        narrow_dim, start = _val(nb.get("dim")), _val(nb.get("start"))
+    except _NotConst:
+        return None
+    length = nb.get("length")
+    if not (isinstance(length, Node) and length.kind == "bin" and length.name == "sub"
+            and length.args[1].is_const and length.args[1].value == 1
+            and _is_size_of(length.args[0], x, narrow_dim, rank)) or start != 0:
+        return None
+    if not (_is_call(zero, "zeros_like") and zero.args and _is_call(zero.args[0], "unsqueeze")):
+        return None
+    unsq = zero.args[0]
+    sel = unsq.args[0] if unsq.args else None
+    if sel is None or not _is_call(sel, "select") or len(sel.args) != 3 or sel.args[0] != x:
+        return None
+    try:
+        dims = {_val(unsq.args[1]) if len(unsq.args) > 1 else None, _val(sel.args[1]), cat_dim, scan_dim,
+                narrow_dim}
+        first = _val(sel.args[2])
+    except _NotConst:
+        return None
+    norm = {d % rank if isinstance(d, int) else d for d in dims}
+    if len(norm) != 1 or first != 0:
+        return None
+    rec = Recognition("scan", "exclusive_" + scan.name)
+    rec.op_args = {"dim": scan_dim, "trim_last_row": False, "narrow": True, "operands": (x.name,)}
+    return rec
+
+
+def _is_size_of(n: Node, x: Node, dim: Any, rank: int) -> bool:
+    """`x.size(dim)` or `x.shape[dim]` (dim the same axis, negative or not)."""
+    if _is_call(n, "size") and len(n.args) == 2 and n.args[0] == x and n.args[1].is_const:
+        d = n.args[1].value
+    elif n.kind == "index" and n.args and n.args[0].kind == "attr" and n.args[0].name == "shape" \
+            and n.args[0].args[0] == x and isinstance(n.value, int):
+        d = n.value
+    else:
+        return False
+    return isinstance(d, int) and isinstance(dim, int) and d % rank == dim % rank
 
 
 def _sdpa(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:

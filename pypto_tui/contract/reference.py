@@ -13,80 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.contract import ir
+from pypto_tui.contract import ir, views
 from pypto_tui.contract.model import Contract, norm_axes
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
+from pypto_tui.ops import elementwise as ops_elementwise
+from pypto_tui.ops import views as ops_views
 
 
 class NoReference(Exception):
     """The contract's op has no numpy reference (unsupported family, unknown fields)."""
 
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -x))
-
-
-def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
-    bx = beta * x
-    return np.where(bx > threshold, x, np.logaddexp(0.0, bx) / beta)
-
-
-def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
-    if approximate == "tanh":
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-
-
-def _clamp(x: np.ndarray, lo: Any = None, hi: Any = None) -> np.ndarray:
-    if lo is not None:
-        x = np.maximum(x, lo)
-    if hi is not None:
-        x = np.minimum(x, hi)
-    return x
-
-
-UNARY: dict[str, Callable[..., np.ndarray]] = {
-    "relu": lambda x: np.maximum(x, 0.0),
-    "relu6": lambda x: np.clip(x, 0.0, 6.0),
-    "leaky_relu": lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x),
-    "sigmoid": _sigmoid,
-    "tanh": np.tanh,
-    "gelu": _gelu,
-    "elu": lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0))),
-    "celu": lambda x, alpha=1.0: np.maximum(x, 0.0) + np.minimum(0.0, alpha * np.expm1(np.minimum(x, 0.0) / alpha)),
-    "selu": lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
-    "softplus": _softplus,
-    "softsign": lambda x: x / (1.0 + np.abs(x)),
-    "hardtanh": lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val),
-    "hardsigmoid": lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
-    "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
-    "swish": lambda x: x * _sigmoid(x),
-    "mish": lambda x: x * np.tanh(np.logaddexp(0.0, x)),
-    "logsigmoid": lambda x: -np.logaddexp(0.0, -x),
-    "softshrink": lambda x, lambd=0.5: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0.0)),
-    "hardshrink": lambda x, lambd=0.5: np.where(np.abs(x) > lambd, x, 0.0),
-    "tanhshrink": lambda x: x - np.tanh(x),
-    "exp": np.exp, "log": np.log, "abs": np.abs, "neg": np.negative, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x), "square": np.square, "reciprocal": lambda x: 1.0 / x,
-    "sin": np.sin, "cos": np.cos, "erf": _erf, "log1p": np.log1p, "expm1": np.expm1, "sign": np.sign,
-    "floor": np.floor, "ceil": np.ceil, "round": np.round,
-    "clamp": lambda x, min=None, max=None: _clamp(x, min, max),
-    "clamp_min": lambda x, min=None: _clamp(x, min, None),
-    "clamp_max": lambda x, max=None: _clamp(x, None, max),
-    "float": lambda x: x, "half": lambda x: x, "contiguous": lambda x: x, "clone": lambda x: x,
-    "detach": lambda x: x,
-}
-BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-    "floordiv": np.floor_divide, "mod": np.mod, "lt": np.less, "gt": np.greater, "le": np.less_equal,
-    "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal, "maximum": np.maximum,
-    "minimum": np.minimum,
-}
+# The elementwise references live in the operator registry (pypto_tui.ops.elementwise).
+UNARY = ops_elementwise.UNARY
+BINARY = ops_elementwise.BINARY
 
 
 def _f64(a: Any) -> np.ndarray:
@@ -148,6 +88,16 @@ def eval_expr(n: ir.Node, env: Mapping[str, Any]) -> Any:
         return env[n.name]
     if n.kind == "const":
         return n.value
+    if views.is_view(n) and not (n.kind == "index" and n.args[0].kind == "attr"):
+        shapes = {k: tuple(v.shape) for k, v in env.items() if isinstance(v, np.ndarray)}
+        try:
+            name, steps, _ = views.chain(n, shapes)
+        except views.NotAView as exc:
+            raise NoReference(str(exc)) from None
+        x = env[name]
+        for step in steps:
+            x = ops_views.apply(step, x)
+        return x
     if n.kind == "neg":
         return -eval_expr(n.args[0], env)
     if n.kind == "bin":
@@ -391,6 +341,8 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
     if op.startswith("reverse_"):
         return np.flip(fn(np.flip(x, axis), axis=axis), axis)
     if op.startswith("exclusive_"):  # a zero slice before x along the axis; [:-1] then trims axis 0
+        if c.op_args.get("narrow"):  # x without its last position along the axis
+            x = np.take(x, np.arange(x.shape[axis] - 1), axis=axis)
         y = np.concatenate([np.zeros_like(np.take(x, [0], axis=axis)), x], axis=axis)
         return fn(y[:-1] if c.op_args.get("trim_last_row") else y, axis=axis)
     return fn(x, axis=axis)

@@ -155,10 +155,26 @@ def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
     handler(c, ops, out)
 
 
+def _view_leaf_shapes(c: Contract, shapes: list[tuple[int, ...]], names: list[str]) -> list[tuple[int, ...]]:
+    """The shapes an expression over views broadcasts: each leaf's (after its views) and each input
+    the tree reads without one."""
+    from pypto_tui.contract import ir
+    from pypto_tui.contract import views as V
+
+    known = dict(zip(names, shapes, strict=True))
+    try:
+        tree, found = V.leaves(ir.from_data(_unfreeze(c.op_args["expr"])), known)
+    except V.NotAView as exc:
+        raise _Missing("output_shape", str(exc)) from None
+    return [leaf.broadcast_shape for leaf in found] + [known[x] for x in ir.inputs_of(tree) if x in known]
+
+
 def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     from pypto_tui.contract.values import broadcast
 
     shapes = [_need_shape(o) for o in ops]
+    if c.op_args.get("views") is not None:
+        shapes = _view_leaf_shapes(c, shapes, [o.name for o in ops])
     both = broadcast(*shapes)
     if both is None:
         raise _Missing("output_shape", f"input shapes {shapes} do not broadcast")
@@ -194,6 +210,10 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
         tree = ir.from_data(_unfreeze(args["expr"]))
         out.formula = f"out = {ir.render(tree)}  (elementwise over {shape})"
         funcs = {n.name for n in tree.walk() if n.kind == "call"} - KERNEL_FUNCS
+        if args.get("views") is not None:
+            from pypto_tui.contract import views as V
+
+            funcs -= {*V.VIEW_CALLS, "size"}
         if funcs:
             out.supported = False
             out.reason = f"the expression uses {', '.join(sorted(funcs))}, which the scaffolds do not translate"
@@ -206,6 +226,8 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
         out.asymmetric = True
     else:
         out.asymmetric = _numeric_asymmetry(c, ops)
+        if out.asymmetric is None and args.get("views") is not None:
+            out.asymmetric = True  # the inputs are read through different views: their roles are fixed
         if out.asymmetric is None:
             out.unknown["asymmetric"] = "the inputs have different shapes: swapping them is not defined"
 
@@ -711,14 +733,23 @@ def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
     src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
     out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
     if op.startswith("exclusive_"):
-        out.output_shape = exclusive_scan_shape(shape, d, bool(c.op_args.get("trim_last_row")))
+        narrow = bool(c.op_args.get("narrow"))
+        out.output_shape = exclusive_scan_shape(shape, d, bool(c.op_args.get("trim_last_row")), narrow)
+        if narrow:
+            out.formula += (f"; the scan reads {x} without its last position along axis {d} and a zero slice goes "
+                            f"before it, so the output has {x}'s shape")
+            return
         out.formula += (f"; a zero slice is put before {x} along axis {d}, so axis {d} has {shape[d] + 1} positions"
                         + ("; then [:-1] drops the last index of axis 0" + (" (not of the scanned axis)" if d else "")
                            if c.op_args.get("trim_last_row") else ""))
 
 
-def exclusive_scan_shape(shape: Sequence[int], axis: int, trim_last_row: bool) -> tuple[int, ...]:
-    """cat((zero slice, x), axis) then, with `trim_last_row`, [:-1] on axis 0."""
+def exclusive_scan_shape(shape: Sequence[int], axis: int, trim_last_row: bool,
+                         narrow: bool = False) -> tuple[int, ...]:
+    """cat((zero slice, x), axis) then, with `trim_last_row`, [:-1] on axis 0; the `narrow` form
+    scans x without its last position along the axis, so the output keeps x's shape."""
+    if narrow:
+        return tuple(shape)
     out = [s + 1 if i == axis else s for i, s in enumerate(shape)]
     if trim_last_row:
         out[0] -= 1

@@ -102,6 +102,8 @@ FUNC_SIGS: dict[str, tuple[str, ...]] = {
     "linalg.vector_norm": ("input", "ord", "dim", "keepdim"),
     "cumsum": ("input", "dim"), "cumprod": ("input", "dim"), "cummax": ("input", "dim"),
     "cummin": ("input", "dim"), "logcumsumexp": ("input", "dim"),
+    "narrow": ("input", "dim", "start", "length"), "select": ("input", "dim", "index"),
+    "unsqueeze": ("input", "dim"), "squeeze": ("input", "dim"), "expand": ("input", "size"),
     "kl_div": (*_LOSS2, "log_target"),
     "mse_loss": _LOSS2, "l1_loss": _LOSS2,
     "smooth_l1_loss": (*_LOSS2, "beta"),

@@ -15,6 +15,7 @@ from pypto_tui.codegen import activations
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
 from pypto_tui.codegen.expr import Ex, call, number_node
 from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.patterns.broadcast import build_broadcast
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import Finding, cites
@@ -30,13 +31,14 @@ _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a
            "div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
 
 
-def _expression(b: Builder, data: Mapping[str, Any], scalars: dict[str, Scalar]) -> Value:
-    """The contract's expression tree (op_args['expr']) as a pypto expression builder."""
+def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple[str, ...] = ()) -> Value:
+    """The contract's expression tree (op_args['expr'], or a tree whose view chains are already
+    leaves named in `leaves`) as a pypto expression builder."""
     from pypto_tui.contract import ir
 
-    root = ir.from_data(data)
+    root = data if isinstance(data, ir.Node) else ir.from_data(data)
     c = b.ctx.contract
-    tensor_names = {t.name for t in c.tensor_inputs}
+    tensor_names = {t.name for t in c.tensor_inputs} | set(leaves)
     scalar_inputs = {t.name: t for t in c.scalar_inputs}
 
     def conv(n: Any, env: Mapping[str, Ex]) -> Ex:
@@ -202,6 +204,18 @@ def build_elementwise(b: Builder) -> None:
     """Pattern A: flatten, one op chain, `pypto.loop` + view/assemble only past the tile limit."""
     ctx = b.ctx
     c = ctx.contract
+    layout = ctx.dims.broadcast
+    if layout is not None and "expr" in c.op_args:
+        leaves = tuple(layout["operands"])
+
+        def value_of(tree: Any) -> tuple[Value, list[Scalar]]:
+            found: dict[str, Scalar] = {}
+            fn = _expression(b, tree, found, leaves)
+            fn({o: Ex.name(o) for o in leaves})  # collects the scalars
+            return fn, list(found.values())
+
+        build_broadcast(b, value_of)
+        return
     operands, value, scalars, terms = chain_builder(b)
     if not operands:
         raise Unsupported("the elementwise expression reads no tensor")
@@ -253,4 +267,5 @@ def build_elementwise(b: Builder) -> None:
     b.forward.result = b.expr("out.reshape({x}.shape)", x=name(first))
 
 
-PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat", "GELU.exact-erf")),)
+PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat", "GELU.exact-erf",
+                                                               "A.broadcast-one-axis")),)

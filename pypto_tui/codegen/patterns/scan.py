@@ -161,14 +161,19 @@ def _exclusive(b: Builder, x: str, axis: int, dims: list[str], value: Value,
                tile: Ex) -> tuple[tuple[Dim, ...], Stmts, Stmts]:
     """A zero slice at index 0 of the scanned axis, x's cumsum assembled from index 1 on."""
     trim = bool(b.ctx.contract.op_args.get("trim_last_row"))
+    narrow = bool(b.ctx.contract.op_args.get("narrow"))  # x's last position along the axis is not read
     rank = len(dims)
 
     def grown(i: int) -> Dim:  # the output: the axis grows by the zero slice, [:-1] trims axis 0
-        delta = (1 if i == axis else 0) - (1 if trim and i == 0 else 0)
+        delta = (1 if i == axis and not narrow else 0) - (1 if trim and i == 0 else 0)
         return dims[i] if delta == 0 else b.expr(f"{dims[i]} {'+' if delta > 0 else '-'} 1")
 
+    def read_dim(i: int) -> Dim:  # x's scanned part
+        shrink = (trim and i == 0) or (narrow and i == axis)
+        return b.expr(f"{dims[i]} - 1") if shrink else dims[i]
+
     out_shape = tuple(grown(i) for i in range(rank))
-    read: list[Dim] = [b.expr(f"{d} - 1") if trim and i == 0 else d for i, d in enumerate(dims)]  # x's scanned part
+    read: list[Dim] = [read_dim(i) for i in range(rank)]
     zero_shape: list[Dim] = [1 if i == axis else out_shape[i] for i in range(rank)]
     shift = [1 if i == axis else 0 for i in range(rank)]
     loop = b.ctx.loop

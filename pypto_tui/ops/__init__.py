@@ -1,0 +1,18 @@
+"""The operator registry: the one place an operator kind is described.
+
+Each module here describes one kind of operator (views, elementwise maths, matmuls, convs,
+pools, reductions, norms, softmax, scans, ...): how PyTorch spells it (module, functional and
+method forms), its shape function, its numpy reference and its kernel role (elementwise, a view,
+or an anchor that a pattern writes). The contract reader turns `forward` into an `OpGraph` by
+looking spellings up here, so a new elementwise operator is one entry in `elementwise.py` and a
+new anchor is one module here plus its pattern.
+
+Pure: numpy and the standard library only.
+"""
+
+from __future__ import annotations
+
+from pypto_tui.ops.base import OpError, OpKind
+from pypto_tui.ops.registry import REGISTRY, by_module, by_spelling, kind
+
+__all__ = ["REGISTRY", "OpError", "OpKind", "by_module", "by_spelling", "kind"]

@@ -1,0 +1,82 @@
+"""What every registry entry says about an operator kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Shape = tuple[int, ...]
+ShapeFn = Callable[[Sequence[Shape], Mapping[str, Any]], Shape]
+Reference = Callable[..., Any]
+
+ROLES = ("elementwise", "view", "matmul", "conv", "pool", "reduction", "norm", "softmax", "scan", "loss",
+         "attention", "argreduce", "other")
+
+
+class OpError(ValueError):
+    """The operator cannot take these shapes or attributes (the message says why)."""
+
+
+@dataclass(frozen=True)
+class OpKind:
+    """One operator kind.
+
+    - `functions`: names under `torch.` / `torch.nn.functional.` (the reader folds both to one name);
+      `methods`: tensor methods; `modules`: `nn.Module` types (with the attributes the module's
+      arguments become, `module_attrs`).
+    - `params`: the call's parameters after the tensor inputs, in torch's order (for binding).
+    - `shape(in_shapes, attrs)`: the output shape; `reference(arrays, attrs)`: numpy.
+    - `role`: `elementwise` (fusable around an anchor), `view` (no arithmetic), or the anchor kind.
+    - `pattern`: the codegen pattern id that writes an anchor's kernel (None: no kernel of its own).
+    - `weights`: parameters a module creates in `__init__` (name -> shape function of its args).
+    """
+
+    name: str
+    role: str
+    shape: ShapeFn
+    reference: Reference | None = None
+    functions: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    arity: int = 1
+    pattern: str | None = None
+    weights: Callable[[Mapping[str, Any]], dict[str, Shape]] | None = None
+    note: str = ""
+
+    @property
+    def is_elementwise(self) -> bool:
+        return self.role == "elementwise"
+
+    @property
+    def is_anchor(self) -> bool:
+        return self.role not in ("elementwise", "view")
+
+
+def same_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """Unary elementwise: the input's shape."""
+    return tuple(shapes[0])
+
+
+def broadcast(shapes: Sequence[Shape], attrs: Mapping[str, Any] | None = None) -> Shape:
+    """numpy/torch broadcasting of any number of shapes; OpError when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        pad = (1,) * (rank - len(s)) + tuple(s)
+        for i, d in enumerate(pad):
+            if d == out[i] or d == 1:
+                continue
+            if out[i] == 1:
+                out[i] = d
+                continue
+            raise OpError(f"shapes {[tuple(x) for x in shapes]} do not broadcast (axis {i}: {out[i]} vs {d})")
+    return tuple(out)
+
+
+def axis(dim: Any, rank: int) -> int:
+    """A torch dim (negative counts from the end) as a non-negative axis; OpError when out of range."""
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < max(rank, 1):
+        raise OpError(f"dim {dim!r} is not an axis of a rank-{rank} tensor")
+    return dim % rank if rank else 0

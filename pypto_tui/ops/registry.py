@@ -1,0 +1,57 @@
+"""The registry: every `KINDS` tuple of the modules in this package, looked up by name or spelling.
+
+The modules are listed here once (not discovered from the file system) so the registry is the same
+in a wheel, a zip import and a source tree; adding a module is one line below.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from pypto_tui.ops import anchors, elementwise, views
+from pypto_tui.ops.base import OpKind
+
+_MODULES = (views, elementwise, anchors)
+
+
+def _collect() -> dict[str, OpKind]:
+    out: dict[str, OpKind] = {}
+    for mod in _MODULES:
+        for k in mod.KINDS:
+            if k.name in out:
+                raise RuntimeError(f"operator kind '{k.name}' is registered twice")
+            out[k.name] = k
+    return out
+
+
+REGISTRY = MappingProxyType(_collect())
+
+
+def _index(attr: str) -> dict[str, OpKind]:
+    out: dict[str, OpKind] = {}
+    for k in REGISTRY.values():
+        for spelling in getattr(k, attr):
+            out.setdefault(spelling, k)
+    return out
+
+
+_FUNCTIONS = _index("functions")
+_METHODS = _index("methods")
+_MODULE_TYPES = _index("modules")
+
+
+def kind(name: str) -> OpKind | None:
+    """The kind registered under `name`."""
+    return REGISTRY.get(name)
+
+
+def by_spelling(name: str, how: str = "torch") -> OpKind | None:
+    """The kind a call spells: `how` is the reader's call form ("torch", "F", "method", "other")."""
+    if how == "method":
+        return _METHODS.get(name) or _FUNCTIONS.get(name)
+    return _FUNCTIONS.get(name) or _METHODS.get(name)
+
+
+def by_module(type_name: str) -> OpKind | None:
+    """The kind an `nn.<type_name>` module computes."""
+    return _MODULE_TYPES.get(type_name)

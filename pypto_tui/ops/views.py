@@ -1,0 +1,222 @@
+"""Views: operators that move no number, only choose and reshape (unsqueeze, view, reshape,
+flatten, squeeze, expand, select, narrow, and indexing with ints, slices, None and `...`).
+
+A chain of views over a task input is a *leaf* of an elementwise expression: the kernel reads
+the leaf as one operand, laid out with size-1 axes where it broadcasts. Every view here is a
+`Step` (kind, attributes) with its shape function, its numpy form and the torch method text a
+generated `forward` uses to take the same view (all of them are views in torch: no copy until
+the final reshape, and none computes a value).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pypto_tui.ops.base import OpError, OpKind, Shape, axis
+
+
+@dataclass(frozen=True)
+class Step:
+    """One view: kind is unsqueeze | reshape | expand | select | narrow."""
+
+    kind: str
+    dim: int = 0
+    index: int = 0
+    start: int = 0
+    length: int = 0
+    shape: Shape = ()
+
+    def to_data(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind}
+        if self.kind in ("unsqueeze", "select", "narrow"):
+            d["dim"] = self.dim
+        if self.kind == "select":
+            d["index"] = self.index
+        if self.kind == "narrow":
+            d.update(start=self.start, length=self.length)
+        if self.kind in ("reshape", "expand"):
+            d["shape"] = list(self.shape)
+        return d
+
+
+def out_shape(step: Step, shape: Shape) -> Shape:
+    """The shape after one view (the step's dims are already non-negative for `shape`)."""
+    if step.kind == "unsqueeze":
+        return (*shape[:step.dim], 1, *shape[step.dim:])
+    if step.kind == "reshape":
+        if math.prod(step.shape) != math.prod(shape):
+            raise OpError(f"cannot view {shape} as {step.shape}")
+        return step.shape
+    if step.kind == "expand":
+        if len(step.shape) < len(shape):
+            raise OpError(f"cannot expand {shape} to {step.shape}")
+        pad = (1,) * (len(step.shape) - len(shape)) + shape
+        for s, t in zip(pad, step.shape, strict=True):
+            if s != t and s != 1:
+                raise OpError(f"cannot expand {shape} to {step.shape}")
+        return step.shape
+    if step.kind == "select":
+        return (*shape[:step.dim], *shape[step.dim + 1:])
+    if step.kind == "narrow":
+        if step.start < 0 or step.length < 0 or step.start + step.length > shape[step.dim]:
+            raise OpError(f"narrow({step.dim}, {step.start}, {step.length}) is outside {shape}")
+        return (*shape[:step.dim], step.length, *shape[step.dim + 1:])
+    raise OpError(f"unknown view '{step.kind}'")
+
+
+def apply(step: Step, x: np.ndarray) -> np.ndarray:
+    """The numpy form of one view."""
+    if step.kind == "unsqueeze":
+        return np.expand_dims(x, step.dim)
+    if step.kind == "reshape":
+        return x.reshape(step.shape)
+    if step.kind == "expand":
+        return np.broadcast_to(x, step.shape)
+    if step.kind == "select":
+        return np.take(x, step.index, axis=step.dim)
+    if step.kind == "narrow":
+        return np.take(x, np.arange(step.start, step.start + step.length), axis=step.dim)
+    raise OpError(f"unknown view '{step.kind}'")
+
+
+def torch_text(step: Step) -> str:
+    """The method call a generated forward writes for one view (never for `expand`: the kernel
+    broadcasts the size-1 axes itself)."""
+    if step.kind == "unsqueeze":
+        return f".unsqueeze({step.dim})"
+    if step.kind == "reshape":
+        return f".reshape({', '.join(str(s) for s in step.shape)})" if step.shape else ".reshape(())"
+    if step.kind == "select":
+        return f".select({step.dim}, {step.index})"
+    if step.kind == "narrow":
+        return f".narrow({step.dim}, {step.start}, {step.length})"
+    raise OpError(f"'{step.kind}' has no forward text")
+
+
+# ------------------------------------------------------------------ reading the torch spellings
+def read_view(name: str, shape: Shape, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Step]:
+    """The steps of one view call on a tensor of `shape` (args/kwargs are constants, after the
+    tensor). OpError when the call is not a view or its arguments do not fit the shape."""
+    rank = len(shape)
+    if name == "unsqueeze":
+        d = kwargs.get("dim", args[0] if args else None)
+        return [Step("unsqueeze", dim=axis(d, rank + 1))]
+    if name in ("view", "reshape"):
+        sizes = kwargs.get("shape", kwargs.get("size"))
+        if sizes is None:
+            sizes = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else tuple(args)
+        return [Step("reshape", shape=_infer(tuple(sizes), shape))]
+    if name == "flatten":
+        start = axis(kwargs.get("start_dim", args[0] if args else 0), max(rank, 1))
+        end = axis(kwargs.get("end_dim", args[1] if len(args) > 1 else -1), max(rank, 1))
+        new = (*shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
+        return [Step("reshape", shape=new)]
+    if name == "squeeze":
+        d = kwargs.get("dim", args[0] if args else None)
+        if d is None:
+            return [Step("reshape", shape=tuple(s for s in shape if s != 1))]
+        dims = {axis(x, rank) for x in (d if isinstance(d, tuple | list) else (d,))}
+        return [Step("reshape", shape=tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))]
+    if name == "expand":
+        sizes = kwargs.get("size")
+        if sizes is None:
+            sizes = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else tuple(args)
+        sizes = tuple(sizes)
+        pad = (1,) * (len(sizes) - rank) + shape
+        return [Step("expand", shape=tuple(p if s == -1 else s for s, p in zip(sizes, pad, strict=True)))]
+    if name == "select":
+        d = axis(kwargs.get("dim", args[0] if args else None), rank)
+        i = kwargs.get("index", args[1] if len(args) > 1 else None)
+        if not isinstance(i, int) or not -shape[d] <= i < shape[d]:
+            raise OpError(f"select index {i!r} is outside axis {d} of {shape}")
+        return [Step("select", dim=d, index=i % shape[d])]
+    if name == "narrow":
+        d = axis(kwargs.get("dim", args[0] if args else None), rank)
+        start = kwargs.get("start", args[1] if len(args) > 1 else None)
+        length = kwargs.get("length", args[2] if len(args) > 2 else None)
+        if not isinstance(start, int) or not isinstance(length, int):
+            raise OpError("narrow needs constant start and length")
+        return [Step("narrow", dim=d, start=start % shape[d] if start < 0 else start, length=length)]
+    raise OpError(f"'{name}' is not a view")
+
+
+def read_index(shape: Shape, key: Any) -> list[Step]:
+    """`x[key]` as steps: ints select, unit-step slices narrow, None unsqueezes, `...` skips."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(1 for k in items if k == "...") > 1:
+        raise OpError("an index with two '...'")
+    taking = sum(1 for k in items if k not in ("None", "..."))
+    if taking > len(shape):
+        raise OpError(f"too many indices for a rank-{len(shape)} tensor")
+    steps: list[Step] = []
+    pos = 0  # the axis of the current (partly viewed) tensor the next item applies to
+    cur = tuple(shape)
+    for k in items:
+        if k == "...":
+            pos += len(shape) - taking
+            continue
+        if k == "None":
+            step = Step("unsqueeze", dim=pos)
+            pos += 1
+        elif isinstance(k, bool) or not isinstance(k, int | dict):
+            raise OpError(f"index {k!r} is not an int, a slice, None or ...")
+        elif isinstance(k, int):
+            if not -cur[pos] <= k < cur[pos]:
+                raise OpError(f"index {k} is outside axis {pos} of {cur}")
+            step = Step("select", dim=pos, index=k % cur[pos])
+        else:
+            lo, hi, st = k.get("slice", (None, None, None))
+            if st not in (None, 1):
+                raise OpError("a strided slice is not a view the kernel reads (step must be 1)")
+            a, b, _ = slice(lo, hi).indices(cur[pos])
+            step = Step("narrow", dim=pos, start=a, length=max(0, b - a))
+            pos += 1
+            if step.start == 0 and step.length == cur[pos - 1]:
+                continue  # a full slice: nothing to take
+        cur = out_shape(step, cur)
+        steps.append(step)
+    return steps
+
+
+def _infer(sizes: tuple[Any, ...], shape: Shape) -> Shape:
+    total = math.prod(shape)
+    if any(not isinstance(s, int) or isinstance(s, bool) for s in sizes):
+        raise OpError(f"view sizes {sizes} are not all constants")
+    if sizes.count(-1) > 1:
+        raise OpError(f"view sizes {sizes} have two -1")
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or total % known:
+            raise OpError(f"cannot view {shape} as {sizes}")
+        sizes = tuple(total // known if s == -1 else s for s in sizes)
+    if math.prod(sizes) != total:
+        raise OpError(f"cannot view {shape} as {sizes}")
+    return tuple(int(s) for s in sizes)
+
+
+VIEW_NAMES = ("unsqueeze", "view", "reshape", "flatten", "squeeze", "expand", "select", "narrow")
+
+
+def _view_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    shape = tuple(shapes[0])
+    for step in attrs.get("steps", ()):
+        shape = out_shape(step, shape)
+    return shape
+
+
+def _view_reference(x: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
+    for step in attrs.get("steps", ()):
+        x = apply(step, x)
+    return x
+
+
+KINDS = (
+    OpKind("view", "view", _view_shape, _view_reference, functions=("unsqueeze", "reshape", "flatten", "squeeze",
+                                                                     "select", "narrow"),
+           methods=VIEW_NAMES, note="a chain of views; attrs['steps'] lists them"),
+)
