@@ -44,7 +44,7 @@ MAX_PACK_FILE = 1 << 20
 OTHER_FILES = ("lint.toml",)
 """Pack files read by another part (lint.toml: lint.profile), so not unknown files."""
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
-OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml")
+OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml", "verify.toml", "roofline.toml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +184,43 @@ class PassVerify:
 
 
 @dataclass(frozen=True, slots=True)
+class Criterion:
+    """One way of judging a kernel's output (verify.toml): per-dtype (atol, rtol) and where the
+    numbers come from."""
+
+    name: str
+    source: str
+    tolerances: Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyCriteria:
+    """verify.toml: the criteria a pack offers, the default one and the number of input seeds."""
+
+    rule: str
+    default: str
+    trials: int
+    criteria: Mapping[str, Criterion]
+
+    def get(self, name: str | None) -> Criterion:
+        """The named criterion (the default for None); InputError naming the choices otherwise."""
+        key = name or self.default
+        if key not in self.criteria:
+            from pypto_tui.errors import InputError
+
+            raise InputError(f"unknown criterion {key!r}: use one of {', '.join(self.criteria)} (verify.toml)")
+        return self.criteria[key]
+
+
+def builtin_criteria() -> VerifyCriteria:
+    """KernelBench's current criterion, for a pack without verify.toml (the same numbers as the
+    default pack's, which cites their source)."""
+    kb = Criterion("kernelbench", "KernelBench eval.py (built in: this pack has no verify.toml)",
+                   {"fp32": (1e-4, 1e-4), "fp16": (1e-2, 1e-2), "bf16": (1e-2, 1e-2)})
+    return VerifyCriteria("V020.allclose-every-element", kb.name, 2, {kb.name: kb})
+
+
+@dataclass(frozen=True, slots=True)
 class CostFit:
     """The cost estimate's coefficients for one family (or one op), fitted to the cost model of
     one pypto version (estimate.toml, written by `pypto-tui kb calibrate`). `error` is the spread
@@ -203,6 +240,23 @@ class CostFit:
     tile_overhead: float = 0.0
     loop_error: float = 0.0         # the spread among runs that differ only in the loop count (0: use error)
     pick_error: float = 0.0         # the spread among runs near their task's fastest (0: use error)
+    picks: Mapping[str, PickRecord] = field(default_factory=dict)  # per sweep ("tiles", "loops"): measured picks
+
+
+@dataclass(frozen=True, slots=True)
+class PickRecord:
+    """How far each order's static pick landed from the exhaustive optimum on one kind of sweep
+    (the geometric mean of pick time / optimum over `sweeps` measured sweeps of the family): what
+    `ranking = "auto"` compares to let the estimate decide a family (estimate.toml [fit.X.picks])."""
+
+    estimate: float
+    rules: float
+    sweeps: int
+    source: str = ""
+
+    @property
+    def estimate_wins(self) -> bool:
+        return self.sweeps > 0 and self.estimate < self.rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +304,8 @@ class KnowledgeBase:
     ops: Mapping[str, OpData] = field(default_factory=dict)
     pass_verify: PassVerify | None = None
     estimate: EstimateData | None = None
+    roofline: RooflineProfile | None = None
+    verify: VerifyCriteria = field(default_factory=builtin_criteria)
     warnings: tuple[str, ...] = ()
     """Keys and files the pack holds that nothing reads (a typo warns; it never changes a verdict)."""
 
@@ -664,6 +720,100 @@ def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
     return PassVerify(rule, t.text("reference"), passes)
 
 
+VERIFY_DTYPES = ("fp32", "fp16", "bf16")
+
+
+def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
+    head = r.sub("verify")
+    rule = head.text("rule")
+    if rule not in rules:
+        raise head.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+    trials = head.integer("trials", minimum=1, maximum=64)
+    table = r.sub("criterion")
+    criteria: dict[str, Criterion] = {}
+    for name in table.table:
+        c = table.sub(name)
+        tolerances: dict[str, tuple[float, float]] = {}
+        for dtype in VERIFY_DTYPES:
+            if dtype not in c.table:
+                continue
+            pair = c._get(dtype, True)
+            if (not isinstance(pair, list) or len(pair) != 2 or not all(
+                    isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1
+                    for x in pair)):
+                raise c.fail(dtype, f"must be [atol, rtol], two numbers from 0 to 1, got {_short(pair)}")
+            tolerances[dtype] = (float(pair[0]), float(pair[1]))
+        if "fp32" not in tolerances:
+            raise c.fail("fp32", "missing (required: other float dtypes fall back to it)")
+        criteria[name] = Criterion(name, c.text("source"), tolerances)
+    if not criteria:
+        raise r.fail("criterion", "list at least one [criterion.NAME] table")
+    default = head.text("criterion", choices=tuple(criteria))
+    return VerifyCriteria(rule, default, trials, criteria)
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineProfile:
+    """roofline.toml: the chip's limits a kernel's time is judged against (SIM.roofline), each
+    number with its source. Rates are per core per cycle; `clock` is cycles per µs."""
+
+    name: str
+    hbm_bytes_per_us: float
+    clock: float
+    vector_cores: int
+    cube_cores: int
+    vector_elements: Mapping[str, float]     # per dtype, per vector core and cycle
+    cube_macs: Mapping[str, float]           # per input dtype, per cube core and cycle
+    family_ops: Mapping[str, float]          # vector ops per element, by family
+    op_ops: Mapping[str, float]              # ... and by op, where the op has its own count
+    sources: Mapping[str, str]               # number -> where it comes from
+
+
+def _positive_map(t: _Reader, skip: tuple[str, ...] = ("source", "ops")) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, v in t.table.items():
+        if key in skip:
+            continue
+        t.mark(key)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise t.fail(key, f"must be a positive number, got {_short(v)}")
+        out[key] = float(v)
+    return out
+
+
+def _parse_roofline(r: _Reader) -> RooflineProfile:
+    head = r.sub("profile")
+    sources: dict[str, str] = {}
+
+    def sourced(key: str) -> float:
+        t = head.sub(key)
+        v = t._get("value", True)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise t.fail("value", f"must be a positive number, got {_short(v)}")
+        sources[key] = t.text("source")
+        return float(v)
+
+    vec, cube, ops = r.sub("vector_elements_per_cycle"), r.sub("cube_macs_per_cycle"), r.sub("vector_ops_per_element")
+    for name, t in (("vector_elements_per_cycle", vec), ("cube_macs_per_cycle", cube), ("vector_ops_per_element", ops)):
+        sources[name] = t.text("source")
+    op_table = ops.sub("ops", required=False)
+    return RooflineProfile(head.text("name"), sourced("hbm_bytes_per_us"), sourced("clock_cycles_per_us"),
+                           int(sourced("vector_cores")), int(sourced("cube_cores")), _positive_map(vec),
+                           _positive_map(cube), _positive_map(ops), _positive_map(op_table), sources)
+
+
+def _parse_picks(f: _Reader) -> dict[str, PickRecord]:
+    table = f.sub("picks", required=False)
+    out: dict[str, PickRecord] = {}
+    for sweep in table.table:
+        if sweep not in ("tiles", "loops"):
+            raise table.fail(sweep, "a pick record is for the 'tiles' or the 'loops' sweep")
+        t = table.sub(sweep)
+        out[sweep] = PickRecord(t.number("estimate", 1.0, 100.0), t.number("rules", 1.0, 100.0),
+                                t.integer("sweeps", minimum=0, maximum=100000), t.text("source", required=False))
+    return out
+
+
 def _parse_estimate(r: _Reader) -> EstimateData:
     head = r.sub("estimate")
     ranking = head.text("ranking", required=False, choices=RANKINGS, default="rules")
@@ -701,7 +851,7 @@ def _parse_estimate(r: _Reader) -> EstimateData:
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
                              num("error"), num("worst"), samples, f.strs("tasks", required=False),
                              num("elements_per_task"), num("tile_overhead"), num("loop_error"),
-                             num("pick_error"))
+                             num("pick_error"), _parse_picks(f))
     return EstimateData(ranking, fits, head.text("note", required=False))
 
 
@@ -770,6 +920,8 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     ops = _parse_ops(reader("ops.toml"), rules) if "ops.toml" in files else {}
     pass_verify = _parse_pass_verify(reader("passes.toml"), rules) if "passes.toml" in files else None
     estimate = _parse_estimate(reader("estimate.toml")) if "estimate.toml" in files else None
+    verify = _parse_verify(reader("verify.toml"), rules) if "verify.toml" in files else builtin_criteria()
+    roofline = _parse_roofline(reader("roofline.toml")) if "roofline.toml" in files else None
     name, version = pack.text("name"), pack.text("version")
     description = pack.text("description", required=False)
     warnings = [w for r in readers.values() for w in r.unread()]
@@ -781,7 +933,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
         starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, estimate=estimate,
-        warnings=tuple(warnings),
+        roofline=roofline, verify=verify, warnings=tuple(warnings),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
+from pypto_tui.cli.suite_cmd import suite_dispatch
 from pypto_tui.errors import InputError
 
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
@@ -43,6 +44,7 @@ def _require_sim() -> None:
 
 
 @handles_input_errors
+@suite_dispatch("sim")  # a folder of tasks runs as a suite (suite_cmd.py)
 def sim(
     task: TaskArg,
     tile: Annotated[str | None, typer.Option("--tile", help="Simulate this tile (default: the recommended one).",
@@ -61,10 +63,14 @@ def sim(
     jobs: Annotated[int, typer.Option("--jobs", help="Compiles in parallel.", min=1)] = 2,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per compile.", min=1)] = 300.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
+    kernel: Annotated[Path | None, typer.Option("--kernel", help="Price this kernel module (any file that defines "
+                                                "ModelNew with Model's __init__ signature) instead of the generated "
+                                                "one: every kernel it launches is timed.", show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate.
+    """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate,
+    against the task's roofline (the least time the pack's chip profile allows).
 
     Runs pypto's compiler on the generated kernel in worker subprocesses (each in its own process
     group, killed at --timeout); the task file itself is not executed (verify does that)."""
@@ -75,16 +81,25 @@ def sim(
         raise InputError(f"--sweep {sweep!r}: use tiles, loops or both")
     if (exhaustive or time_budget) and sweep is None:
         raise InputError("--exhaustive and --time-budget apply to a sweep: add --sweep tiles, loops or both")
+    if kernel is not None and (tile or loop_count or sweep):
+        raise InputError("--tile, --loop-count and --sweep choose the generated kernel's design; with --kernel the "
+                         "kernel file decides: drop them")
     p = _pipeline(task, kb, tile, loop_count)
+    job = R.kernel_file_job(p, kernel) if kernel is not None else None
     _require_sim()
     from pypto_tui.cli.progress import SweepBar, workers_end_with_us
+    from pypto_tui.roofline import try_roofline
     from pypto_tui.sim.runner import StopSignal
 
-    doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []), "loop_count": p.chosen_loop_count()}
+    doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []) if job is None else [],
+                           "loop_count": p.chosen_loop_count() if job is None else None}
+    if kernel is not None:
+        doc["kernel"] = str(kernel)
+    bound, why_not = try_roofline(p.contract(), p.kb)
     reports = []
     with workers_end_with_us(), SweepBar("simulating", enabled=not json_out) as bar:
         if sweep is None:
-            r = run_one(R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
+            r = run_one(job or R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
                         progress=bar.tick, status=bar.stage, cache=not no_cache)
             doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
         else:
@@ -95,6 +110,7 @@ def sim(
             doc["best_by_rules"] = {x.sweep: x.best_by_rules.to_dict() if x.best_by_rules else None for x in reports}
             doc["best_by_estimate"] = {x.sweep: x.best_by_estimate.to_dict() if x.best_by_estimate else None
                                        for x in reports}
+    _add_roofline(doc, bound, why_not)
     failed = False
     if sweep is None:
         failed = doc["result"].get("status") != "ok"
@@ -107,6 +123,39 @@ def sim(
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
 
 
+def _add_roofline(doc: dict[str, Any], bound: Any, why_not: str) -> None:
+    """The roofline keys (issue 22): `roofline_us`, `bound` (memory, vector or cube) and `ratio`
+    (simulated / roofline) of the simulated kernel, or of each measured candidate of a sweep; the
+    work and the three bounds under `roofline`; why there is none under `roofline_note`."""
+    if "result" in doc:
+        us = doc["result"].get("e2e_us")
+    else:
+        best = [c["e2e_us"] for s in doc.get("sweeps", []) for c in [s.get("best_by_cost")] if c and c.get("e2e_us")]
+        us = min(best) if best else None
+    doc["roofline"] = bound.to_dict(us) if bound is not None else None
+    doc["roofline_us"] = bound.roofline_us if bound is not None else None
+    doc["bound"] = bound.bound if bound is not None else None
+    doc["ratio"] = bound.ratio(us) if bound is not None else None
+    doc["roofline_note"] = why_not
+    for s in doc.get("sweeps", []):
+        for c in s.get("candidates", []):
+            c["ratio"] = bound.ratio(c.get("e2e_us")) if bound is not None else None
+
+
+def _roofline_line(doc: dict[str, Any], us: float | None) -> Any:
+    from rich.text import Text
+
+    if doc.get("roofline") is None:
+        return Text(f"no roofline: {doc.get('roofline_note')}", style="dim")
+    r = doc["roofline"]
+    line = (f"roofline {r['roofline_us']:.3g} µs, {r['bound']}-bound (memory {r['memory_us']:.3g}, vector "
+            f"{r['vector_us']:.3g}, cube {r['cube_us']:.3g} µs on {r['chip']})")
+    ratio = us / r["roofline_us"] if us and r["roofline_us"] else None
+    if ratio is not None:
+        line += f": the kernel takes {ratio:.1f}x the roofline"
+    return Text(line, style="bold" if ratio is None or ratio < 2 else "bold yellow")
+
+
 def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -116,16 +165,26 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
     if "result" in doc:
         r = doc["result"]
         if r.get("status") == "ok":
-            console.print(Text(f"tile {tuple(doc['tile'])}, loop_count {doc['loop_count'] or '-'}: "
+            what = (f"{doc['kernel']}" if doc.get("kernel") else
+                    f"tile {tuple(doc['tile'])}, loop_count {doc['loop_count'] or '-'}")
+            console.print(Text(f"{what}: "
                                f"{r['e2e_us']:.2f} µs, {r['tasks']} tasks (compile {r.get('compile_s') or 0:.2f} s, "
                                f"wall {r.get('wall_s') or 0:.1f} s)", style="bold green"))
+            kernels = r.get("kernels") or []
+            if len(kernels) > 1:
+                for i, k in enumerate(kernels, 1):
+                    console.print(Text(f"  kernel {i}: {k['e2e_us']:.2f} µs, {k['tasks']} tasks"))
+            console.print(_roofline_line(doc, r.get("e2e_us")))
         else:
             console.print(Text(f"{r.get('status')}: {r.get('reason') or r.get('error')}", style="bold red"))
         return
+    fastest = [x.best_by_cost.e2e_us for x in reports if x.best_by_cost and x.best_by_cost.e2e_us]
+    console.print(_roofline_line(doc, min(fastest) if fastest else None))
+    roof = doc.get("roofline_us")
     for rep in reports:
         t = Table(title=f"{rep.sweep} sweep: {rep.simulations} simulation(s), {rep.qualified} qualified",
                   title_justify="left")
-        for col in ("candidate", "rules' verdict", "estimate", "cost model", "tasks", "compile s"):
+        for col in ("candidate", "rules' verdict", "estimate", "cost model", "x roofline", "tasks", "compile s"):
             t.add_column(col, no_wrap=col != "rules' verdict")
         for row in rep.rows:
             if not row.measured:
@@ -141,6 +200,7 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
                     Text(f"{row.status}: {row.reason or ''}"[:60], style="red"))
             t.add_row(row.label + mark, Text(row.rule_verdict, style="green" if row.qualified else "yellow"),
                       f"{row.estimate_us:.2f} µs" if row.estimate_us is not None else "-", cost,
+                      f"{row.e2e_us / roof:.1f}x" if roof and row.e2e_us else "-",
                       str(row.tasks or "-"), f"{row.compile_s:.2f}" if row.compile_s else "-")
         console.print(t)
         for label, pick in (("rules' pick", rep.best_by_rules), ("estimate's pick", rep.best_by_estimate)):
@@ -154,6 +214,7 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
 
 
 @handles_input_errors
+@suite_dispatch("verify")  # a folder of tasks runs as a suite (suite_cmd.py)
 def verify(
     task: TaskArg,
     kernel: Annotated[Path | None, typer.Option("--kernel", help="Verify this kernel module (any file that defines "
@@ -169,6 +230,13 @@ def verify(
     memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Address-space cap of the worker.",
                                                   show_default=False)] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
+    criterion: Annotated[str | None, typer.Option("--criterion", help="How outputs are judged (the pack's "
+                                                  "verify.toml): kernelbench (default: every element within "
+                                                  "atol = rtol = 1e-4 for fp32, 1e-2 for fp16/bf16) or "
+                                                  "kernelbench-v0.1 (1e-2 for every dtype).",
+                                                  show_default=False)] = None,
+    trials: Annotated[int | None, typer.Option("--trials", help="Input seeds; every one must pass (default: the "
+                                               "pack's, 2).", show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -177,6 +245,7 @@ def verify(
 
     This EXECUTES the task file (its Model is the baseline; a task file is code) and the kernel
     file, in a worker subprocess of its own process group, killed whole at --timeout."""
+    from pypto_tui.sim.verification import Criterion
     from pypto_tui.sim.verification import verify as run_verify
 
     if scale not in ("small", "full"):
@@ -184,7 +253,11 @@ def verify(
     if kernel is not None and (tile or loop_count):
         raise InputError("--tile and --loop-count choose the generated kernel's design; with --kernel the "
                          "kernel file decides: drop them")
+    if trials is not None and trials < 1:
+        raise InputError(f"--trials {trials}: use a whole number >= 1 (each trial is one input seed)")
     p = _pipeline(task, kb, tile, loop_count)
+    judged = Criterion(criterion, trials)
+    p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
     if kernel is not None or p.contract().supported:
         _require_sim()
         what = f"{task} and {kernel}" if kernel is not None else str(task)
@@ -194,7 +267,7 @@ def verify(
 
     with workers_end_with_us(), StageSpinner(f"verify {kernel.name if kernel else task.name}") as spinner:
         report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb,
-                            status=spinner.stage, kernel=kernel)
+                            status=spinner.stage, kernel=kernel, criterion=judged)
     if json_out:
         emit_json(report.to_dict())
     else:
@@ -225,6 +298,10 @@ def _show_verify(task: Path, report: Any) -> None:
         rows.append(("no row for", Text(", ".join(report.missing_passes), style="bold red")))
     rows += [("max abs err", report.max_abs_err), ("max rel err", report.max_rel_err),
              ("failing share", report.fail_share)]
+    if report.criterion:
+        tol = ", ".join(f"{d} atol {a:g} rtol {r:g}" for d, (a, r) in report.tolerances.items())
+        rows.append(("criterion", f"{report.criterion}: every element ({tol}); {report.trials} trial(s)"))
+    rows.append(("design kept", "yes" if report.design_kept else Text("no (see notes)", style="yellow")))
     rows += [("changed", Text(c, style="yellow")) for c in report.changes]
     rows += [("note", Text(n, style="dim")) for n in report.notes]
     console.print(kv_table(rows, title=f"verify {task}"))

@@ -21,7 +21,9 @@ Job JSON (kind "cost" or "verify"):
       "cycles_per_us": 1800,               # default: the knowledge pack's chip.cycles_per_us
       # verify only:
       "task_file": "/path/to/task.py",     # the torch baseline defining Model
-      "limit": null,                       # override the per-dtype tolerance
+      "criterion": "kernelbench",          # the criterion's name (verify.toml), echoed in the report
+      "tolerances": {"fp32": [1e-4, 1e-4]},# per-dtype [atol, rtol]; null: KernelBench's numbers
+      "trials": 2,                         # input seeds seed, seed + 1, ...: every one must pass
       "memory_limit_mb": 8192,             # RLIMIT_AS for the worker
       "calculator_dir": null,              # default: <cache>/calculator/<torch version>
       "passes": null,                      # the compiler passes every pass-verify place must
@@ -68,7 +70,7 @@ CRASHED = "crashed"                # the worker died (signal, out of memory) or 
 UNAVAILABLE = "unavailable"        # pypto/torch missing or the wrong version
 CANCELLED = "cancelled"            # stopped by the user or a time budget before it finished
 CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR, UNVERIFIED)
-PASS_CHECK_FORMAT = 1  # bump when the pass check changes: cached verdicts from before are not reused
+PASS_CHECK_FORMAT = 2  # bump when the pass check changes: cached verdicts from before are not reused
 
 
 class JobError(InputError):
@@ -170,7 +172,9 @@ class SimJob:
     label: str = ""
     cycles_per_us: float | None = None  # None: the knowledge pack's chip.cycles_per_us
     task_file: str | None = None
-    limit: float | None = None
+    criterion: str | None = None       # verify: the criterion's name (verify.toml)
+    tolerances: dict[str, tuple[float, float]] | None = None  # verify: per-dtype (atol, rtol)
+    trials: int = 1                    # verify: input seeds, seed, seed + 1, ...
     memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB
     calculator_dir: str | None = None
     passes: tuple[str, ...] | None = None
@@ -192,6 +196,11 @@ class SimJob:
             object.__setattr__(self, "reference", self.reference or reference)
         elif self.passes is not None:
             object.__setattr__(self, "passes", tuple(self.passes))
+        if not isinstance(self.trials, int) or isinstance(self.trials, bool) or self.trials < 1:
+            raise JobError(f"trials must be a whole number >= 1, got {self.trials!r}")
+        if self.tolerances is not None:
+            object.__setattr__(self, "tolerances", {str(k): (float(v[0]), float(v[1]))
+                                                    for k, v in dict(self.tolerances).items()})
         if self.cycles_per_us is None:
             object.__setattr__(self, "cycles_per_us", pack_cycles_per_us())
         elif self.cycles_per_us <= 0:
@@ -218,6 +227,10 @@ class SimJob:
                               for k, v in d.items()}
         return cls(**kw)
 
+    def trial_seeds(self) -> tuple[int, ...]:
+        """The input seeds of the trials (a cost job runs one)."""
+        return tuple(self.seed + t for t in range(self.trials if self.kind == "verify" else 1))
+
     def cache_material(self, pypto_version: str | None) -> dict[str, Any]:
         """What determines the answer: kernel source, inputs, pypto version, kind (and for
         verify, the baseline's text and the tolerance). Paths and the work dir are left out.
@@ -238,7 +251,9 @@ class SimJob:
             except OSError:
                 text = b""
             m["task_sha256"] = hashlib.sha256(text).hexdigest()
-            m["limit"] = self.limit
+            m["criterion"] = self.criterion
+            m["tolerances"] = {k: list(v) for k, v in sorted((self.tolerances or {}).items())}
+            m["trials"] = self.trials
             m["passes"] = list(self.passes or ())
             m["reference"] = self.reference
             m["pass_check"] = PASS_CHECK_FORMAT
@@ -282,6 +297,7 @@ class SimResult:
     passed: bool | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
     inputs_clobbered: bool | None = None
+    trials_run: int | None = None
     calculator_built_s: float | None = None
     kernel_calls: int | None = None
     passes_expected: list[str] = field(default_factory=list)

@@ -32,7 +32,6 @@ The current stage goes to `<work dir>/stage` (stages.py) for the progress displa
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
@@ -42,12 +41,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pypto_tui.procgroup import guard_task_runner
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import stages, swim
+from pypto_tui.sim.fds import silenced_fds
 from pypto_tui.sim.on_cpu import WORKER_ENV
 
 KERNEL_MODULE = "pypto_tui_sim_kernel"
@@ -70,6 +70,46 @@ class _Timing:
         self.sim_s = 0.0
         self.in_kernel = 0
         self.launches = 0
+        self.provenance: _Provenance | None = None
+
+
+def _storage(t: Any) -> int:
+    return int(t.untyped_storage().data_ptr())
+
+
+class _Provenance:
+    """Which memory the kernels wrote. A verification compares the kernel's output, so the output
+    must be memory a kernel wrote: a `forward` that computes the answer in torch (or returns an
+    input) passes every comparison while no kernel did the work. Every tensor handed to a kernel is
+    recorded by its storage; the forward's inputs and the module's parameters count as written
+    only when their contents changed during the call (a kernel reads them; the output buffers
+    forward allocates are the kernel's to write)."""
+
+    def __init__(self, torch: Any, protected: list[Any]) -> None:
+        self.torch = torch
+        self.protected = {_storage(t) for t in protected if isinstance(t, torch.Tensor)}
+        self.written: set[int] = set()
+        self._before: list[tuple[int, Any, Any]] = []
+
+    def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._before = []
+        for t in (*args, *kwargs.values()):
+            if not isinstance(t, self.torch.Tensor):
+                continue
+            ptr = _storage(t)
+            if ptr in self.protected:
+                self._before.append((ptr, t, t.detach().clone()))
+            else:
+                self.written.add(ptr)
+
+    def after(self) -> None:
+        for ptr, t, snapshot in self._before:
+            if not self.torch.equal(t, snapshot):
+                self.written.add(ptr)
+        self._before = []
+
+    def wrote(self, t: Any) -> bool:
+        return isinstance(t, self.torch.Tensor) and _storage(t) in self.written
 
 
 # --- process setup ---------------------------------------------------------------------------
@@ -99,28 +139,6 @@ def limit_memory(mb: int | None) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-@contextlib.contextmanager
-def silenced_fds(sink: Path) -> Iterator[None]:
-    """Point fds 1 and 2 at `sink` (C++ code and child processes write there directly, so
-    redirecting sys.stdout is not enough); restore them afterwards."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    fd = os.open(sink, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for f in (fd, *saved):
-            os.close(f)
 
 
 # --- pypto hooks -----------------------------------------------------------------------------
@@ -159,8 +177,13 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
 
     def call(self: Any, *a: Any, **k: Any) -> Any:
         timing.in_kernel += 1
+        track = timing.provenance if timing.in_kernel == 1 else None
         try:
+            if track is not None:
+                track.before(a, k)
             out = orig_call(self, *a, **k)
+            if track is not None:
+                track.after()
             if timing.in_kernel == 1:
                 timing.launches += 1
             return out
@@ -375,34 +398,65 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
             if not hasattr(task, "Model"):
                 result.status, result.error = J.ERROR, f"the task file {job.task_file} defines no Model"
                 return
-        inputs = build_inputs(torch, job.inputs, job.seed)
-        # A cost job compares nothing, so the kernel may have the inputs themselves (no copy).
-        kernel_inputs = _clone(torch, inputs) if verify else inputs
+        if verify:
+            stage = "call the task's get_inputs()"
+            _check_get_inputs(torch, task)
         stage = "build ModelNew"
         torch.manual_seed(job.seed)
         model_new = kmod.ModelNew(*job.init_args)
-        stage = "run ModelNew.forward"
-        stages.write_stage(work, stages.KERNEL)
-        with torch.no_grad():
-            got = model_new(*kernel_inputs)
-        result.kernel_calls = timing.launches
-        result.compile_s = round(timing.compile_s, 3)
-        result.sim_s = round(timing.sim_s, 3)
-        _read_cost(job, work, result)
-        if not verify:
-            result.status = J.OK if result.e2e_us is not None else J.ERROR
-            if result.e2e_us is None:
-                result.error = "forward() ran but no kernel wrote a cost-model result (no jit kernel called?)"
-            return
-        pairs = zip(kernel_inputs, inputs, strict=True)
-        result.inputs_clobbered = any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in pairs)
-        stage = "run the baseline Model"
-        stages.write_stage(work, stages.BASELINE)
-        torch.manual_seed(job.seed)
-        model = task.Model(*job.init_args)  # type: ignore[union-attr]
-        with torch.no_grad():
-            want = model(*_clone(torch, inputs))
-        _compare(torch, job, got, want, result)
+        model = None
+        for trial, seed in enumerate(job.trial_seeds()):
+            inputs = build_inputs(torch, job.inputs, seed)
+            # A cost job compares nothing, so the kernel may have the inputs themselves (no copy).
+            kernel_inputs = _clone(torch, inputs) if verify else inputs
+            if verify:
+                timing.provenance = _Provenance(torch, [*kernel_inputs, *_module_tensors(torch, model_new)])
+            stage = "run ModelNew.forward"
+            stages.write_stage(work, stages.KERNEL)
+            with torch.no_grad():
+                got = model_new(*kernel_inputs)
+            if trial == 0:
+                result.kernel_calls = timing.launches
+                result.compile_s = round(timing.compile_s, 3)
+                result.sim_s = round(timing.sim_s, 3)
+                _read_cost(job, work, result)
+            if not verify:
+                result.status = J.OK if result.e2e_us is not None else J.ERROR
+                if result.e2e_us is None:
+                    result.error = "forward() ran but no kernel wrote a cost-model result (no jit kernel called?)"
+                return
+            pairs = zip(kernel_inputs, inputs, strict=True)
+            clobbered = [i for i, (a, b) in enumerate(pairs) if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
+            result.inputs_clobbered = bool(clobbered) or bool(result.inputs_clobbered)
+            stage = "run the baseline Model"
+            stages.write_stage(work, stages.BASELINE)
+            if model is None:
+                torch.manual_seed(job.seed)
+                model = task.Model(*job.init_args)  # type: ignore[union-attr]
+            baseline_inputs = _clone(torch, inputs)
+            with torch.no_grad():
+                want = model(*baseline_inputs)
+            result.trials_run = trial + 1
+            unwritten = _not_from_kernels(timing.provenance, got)  # type: ignore[arg-type]
+            if unwritten:
+                result.status, result.passed = J.MISMATCH, False
+                result.reason = unwritten
+                return
+            baseline_clobbered = [i for i in clobbered if not torch.equal(baseline_inputs[i], inputs[i])]
+            if set(clobbered) - set(baseline_clobbered):
+                which = ", ".join(str(i) for i in sorted(set(clobbered) - set(baseline_clobbered)))
+                result.status, result.passed = J.MISMATCH, False
+                result.reason = (f"the kernel writes into forward input(s) {which}, which the baseline leaves "
+                                 "unchanged (the caller's tensors would be corrupted)")
+                return
+            _compare(torch, job, got, want, result)
+            if not result.passed:
+                if job.trials > 1:
+                    result.reason = f"trial {trial + 1} of {job.trials} (seed {seed}): {result.reason}"
+                return
+    except _TaskInputsFailed as exc:
+        result.status, result.passed = J.ERROR, False
+        result.error = f"the task is broken: {exc}"
     except _KernelFailed as wrapped:
         cause = wrapped.__cause__ or wrapped
         result.compile_s = round(timing.compile_s, 3)
@@ -438,6 +492,7 @@ def _read_cost(job: J.SimJob, work: Path, result: J.SimResult) -> None:
 
 
 def _compare(torch: Any, job: J.SimJob, got: Any, want: Any, result: J.SimResult) -> None:
+    """Compare one trial's outputs; `result.outputs` keeps, per output, the worst trial so far."""
     from pypto_tui.sim.compare import compare
 
     gots, wants = _as_list(got), _as_list(want)
@@ -447,14 +502,69 @@ def _compare(torch: Any, job: J.SimJob, got: Any, want: Any, result: J.SimResult
         return
     verdicts = []
     for g, w in zip(gots, wants, strict=True):
-        g_np, _ = _to_numpy(torch, g)
+        g_np, g_name = _to_numpy(torch, g)
         w_np, w_name = _to_numpy(torch, w)
-        verdicts.append(compare(g_np, w_np, dtype=w_name, limit=job.limit).to_dict())
+        verdicts.append(compare(g_np, w_np, dtype=w_name, actual_dtype=g_name, tolerances=job.tolerances).to_dict())
+    if result.outputs and len(result.outputs) == len(verdicts):
+        verdicts = [_worse(old, new) for old, new in zip(result.outputs, verdicts, strict=True)]
     result.outputs = verdicts
     result.passed = all(v["passed"] for v in verdicts)
     result.status = J.OK if result.passed else J.MISMATCH
     bad = [f"output {i}: {v['reason']}" for i, v in enumerate(verdicts) if not v["passed"]]
     result.reason = "; ".join(bad) if bad else verdicts[0]["reason"] if verdicts else None
+
+
+def _worse(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    if a.get("passed") != b.get("passed"):
+        return b if not b.get("passed") else a
+    return b if (b.get("max_abs_err") or 0.0) > (a.get("max_abs_err") or 0.0) else a
+
+
+def _module_tensors(torch: Any, module: Any) -> list[Any]:
+    """The module's parameters and buffers (a kernel reads them; returning one is no kernel's work)."""
+    if not isinstance(module, torch.nn.Module):
+        return []
+    return [*module.parameters(), *module.buffers()]
+
+
+def _not_from_kernels(provenance: _Provenance, got: Any) -> str | None:
+    """Why an output was not written by a kernel (None when every output was)."""
+    outs = _as_list(got)
+    for i, t in enumerate(outs):
+        if not isinstance(t, provenance.torch.Tensor):
+            return (f"output {i} is not a tensor ({type(t).__name__}): forward must return what its kernels "
+                    "wrote")
+        if not provenance.wrote(t):
+            return (f"output {i} was written by no kernel: forward returned a tensor computed outside the kernels "
+                    "(torch, or an input), so the kernels' own result was never compared")
+    return None
+
+
+def _check_get_inputs(torch: Any, task: Any) -> None:
+    """The task's get_inputs() must run: a task whose inputs cannot be built is an error, never a
+    pass. It runs on the meta device (shapes and dtypes without memory: KernelBench's inputs reach
+    gigabytes); a failure that only the meta device causes (an operation meta tensors lack) proves
+    nothing and is ignored."""
+    fn = getattr(task, "get_inputs", None)
+    if fn is None:
+        raise _TaskInputsFailed("the task file defines no get_inputs()")
+    try:
+        with torch.device("meta"):
+            fn()
+    except (NotImplementedError, TypeError) as exc:
+        if "meta" in str(exc).lower():
+            return
+        raise _TaskInputsFailed(f"get_inputs() raised {_describe(exc)}") from exc
+    except RuntimeError as exc:
+        if "meta" in str(exc).lower():
+            return
+        raise _TaskInputsFailed(f"get_inputs() raised {_describe(exc)}") from exc
+    except Exception as exc:
+        raise _TaskInputsFailed(f"get_inputs() raised {_describe(exc)}") from exc
+
+
+class _TaskInputsFailed(Exception):
+    """The task's own get_inputs() failed: the task is broken, whatever the kernel does."""
 
 
 def run_job(job: J.SimJob) -> J.SimResult:
@@ -499,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, TypeError) as exc:
         write_result(result_path, J.SimResult(kind="?", status=J.ERROR, error=f"bad job file: {exc}"))
         return 0
+    # The kernel module and the task file are code: what they start ends with this process, and
+    # if the tool that started us dies, the work folders it would have removed go with us.
+    guard_task_runner(cleanup=[Path(job.work_dir), job_path.parent] if job.work_dir else [job_path.parent])
     write_result(result_path, run_job(job))
     return 0
 
