@@ -1,17 +1,21 @@
-"""Smaller shapes for verification that keep the chosen design meaningful.
+"""Smaller shapes for verification that keep the chosen design where it can go wrong.
 
 The interpreter's memory and time grow with the tensor size times the loop iterations, so a
-design is verified at reduced shapes. Shrinking blindly changes the design under test: a tile
-(1, 16, 1000) clamped to a 120-wide axis, a loop count of 16 cut to 2 because the loop axis
-became 2 rows. So shapes shrink only while the design still means the same thing
-(`kept_problems`):
+design is verified at reduced shapes. Shrinking blindly removes what is under test: a reduction
+axis shrunk to one tile never exercises the accumulation across tiles, a loop cut to one
+iteration never exercises the offsets of the next, a matmul whose K is one cube tile never adds
+two partial products. So shapes shrink only while the design keeps (`kept_problems`):
 
-- every tiled axis stays at least one tile, and a whole number of tiles when it was one;
-- the loop keeps its number of iterations and its tail (or lack of one), and each iteration
-  still covers at least one tile along the loop axis (a whole number when it did);
-- a matmul keeps each of M (per loop iteration), K and N at least one L1 cube tile, a whole
-  number when it was.
-Everything else shrinks. Pure: shapes in, shapes out; the caller supplies the geometry.
+- the tile: every tiled axis at least one tile, a whole number of tiles when it was one;
+- at least two tiles along a tiled reduction or scan axis (when the full shape had two);
+- the loop: at least two iterations when the design has two or more, its tail (or lack of one),
+  and each iteration at least one tile along the loop axis (a whole number when it was);
+- a matmul: each of M (per loop iteration), K and N at least one L1 cube tile, a whole number
+  when it was, and K at least two cube tiles when it had two (the split-K accumulation).
+The loop count itself may change (64 iterations become 2 at a smaller loop axis: `loop_count_at`
+picks the largest count that keeps the above); the caller lists every constant that changes.
+Everything else shrinks, the axes no tile or loop depends on first. Pure: shapes in, shapes out;
+the caller supplies the geometry.
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class DesignToKeep:
     loop_axis: int = 0                            # the axis it runs along
     matmul: tuple[int, int, int] | None = None    # (M, K, N) at full size
     cube: tuple[int, int, int] | None = None      # the L1 cube tiles along M, K, N
+    reduce_axis: int | None = None                # the axis a reduction or scan runs along
+    tile_shape: tuple[int, ...] | None = None     # the tile's own tensor at full size, when it is not
+                                                  # the geometry (a conv's columns, a matvec's rows)
 
     def describe(self) -> str:
         bits = []
@@ -47,7 +54,8 @@ class DesignToKeep:
         if self.cube:
             bits.append(f"cube tiles (m, k, n) L1 {self.cube}")
         if self.loop_count:
-            bits.append(f"loop count {self.loop_count}")
+            bits.append(f"loop of {loop_shape(self.shape[self.loop_axis], self.loop_count)[1]} iteration(s)"
+                        if 0 <= self.loop_axis < len(self.shape) else f"loop count {self.loop_count}")
         return " and ".join(bits) or "the design"
 
 
@@ -62,52 +70,98 @@ def _whole(full: int, new: int, step: int, what: str) -> str | None:
     return None
 
 
-def _loop(total: int, count: int) -> tuple[int, int, bool]:
+def _two(full: int, new: int, step: int, what: str) -> str | None:
+    """`new` keeps two tiles of `step` when `full` had two: the accumulation across tiles is tested."""
+    if step <= 1 or full < 2 * step or new >= 2 * step:
+        return None
+    return f"{what} {new} is less than two tiles of {step} (the accumulation across tiles would go untested)"
+
+
+def loop_shape(total: int, count: int) -> tuple[int, int, bool]:
     """BASIC_BATCH, iterations and whether there is a tail, as the generated loop computes them."""
     batch = ceil_div(total, count)
     return batch, ceil_div(total, batch), total % batch != 0
 
 
-def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, int, int] | None = None) -> list[str]:
-    """Why the design would not mean the same at test geometry `shape` (empty: it does)."""
+def _loop_problems(keep: DesignToKeep, shape: tuple[int, ...], count: int) -> list[str]:
+    ax = keep.loop_axis
+    full_batch, full_iters, full_tail = loop_shape(keep.shape[ax], keep.loop_count or 1)
+    batch, iters, tail = loop_shape(shape[ax], count)
+    problems = []
+    if full_iters >= 2 and iters < 2:
+        problems.append(f"the loop would run {iters} iteration(s) instead of at least 2 (the design runs {full_iters})")
+    if tail != full_tail:
+        problems.append("the loop's tail would " + ("appear" if tail else "disappear"))
+    step = (keep.cube[0] if keep.cube else 1) if keep.matmul else (keep.tile[ax] if keep.tile else 1)
+    p = _whole(full_batch, batch, step, "each loop iteration's")
+    if p:
+        problems.append(p)
+    return problems
+
+
+def loop_count_at(keep: DesignToKeep, shape: Sequence[int]) -> int | None:
+    """The loop count to run at test geometry `shape`: the design's own when it keeps the loop,
+    else the largest smaller count that does (None when no count does, or there is no loop)."""
+    count = keep.loop_count or 0
+    if count <= 1 or not 0 <= keep.loop_axis < len(shape):
+        return None
+    shape = tuple(shape)
+    for c in range(min(count, shape[keep.loop_axis]), 1, -1):
+        if not _loop_problems(keep, shape, c):
+            return c
+    return None
+
+
+def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, int, int] | None = None,
+                  tile_shape: Sequence[int] | None = None) -> list[str]:
+    """Why the design would not be kept at test geometry `shape` (empty: it is), with the loop
+    count `loop_count_at` picks. `tile_shape` is the tile's own tensor at the test shapes, when
+    `keep.tile_shape` says it is not the geometry."""
     shape = tuple(shape)
     if len(shape) != len(keep.shape):
         return [f"the kernel's rank changes from {len(keep.shape)} to {len(shape)}"]
     problems: list[str] = []
     count = keep.loop_count or 0
-    if keep.tile and len(keep.tile) == len(shape):
-        for axis, (full, new, t) in enumerate(zip(keep.shape, shape, keep.tile, strict=True)):
+    looped = count > 1 and 0 <= keep.loop_axis < len(shape)
+    own = keep.tile_shape is not None and tile_shape is not None and len(tile_shape) == len(keep.tile_shape)
+    tiled_full, tiled_new = (tuple(keep.tile_shape), tuple(tile_shape)) if own else (keep.shape, shape)  # type: ignore[arg-type]
+    if keep.tile and len(keep.tile) == len(tiled_new) == len(tiled_full):
+        for axis, (full, new, t) in enumerate(zip(tiled_full, tiled_new, keep.tile, strict=True)):
             p = _whole(full, new, t, f"axis {axis}")
-            if p and not (count > 1 and axis == keep.loop_axis):
+            if p and not (looped and axis == keep.loop_axis and not own):
                 problems.append(p)
-    if count > 1 and 0 <= keep.loop_axis < len(shape):
-        ax = keep.loop_axis
-        full_batch, full_iters, full_tail = _loop(keep.shape[ax], count)
-        batch, iters, tail = _loop(shape[ax], count)
-        if iters != full_iters:
-            problems.append(f"the loop would run {iters} iteration(s) instead of {full_iters}")
-        elif tail != full_tail:
-            problems.append("the loop's tail would " + ("appear" if tail else "disappear"))
-        step = (keep.cube[0] if keep.cube else 1) if keep.matmul else (keep.tile[ax] if keep.tile else 1)
-        p = _whole(full_batch, batch, step, "each loop iteration's")
-        if p:
-            problems.append(p)
+            if axis == keep.reduce_axis and not own:
+                p = _two(full, new, t, f"reduction axis {axis}")
+                if p:
+                    problems.append(p)
+    test_count = count
+    if looped:
+        found = loop_count_at(keep, shape)
+        if found is None:
+            problems.append("no loop count keeps at least 2 iterations, the tail (or none) and whole tiles per "
+                            f"iteration at a loop axis of {shape[keep.loop_axis]}")
+        else:
+            test_count = found
     if keep.matmul and keep.cube and matmul:
         m_full, m_new = keep.matmul[0], matmul[0]
-        if count > 1:
-            m_full, m_new = ceil_div(m_full, count), ceil_div(m_new, count)
+        if looped:
+            m_full, m_new = ceil_div(m_full, count), ceil_div(m_new, max(test_count, 1))
         for what, full, new, t in zip(("M", "K", "N"), (m_full, *keep.matmul[1:]), (m_new, *matmul[1:]), keep.cube,
                                       strict=True):
             p = _whole(full, new, t, what)
             if p:
                 problems.append(p)
+        p = _two(keep.matmul[1], matmul[1], keep.cube[1], "K")
+        if p:
+            problems.append(p)
     return problems
 
 
 def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], int]:
     """Which axes must keep the same size: axes of equal size in *different* inputs (a matmul's K,
     two operands of the same shape) share a class; equal sizes within one input do not (an
-    image's H and W may shrink apart). Returns (input, axis) -> class id."""
+    image's H and W may shrink apart), and two inputs of the same shape pair up axis by axis (a square
+x and its mask keep rows and columns apart). Returns (input, axis) -> class id."""
     positions = [(n, ax) for n, s in shapes.items() for ax in range(len(s))]
     parent = {p: p for p in positions}
 
@@ -119,8 +173,11 @@ def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], i
 
     for i, (n1, a1) in enumerate(positions):
         for n2, a2 in positions[i + 1:]:
-            if n1 != n2 and shapes[n1][a1] == shapes[n2][a2]:
-                parent[root((n2, a2))] = root((n1, a1))
+            if n1 == n2 or shapes[n1][a1] != shapes[n2][a2]:
+                continue
+            if tuple(shapes[n1]) == tuple(shapes[n2]) and a1 != a2:
+                continue  # two inputs of one shape (x and its mask) pair axis by axis, not rows with columns
+            parent[root((n2, a2))] = root((n1, a1))
     ids: dict[tuple[str, int], int] = {}
     return {p: ids.setdefault(root(p), len(ids)) for p in positions}
 

@@ -26,7 +26,6 @@ from pypto_tui.sim.kernel_file import KernelFile, read_kernel_file
 from pypto_tui.sim.passes import PASS_FIELDS
 
 SCALES = ("small", "full")
-_DESIGN_CONSTANTS = ("LOOP_COUNT", "CUBE_M", "CUBE_K", "CUBE_N")
 
 
 @dataclass
@@ -61,6 +60,13 @@ class VerifyReport:
     first_failing_pass: str | None = None
     pass_rows: int | None = None
     peak_rss_mb: float | None = None
+    criterion: str = ""
+    criterion_source: str = ""
+    tolerances: dict[str, list[float]] = field(default_factory=dict)
+    trials: int = 0
+    trials_run: int | None = None
+    inputs_clobbered: bool | None = None
+    pypto: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -154,8 +160,13 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
     axis = ((gen.constants.get("LOOP_COUNT") or {}).get("numbers") or {}).get("axis", 0) if loop else 0
     cube = tuple(max(consts[c]) for c in ("CUBE_M", "CUBE_K", "CUBE_N")) if all(
         c in consts for c in ("CUBE_M", "CUBE_K", "CUBE_N")) else None
-    return scaled.DesignToKeep(tuple(g.shape), tile if tile and len(tile) == len(g.shape) else None,
-                               int(loop) if loop else None, int(axis), g.matmul, cube)  # type: ignore[arg-type]
+    reduce_axis = g.reduce_dim if g.reduce_dim is not None else (0 if len(g.shape) == 1 and g.why == "reduce" else None)
+    role = tuple(pipeline.needs().tiles[0].shape) if pipeline.needs().tiles else tuple(g.shape)
+    own = role if role != tuple(g.shape) else None
+    fits = tile is not None and len(tile) == len(own if own else g.shape)
+    return scaled.DesignToKeep(tuple(g.shape), tile if fits else None,
+                               int(loop) if loop else None, int(axis), g.matmul, cube,  # type: ignore[arg-type]
+                               reduce_axis, own)
 
 
 # ------------------------------------------------------------------------------ test shapes
@@ -166,13 +177,25 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
 
     def accept(shapes: scaled.Shapes) -> bool:
         g = _geometry_at(pipeline, shapes)
-        return g is not None and not scaled.kept_problems(keep, g.shape, g.matmul)  # type: ignore[arg-type]
+        if g is None or keep is None:
+            return g is not None
+        return not scaled.kept_problems(keep, g.shape, g.matmul, _tile_tensor_at(pipeline, keep, shapes))
 
     keep_values, positions = _window_channels(pipeline, keep_values)
     return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=_measure(pipeline),
                                 keep_positions=positions)
+
+
+def _tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scaled.Shapes) -> tuple[int, ...] | None:
+    """The tile's own tensor at other input shapes, when it is not the geometry (None otherwise)."""
+    if keep.tile_shape is None:
+        return None
+    try:
+        return tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+    except (InputError, ValueError, IndexError):
+        return None
 
 
 def _window_input(pipeline: Pipeline) -> Any | None:
@@ -293,16 +316,6 @@ def _fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool
     return len(tile) == len(test) and all(t <= s or t > f for t, f, s in zip(tile, full, test, strict=True))
 
 
-def _design_changes(full: dict[str, Any], test: dict[str, Any], tile_name: str | None, why: str) -> list[str]:
-    names = [n for n in (tile_name, *_DESIGN_CONSTANTS) if n and (n in full or n in test)]
-    changes = []
-    for n in names:
-        a, b = full.get(n), test.get(n)
-        if a != b:
-            changes.append(f"{n} {_fmt(a)} -> {_fmt(b)}: {why}")
-    return changes
-
-
 def _fmt(v: Any) -> str:
     if v is None:
         return "none"
@@ -310,9 +323,25 @@ def _fmt(v: Any) -> str:
 
 
 # ------------------------------------------------------------------------------ jobs
-def _job(test: Pipeline, source: str, task: str, memory_limit_mb: int | None, label: str) -> J.SimJob:
+@dataclass(frozen=True)
+class Criterion:
+    """How outputs are judged: the pack's criterion (verify.toml) and the number of input seeds."""
+
+    name: str | None = None     # None: the pack's default
+    trials: int | None = None   # None: the pack's default
+
+
+def _job(test: Pipeline, source: str, task: str, memory_limit_mb: int | None, label: str,
+         criterion: Criterion, report: VerifyReport) -> J.SimJob:
+    chosen = test.kb.verify.get(criterion.name)
+    trials = criterion.trials if criterion.trials is not None else test.kb.verify.trials
+    if trials < 1:
+        raise InputError(f"--trials {trials}: use a whole number >= 1")
+    report.criterion, report.criterion_source, report.trials = chosen.name, chosen.source, trials
+    report.tolerances = {k: list(v) for k, v in chosen.tolerances.items()}
     return J.SimJob(kind="verify", kernel_source=source, inputs=tuple(input_specs(test, with_recipe=True)),
                     init_args=tuple(init_args(test)), label=label, task_file=task,
+                    criterion=chosen.name, tolerances=dict(chosen.tolerances), trials=trials,
                     cycles_per_us=float(test.kb.chip.cycles_per_us),
                     memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB,
                     passes=tuple(test.kb.pass_verify.passes) if test.kb.pass_verify else (),
@@ -324,7 +353,8 @@ def _check_scale(scale: str) -> None:
         raise InputError(f"--scale {scale!r}: use small or full")
 
 
-def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb: int | None = None) -> PreparedVerify:
+def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb: int | None = None,
+                   criterion: Criterion = Criterion()) -> PreparedVerify:
     """The design's kernel at test shapes (the chosen tile, loop count and cube tiles kept
     meaningful, or the change said) and its job."""
     _check_scale(scale)
@@ -359,8 +389,10 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     test_consts = _constants(gen)
     report.tile = list(test_consts[tile_name]) if tile_name and tile_name in test_consts else None
     report.loop_count = test_consts.get("LOOP_COUNT")
-    report.design_kept = not report.changes
-    job = _job(test, gen.source, str(pipeline.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name)
+    if scale == "full":
+        report.design_kept = True
+    job = _job(test, gen.source, str(pipeline.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
+               criterion, report)
     return PreparedVerify(job, report, test)
 
 
@@ -386,18 +418,46 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
                 tile = _aligned_last(pipeline, tile)
     cube = {k: list(consts[f"CUBE_{k.upper()}"]) for k in "mkn"} if keep is not None and keep.cube else None
     loop = pipeline.chosen_loop_count() or 1
+    if keep is not None and keep.loop_count and geometry is not None:
+        loop = scaled.loop_count_at(keep, geometry.shape) or loop
     test = _with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,
                         cube=cube or pipeline.design.cube)
     gen = _kernel(test)
     if gen.supported:
         why = ("keeping it needs shapes over the verify limit (see notes)" if notes else
-               f"the code generator derives it from the test shapes {_fmt_shapes(shapes)}")
-        report.changes = _design_changes(consts, _constants(gen), tile_name, why)
-        if not report.changes and full_keep is not None and geometry is not None:
-            # Same constants, but the shapes may still not give them their meaning (a relaxed loop).
-            report.changes = [f"{p}: {why}" for p in scaled.kept_problems(full_keep, geometry.shape,
-                                                                         geometry.matmul)]
+               f"at the test shapes {_fmt_shapes(shapes)}")
+        test_consts = _constants(gen)
+        report.changes = module_differences(full_gen.source, gen.source, why)
+        problems = ([] if full_keep is None or geometry is None else
+                    scaled.kept_problems(full_keep, geometry.shape, geometry.matmul,
+                                         _tile_tensor_at(pipeline, full_keep, shapes)))
+        kept = full_keep is None or (keep == full_keep and geometry is not None and not problems)
+        same = all(consts.get(n) == test_consts.get(n) for n in (tile_name, "CUBE_M", "CUBE_K", "CUBE_N") if n)
+        report.design_kept = bool(kept and same)
+        if not report.design_kept:
+            report.notes += [f"not kept: {p}" for p in problems] or [
+                "not kept: the generated kernel's tile or cube constants differ at the test shapes (see changes)"]
     return test, gen, shapes
+
+
+def module_differences(delivered: str, checked: str, why: str) -> list[str]:
+    """Every code line in which the module checked differs from the module delivered (comments and
+    docstrings aside): what verify ran is the delivered module but for these lines."""
+    from pypto_tui.sim.jobs import code_only
+
+    a = [ln.strip() for ln in code_only(delivered).splitlines()]
+    b = [ln.strip() for ln in code_only(checked).splitlines()]
+    if a == b:
+        return []
+    import difflib
+
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        old, new = " / ".join(a[i1:i2]) or "(nothing)", " / ".join(b[j1:j2]) or "(nothing)"
+        out.append(f"{old} -> {new}: {why}")
+    return out
 
 
 def _fmt_shapes(shapes: scaled.Shapes) -> str:
@@ -405,7 +465,7 @@ def _fmt_shapes(shapes: scaled.Shapes) -> str:
 
 
 def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "small",
-                          memory_limit_mb: int | None = None) -> PreparedVerify:
+                          memory_limit_mb: int | None = None, criterion: Criterion = Criterion()) -> PreparedVerify:
     """Any kernel module (exported, edited, hand-written) against the task. The module is read
     statically here; the worker runs it. Test shapes keep the module's declared TILE_SHAPE and
     LOOP_COUNT meaningful when it declares them."""
@@ -417,11 +477,13 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
     if scale == "full":
         shapes = _full_shapes(pipeline)
     else:
-        shapes, _kept, report.notes = small_shapes(pipeline, _declared_design(pipeline, kfile))
+        declared = _declared_design(pipeline, kfile)
+        shapes, kept, report.notes = small_shapes(pipeline, declared)
+        report.design_kept = declared is None or kept == declared
     test = _with_shapes(pipeline, shapes) if scale == "small" else pipeline
     report.shapes = {k: list(v) for k, v in shapes.items()}
     report.supported = True
-    job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name)
+    job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name, criterion, report)
     return PreparedVerify(job, report, test)
 
 
@@ -445,8 +507,11 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
     report = replace(prepared.report)
     worst = _worst_output(r.outputs)
     report.passed = bool(r.ok and r.passed)
+    report.trials_run, report.inputs_clobbered = r.trials_run, r.inputs_clobbered
+    report.pypto = _pypto_version()
     if report.passed:
-        report.reason = (f"the kernel matches the torch baseline, and all {max(len(r.passes_checked) - 1, 0)} "
+        report.reason = (f"every element of every output is within the {report.criterion} tolerance of the torch "
+                         f"baseline in {report.trials} trial(s), and all {max(len(r.passes_checked) - 1, 0)} "
                          "compiler passes agree with it")
     else:
         report.reason = str((worst.get("reason") if worst and not worst.get("passed", True) else None)
@@ -470,14 +535,16 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
 
 def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
                 cache: bool = True, memory_limit_mb: int | None = None, progress: Progress | None = None,
-                status: Status | None = None, kernels: Sequence[Path | None] | None = None) -> list[VerifyReport]:
+                status: Status | None = None, kernels: Sequence[Path | None] | None = None,
+                criterion: Criterion = Criterion()) -> list[VerifyReport]:
     """Verify several designs (or, where `kernels` gives a file, that kernel against the design's
     task), their workers running in parallel up to `jobs`."""
     from pypto_tui.sim.runner import run_many
 
     files = list(kernels) if kernels is not None else [None] * len(pipelines)
-    prepared = [prepare_kernel_verify(p, k, scale=scale, memory_limit_mb=memory_limit_mb) if k is not None
-                else prepare_verify(p, scale=scale, memory_limit_mb=memory_limit_mb)
+    prepared = [prepare_kernel_verify(p, k, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion)
+                if k is not None else prepare_verify(p, scale=scale, memory_limit_mb=memory_limit_mb,
+                                                     criterion=criterion)
                 for p, k in zip(pipelines, files, strict=True)]
     runnable = [x for x in prepared if x.job is not None]
     results = iter(run_many([x.job for x in runnable if x.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
@@ -487,11 +554,21 @@ def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: in
 
 def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,
            memory_limit_mb: int | None = None, progress: Progress | None = None, status: Status | None = None,
-           kernel: Path | None = None) -> VerifyReport:
+           kernel: Path | None = None, criterion: Criterion = Criterion()) -> VerifyReport:
     """Build the kernel at test shapes (or take `kernel`), run it through the interpreter and
     every compiler pass it checks, and compare with torch."""
     return verify_many([pipeline], scale=scale, jobs=1, timeout_s=timeout_s, cache=cache,
-                       memory_limit_mb=memory_limit_mb, progress=progress, status=status, kernels=[kernel])[0]
+                       memory_limit_mb=memory_limit_mb, progress=progress, status=status, kernels=[kernel],
+                       criterion=criterion)[0]
+
+
+def _pypto_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pypto")
+    except PackageNotFoundError:
+        return None
 
 
 def _worst_output(outputs: list[dict[str, Any]]) -> dict[str, Any] | None:
