@@ -144,6 +144,20 @@ def cost_job(pipeline: Pipeline, label: str) -> J.SimJob:
                     cycles_per_us=float(pipeline.kb.chip.cycles_per_us))
 
 
+def kernel_file_job(pipeline: Pipeline, path: Any) -> J.SimJob:
+    """A cost job for any kernel module on disk (`sim TASK --kernel FILE`): the file is read
+    statically first (it must define ModelNew taking the task's init arguments), then compiled in
+    SIM mode with the task's inputs, like the generated kernel; every kernel it launches is timed."""
+    from pathlib import Path
+
+    from pypto_tui.sim.kernel_file import read_kernel_file
+
+    args = init_args(pipeline)
+    kfile = read_kernel_file(Path(path), len(args))
+    return J.SimJob(kind="cost", kernel_source=kfile.source, inputs=tuple(input_specs(pipeline, "zeros")),
+                    init_args=tuple(args), label=Path(path).name, cycles_per_us=float(pipeline.kb.chip.cycles_per_us))
+
+
 # ------------------------------------------------------------------------------ sweeps
 class SweepStopped(Exception):
     """The sweep's StopSignal fired (the user cancelled, or the time budget ran out)."""
