@@ -328,8 +328,12 @@ def _file_target(text: str) -> str | None:
     return None
 
 
-def run_app(task: Path | None = None, kb: Path | None = None, session: Path | None = None) -> int:
+def build_app(task: Path | None = None, kb: Path | None = None, session: Path | None = None) -> PyptoApp:
+    """The app, not yet running: a session file that cannot be read is refused here (InputError)."""
+    return PyptoApp(task=task, kb=kb, session=session, freeze_gc=True)
+
+
+def run_app(app: PyptoApp) -> int:
     """Run the app; the return value is the process exit status."""
-    app = PyptoApp(task=task, kb=kb, session=session, freeze_gc=True)
     app.run()
     return app.return_code or 0

@@ -1,6 +1,8 @@
 """The `pypto-tui` command line: thin Typer commands over the core.
 
-`pypto-tui` with no arguments opens the app; the one-shot commands never import Textual, and
+`pypto-tui` with no arguments opens the app in a terminal; from a pipe or a script (stdin or stdout
+not a terminal) it prints the help and exits 2, and `ui` says so in one line, instead of writing
+escape codes into the pipe and waiting for keys. The one-shot commands never import Textual, and
 `tile`/`loop` import neither Textual nor libcst (a test checks `sys.modules`).
 """
 
@@ -12,8 +14,16 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli.common import Exit, KbOption, handles_input_errors
+from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
 from pypto_tui.cli.guard import GuardedGroup
+
+NO_TERMINAL = ("the app needs a terminal, and stdin or stdout is not one (a pipe or a script): run it in a "
+               "terminal, or use a one-shot command (see pypto-tui -h)")
+
+
+def has_terminal() -> bool:
+    """Whether the full-screen app can run: it reads keys from stdin and draws on stdout."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stdout))
 
 
 class PyptoGroup(GuardedGroup):
@@ -43,10 +53,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from pypto_tui import __version__
+
+        sys.stdout.write(f"pypto-tui {__version__}\n")
+        raise typer.Exit(Exit.OK)
+
+
 @app.callback(invoke_without_command=True)
-def root(ctx: typer.Context) -> None:
-    """With no command, open the app."""
+def root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """With no command, open the app; without a terminal (a pipe, a script), print this help."""
     if ctx.invoked_subcommand is None:
+        if not has_terminal():
+            sys.stdout.write(ctx.get_help() + "\n")
+            raise fail(NO_TERMINAL)
         _run_app(None, None, None)
 
 
@@ -69,9 +94,12 @@ def _run_app(task: Path | None, kb: Path | None, session: Path | None) -> None:
     get_kb(kb)  # a bad pack is refused here, before the screen takes over
     if task is not None:
         require_file(task, "task file")
-    from pypto_tui.screens.app import run_app
+    from pypto_tui.screens.app import build_app, run_app
 
-    raise typer.Exit(run_app(task=task, kb=kb, session=session))
+    pypto_app = build_app(task=task, kb=kb, session=session)  # a bad session is refused here
+    if not has_terminal():
+        raise fail(NO_TERMINAL)
+    raise typer.Exit(run_app(pypto_app))
 
 
 def main() -> None:
