@@ -125,9 +125,17 @@ def _clip(text: str, width: int) -> str:
 
 
 class OpenTaskDialog(ModalScreen[str | None]):
-    """Open a task file by path, or pick one of the bundled examples."""
+    """Open a task file by path, or pick one of the bundled examples.
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    The path field has the focus, always: what the user types goes there, and Enter opens the
+    typed path (with the list focused, a typed path was lost and Enter opened the highlighted
+    example instead). Down (or Tab) moves to the examples.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("down", "to_examples", "Examples", show=False),
+    ]
 
     def __init__(self, examples: list[Path], value: str = "") -> None:
         super().__init__(classes="dialog-screen")
@@ -138,7 +146,7 @@ class OpenTaskDialog(ModalScreen[str | None]):
             yield Label("Open a task file", classes="dialog-title")
             yield Field(self.value, placeholder="path/to/task.py (Enter to open)", id="path")
             yield Static("", id="path-error", classes="field-error")
-            yield Label("…or pick a bundled example (Enter / click):", classes="dialog-text")
+            yield Label("…or pick a bundled example (↓, then Enter; or click):", classes="dialog-text")
             yield OptionList(
                 *[Option(f"{p.stem:<22} {_clip(_first_doc_line(p), 62)}", id=str(p)) for p in self.examples],
                 id="examples",
@@ -150,15 +158,20 @@ class OpenTaskDialog(ModalScreen[str | None]):
     def on_mount(self) -> None:
         inp = self.query_one("#path", Input)
         inp.cursor_blink = getattr(self.app, "blink", True)
-        if self.examples and not self.value:
-            self.query_one("#examples", OptionList).focus()
-        else:
-            inp.focus()
+        inp.focus()
+
+    def action_to_examples(self) -> None:
+        """Down in the path field: into the examples list, on its first entry."""
+        examples = self.query_one("#examples", OptionList)
+        if self.focused is not examples and examples.option_count:
+            examples.focus()
+            if examples.highlighted is None:
+                examples.highlighted = 0
 
     def _open(self, text: str) -> None:
         text = text.strip()
         p = Path(text).expanduser()
-        err = ("give a path" if not text else f"{p} does not exist" if not p.exists()
+        err = ("give a path, or pick an example below (↓)" if not text else f"{p} does not exist" if not p.exists()
                else f"{p} is a folder: give a task .py file" if p.is_dir() else None)
         self.query_one("#path-error", Static).update(err or "")
         if not err:

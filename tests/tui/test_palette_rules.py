@@ -20,6 +20,9 @@ async def test_picker_opens_a_bundled_example(make_app, ui) -> None:
         await ui.settle(pilot, app)
         assert isinstance(app.screen, OpenTaskDialog)  # no task: the picker comes up
         ol = app.screen.query_one("#examples")
+        await pilot.press("down")  # from the path field into the list
+        await pilot.pause()
+        assert app.screen.focused is ol and ol.highlighted == 0
         names = [ol.get_option_at_index(i).id for i in range(ol.option_count)]
         idx = next(i for i, n in enumerate(names) if n.endswith("softmax_rows.py"))
         ol.highlighted = idx
@@ -28,6 +31,25 @@ async def test_picker_opens_a_bundled_example(make_app, ui) -> None:
         assert isinstance(app.screen, ContractScreen)
         assert app.session.design.task.endswith("softmax_rows.py")
         assert app.screen.contract.op == "softmax"
+
+
+async def test_first_open_dialog_types_into_the_path_field(make_app, ui) -> None:
+    """Issue 25 (8): the first dialog had the examples focused; a typed path was lost and Enter
+    opened the highlighted example (batch_norm.py). Now the keys land in the path field."""
+    app = make_app()
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        assert isinstance(app.screen, OpenTaskDialog)
+        assert app.screen.focused is app.screen.query_one("#path")
+        await pilot.press("enter")  # nothing typed: says what to do, opens nothing
+        await pilot.pause()
+        assert isinstance(app.screen, OpenTaskDialog)
+        assert "give a path" in str(app.screen.query_one("#path-error").render())
+        await pilot.press(*ui.task("elu"))
+        await pilot.press("enter")
+        await ui.settle(pilot, app)
+        assert isinstance(app.screen, ContractScreen)
+        assert app.session.design.task == ui.task("elu")
 
 
 async def test_open_dialog_reports_missing_file_in_place(make_app, ui) -> None:
