@@ -5,8 +5,11 @@ is found. `--fix` rewrites only what is mechanical (scalar-left `-`/`/`, unary m
 file in place (same inode, mode and hard links; a symlink's target is the file fixed); what it
 cannot fix stays a finding. A file that cannot be read (a FIFO, not UTF-8, too large) is one
 `io-error` finding, never counted as clean. `--pypto` picks the release the kernels are checked
-against (default: the installed pypto's, else the pack's fallback); `--strict` reports the rule
-documents' style rules at their documents' severity.
+against; the default, `auto`, infers it per file from what the file uses (a name or jit keyword
+only a later release has) and else takes the installed pypto's (the pack's fallback without one),
+and says which it took when that is not the default. `--strict` reports the rule documents' style
+rules at their documents' severity. A file with no jit kernel is said to have none (nothing in it
+was checked against the kernel rules); that alone is no finding (exit 0).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ def lint(
     flavour: Annotated[str | None, typer.Option("--flavour", help="API flavour (default: the pack's).",
                                                 show_default=False)] = None,
     pypto: Annotated[str | None, typer.Option("--pypto", help="The PyPTO release to check against, e.g. 0.2.0 or "
-                                              "0.2.1 (default: the installed pypto's, else the pack's).",
+                                              "0.2.1, or auto: inferred per file from what it uses, else the "
+                                              "installed pypto's (the default).",
                                               show_default=False)] = None,
     strict: Annotated[bool | None, typer.Option("--strict/--no-strict", help="Report the rule documents' style "
                                                 "rules at the documents' severity (default: the pack's setting).",
@@ -39,8 +43,9 @@ def lint(
 ) -> None:
     """Lint PyPTO kernel modules against the pack's rules (exit 1 when anything is found)."""
     from pypto_tui.fileio import read_text, rewrite_in_place
-    from pypto_tui.lint.engine import expand_paths, fix_source, format_finding, lint_paths
+    from pypto_tui.lint.engine import FileFacts, expand_paths, fix_source, format_finding, lint_paths
     from pypto_tui.lint.profile import lint_settings
+    from pypto_tui.lint.release import AUTO
     from pypto_tui.source_bounds import MAX_BYTES
 
     if any(not name.strip() for name in files):
@@ -50,7 +55,10 @@ def lint(
     pack = load_kb(kb)
     pack.flavour(flavour)
     settings = lint_settings(pack)
-    release = settings.profile(pypto).pypto
+    if pypto is None:
+        pypto = settings.pypto or AUTO  # a release pinned in the pack's lint.toml wins over inference
+    default = settings.profile(None).pypto
+    release = AUTO if pypto == AUTO else settings.profile(pypto).pypto
     strict_mode = settings.strict if strict is None else strict
     for f in paths:
         if not f.exists() and not f.is_symlink():
@@ -69,15 +77,33 @@ def lint(
             if new != text:
                 real = rewrite_in_place(f, text, new)  # same inode, mode and links; symlinks followed
                 fixed.append(str(f) if real == f.resolve() else f"{f} -> {real}")
-    findings = lint_paths(paths, pack, flavour, task_source, pypto=release, strict=strict_mode)
+    facts: dict[str, FileFacts] = {}
+    findings = lint_paths(paths, pack, flavour, task_source, pypto=release, strict=strict_mode, facts=facts)
+    used = sorted({f.release for f in facts.values()}) or [default if release == AUTO else release]
+    no_kernel = [path for path, f in facts.items() if f.kernels == 0]
     if json_out:
         emit_json({"findings": [x.to_dict() for x in findings], "fixed": fixed, "count": len(findings),
-                   "pypto": release, "strict": strict_mode})
+                   "pypto": used[0] if len(used) == 1 else AUTO, "strict": strict_mode,
+                   "files": {path: {"pypto": f.release, "why": f.why, "kernels": f.kernels}
+                             for path, f in facts.items()},
+                   "no_kernel": no_kernel})
     else:
         for path in fixed:
             typer.echo(f"fixed: {path}", err=True)
+        if release == AUTO:
+            for path, f in facts.items():
+                if f.release != default:
+                    typer.echo(f"{path}: linted as {f.why}", err=True)
         for x in findings:
             typer.echo(format_finding(x))
-        if not findings:
-            typer.echo(f"clean: {len(targets)} file(s), no findings (pypto {release})", err=True)
+        checked = len(facts) - len(no_kernel)
+        if no_kernel and not checked:
+            what = no_kernel[0] if len(no_kernel) == 1 else f"none of the {len(no_kernel)} files"
+            typer.echo(f"no kernel to lint: {what} has no @pypto.frontend.jit function, so no kernel rule was "
+                       "checked (lint the module that defines the kernel)", err=True)
+        elif no_kernel:
+            typer.echo(f"{len(no_kernel)} of {len(facts)} file(s) have no jit kernel: " + ", ".join(no_kernel[:3])
+                       + (", ..." if len(no_kernel) > 3 else ""), err=True)
+        if not findings and checked:
+            typer.echo(f"clean: {len(targets)} file(s), no findings (pypto {', '.join(used)})", err=True)
     raise typer.Exit(Exit.FINDINGS if findings else Exit.OK)

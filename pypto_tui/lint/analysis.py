@@ -54,16 +54,19 @@ def join(kinds: list[Kind]) -> Kind:
 
 # pypto.* callables that do not produce a tensor (configuration, control, types).
 _PYPTO_NON_TENSOR = frozenset({
-    "loop", "cond", "jit", "frontend", "dynamic", "verify", "compile", "ceil_div", "symbolic_scalar",
+    "loop", "loop_unroll", "cond", "jit", "frontend", "dynamic", "verify", "compile", "ceil_div", "symbolic_scalar",
+    "is_loop_begin", "is_loop_end", "options",
 })
 # pypto.min / pypto.max work on symbolic scalars (loop indices), not tensors (0.2.0 operation.py).
 _PYPTO_SCALAR = frozenset({"min", "max", "ceildiv", "ceil_div"})
-_PYPTO_NON_TENSOR_PREFIXES = ("set_", "get_", "is_", "frontend.", "experimental.", "config.")
+_PYPTO_NON_TENSOR_PREFIXES = ("set_", "get_", "is_", "frontend.", "experimental.", "config.", "distributed.")
 # Tensor methods whose result is not a tensor.
 _NON_TENSOR_METHODS = frozenset({
     "dim", "size", "numel", "nelement", "ndimension", "stride", "is_contiguous", "item", "tolist",
     "data_ptr", "element_size", "move", "assemble", "shape", "dtype",
 })
+# Tensor attributes the tracer knows (Python values, or symbolic scalars for a dynamic axis).
+_TRACE_ATTRS = frozenset({"shape", "dtype", "dim", "ndim", "format"})
 _SCALAR_BUILTINS = frozenset({
     "float", "int", "abs", "min", "max", "len", "round", "ceil_div", "bool", "sum", "pow",
 })
@@ -731,8 +734,30 @@ class ModuleInfo:
     def _helper_calls(self, caller: KernelInfo) -> Iterator[tuple[cst.Call, cst.FunctionDef]]:
         for node in iter_nodes(caller.node.body):
             fn = self.called_function(node)
-            if fn is not None and fn not in self.kernels:
+            if fn is not None and fn not in self.kernels and not self._trace_time(fn, node, caller):  # type: ignore[arg-type]
                 yield node, fn  # type: ignore[misc]
+
+    def _trace_time(self, fn: cst.FunctionDef, call: cst.Call, caller: KernelInfo) -> bool:
+        """A helper that runs as plain Python while the kernel is traced (`unroll_list=powers_of_2(32)`):
+        it is passed no tensor and names nothing of pypto, so it records no kernel code."""
+        if any(self.kind_of(a.value, caller) is not Kind.SCALAR for a in call.args):
+            return False
+        return not any(isinstance(n, cst.Name | cst.Attribute) and self.pypto_name(n) is not None
+                       for n in iter_nodes(fn.body))
+
+    def is_dead(self, node: cst.CSTNode) -> bool:
+        """`node` lies in a branch of an `if` whose test is a compile-time constant that never takes
+        it (`k = 0` ... `if k < LIMIT: ... else: <dead>`): the tracer never records it."""
+        child = node
+        for a in self.ancestors(node):
+            if isinstance(a, cst.If) and child is not a.test:
+                taken = self.const_value(a.test, self.scope_of(a))
+                if isinstance(taken, bool | int | float) and (child is a.body) != bool(taken):
+                    return True
+            if isinstance(a, cst.Module):
+                break
+            child = a
+        return False
 
     def called_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The function of this module a call `f(...)` runs, when `f` is bound once to a def."""
@@ -1029,8 +1054,11 @@ class ModuleInfo:
         if isinstance(expr, cst.Attribute):
             if self.pypto_name(expr) is not None:
                 return Kind.SCALAR
-            if expr.attr.value in ("T", "mT") and self.kind_of(expr.value, info) is Kind.TENSOR:
+            base = self.kind_of(expr.value, info)
+            if expr.attr.value in ("T", "mT") and base is Kind.TENSOR:
                 return Kind.TENSOR
+            if expr.attr.value in _TRACE_ATTRS and base is Kind.TENSOR:
+                return Kind.SCALAR  # `x.shape`, `x.dtype`: known when the kernel is traced
             return Kind.UNKNOWN
         if isinstance(expr, cst.Call):
             pname = self.pypto_name(expr.func)
@@ -1055,13 +1083,47 @@ class ModuleInfo:
                 return Kind.SCALAR
             return self.kind_of(expr.expression, info)
         if isinstance(expr, cst.Subscript):
-            return Kind.TENSOR if self.kind_of(expr.value, info) is Kind.TENSOR else Kind.UNKNOWN
+            return self._subscript_kind(expr, info)
         if isinstance(expr, cst.IfExp):
             return join([self.kind_of(expr.body, info), self.kind_of(expr.orelse, info)])
         if isinstance(expr, cst.Comparison):
             parts = [self.kind_of(expr.left, info), *(self.kind_of(c.comparator, info) for c in expr.comparisons)]
             return join(parts)
         return Kind.UNKNOWN
+
+    def _subscript_kind(self, expr: cst.Subscript, info: KernelInfo | None) -> Kind:
+        """`x[i]` of a tensor: a view when any index is a slice or there are fewer indices than axes,
+        one element (a scalar, PyPTO's GetTensorData) when every axis gets an index; unknown when the
+        rank is not known. `x.shape[i]` and other subscripts of scalars are scalars."""
+        base = self.kind_of(expr.value, info)
+        if base is Kind.SCALAR:
+            return Kind.SCALAR
+        if base is not Kind.TENSOR:
+            return Kind.UNKNOWN
+        indices: list[cst.BaseExpression] = []
+        for el in expr.slice:
+            if not isinstance(el.slice, cst.Index) or el.slice.star is not None:
+                return Kind.TENSOR  # a slice `a:b` or `*idx`
+            if isinstance(el.slice.value, cst.Ellipsis):
+                return Kind.TENSOR
+            indices.append(el.slice.value)
+        if len(indices) == 1 and isinstance(indices[0], cst.Tuple):
+            return Kind.UNKNOWN  # `x[(i, j)]`: not how kernels are written; say nothing
+        if any(self.kind_of(i, info) is Kind.TENSOR for i in indices):
+            return Kind.TENSOR  # a gather by an index tensor
+        rank = self.rank_of(expr.value, info)
+        if rank is None:
+            return Kind.UNKNOWN
+        return Kind.SCALAR if len(indices) >= rank else Kind.TENSOR
+
+    def rank_of(self, expr: cst.BaseExpression, info: KernelInfo | None) -> int | None:
+        """The rank of a tensor expression when the source states it."""
+        if info is None:
+            return None
+        if isinstance(expr, cst.Name) and expr.value in info.tensor_params:
+            return info.tensor_params[expr.value].rank
+        shape = self.shape_of(expr, info)
+        return len(shape) if shape is not None else None
 
     def loop_dependent(self, loop: cst.For) -> set[str]:
         """The loop's index names and every name the body derives from them (`off = i * B`)."""

@@ -233,8 +233,8 @@ class LintRule(m.MatcherDecoratableVisitor):
         helper function the message names the kernel that reaches it."""
         rid = rule or self.RULE
         level = self.ctx.level_of(rid)
-        if level is None:
-            return
+        if level is None or self.info.is_dead(node):
+            return  # off for this release, or code the tracer never reaches
         pos = self.get_metadata(PositionProvider, node).start
         k = self.info.kernel_of(node)
         text = (message or self.MESSAGE) + (k.where() if k is not None else "")

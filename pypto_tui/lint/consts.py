@@ -17,14 +17,34 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import libcst as cst
 
 from pypto_tui.contract.values import DType, Evaluator, Ref, Unknown
 
-if TYPE_CHECKING:
-    from pypto_tui.lint.analysis import ModuleInfo, Scope
+
+class Scope(Protocol):
+    """A function's or the module's names (analysis.Scope); only its enclosing scope is read here."""
+
+    @property
+    def parent(self) -> Scope | None: ...
+
+
+class ModuleInfo(Protocol):
+    """What the evaluator asks of analysis.ModuleInfo, stated here so that this module does not
+    import analysis (which imports it): the parsed module, its import aliases, its scopes, name
+    lookup and the kernels' annotated tensor parameters."""
+
+    module: cst.Module
+    aliases: dict[str, str]
+
+    @property
+    def scopes(self) -> Any: ...
+
+    def lookup(self, name: str, scope: Any) -> tuple[Any, Any]: ...
+
+    def param_tensor(self, scope: Any, name: str) -> KernelTensor | None: ...
 
 DYNAMIC_DIMS = frozenset({"pypto.DYNAMIC", "pypto.DYN"})
 DYNAMIC_FACTORIES = frozenset({"pypto.frontend.dynamic"})

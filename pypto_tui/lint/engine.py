@@ -27,6 +27,7 @@ from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
 from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
 from pypto_tui.lint.profile import lint_settings
+from pypto_tui.lint.release import AUTO, infer_release
 from pypto_tui.lint.rules import ALL_RULES
 from pypto_tui.source_bounds import MAX_BYTES, SourceTooComplex, check_source
 
@@ -46,6 +47,20 @@ class _Run:
     findings: list[LintFinding]
     fixes: list[Fix] = field(default_factory=list)
     module: cst.Module | None = None
+    release: str = ""
+    """The release the file was linted for, and why when it was inferred (`--pypto auto`)."""
+    why: str = ""
+    kernels: int = 0
+    """How many jit kernels the file defines (0: nothing was checked against kernel rules)."""
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What the lint learnt about one file besides its findings."""
+
+    release: str
+    why: str
+    kernels: int
 
 
 def format_finding(f: LintFinding) -> str:
@@ -71,7 +86,8 @@ def lint_source(
     strict: bool | None = None,
 ) -> list[LintFinding]:
     """Every finding in `source`, sorted by position. `flavour` defaults to the pack's default;
-    `pypto` (the release) to the installed pypto's, else the pack's; `strict` to the pack's. The task's
+    `pypto` (the release; "auto": inferred from what the source uses) to the installed pypto's, else the
+    pack's; `strict` to the pack's. The task's
     Model signature comes from its source, or already read (`task_signature`: the contract holds it,
     so the app does not read the task file again)."""
     return _run(source, path, kb, flavour, task_source, checks, task_init=task_signature, pypto=pypto,
@@ -87,8 +103,11 @@ def lint_paths(
     checks: Iterable[str] | None = None,
     pypto: str | None = None,
     strict: bool | None = None,
+    facts: dict[str, FileFacts] | None = None,
 ) -> list[LintFinding]:
-    """Lint files (folders are searched for *.py, in sorted order)."""
+    """Lint files (folders are searched for *.py, in sorted order). With `pypto="auto"` each file's
+    release is inferred from what it uses; `facts`, when given, receives each linted file's release,
+    why it was chosen and its number of jit kernels."""
     kb = kb or get_kb()
     task_init = task_init_signature(task_source) if task_source is not None else None
     out: list[LintFinding] = []
@@ -98,8 +117,10 @@ def lint_paths(
         except InputError as exc:  # a FIFO, a device, too large, not UTF-8, unreadable: one finding
             out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {exc}"))
             continue
-        out.extend(_run(text, str(file), kb, flavour, None, checks, task_init=task_init, pypto=pypto,
-                        strict=strict).findings)
+        run = _run(text, str(file), kb, flavour, None, checks, task_init=task_init, pypto=pypto, strict=strict)
+        out.extend(run.findings)
+        if facts is not None and run.release:
+            facts[str(file)] = FileFacts(run.release, run.why or f"pypto {run.release}", run.kernels)
     return out
 
 
@@ -190,7 +211,8 @@ def _run(
     kb = kb or get_kb()
     flav = kb.flavour(flavour)
     settings = lint_settings(kb)
-    release = settings.profile(pypto)
+    auto = pypto == AUTO
+    release = settings.profile(None if auto else pypto)
     if task_source is not None and task_init is None:
         task_init = task_init_signature(task_source)
     rules = _selected(checks)
@@ -213,6 +235,10 @@ def _run(
     except Exception as err:
         return _Run([LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "error",
                                  f"could not analyse this file: {type(err).__name__}: {err}")])
+    why = ""
+    if auto:
+        inferred = infer_release(info, settings)
+        release, why = inferred.profile, inferred.why
 
     def resolve(provider: type) -> Mapping[cst.CSTNode, Any]:
         return parents if provider is ParentNodeProvider else wrapper.resolve(provider)  # type: ignore[arg-type]
@@ -241,7 +267,7 @@ def _run(
             if fix is not None:
                 fixes.append(fix)
     findings.sort(key=lambda f: (f.line, f.col, f.check, f.rule, f.message))
-    return _Run(findings, fixes, wrapper.module)
+    return _Run(findings, fixes, wrapper.module, release.pypto, why, len(info.kernels))
 
 
 def _pair(rule: LintRule) -> list[tuple[LintFinding, Fix | None]]:

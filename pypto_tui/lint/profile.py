@@ -99,12 +99,12 @@ def matching_profile(version: str | None, profiles: Mapping[str, VersionProfile]
         return None
     if version in profiles:
         return version
-    want = _release(version)
-    older = [p for p in profiles if _release(p) <= want]
-    return max(older, key=_release) if older else None
+    want = release_key(version)
+    older = [p for p in profiles if release_key(p) <= want]
+    return max(older, key=release_key) if older else None
 
 
-def _release(v: str) -> tuple[int, ...]:
+def release_key(v: str) -> tuple[int, ...]:
     """(0, 2, 0) for '0.2.0', '0.2.0rc1' and '0.2.0.post1': the leading numbers of the version."""
     out = []
     for part in v.split("."):
@@ -186,4 +186,4 @@ def _api_names(path: Path, item: _Reader, rel: str) -> set[str]:
 
 
 __all__ = ["LintSettings", "StyleLevel", "VersionProfile", "installed_pypto", "lint_settings",
-           "matching_profile"]
+           "matching_profile", "release_key"]
