@@ -39,6 +39,7 @@ class PyptoGroup(GuardedGroup):
         "sim": "pypto_tui.cli.sim_cmd:sim",
         "verify": "pypto_tui.cli.sim_cmd:verify",
         "kb": "pypto_tui.cli.kb_cmd:kb_app",
+        "runs": "pypto_tui.cli.runs_cmd:runs_app",
     }
 
 

@@ -1,0 +1,91 @@
+"""Suites through the real compiler: the small fixture folder (three tiny tasks and one that
+fails on purpose) on the local pool and on a real two-worker Dask LocalCluster gives the same
+records; a suite killed with kill -9 resumes without redoing or losing a finished task."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SMALL = Path(__file__).parent / "fixtures" / "suite_small"
+TASKS = ["relu_tiny.py", "scale_tiny.py", "sort_fails.py", "sum_rows_tiny.py"]
+# what decides a verdict, from the verify command's own record (times and peaks differ run to run)
+SAME = ("passed", "supported", "shapes", "tile", "loop_count", "passes_checked", "missing_passes",
+        "first_failing_pass", "max_abs_err", "criterion", "kernel")
+
+
+def suite(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pypto_tui", "verify", str(SMALL), *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "NO_COLOR": "1"})
+
+
+def records(doc: dict[str, Any]) -> dict[str, Any]:
+    return {t["name"]: (t["verdict"], t["exit_code"], t["family"], t["design"], {k: t["record"].get(k) for k in SAME})
+            for t in doc["tasks"]}
+
+
+@pytest.mark.sim
+def test_local_pool_and_a_two_worker_local_cluster_give_the_same_records(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    db = tmp_path / "runs.sqlite"
+    local = suite("--db", str(db), "--no-cache", "--workers", "2", "--json")
+    assert local.returncode == 1, local.stderr  # sort_fails.py fails the suite
+    a = json.loads(local.stdout)
+    assert [t["name"] for t in a["tasks"]] == TASKS
+    assert {n: v[0] for n, v in records(a).items()} == {"relu_tiny.py": "pass", "scale_tiny.py": "pass",
+                                                        "sort_fails.py": "unsupported", "sum_rows_tiny.py": "pass"}
+    assert a["totals"]["passed"] == 3 and a["run"]["workers"] == 2 and a["pool"] == "local"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"memory": 6000},
+                                  dashboard_address=None) as cluster:
+        dask = suite("--db", str(db), "--no-cache", "--scheduler", cluster.scheduler_address, "--json")
+    assert dask.returncode == 1, dask.stderr
+    b = json.loads(dask.stdout)
+    assert b["pool"] == "dask" and b["run"]["scheduler"] == cluster.scheduler_address
+    assert records(b) == records(a)
+    diff = subprocess.run([sys.executable, "-m", "pypto_tui", "runs", "diff", "last-1", "last", "--db", str(db),
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert diff.returncode == 0 and json.loads(diff.stdout)["newly_failing"] == []
+
+
+def _recorded(db: Path) -> list[tuple[str, str]]:
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:
+            return list(conn.execute("SELECT name, finished_at FROM tasks ORDER BY name"))
+    except sqlite3.OperationalError:  # the suite has not created its tables yet
+        return []
+
+
+@pytest.mark.sim
+def test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "pypto_tui", "verify", str(SMALL), "--db", str(db), "--workers",
+                             "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while not _recorded(db) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    before = _recorded(db)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 1 <= len(before) < len(TASKS)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]  # killed, not finished
+    resumed = suite("--db", str(db), "--resume", "--json")
+    assert resumed.returncode == 1, resumed.stderr
+    d = json.loads(resumed.stdout)
+    assert d["resumed"] == [name for name, _ in before] and d["run"]["id"] == 1 and d["run"]["status"] == "finished"
+    after = _recorded(db)
+    assert [name for name, _ in after] == TASKS  # every task recorded once
+    assert set(before) <= set(after)  # the finished ones kept their rows: not run again
+    again = suite("--db", str(db), "--resume")
+    assert again.returncode == 2 and "no unfinished" in again.stderr
