@@ -46,7 +46,8 @@ def list_runs(
         runs = h.runs(limit)
         counts = {r.id: h.counts(r.id) for r in runs}
     if json_out:
-        emit_json({"db": str(h.path), "runs": [{**r.to_dict(), "counts": counts[r.id]} for r in runs]})
+        emit_json({"db": str(h.path), "runs": [{**r.to_dict(), "counts": counts[r.id], "live_status": r.live_status()}
+                                                      for r in runs]})
         return
     from rich.table import Table
 
@@ -57,7 +58,7 @@ def list_runs(
         t.add_column(col, no_wrap=col != "folder")
     for r in runs:
         c = counts[r.id]
-        t.add_row(str(r.id), r.started_at, r.command, r.folder, r.status, str(c.get("pass", 0)),
+        t.add_row(str(r.id), r.started_at, r.command, r.folder, r.live_status(), str(c.get("pass", 0)),
                   f"{sum(c.values())} / {r.total}", f"{r.wall_s:.1f}" if r.wall_s is not None else "-",
                   r.tool_commit or "-")
     console.print(t)

@@ -6,7 +6,8 @@ command's own, and when the task argument is a folder it runs the suite instead;
 runs that same command (`verify TASK --json` with the options given), so every option the
 single-task command has, now or later, applies to every task. Options that choose one task's
 design (--tile, --loop-count) are refused for a folder; --kernel takes a folder of kernels named
-like the tasks.
+like the tasks. A sim suite compiles one candidate per task at a time unless --jobs says otherwise:
+the parallelism is across tasks.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def _run_suite(command: str, folder: Path, values: dict[str, Any], suite: dict[s
     kb = values.get("kb")
     load_kb(kb)  # a bad pack is refused once, here, not once per task
     args = _task_args(values)
+    if command == "sim" and "--jobs" not in args:
+        args += ["--jobs", "1"]  # the suite runs tasks side by side: one compile per task unless asked
     if kb is not None:
         args += ["--kb", str(Path(kb).resolve())]
     timeout = float(values.get("timeout") or 0)

@@ -150,6 +150,26 @@ class RunInfo:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def live_status(self) -> str:
+        """`status`, except that a `running` run whose process on this host is gone shows `killed`
+        (kill -9 leaves no chance to write more; `--resume` finishes it)."""
+        if self.status == "running" and self.host == socket.gethostname() and self.pid and not pid_alive(self.pid):
+            return "killed"
+        return self.status
+
+
+def pid_alive(pid: int) -> bool:
+    """Is process `pid` running (a zombie is not)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
 
 class History:
     """The run history in one SQLite file. Open it with `History.open(path)` (the file and its

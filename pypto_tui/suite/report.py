@@ -47,7 +47,8 @@ def facts(run: RunInfo, rows: Sequence[TaskRow]) -> list[tuple[str, str]]:
     total_s = sum(r.wall_s or 0 for r in rows)
     return [
         ("command", f"{run.command} {run.folder}" + (f" {' '.join(run.task_args)}" if run.task_args else "")),
-        ("started", f"{run.started_at} ({run.status}{', finished ' + run.finished_at if run.finished_at else ''})"),
+        ("started", f"{run.started_at} ({run.live_status()}"
+                    f"{', finished ' + run.finished_at if run.finished_at else ''})"),
         ("result", f"{passed} of {len(rows)} passed (of {run.total} task(s) in the folder)"),
         ("time", f"{run.wall_s or 0:.1f} s wall, {total_s:.1f} s of task time, on {run.scheduler} "
                  f"({run.workers or '?'} worker(s), host {run.host or '?'})"),

@@ -8,8 +8,6 @@ before keep the folder's order, ahead of the known ones (they may be the long on
 
 from __future__ import annotations
 
-import contextlib
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -148,7 +146,7 @@ def _open_run(history: History, opts: SuiteOptions, folder: str, total: int) -> 
     if run is None:
         raise InputError(f"--resume: {history.path} holds no unfinished `{opts.command}` run over {folder}; run "
                          f"without --resume to start one")
-    if run.status == "running" and run.host == socket.gethostname() and run.pid and _alive(run.pid):
+    if run.live_status() == "running" and run.host == socket.gethostname():
         raise InputError(f"--resume: run {run.id} is still running (process {run.pid}); wait for it or stop it")
     if list(opts.task_args) != list(run.task_args):
         raise InputError(f"--resume: run {run.id} was started with the task options {run.task_args or '(none)'}; "
@@ -161,20 +159,6 @@ def _blank_run(opts: SuiteOptions, folder: str, total: int) -> RunInfo:
                    total=total, task_args=list(opts.task_args), scheduler=opts.scheduler or "local", workers=None,
                    host=None, pid=None, tool_version=None, tool_commit=None, pypto_version=None, pack_name=None,
                    pack_version=None, criterion=None, wall_s=None)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (our own killed child in a test) is not alive
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def _spec(opts: SuiteOptions, task: Path, task_args: list[str]) -> TaskSpec:

@@ -72,3 +72,16 @@ def test_unsupported_tasks_run_through_verify_and_fail_the_suite(tmp_path: Path)
     assert d["totals"]["tasks"] == 2 and d["totals"]["passed"] == 0 and d["run"]["status"] == "finished"
     single = run("verify", str(folder / "sort_fails.py"), "--json")
     assert json.loads(single.stdout) == {**by["sort_fails.py"]["record"]}  # the same record as alone
+
+
+def test_each_task_gets_the_options_given_and_a_sim_suite_one_compile_per_task(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    add_run(db, [row("relu_tiny.py")], folder=str(SMALL.resolve()), status="interrupted")
+    r = run("verify", str(SMALL), "--db", str(db), "--resume", "--scale", "full", "--timeout", "30", "--no-cache")
+    assert r.exit_code == 2
+    assert "(now ['--scale', 'full', '--timeout', '30.0', '--no-cache'])" in r.stderr  # defaults left out
+    add_run(db, [row("relu_tiny.py")], command="sim", folder=str(SMALL.resolve()), status="interrupted")
+    r = run("sim", str(SMALL), "--db", str(db), "--resume")
+    assert "(now ['--jobs', '1'])" in r.stderr
+    r = run("sim", str(SMALL), "--db", str(db), "--resume", "--jobs", "3")
+    assert "(now ['--jobs', '3'])" in r.stderr

@@ -66,6 +66,19 @@ def _recorded(db: Path) -> list[tuple[str, str]]:
         return []
 
 
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
 @pytest.mark.sim
 def test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
@@ -75,11 +88,19 @@ def test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks(tmp_p
     while not _recorded(db) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     before = _recorded(db)
+    children = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert 1 <= len(before) < len(TASKS)
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]  # killed, not finished
+    assert children  # the next task's command was running: it must not outlive the suite (leash.py)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in children)
+    listed = subprocess.run([sys.executable, "-m", "pypto_tui", "runs", "--db", str(db), "--json"],
+                            capture_output=True, text=True, timeout=120)
+    run = json.loads(listed.stdout)["runs"][0]
+    assert (run["status"], run["live_status"]) == ("running", "killed")  # it had no chance to say so itself
     resumed = suite("--db", str(db), "--resume", "--json")
     assert resumed.returncode == 1, resumed.stderr
     d = json.loads(resumed.stdout)
