@@ -157,11 +157,12 @@ def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, i
     return problems
 
 
-def size_classes(shapes: Mapping[str, Sequence[int]]) -> dict[tuple[str, int], int]:
+def size_classes(shapes: Mapping[str, Sequence[int]], by_position: bool = False) -> dict[tuple[str, int], int]:
     """Which axes must keep the same size: axes of equal size in *different* inputs (a matmul's K,
     two operands of the same shape) share a class; equal sizes within one input do not (an
-    image's H and W may shrink apart), and two inputs of the same shape pair up axis by axis (a square
-x and its mask keep rows and columns apart). Returns (input, axis) -> class id."""
+    image's H and W may shrink apart). With `by_position`, two inputs of the same shape pair up axis by
+axis only (a square x and its mask keep rows and columns apart; a matmul's square operands must
+not: its K is A's columns and B's rows). Returns (input, axis) -> class id."""
     positions = [(n, ax) for n, s in shapes.items() for ax in range(len(s))]
     parent = {p: p for p in positions}
 
@@ -175,7 +176,7 @@ x and its mask keep rows and columns apart). Returns (input, axis) -> class id."
         for n2, a2 in positions[i + 1:]:
             if n1 == n2 or shapes[n1][a1] != shapes[n2][a2]:
                 continue
-            if tuple(shapes[n1]) == tuple(shapes[n2]) and a1 != a2:
+            if by_position and tuple(shapes[n1]) == tuple(shapes[n2]) and a1 != a2:
                 continue  # two inputs of one shape (x and its mask) pair axis by axis, not rows with columns
             parent[root((n2, a2))] = root((n1, a1))
     ids: dict[tuple[str, int], int] = {}
@@ -186,7 +187,7 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
                   budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None,
                   min_sizes: Mapping[int, int] | None = None,
                   measure: Callable[[Shapes], int] | None = None,
-                  keep_positions: Set[tuple[str, int]] = frozenset()) -> Shapes:
+                  keep_positions: Set[tuple[str, int]] = frozenset(), by_position: bool = False) -> Shapes:
     """Halve the largest free size class (see size_classes) until the biggest input has at most
     `budget` elements or nothing more can shrink with `accept` still true.
 
@@ -201,7 +202,7 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     channels, while a depth equal to them shrinks).
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
-    cls = size_classes(base)
+    cls = size_classes(base, by_position)
     original = {c: base[n][ax] for (n, ax), c in cls.items()}
     floors = dict.fromkeys(original, 2)
     grouped: set[int] = set()

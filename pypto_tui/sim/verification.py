@@ -185,7 +185,16 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
     return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=_measure(pipeline),
-                                keep_positions=positions)
+                                keep_positions=positions, by_position=_elementwise_operands(pipeline))
+
+
+def _elementwise_operands(pipeline: Pipeline) -> bool:
+    """Operands of one shape meet element by element (no matmul pairs one's rows with another's
+    columns), so their axes shrink by position."""
+    try:
+        return pipeline.geometry().matmul is None and pipeline.contract().family not in ("matmul", "attention")
+    except InputError:
+        return False
 
 
 def _tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scaled.Shapes) -> tuple[int, ...] | None:
