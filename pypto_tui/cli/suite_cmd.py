@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from pypto_tui.cli.common import Exit, emit_json, get_current_context
+from pypto_tui.cli.common import Exit, emit_json, get_current_context, note
 from pypto_tui.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -117,6 +117,9 @@ def _run_suite(command: str, folder: Path, values: dict[str, Any], suite: dict[s
                         resume=bool(suite["resume"]), time_limit_s=max(DEFAULT_TIME_LIMIT_S, 2 * timeout + 300),
                         kb=str(kb) if kb is not None else None)
     json_out = bool(values.get("json_out"))
+    if command == "verify":
+        note(f"verify executes the code in every task file of {folder} (each is its own baseline; run only files you "
+             f"trust), each in a process of its own process group")
     from pypto_tui.cli.suite_view import SuiteProgress, show_summary
 
     with workers_end_with_us(), SuiteProgress(f"{command} {folder}") as display:

@@ -8,6 +8,7 @@ how far the suite got.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Self
 
 from rich.console import Console
@@ -30,6 +31,8 @@ class SuiteProgress:
                                             "failing[/]"), TimeElapsedColumn(), TextColumn("left"),
                                  TimeRemainingColumn(), console=_err, transient=True)
         self.task = self.progress.add_task(title, total=None, passed=0, failed=0)
+        self.started = time.monotonic()
+        self.done_before = 0
 
     def __enter__(self) -> Self:
         if self.live:
@@ -49,6 +52,7 @@ class SuiteProgress:
 
     def update(self, event: Any) -> None:
         if event.row is None:
+            self.started, self.done_before = time.monotonic(), event.done
             resumed = f", {event.done} already recorded" if event.done else ""
             self._line(f"pypto-tui: {self.title}: {event.total} task(s){resumed}; {event.note}")
             self.progress.reset(self.task, total=event.total, completed=event.done, passed=event.passed,
@@ -56,9 +60,19 @@ class SuiteProgress:
             return
         r = event.row
         why = f": {r.errors[0]}" if r.errors else ""
-        self._line(f"pypto-tui: [{event.done}/{event.total}] {r.verdict.upper()} {r.name} "
+        self._line(f"pypto-tui: [{event.done}/{event.total}{self._left(event)}] {r.verdict.upper()} {r.name} "
                    f"({r.wall_s or 0:.1f} s){why}"[:400])
         self.progress.update(self.task, completed=event.done, passed=event.passed, failed=event.failed)
+
+
+    def _left(self, event: Any) -> str:
+        """`, ~N min left`: the pace so far (tasks finished in this process) over the tasks left."""
+        ran = event.done - self.done_before
+        left = event.total - event.done
+        if ran <= 0 or left <= 0:
+            return ""
+        secs = (time.monotonic() - self.started) / ran * left
+        return f", ~{secs / 60:.0f} min left" if secs >= 90 else f", ~{secs:.0f} s left"
 
 
 def show_summary(result: Any) -> None:

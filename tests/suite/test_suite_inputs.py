@@ -70,6 +70,9 @@ def test_unsupported_tasks_run_through_verify_and_fail_the_suite(tmp_path: Path)
     assert by["sort_fails.py"]["record"]["supported"] is False  # the verify command's own JSON document
     assert by["syntax_error.py"]["verdict"] == "error" and by["syntax_error.py"]["exit_code"] == 2
     assert d["totals"]["tasks"] == 2 and d["totals"]["passed"] == 0 and d["run"]["status"] == "finished"
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("pypto-tui: [")]  # progress in a log
+    assert len(lines) == 2 and " left] " in lines[0] and lines[1].startswith("pypto-tui: [2/2] ")
+    assert "verify executes the code in every task file" in r.stderr
     single = run("verify", str(folder / "sort_fails.py"), "--json")
     assert json.loads(single.stdout) == {**by["sort_fails.py"]["record"]}  # the same record as alone
 

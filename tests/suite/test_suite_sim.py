@@ -87,10 +87,12 @@ def test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks(tmp_p
     deadline = time.monotonic() + 600
     while not _recorded(db) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    before = _recorded(db)
+    while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)  # the next task's command is starting
     children = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    before = _recorded(db)
     assert 1 <= len(before) < len(TASKS)
     assert children  # the next task's command was running: it must not outlive the suite (leash.py)
     deadline = time.monotonic() + 30
