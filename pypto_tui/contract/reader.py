@@ -15,6 +15,7 @@ from typing import Any
 import libcst as cst
 
 from pypto_tui.contract import ir
+from pypto_tui.contract.budget import OutOfBudget
 from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Signature
 from pypto_tui.contract.signature import signature_of
@@ -169,6 +170,7 @@ def _run_block(stmts: Any, ev: Evaluator, env: dict[str, Any], selfobj: SelfObj 
             if not isinstance(it, list | tuple) or len(it) > 4096:
                 return Unknown(f"'for ... in {ev.code(stmt.iter)}' cannot be followed statically")
             for item in it:
+                ev.budget.charge(1, stmt)  # nested loops may not multiply their way past the budget
                 env[stmt.target.value] = item
                 result = _run_block(stmt.body.body, ev, env, selfobj, depth + 1)
                 if result is not _NO_RETURN:
@@ -541,8 +543,15 @@ def _function_text(source: str, name: str) -> str:
 def read_task(source: str, path: str | None = None) -> TaskFacts:
     module = parse(source, path)
     where = path or "the task file"
-    aliases = module_aliases(module)
-    ev = Evaluator(module, aliases, {})
+    ev = Evaluator(module, module_aliases(module), {}, where=where)
+    try:
+        return _read(module, source, path, where, ev)
+    except OutOfBudget as exc:  # a bomb among the constants: refused, with its line
+        raise TaskFileError(ev.refusal(exc)) from None
+
+
+def _read(module: cst.Module, source: str, path: str | None, where: str, ev: Evaluator) -> TaskFacts:
+    aliases = dict(ev.aliases)
     env = _module_env(module, ev)
     classes = _classes(module)
     if "Model" not in classes:

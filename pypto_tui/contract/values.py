@@ -16,6 +16,8 @@ from typing import Any, cast
 
 import libcst as cst
 
+from pypto_tui.contract import budget
+from pypto_tui.contract.budget import Budget, OutOfBudget
 from pypto_tui.contract.signatures import bind_module
 
 TORCH_DTYPES = {
@@ -167,43 +169,54 @@ _CMPOPS: dict[type, str] = {
     cst.Equal: "eq", cst.NotEqual: "ne",
 }
 
-def _power(a: Any, b: Any) -> Any:
-    """`a ** b`, refused (OverflowError) when the result could take long to compute: a file we only
-    read must not be able to stall us with `10 ** 10 ** 10`."""
-    if abs(b) > MAX_EXPONENT or abs(a) > MAX_POWER_BASE:
-        raise OverflowError("power too large to evaluate statically")
-    return a**b
-
-
+# Multiplication and powers are checked before they are computed (budget.py): a file we only read
+# must not be able to stall us with `10 ** 10 ** 10` or `pow(10, 10**8)`.
 _NUM_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": budget.multiply,
     "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
-    "pow": _power,
+    "pow": budget.power,
     "lt": lambda a, b: a < b, "gt": lambda a, b: a > b, "le": lambda a, b: a <= b,
     "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
 }
 
 _BUILTINS: dict[str, Callable[..., Any]] = {
-    "int": int, "float": float, "bool": bool, "abs": abs, "round": round, "len": len,
-    "max": max, "min": min, "tuple": tuple, "list": list, "range": lambda *a: tuple(range(*a)),
-    "sum": sum, "pow": pow, "str": str,
+    "int": int, "float": float, "bool": bool, "abs": abs, "round": budget.rounded, "len": len,
+    "max": max, "min": min, "tuple": budget.sized(tuple, "tuple()"), "list": budget.sized(list, "list()"),
+    "range": budget.built_range, "sum": budget.total, "pow": budget.power, "str": str,
 }
 _MATH = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log2": math.log2, "ceil": math.ceil,
-         "floor": math.floor, "prod": math.prod, "pi": math.pi, "e": math.e, "inf": math.inf,
+         "floor": math.floor, "prod": budget.product, "pi": math.pi, "e": math.e, "inf": math.inf,
          "isqrt": math.isqrt, "gcd": math.gcd}
 
 MAX_ITEMS = 4096  # a static reader has no business building huge lists
-MAX_EXPONENT = 64
-MAX_POWER_BASE = 2**20
 
 
 class Evaluator:
-    """Evaluates libcst expressions to Python values, TensorSpecs, ModuleSpecs or Unknown."""
+    """Evaluates libcst expressions to Python values, TensorSpecs, ModuleSpecs or Unknown.
 
-    def __init__(self, module: cst.Module, aliases: Mapping[str, str], env: dict[str, Any]) -> None:
+    Evaluation runs on a budget (budget.py). With `where` (the task reader: the file's name) the
+    budget covers the whole file and running out raises OutOfBudget, which the reader reports as
+    a refusal (`refusal`); without it (the lint), each outermost `ev` gets a fresh budget and
+    running out gives an Unknown."""
+
+    def __init__(self, module: cst.Module, aliases: Mapping[str, str], env: dict[str, Any],
+                 where: str | None = None) -> None:
         self.module = module
         self.aliases = aliases
         self.env = env
+        self.where = where
+        self.budget = Budget()
+        self._nesting = 0
+        self._last: cst.CSTNode | None = None
+
+    def refusal(self, exc: OutOfBudget) -> str:
+        """The one-line refusal of a file whose constants ran out of budget: file, line, why."""
+        node = exc.node if isinstance(exc.node, cst.CSTNode) else self._last
+        line = _line_of(self.module, node) if node is not None else None
+        at = f"{self.where or 'the task file'}" + (f", line {line}" if line else "")
+        what = f" '{self.code(node)}'" if node is not None else ""
+        return (f"{at}: the static reader stopped evaluating{what}: it needs {exc.reason}, beyond what it "
+                "computes for a task file; write the value as a plain number of realistic size")
 
     def code(self, node: cst.CSTNode) -> str:
         try:
@@ -215,16 +228,28 @@ class Evaluator:
     # --------------------------------------------------------------------------- expressions
     def ev(self, node: cst.BaseExpression, env: dict[str, Any] | None = None) -> Any:
         env = self.env if env is None else env
+        if self._nesting == 0 and self.where is None:
+            self.budget.restart()
+        self._nesting += 1
         try:
             return self._ev(node, env)
+        except OutOfBudget as exc:
+            if self.where is not None:
+                exc.node = exc.node or node
+                raise
+            return Unknown(f"'{self.code(node)}' is too big to evaluate statically ({exc.reason})")
         except RecursionError:
             return Unknown(f"'{self.code(node)}' nests too deeply")
         except (ArithmeticError, TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
             return Unknown(f"'{self.code(node)}' cannot be evaluated statically ({type(exc).__name__})")
+        finally:
+            self._nesting -= 1
 
     def _ev(self, node: cst.BaseExpression, env: dict[str, Any]) -> Any:
+        self.budget.charge(1, node)
+        self._last = node
         if isinstance(node, cst.Integer | cst.Float):
-            return node.evaluated_value
+            return budget.fits(node.evaluated_value)
         if isinstance(node, cst.SimpleString | cst.ConcatenatedString):
             v = node.evaluated_value
             return v if isinstance(v, str) else Unknown(f"bytes literal '{self.code(node)}'")
@@ -323,6 +348,7 @@ class Evaluator:
             return Unknown(f"cannot iterate '{self.code(comp.iter)}' statically")
         out = []
         for item in it:
+            self.budget.charge(1, node)
             out.append(self._ev(node.elt, self.child_env(env, {comp.target.value: item})))
         return out
 
@@ -416,13 +442,13 @@ class Evaluator:
             bad = find_unknown(args) or find_unknown(kwargs)
             if bad:
                 return bad
-            return _BUILTINS[dotted[9:]](*args, **kwargs)
+            return self._counted(_BUILTINS[dotted[9:]], args, kwargs, node)
         if dotted.startswith("math."):
             fn = _MATH.get(dotted[5:])
             bad = find_unknown(args)
             if bad:
                 return bad
-            return fn(*args) if callable(fn) else Unknown(f"'{dotted}' is not supported")
+            return self._counted(fn, args, {}, node) if callable(fn) else Unknown(f"'{dotted}' is not supported")
         if dotted.startswith("torch.nn.") and dotted.rsplit(".", 1)[1][:1].isupper():
             type_name = dotted.rsplit(".", 1)[1]
             if type_name == "Parameter":
@@ -432,6 +458,16 @@ class Evaluator:
         if dotted.startswith("torch."):
             return self.torch_call(dotted[6:], args, kwargs, node)
         return Unknown(f"'{self.code(node)}' calls '{dotted}', which the static reader does not know")
+
+    def _counted(self, fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], node: cst.CSTNode) -> Any:
+        """A built-in or math function on the budget: its arguments' items are charged, its result's
+        size is checked, and a refusal names the call."""
+        try:
+            self.budget.charge(sum(len(a) for a in args if isinstance(a, list | tuple)), node)
+            return budget.fits(fn(*args, **kwargs))
+        except OutOfBudget as exc:
+            exc.node = exc.node or node
+            raise
 
     def torch_call(self, name: str, args: list[Any], kwargs: dict[str, Any], node: cst.CSTNode) -> Any:
         """torch.<name>(...) while building inputs: factories, and ops applied to a built tensor."""
@@ -583,13 +619,20 @@ class Evaluator:
         ta, tb = isinstance(a, TensorSpec), isinstance(b, TensorSpec)
         if not ta and not tb:
             if op == "add" and isinstance(a, list | tuple) and isinstance(b, list | tuple):
+                budget.check_length(len(a) + len(b), "a concatenation")
+                self.budget.charge(len(a) + len(b), node)
                 return type(a)(list(a) + list(b))
             if op == "mul" and isinstance(a, list | tuple) and isinstance(b, int):
                 if len(a) * b > MAX_ITEMS:
                     return Unknown(f"'{self.code(node) if node is not None else op}' builds too long a sequence")
+                self.budget.charge(max(len(a) * b, 0), node)
                 return type(a)(list(a) * b)
             if op in _NUM_OPS and isinstance(a, int | float) and isinstance(b, int | float):
-                return _NUM_OPS[op](a, b)
+                try:
+                    return budget.fits(_NUM_OPS[op](a, b))
+                except OutOfBudget as exc:
+                    exc.node = exc.node or node
+                    raise
             return Unknown(f"'{self.code(node) if node is not None else op}' mixes values the reader cannot combine")
         if ta and tb:
             both = broadcast(a.shape, b.shape)
@@ -753,3 +796,15 @@ def _reshape_op(shape: tuple[int, ...], name: str, args: Sequence[Any], kwargs: 
     except (KeyError, IndexError, TypeError, ValueError):
         pass
     return Unknown(f"cannot follow '.{name}(...)' statically")
+
+
+def _line_of(module: cst.Module, node: cst.CSTNode) -> int | None:
+    """The line `node` starts on (computed only for an error message: positions cost a pass)."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    try:
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    except Exception:  # pragma: no cover - a tree libcst cannot lay out
+        return None
+    pos = positions.get(node)
+    return pos.start.line if pos is not None else None

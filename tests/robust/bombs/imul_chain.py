@@ -1,0 +1,62 @@
+"""Forty squarings of 2**64: gigabytes, then MemoryError (issue 25)."""
+
+import torch
+import torch.nn as nn
+
+N = 2**64
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+N *= N
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, N % 7 + 1)]
+
+
+def get_init_inputs():
+    return []
