@@ -62,8 +62,11 @@ def test_stable_bytes(fresh, generated, task):
 @pytest.mark.parametrize("task", TASK_NAMES)
 def test_parses_and_compiles(generated, task, flavour):
     src = generated(task, flavour).source
-    compile(src, f"{task}.py", "exec")
-    ast.parse(src)
+    code = compile(src, f"{task}.py", "exec")
+    tree = ast.parse(src)
+    assert code.co_filename == f"{task}.py"
+    assert _class(tree, "ModelNew").name == "ModelNew"  # raises StopIteration when there is none
+    assert any(isinstance(n, ast.FunctionDef) and n.name.startswith("create_") for n in tree.body)
 
 
 def _class(tree: ast.Module, name: str) -> ast.ClassDef:

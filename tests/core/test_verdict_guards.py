@@ -1,0 +1,71 @@
+"""Fast tests that guard what the verdicts rest on (issue 20): each one fails when the code it guards
+is changed in a small, plausible way (a loop with a tail labelled as dividing, the unified-buffer
+step-down halving the other axis on a tie, a written-out L1 norm read as an L2 norm). The
+comparison's boundary (allclose's inclusive bound) is guarded in tests/sim/test_compare.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.loops import candidate
+from pypto_tui.tiles import held_bytes, step_down
+
+
+def test_a_count_whose_last_iteration_is_short_does_not_divide(kb) -> None:
+    tail = candidate(kb, (100, 64), (1, 64), 0, 16)  # BASIC_BATCH 7: 14 iterations of 7, then 2
+    assert (tail.basic_batch, tail.num_iters, tail.tail) == (7, 15, 2)
+    assert tail.tail_strategy == "none"
+    whole = candidate(kb, (100, 64), (1, 64), 0, 10)  # BASIC_BATCH 10: ten full iterations
+    assert (whole.basic_batch, whole.num_iters, whole.tail) == (10, 10, 10)
+    assert whole.tail_strategy == "divides"
+    assert any(f.rule == "P6.loop-tail" for f in tail.findings)
+    assert not any(f.rule == "P6.loop-tail" and f.level != "info" for f in whole.findings)
+
+
+def test_the_step_down_halves_the_largest_axis_and_the_later_one_on_a_tie(kb) -> None:
+    """(8, 8192) holds 4 x 256 KB: halving the larger axis (8192) keeps the 8 rows; on a tie
+    (128, 128) the later axis is halved, as every golden kernel was generated."""
+    assert step_down(kb, (8, 8192), "fp32", live_buffers=4) == (8, 1024)
+    tied = step_down(kb, (128, 128), "fp32", live_buffers=6)  # one halving: 6 x 32 KB = the 192 KB
+    assert tied == (128, 64)
+    assert held_bytes(kb, tied, "fp32", 6) <= kb.chip.ub_bytes < held_bytes(kb, (128, 128), "fp32", 6)
+
+
+NORM_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn(16, 4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize(("expr", "op"), [
+    ("x / torch.sum(torch.abs(x), dim=1, keepdim=True)", "l1_norm"),
+    ("x / torch.mean(torch.abs(x), dim=1, keepdim=True)", "l1_norm"),
+    ("x / torch.norm(x, p=1, dim=1, keepdim=True)", "l1_norm"),
+    ("x / torch.norm(x, p=2, dim=1, keepdim=True)", "l2_norm"),
+    ("x / torch.sqrt(torch.sum(x * x, dim=1, keepdim=True))", "l2_norm"),
+    ("x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)", "rms_norm"),
+])
+def test_written_out_norms_are_told_apart(kb, tmp_path: Path, expr: str, op: str) -> None:
+    task = tmp_path / "norm.py"
+    task.write_text(NORM_TASK.format(expr=expr), encoding="utf-8")
+    c = extract_contract(task, kb)
+    assert c.supported, c.reason
+    assert (c.family, c.op) == ("norm", op)

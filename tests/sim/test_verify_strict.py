@@ -1,0 +1,97 @@
+"""What "verified" means, against planted bugs (issue 20), through the real pypto 0.2.0 compiler.
+
+Each bug below passed the old count-based criterion or its one-tile test shapes: a matmul whose last
+columns are never written, a matmul that drops K terms, a scan whose last columns are never computed,
+a sum over the first tile of its axis only, and a forward that returns torch's answer instead of the
+kernel's. Each is planted in the module pypto-tui scaffolds for a small task, and each must fail
+with its reason named, while the unmutated module passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pypto_tui.cli import app
+from pypto_tui.design import Design, Pipeline
+from pypto_tui.sim.verification import VerifyReport, verify_many
+
+pytestmark = pytest.mark.sim
+
+TASKS = Path(__file__).parent / "fixtures" / "tasks"
+
+MATMUL_CALL = "pypto.matmul(A_chunk, B, pypto.DT_FP32, b_trans=False)"
+PLANTS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "matmul": ("matmul_small.py", []),
+    "matmul_last_columns_unwritten": ("matmul_small.py", [
+        (MATMUL_CALL, "pypto.matmul(A_chunk, pypto.view(B, [k, n - 16], [0, 0]), pypto.DT_FP32, b_trans=False)")]),
+    "matmul_k_terms_dropped": ("matmul_small.py", [
+        ("A_chunk = pypto.view(A, [BASIC_BATCH, k], [off, 0])",
+         "A_chunk = pypto.view(A, [BASIC_BATCH, k - 16], [off, 0])"),
+        (MATMUL_CALL, "pypto.matmul(A_chunk, pypto.view(B, [k - 16, n], [0, 0]), pypto.DT_FP32, b_trans=False)")]),
+    "matmul_torch_forward": ("matmul_small.py", [("        return out\n", "        return torch.matmul(A, B)\n")]),
+    "sum": ("sum_wide_rows.py", []),
+    "sum_first_tile_only": ("sum_wide_rows.py", [
+        ("pypto.sum(x, 1, keepdim=True)", "pypto.sum(pypto.view(x, [d0, TILE_SHAPE[1]], [0, 0]), 1, keepdim=True)")]),
+    "cumsum_last_columns_uncomputed": ("cumsum_rows.py", [
+        ("out.move(pypto.cumsum(x, 1))",
+         "pypto.assemble(pypto.cumsum(pypto.view(x, [d0, d1 - 8], [0, 0]), 1), [0, 0], out)")]),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(kb, tmp_path_factory: pytest.TempPathFactory) -> dict[str, VerifyReport]:
+    """Scaffold each task once, plant each bug in a copy, verify them all (two workers at a time)."""
+    folder = tmp_path_factory.mktemp("plants")
+    clean: dict[str, str] = {}
+    for task in {t for t, _ in PLANTS.values()}:
+        out = folder / f"clean_{task}"
+        r = CliRunner().invoke(app, ["scaffold", str(TASKS / task), "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        clean[task] = out.read_text(encoding="utf-8")
+    names, pipelines, kernels = [], [], []
+    for name, (task, edits) in PLANTS.items():
+        source = clean[task]
+        for old, new in edits:
+            assert old in source, (name, old)
+            source = source.replace(old, new)
+        path = folder / f"{name}.py"
+        path.write_text(source, encoding="utf-8")
+        names.append(name)
+        pipelines.append(Pipeline(kb, Design(task=str(TASKS / task))))
+        kernels.append(path)
+    results = verify_many(pipelines, kernels=kernels, jobs=2, timeout_s=900, cache=False)
+    return dict(zip(names, results, strict=True))
+
+
+@pytest.mark.parametrize("name", ["matmul", "sum"])
+def test_the_unmutated_modules_pass_on_every_element_and_pass(reports, name: str) -> None:
+    r = reports[name]
+    assert r.passed, r.reason
+    assert r.criterion == "kernelbench" and r.trials == 2 and r.trials_run == 2
+    assert r.design_kept and r.fail_share == 0.0
+
+
+@pytest.mark.parametrize(("name", "what"), [
+    ("matmul_last_columns_unwritten", "elements outside atol 0.0001 + rtol 0.0001"),
+    ("matmul_k_terms_dropped", "elements outside atol 0.0001 + rtol 0.0001"),
+    ("cumsum_last_columns_uncomputed", "elements outside atol 0.0001 + rtol 0.0001"),
+    ("sum_first_tile_only", "elements outside atol 0.0001 + rtol 0.0001"),
+    ("matmul_torch_forward", "written by no kernel"),
+])
+def test_each_planted_bug_fails_with_its_reason(reports, name: str, what: str) -> None:
+    r = reports[name]
+    assert not r.passed and r.status == "mismatch", r.reason
+    assert what in r.reason, r.reason
+
+
+def test_a_reduction_is_tested_over_two_tiles(reports) -> None:
+    r = reports["sum_first_tile_only"]
+    assert r.tile is not None and r.shapes["x"][1] >= 2 * r.tile[1]  # else the first tile is the whole axis
+
+
+def test_the_last_columns_bug_names_a_last_column(reports) -> None:
+    out = reports["matmul_last_columns_unwritten"].outputs[0]
+    assert out["worst_index"][1] >= reports["matmul_last_columns_unwritten"].shapes["B"][1] - 16
