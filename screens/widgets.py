@@ -65,10 +65,28 @@ class FixedSize:
 
 
 class Field(FixedSize, Input):
-    """An Input whose cursor blinks only when the app says so (snapshots need it still)."""
+    """An Input whose cursor blinks only when the app says so (snapshots need it still), and
+    whose editing keys apply in the order they were typed.
+
+    Textual's Input inserts a printable key as soon as the key reaches it, but leaves a key that
+    is one of its bindings (backspace, delete, the arrows, home, end) to bubble up through every
+    parent's message queue to the App, which only then runs the binding. Keys that arrive
+    together (a fast typist, a busy machine, a terminal delivering a burst) were therefore applied
+    out of order: three backspaces then `256` in "384" inserted 256 first and deleted it again,
+    leaving "384". A Field runs its own bindings when the key reaches it, in arrival order.
+    """
 
     def on_mount(self) -> None:
         self.cursor_blink = getattr(self.app, "blink", True)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable:
+            return  # Input._on_key inserts it, in order
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()  # handled: neither Input._on_key nor the App runs it again
+                return
 
 
 class StepTab(Static):

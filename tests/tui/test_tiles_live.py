@@ -109,3 +109,71 @@ async def test_matmul_has_cube_tiles(make_app, ui) -> None:
         assert "error" in levels
         await ui.type_into(pilot, app, "#cube-k", "x")
         assert "✗" in str(screen.query_one("#cube-error").render())
+
+
+# ------------------------------------------------------------------ keys that arrive together
+def _burst(app, *keys: str) -> None:
+    """Hand keys to the app the way the terminal driver does when one read holds several of them
+    (a fast typist, a busy machine): all queued at once, no pause between them. `pilot.press`
+    waits for the app to go idle after each key, so it cannot show what issue 25 (7) found."""
+    from textual import events
+
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+def _paste(app, text: str) -> None:
+    """A bracketed paste, as the driver delivers it."""
+    from textual import events
+
+    event = events.Paste(text)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+
+async def test_keys_typed_in_a_burst_all_land_in_order(make_app, ui) -> None:
+    """Issue 25 (7): editing keys (backspace, arrows, home, end) bubbled to the App before they
+    ran, so printable keys of the same burst overtook them: three backspaces then 256 in "384"
+    left "384". Every key lands, in the order typed, and the live check follows the field."""
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        screen = await _to_tiles(app, pilot, ui)
+        field = screen.query_one("#tile-1")
+        field.focus()
+        await ui.settle(pilot, app)
+        for keys, want in (
+            (("end", *["backspace"] * 5, "3", "8", "4"), "384"),
+            ((*["backspace"] * 3, "2", "5", "6"), "256"),
+            (("3", "8"), "25638"),
+            (("home", "delete", "delete", "delete", "end", "5", "6"), "3856"),
+            (("left", "left", "backspace", "backspace", "1", "2", "end", "backspace", "4"), "1254"),
+            (("home", "right", "right", "delete", "delete", "0", "9", "6"), "12096"),
+            (("home", "delete", "end", "backspace", "backspace"), "20"),
+            (("4", "8"), "2048"),
+        ):
+            _burst(app, *keys)
+            await ui.settle(pilot, app)
+            assert field.value == want, keys
+            assert screen.last_evaluation is not None and screen.last_evaluation.tile == (1, int(want))
+            assert app.session.design.tile == [1, int(want)]
+
+
+async def test_a_paste_lands_in_the_tile_field(make_app, ui) -> None:
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        screen = await _to_tiles(app, pilot, ui)
+        field = screen.query_one("#tile-1")
+        field.focus()  # the field's text is selected on focus: a paste replaces it
+        await ui.settle(pilot, app)
+        _paste(app, "2048")
+        await ui.settle(pilot, app)
+        assert field.value == "2048" and app.session.design.tile == [1, 2048]
+        # keys and a paste in one burst: the paste lands between the keys, where it was typed
+        _burst(app, "end", "backspace", "backspace", "backspace")
+        _paste(app, "09")
+        _burst(app, "6")
+        await ui.settle(pilot, app)
+        assert field.value == "2096" and app.session.design.tile == [1, 2096]
+        assert screen.last_evaluation is not None and screen.last_evaluation.tile == (1, 2096)
