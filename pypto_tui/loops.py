@@ -178,9 +178,10 @@ def candidate(kb: KnowledgeBase, shape: Shape, tile: Shape, axis: int, loop_coun
     f3 = check_chunk(kb, bb * unit, max_chunk)
     if f3:
         fs.append(f3)
-    if tile[axis] > bb * unit:
-        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > BASIC_BATCH {bb * unit}: the "
-                           f"tile is cut down to the chunk"))
+    if tile[axis] > bb * unit and bb * unit < shape[axis]:  # one pass (count 1) cuts nothing: the tile step's waste
+        per = f"BASIC_BATCH {bb}" + (f" x {unit}" if unit > 1 else "")
+        fs.append(rule_finding(kb, "P4.no-waste", f"tile {tile[axis]} on the loop axis > the {bb * unit} elements "
+                           f"one iteration holds ({per}): the tile is cut down to the chunk"))
     if iters < loop_count:
         fs.append(rule_finding(kb, "O2.loop-log-scale", f"{loop_count} requested, {iters} iterations needed: "
                            f"ceil_div({total}, {bb}) = {iters}", "info"))
@@ -238,7 +239,7 @@ def plan_loops(
                                             None if max_chunk is None else (shape[ax], max_chunk))
     plan_findings: list[Finding] = [need_finding]
     outer = check_outermost(kb, ax)
-    if outer:
+    if outer and (needs or (loop_count is not None and loop_count > 1)):  # only a loop that runs has a direction
         plan_findings.append(outer)
 
     counts: list[int] = []

@@ -8,6 +8,7 @@ sweep has run, the chart becomes the cost curve (µs per loop count, the U shape
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from textual import on
@@ -20,8 +21,11 @@ from textual_plotext import PlotextPlot
 
 from pypto_tui.design import Design
 from pypto_tui.errors import InputError
-from pypto_tui.findings import worst
+from pypto_tui.findings import Finding, worst
+from pypto_tui.kb import KnowledgeBase
 from pypto_tui.loops import LoopCandidate, LoopPlan, plan_loops
+from pypto_tui.loops import candidate as loop_candidate
+from pypto_tui.plan import LoopChoice
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, sweep_summary
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content
@@ -30,6 +34,65 @@ from pypto_tui.vocabulary import TailPreference
 
 def _key(c: LoopCandidate) -> str:
     return f"{c.loop_count}:{c.tail_strategy}"
+
+
+@dataclass(frozen=True)
+class LoopView:
+    """What the Loop step shows, all derived from one place: the plan and the loop the kernel runs
+    (`Pipeline.loop_choice`). The headline, the findings, the ▶ row, the status line and the axis
+    label used to come from different objects (the plan's need, the table cursor's row, the plan's
+    element counts), and a conv showed "No loop needed" beside a chosen loop of 16."""
+
+    headline: str
+    reason: str
+    axis_label: str
+    chosen: LoopCandidate | None
+    """The row the kernel runs: the loop's candidate, or loop_count 1 (one pass) when no loop runs."""
+    runs_loop: bool
+    findings: tuple[Finding, ...]
+    status: str
+    level: str
+
+
+def _axis_label(plan: LoopPlan) -> str:
+    length = plan.shape[plan.axis]
+    blocks = f" = {plan.total} blocks of {plan.unit}; BASIC_BATCH counts blocks" if plan.unit > 1 else ""
+    return f"loop axis {plan.axis} ({length}{blocks})"
+
+
+def _one_pass(kb: KnowledgeBase, plan: LoopPlan) -> LoopCandidate:
+    return next((c for c in plan.candidates if c.loop_count == 1 and c.tail_strategy != "main+tail"), None) or \
+        loop_candidate(kb, plan.shape, plan.tile, plan.axis, 1, None, plan.unit, plan.max_chunk)
+
+
+def loop_view(kb: KnowledgeBase, plan: LoopPlan, choice: LoopChoice | None, error: str | None = None) -> LoopView:
+    """The shown plan: `choice` is the pipeline's loop (None: no loop runs), `error` why it could not be made."""
+    label = _axis_label(plan)
+    if error is not None:
+        return LoopView("Loop needed" if plan.needs_loop else "No loop needed", plan.reason, label, None, False,
+                        plan.findings, f"no loop count works: {error}", "error")
+    if choice is None:
+        one = _one_pass(kb, plan)
+        if plan.needs_loop:  # the user asked for loop_count 1
+            bad = tuple(f for f in one.findings if f.level in ("warn", "error"))
+            return LoopView("Loop needed, none chosen", f"{plan.reason}; loop_count 1 runs it in one pass", label,
+                            one, False, (*plan.findings, *bad),
+                            "loop_count 1: one pass although a loop is needed (see the findings)",
+                            worst(bad) if bad else "warn")
+        return LoopView("No loop needed", plan.reason, label, one, False, plan.findings,
+                        "no loop: the kernel runs in one pass", "ok")
+    cand = choice.candidate
+    shown = (*plan.findings, *cand.findings, *(f for f in choice.findings if f not in cand.findings))
+    if plan.needs_loop:
+        head, reason = "Loop needed", plan.reason
+    else:
+        head, reason = "Loop chosen", f"loop_count {cand.loop_count} was picked; none is needed ({plan.reason})"
+    per = f" x {plan.unit}" if plan.unit > 1 else ""
+    status = (f"loop_count {cand.loop_count}, BASIC_BATCH {cand.basic_batch}{per}, {cand.num_iters} iterations"
+              + (f", tail {cand.tail}" if cand.has_tail else ""))
+    lvl = worst(shown)
+    return LoopView(head, reason, label, cand, True, shown, status,
+                    "error" if lvl == "error" else "ok" if lvl in ("ok", "info") else lvl)
 
 
 class LoopsScreen(SimRunner, StepScreen):
@@ -49,6 +112,7 @@ class LoopsScreen(SimRunner, StepScreen):
     def __init__(self) -> None:
         super().__init__()
         self.plan: LoopPlan | None = None
+        self.view: LoopView | None = None
         self._rows: dict[str, LoopCandidate] = {}
         self._times: dict[int, float | None] = {}
         self._plan_key: Any = None
@@ -98,44 +162,43 @@ class LoopsScreen(SimRunner, StepScreen):
             self._plan_key = key
             self._times = {}
             self._sweep_lines = []
-        head = "Loop needed" if plan.needs_loop else "No loop needed"
-        need.update(Content.assemble((head, "bold"), f": {plan.reason}\n",
-                                     (f"shape {dims_text(plan.shape)}, tile {dims_text(plan.tile)}, loop axis "
-                                      f"{plan.axis} ({plan.total}), auto_tiles {plan.auto_tiles}", "dim")))
+        choice, cerr = attempt(self.session.pipeline.loop_choice)
+        view = self.view = loop_view(self.session.kb, plan, choice, cerr)
+        need.update(Content.assemble((view.headline, "bold"), f": {view.reason}\n",
+                                     (f"shape {dims_text(plan.shape)}, tile {dims_text(plan.tile)}, {view.axis_label}, "
+                                      f"auto_tiles {plan.auto_tiles}", "dim")))
         sweep = self.query_one("#loop-sweep", Static)
         sweep.update("\n".join(self._sweep_lines))
         sweep.display = bool(self._sweep_lines)
-        need.set_class(plan.needs_loop, "-needed")
-        chosen = self.chosen()
+        need.set_class(plan.needs_loop or view.runs_loop, "-needed")
         self._pack_pick = self._pack_recommendation(plan)
         with self.prevent(Input.Changed):
             self.query_one("#custom-count", Input).value = str(self.session.design.loop_count or "")
-        self._fill_table(plan, chosen)
+        self._fill_table(plan, view.chosen)
         self._draw_chart(plan)
-        findings = list(plan.findings) + (list(chosen.findings) if chosen is not None else [])
-        self.query_one("#loop-findings", FindingsList).show(findings)
-        if not plan.needs_loop:
-            self.set_status("no loop: the kernel runs in one pass", "ok")
-        elif chosen is None:
-            self.set_status("no loop count works: change the tile (step 3)", "error")
+        self._show_findings(None)
+        self.set_status(view.status, view.level)
+
+    def _show_findings(self, row: LoopCandidate | None) -> None:
+        """The findings of the loop the kernel runs; of another row only while the table's cursor
+        is on it, and then the panel's title says which row they belong to."""
+        view = self.view
+        panel = self.query_one("#loop-findings", FindingsList)
+        if view is None or self.plan is None:
+            return
+        if row is None or (view.chosen is not None and _key(row) == _key(view.chosen)):
+            panel.show(view.findings)
+            self.query_one("#loop-need").border_subtitle = ""
         else:
-            lvl = worst(chosen.findings)
-            self.set_status(f"loop_count {chosen.loop_count}, BASIC_BATCH {chosen.basic_batch}, "
-                            f"{chosen.num_iters} iterations" + (f", tail {chosen.tail}" if chosen.has_tail else ""),
-                            "error" if lvl == "error" else "ok" if lvl in ("ok", "info") else lvl)
+            panel.show(list(self.plan.findings) + list(row.findings))
+            self.query_one("#loop-need").border_subtitle = (
+                f"findings of loop_count {row.loop_count} (highlighted, not chosen: Enter uses it)")
 
     def chosen(self) -> LoopCandidate | None:
-        """The candidate the kernel will use: the loop step's choice (the user's count, else the
-        recommended one, with a constant-shape tail when the count leaves one)."""
-        plan = self.plan
-        if plan is None:
-            return None
-        choice = attempt(self.session.pipeline.loop_choice)[0]
-        if choice is not None:
-            return choice.candidate
-        if self.session.design.loop_count == 1:
-            return next((c for c in plan.candidates if c.loop_count == 1), None)
-        return None if plan.needs_loop else plan.recommended
+        """The candidate the kernel will use (the ▶ row): the loop step's choice (the user's count,
+        else the recommended one, with a constant-shape tail when the count leaves one), or
+        loop_count 1 when no loop runs."""
+        return self.view.chosen if self.view is not None and self.plan is not None else None
 
     def _pack_recommendation(self, plan: LoopPlan) -> str | None:
         """The row key of the pack's own pick. With a loop count chosen, the plan puts that count
@@ -172,6 +235,8 @@ class LoopsScreen(SimRunner, StepScreen):
                           "" if c.loop_count not in self._times else ("fail" if t is None else f"{t:.1f}"),
                           key=k)
         table.set_class(not plan.needs_loop, "-dim")
+        if chosen is not None and _key(chosen) in self._rows:  # the cursor starts on the ▶ row
+            table.move_cursor(row=list(self._rows).index(_key(chosen)), animate=False)
 
     def _draw_chart(self, plan: LoopPlan) -> None:
         sig = (id(plan), tuple(sorted(self._times.items())), self.app.current_theme.name)
@@ -227,8 +292,8 @@ class LoopsScreen(SimRunner, StepScreen):
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         c = self._rows.get(event.row_key.value or "") if event.row_key else None
-        if c is not None and self.plan is not None:
-            self.query_one("#loop-findings", FindingsList).show(list(self.plan.findings) + list(c.findings))
+        if c is not None:
+            self._show_findings(c)
 
     @on(Input.Changed, "#custom-count")
     def _custom_changed(self, event: Input.Changed) -> None:
@@ -262,7 +327,7 @@ class LoopsScreen(SimRunner, StepScreen):
     def next_blocked(self) -> str | None:
         if self.plan is None:
             return "no loop plan: go back to the tile step"
-        if self.plan.needs_loop:
+        if self.plan.needs_loop or (self.view is not None and self.view.runs_loop):
             c = self.chosen()
             if c is None:
                 return "no loop count works with this tile: change the tile"
