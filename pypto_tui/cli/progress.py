@@ -39,7 +39,7 @@ _err = Console(stderr=True, highlight=False)
 
 @contextlib.contextmanager
 def workers_end_with_us() -> Iterator[None]:
-    """While the body runs, Ctrl+C and SIGTERM end this process *and* its compiler workers."""
+    """While the body runs, Ctrl+C, SIGTERM and SIGHUP end this process *and* its compiler workers."""
     from pypto_tui.sim.runner import stop_all
 
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -50,7 +50,7 @@ def workers_end_with_us() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:

@@ -3,7 +3,8 @@
 Invoked by file path (`python baseline_runner.py WORKDIR`), never as `-m pypto_tui...`, so it
 imports nothing of pypto-tui. WORKDIR/job.json names the task, the runs (lists of inputs as
 .npy files or scalar values) and the seed; the runner writes WORKDIR/result.json and one
-out<i>.npy per run. This is the only place a task file is executed, and only on request.
+out<i>.npy per run. This is the only place a task file is executed, and only on request; whatever
+the task starts ends with this process (procgroup.guard_task_runner).
 """
 
 from __future__ import annotations
@@ -71,8 +72,22 @@ def run(workdir: Path) -> dict[str, Any]:
     return {"status": "ok", "outputs": outputs, "torch_version": torch.__version__}
 
 
+def _guard(workdir: Path) -> None:
+    """Tie the task's processes to this one (procgroup.guard_task_runner), loaded by file path:
+    this interpreter may not have pypto-tui installed, and procgroup is standard library only."""
+    path = Path(__file__).resolve().parents[1] / "procgroup.py"
+    spec = importlib.util.spec_from_file_location("pypto_tui_selfcheck_procgroup", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the package is incomplete
+        return
+    procgroup = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = procgroup  # dataclasses look their module up by name
+    spec.loader.exec_module(procgroup)
+    procgroup.guard_task_runner(cleanup=[workdir])
+
+
 def main(argv: list[str]) -> int:
     workdir = Path(argv[1])
+    _guard(workdir)
     try:
         result = run(workdir)
     except Exception as exc:  # the runner must always leave a result behind

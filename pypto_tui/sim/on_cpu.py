@@ -32,6 +32,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pypto_tui.sim.fds import silenced_fds
+
 INTERPRET_ENV = "PYPTO_TUI_INTERPRET"
 WORKER_ENV = "PYPTO_TUI_WORKER"
 OUTPUT_DIR_ENV = "TILE_FWK_OUTPUT_DIR"
@@ -84,8 +86,6 @@ def interpret(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Non
         raise SimModeError(f"{kernel!r} is not a pypto 0.2.0 jit kernel: cannot interpret it")
     if not shim.calculator_ready():
         print(f"pypto-tui: {stages.ONE_TIME_NOTE}", file=sys.stderr, flush=True)
-    from pypto_tui.sim.worker import silenced_fds
-
     with _lock, tempfile.TemporaryDirectory(prefix="pypto-tui-interpret-") as tmp:
         saved_dir, saved_options = os.environ.get(OUTPUT_DIR_ENV), kernel._verify_options
         os.environ[OUTPUT_DIR_ENV] = tmp

@@ -34,6 +34,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from pypto_tui.procgroup import PARENT_ENV, kill_tree
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import passes, stages
 from pypto_tui.sim.cache import ResultCache, cache_key
@@ -65,6 +66,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    env[PARENT_ENV] = str(os.getpid())  # the worker's check that we still live (procgroup)
     return env
 
 
@@ -217,9 +219,12 @@ def _check_passes(job: J.SimJob, work: Path, result: J.SimResult) -> None:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a worker that is still running, with the helper scripts pypto spawned: they share
-    the new session it was started in, whose group id is the worker's pid (never ours)."""
+    """Stop a worker that is still running, with every process below it: pypto's helper scripts
+    share the new session it was started in (group id: the worker's pid, never ours), and what the
+    task or kernel code started, even in a session of its own, is in the worker's process tree (the
+    worker is their subreaper: procgroup.guard_task_runner)."""
     if proc.poll() is None:
+        kill_tree(proc.pid)
         try:
             if os.getpgid(proc.pid) == proc.pid:
                 os.killpg(proc.pid, signal.SIGKILL)

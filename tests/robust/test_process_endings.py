@@ -1,0 +1,184 @@
+"""Issue 25, item 2: every process a task starts ends with the tool, on every signal and on a normal
+exit: a child, a child in a new session (its own process group), and an orphan (its parent exited).
+
+The procgroup tests below need no torch (the "runner" is a small script); the command-line tests run
+`contract --run` on a task that starts such processes at import, so they need torch (slow-only)."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PYPTO_TUI
+from hostile import MODEL_HEAD, MODEL_TAIL
+
+from pypto_tui import procgroup
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+LINUX = sys.platform.startswith("linux")
+PROCGROUP = Path(procgroup.__file__).resolve()
+pytestmark = pytest.mark.skipif(not LINUX, reason="the subreaper and /proc are Linux's")
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes (zombies aside) whose environment carries `marker`: everything a test started."""
+    parents = procgroup._parents() or {}
+    out = []
+    for pid in parents:
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"PYPTO_TUI_TEST_MARK={marker}".encode() in env.split(b"\0") and pid != os.getpid():
+            out.append(pid)
+    return out
+
+
+def _settle(marker: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := _marked(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def _cleanup(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+SPAWN = """
+import os, subprocess, sys
+subprocess.Popen(["sleep", "300"])                             # a child
+subprocess.Popen(["sleep", "301"], start_new_session=True)     # a child in a session of its own
+if os.fork() == 0:                                              # an orphan: its parent exits at once
+    subprocess.Popen(["sleep", "302"], start_new_session=True)
+    os._exit(0)
+os.wait()
+"""
+
+
+def _runner_script(tmp_path: Path, then: str) -> Path:
+    """A stand-in for the baseline runner: guards itself as the real one does, then runs task-like code."""
+    script = tmp_path / "runner.py"
+    script.write_text(
+        "import importlib.util, sys, time\n"
+        f"spec = importlib.util.spec_from_file_location('pg', {str(PROCGROUP)!r})\n"
+        "pg = importlib.util.module_from_spec(spec); sys.modules['pg'] = pg; spec.loader.exec_module(pg)\n"
+        "pg.guard_task_runner(cleanup=[__import__('pathlib').Path.cwd()])\n"
+        + SPAWN + "open('ready', 'w').write('x')\n" + then)
+    return script
+
+
+def _start(tmp_path: Path, marker: str, then: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYPTO_TUI_TEST_MARK": marker, procgroup.PARENT_ENV: str(os.getpid())}
+    proc = subprocess.Popen([sys.executable, str(_runner_script(tmp_path, then))], cwd=tmp_path, env=env,
+                            start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
+def test_a_normal_exit_ends_every_process_the_code_started(tmp_path: Path) -> None:
+    marker = f"exit-{os.getpid()}"
+    proc = _start(tmp_path, marker, "")
+    assert proc.wait(timeout=30) == 0
+    alive = _settle(marker)
+    _cleanup(alive)
+    assert alive == []
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_to_the_runner_ends_everything_below_it(tmp_path: Path, sig: str) -> None:
+    marker = f"{sig}-{os.getpid()}"
+    proc = _start(tmp_path, marker, "time.sleep(120)\n")
+    assert len(_marked(marker)) >= 4  # the runner, the child, the new-session child, the orphan
+    proc.send_signal(getattr(signal, sig))
+    assert proc.wait(timeout=30) == 128 + getattr(signal, sig)
+    alive = _settle(marker)
+    _cleanup(alive)
+    assert alive == []
+
+
+def test_kill_tree_from_outside_reaches_the_new_session_and_the_orphan(tmp_path: Path) -> None:
+    """What the tool does at a timeout: freeze and kill the runner's tree (it holds the orphans)."""
+    marker = f"tree-{os.getpid()}"
+    proc = _start(tmp_path, marker, "time.sleep(120)\n")
+    procgroup.kill_group(proc)  # type: ignore[arg-type]
+    alive = _settle(marker)
+    _cleanup(alive)
+    assert alive == [] and proc.returncode == -signal.SIGKILL
+
+
+def test_the_runner_ends_its_processes_and_folder_when_the_tool_is_killed(tmp_path: Path) -> None:
+    """SIGKILL to the tool: the runner gets SIGTERM (parent-death signal), ends the task's processes and
+    removes the work folder the tool can no longer remove."""
+    marker = f"orphaned-{os.getpid()}"
+    work = tmp_path / "pypto-tui-selfcheck-x"
+    work.mkdir()
+    tool = (
+        "import os, subprocess, sys, time\n"
+        f"env = {{**os.environ, 'PYPTO_TUI_TEST_MARK': {marker!r}, {procgroup.PARENT_ENV!r}: str(os.getpid())}}\n"
+        f"subprocess.Popen([sys.executable, {str(_runner_script(work, 'time.sleep(120)'))!r}], cwd={str(work)!r},"
+        " env=env, start_new_session=True)\n"
+        "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", tool])
+    deadline = time.monotonic() + 30
+    while not (work / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (work / "ready").exists()
+    parent.kill()
+    parent.wait()
+    alive = _settle(marker, 10)
+    _cleanup(alive)
+    assert alive == [] and not work.exists()
+
+
+# ------------------------------------------------------------------------------- the command line
+def _spawning_task(tmp_path: Path, slow: bool) -> Path:
+    ready = tmp_path / "ready"
+    body = (MODEL_HEAD + "import os, subprocess, time\n" + SPAWN + f"open({str(ready)!r}, 'w').write('x')\n\n"
+            "def get_inputs():\n    return [torch.randn(16, 256)]\n" + MODEL_TAIL)
+    if slow:
+        body = body.replace("return torch.relu(x)", "time.sleep(120)\n        return torch.relu(x)")
+    task = tmp_path / "spawner.py"
+    task.write_text(body)
+    return task
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
+@pytest.mark.parametrize("ending", ["normal", "SIGTERM", "SIGHUP", "SIGINT", "SIGKILL"])
+def test_contract_run_leaves_nothing_behind(tmp_path: Path, ending: str) -> None:
+    marker = f"cli-{ending}-{os.getpid()}"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    task = _spawning_task(tmp_path, slow=ending != "normal")
+    env = {**os.environ, "PYPTO_TUI_TEST_MARK": marker, "TMPDIR": str(temp), "NO_COLOR": "1"}
+    proc = subprocess.Popen([PYPTO_TUI, "contract", str(task), "--run", "--timeout", "100", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    if ending == "normal":
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and json.loads(out)["selfcheck"]["status"] == "agree"
+    else:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "ready").exists()
+        proc.send_signal(getattr(signal, ending))
+        proc.communicate(timeout=30)
+        assert proc.returncode in (128 + getattr(signal, ending), -getattr(signal, ending), 130)
+    alive = _settle(marker, 10)
+    _cleanup(alive)
+    assert alive == []
+    assert glob.glob(str(temp / "pypto-tui-selfcheck-*")) == []
