@@ -84,6 +84,7 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
         t.add_row(i["name"], i["kind"], dims(i["shape"]) if i["kind"] == "tensor" else repr(i.get("value")),
                   str(i["dtype"]))
     console.print(t)
+    _show_graph(doc.get("graph"))
     d = doc.get("dims") or {}
     if d:
         console.print(kv_table([
@@ -103,3 +104,27 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
     shown = [f for f in findings if f.level != "ok"]
     if shown:
         console.print(findings_table(shown))
+
+
+def _show_graph(graph: dict[str, Any] | None) -> None:
+    """forward as operators: one row per node (what it reads, its shape and role), then the
+    parameters __init__ creates and the graph's problems."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from pypto_tui.cli.render import console, dims
+
+    if not graph or not graph.get("nodes"):
+        return
+    t = Table(title=f"graph: {len(graph['nodes'])} node(s), output {graph.get('output')}", title_justify="left")
+    for col in ("node", "op", "reads", "shape", "dtype", "role"):
+        t.add_column(col)
+    for n in graph["nodes"]:
+        t.add_row(n["id"], n["op"], ", ".join(n["inputs"]), dims(n["shape"]) if n["shape"] is not None else "?",
+                  str(n["dtype"]), n["role"])
+    console.print(t)
+    params = [v for v in graph.get("values", []) if v["kind"] == "param"]
+    if params:
+        console.print("parameters: " + ", ".join(f"{v['id']} {dims(v['shape'])}" for v in params))
+    for p in [*graph.get("problems", []), *graph.get("notes", [])]:
+        console.print(Text(f"graph: {p}", style="yellow"))

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from pypto_tui.contract import checks, semantics
+from pypto_tui.contract.graph import OpGraph, build_graph
 from pypto_tui.contract.model import Contract, Input, freeze
 from pypto_tui.contract.reader import TaskFacts, read_task
 from pypto_tui.contract.recognise import recognise
@@ -140,12 +141,16 @@ def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, 
     if rec.family == "unknown":
         unknown["family"] = rec.reason
         unknown["op"] = rec.reason
+    try:
+        graph = build_graph(facts.root, inputs)
+    except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:  # OpError is a ValueError
+        graph = OpGraph((), (), None, (f"forward's graph could not be built: {exc}",))
     contract = Contract(
         task_path=path, family=rec.family, op=rec.op, supported=not rec.reason, reason=rec.reason,
         inputs=tuple(inputs), init_params=freeze(init_params), attributes=freeze(attributes),
         op_args=freeze(rec.op_args), unknown=unknown, forward_source=facts.forward_source,
         noise_comments=tuple(facts.noise_comments), signature=facts.signature,
-        dynamic_axes=dynamic_axes, dynamic_problem=dynamic_problem,
+        dynamic_axes=dynamic_axes, dynamic_problem=dynamic_problem, graph=freeze(graph.to_data()),
     )
     contract = semantics.derive(contract)
     return checks.with_findings(contract, kb)

@@ -266,6 +266,9 @@ class Contract:
     signature: Signature | None = None
     dynamic_axes: tuple[int, ...] = ()
     dynamic_problem: str = ""
+    # forward as a graph of operators (contract/graph.py's OpGraph.to_data): read from the file, like
+    # the inputs; None for a contract built by hand
+    graph: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------------ convenience
     @property
@@ -313,6 +316,7 @@ class Contract:
             "forward_source": self.forward_source, "noise_comments": list(self.noise_comments),
             "signature": self.signature.to_dict() if self.signature else None,
             "dynamic_axes": list(self.dynamic_axes), "dynamic_problem": self.dynamic_problem,
+            "graph": thaw(dict(self.graph)) if self.graph is not None else None,
         }
 
     @classmethod
@@ -338,6 +342,7 @@ class Contract:
             signature=Signature.from_dict(d["signature"]) if d.get("signature") else None,
             dynamic_axes=tuple(int(a) for a in d.get("dynamic_axes") or ()),
             dynamic_problem=str(d.get("dynamic_problem") or ""),
+            graph=freeze(dict(d["graph"])) if isinstance(d.get("graph"), Mapping) else None,
         )
 
     def to_json_dict(self, dims: Any = None) -> dict[str, Any]:
@@ -371,6 +376,7 @@ class Contract:
             "edited": list(self.edited),
             "findings": [f.to_dict() for f in self.findings],
             "task_path": self.task_path,
+            "graph": thaw(dict(self.graph)) if self.graph is not None else None,
         }
 
 

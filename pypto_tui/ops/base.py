@@ -10,7 +10,7 @@ Shape = tuple[int, ...]
 ShapeFn = Callable[[Sequence[Shape], Mapping[str, Any]], Shape]
 Reference = Callable[..., Any]
 
-ROLES = ("elementwise", "view", "matmul", "conv", "pool", "reduction", "norm", "softmax", "scan", "loss",
+ROLES = ("elementwise", "view", "layout", "matmul", "conv", "pool", "reduction", "norm", "softmax", "scan", "loss",
          "attention", "argreduce", "other")
 
 

@@ -1,0 +1,145 @@
+"""Normalisations: batch, layer, group, instance and RMS norm. Each keeps its input's shape; the
+module forms create an affine weight and bias (and BatchNorm its running statistics) in __init__.
+
+The reference is the training-mode statistics for BatchNorm (what a freshly built module in its
+default mode computes) and the plain definitions for the others; the affine weight and bias are
+inputs of the node when the module has them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pypto_tui.ops.base import OpError, OpKind, Shape, same_shape
+
+
+def _affine(y: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, axis: int) -> np.ndarray:
+    shape = [1] * y.ndim
+    if w is not None:
+        shape[axis:axis + w.ndim] = list(w.shape)
+        y = y * w.reshape(shape)
+    if b is not None:
+        shape = [1] * y.ndim
+        shape[axis:axis + b.ndim] = list(b.shape)
+        y = y + b.reshape(shape)
+    return y
+
+
+def _batch_norm(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, eps: float = 1e-5,
+                **_: Any) -> np.ndarray:
+    axes = (0, *range(2, x.ndim))
+    m, v = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+    return _affine((x - m) / np.sqrt(v + eps), w, b, 1)
+
+
+def _instance_norm(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, eps: float = 1e-5,
+                   **_: Any) -> np.ndarray:
+    axes = tuple(range(2, x.ndim))
+    m, v = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+    return _affine((x - m) / np.sqrt(v + eps), w, b, 1)
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, eps: float = 1e-5,
+                normalized_shape: Any = None, **_: Any) -> np.ndarray:
+    k = len(normalized_shape) if isinstance(normalized_shape, tuple | list) else 1
+    axes = tuple(range(x.ndim - k, x.ndim))
+    m, v = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
+    return _affine((x - m) / np.sqrt(v + eps), w, b, x.ndim - k)
+
+
+def _group_norm(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None = None, eps: float = 1e-5,
+                num_groups: int = 1, **_: Any) -> np.ndarray:
+    n = x.shape[0]
+    g = x.reshape(n, num_groups, -1)
+    m, v = g.mean(axis=2, keepdims=True), g.var(axis=2, keepdims=True)
+    return _affine(((g - m) / np.sqrt(v + eps)).reshape(x.shape), w, b, 1)
+
+
+def _rms_norm(x: np.ndarray, w: np.ndarray | None = None, eps: float | None = None, normalized_shape: Any = None,
+              **_: Any) -> np.ndarray:
+    k = len(normalized_shape) if isinstance(normalized_shape, tuple | list) else 1
+    axes = tuple(range(x.ndim - k, x.ndim))
+    e = np.finfo(np.float32).eps if eps is None else eps
+    return _affine(x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + e), w, None, x.ndim - k)
+
+
+def _channels(attrs: Mapping[str, Any], key: str) -> int:
+    c = attrs.get(key)
+    if not isinstance(c, int):
+        raise OpError(f"the norm's {key} must be a constant")
+    return c
+
+
+def _bn_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    c = _channels(attrs, "num_features")
+    out: dict[str, Shape] = {"weight": (c,), "bias": (c,)} if attrs.get("affine", True) else {}
+    if attrs.get("track_running_stats", True):
+        out.update(running_mean=(c,), running_var=(c,))
+    return out
+
+
+def _in_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    c = _channels(attrs, "num_features")
+    return {"weight": (c,), "bias": (c,)} if attrs.get("affine", False) else {}
+
+
+def _gn_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    c = _channels(attrs, "num_channels")
+    return {"weight": (c,), "bias": (c,)} if attrs.get("affine", True) else {}
+
+
+def _normalized(attrs: Mapping[str, Any]) -> Shape:
+    s = attrs.get("normalized_shape")
+    shape = tuple(s) if isinstance(s, tuple | list) else (s,)
+    if not all(isinstance(d, int) for d in shape):
+        raise OpError("normalized_shape must be constants")
+    return shape
+
+
+def _ln_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    s = _normalized(attrs)
+    if not attrs.get("elementwise_affine", True):
+        return {}
+    return {"weight": s, "bias": s} if attrs.get("bias", True) else {"weight": s}
+
+
+def _rms_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    return {"weight": _normalized(attrs)} if attrs.get("elementwise_affine", True) else {}
+
+
+def _checked(kind: str) -> Any:
+    def shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+        x = tuple(shapes[0])
+        if kind in ("batch_norm", "instance_norm", "group_norm") and len(x) < 2:
+            raise OpError(f"{kind} needs (N, C, ...) input, got {x}")
+        if kind == "group_norm":
+            g = attrs.get("num_groups")
+            if isinstance(g, int) and (g <= 0 or x[1] % g):
+                raise OpError(f"{x[1]} channels do not split into {g} groups")
+        if kind in ("layer_norm", "rms_norm") and attrs.get("normalized_shape") is not None:
+            s = _normalized(attrs)
+            if x[len(x) - len(s):] != s:
+                raise OpError(f"normalized_shape {s} is not the trailing part of {x}")
+        return same_shape(shapes, attrs)
+    return shape
+
+
+KINDS = (
+    OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
+           modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
+                                                                          "bias", "training", "momentum", "eps"),
+           pattern="C", weights=_bn_weights, note="training-mode statistics (the module's default mode)"),
+    OpKind("instance_norm", "norm", _checked("instance_norm"), _instance_norm, functions=("instance_norm",),
+           modules=("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"), pattern="C", weights=_in_weights),
+    OpKind("layer_norm", "norm", _checked("layer_norm"), _layer_norm, functions=("layer_norm",),
+           modules=("LayerNorm",), params=("normalized_shape", "weight", "bias", "eps"), pattern="C",
+           weights=_ln_weights),
+    OpKind("group_norm", "norm", _checked("group_norm"), _group_norm, functions=("group_norm",),
+           modules=("GroupNorm",), params=("num_groups", "weight", "bias", "eps"), pattern="C", weights=_gn_weights),
+    OpKind("rms_norm", "norm", _checked("rms_norm"), _rms_norm, functions=("rms_norm",), modules=("RMSNorm",),
+           params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights),
+)
+

@@ -1,0 +1,79 @@
+"""Reductions over axes: sum, mean, amax/amin, max/min over a dim, prod, logsumexp, var, std,
+argmax/argmin. The shape function reads `dim` and `keepdim` (dim None: every axis)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pypto_tui.ops.base import OpKind, Shape, axis
+
+
+def axes_of(attrs: Mapping[str, Any], rank: int) -> tuple[int, ...]:
+    dim = attrs.get("dim")
+    if dim is None:
+        return tuple(range(rank))
+    dims = dim if isinstance(dim, tuple | list) else (dim,)
+    return tuple(sorted({axis(d, rank) for d in dims}))
+
+
+def reduced_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x = tuple(shapes[0])
+    axes = axes_of(attrs, len(x))
+    if attrs.get("keepdim"):
+        return tuple(1 if i in axes else s for i, s in enumerate(x))
+    return tuple(s for i, s in enumerate(x) if i not in axes)
+
+
+def _lse(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _ref(fn: Callable[..., Any], extra: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+         ) -> Callable[..., np.ndarray]:
+    def run(x: np.ndarray, **attrs: Any) -> np.ndarray:
+        axes = axes_of(attrs, x.ndim)
+        kw = extra(attrs) if extra else {}
+        return np.asarray(fn(x, axis=axes, keepdims=bool(attrs.get("keepdim")), **kw))
+    return run
+
+
+def _correction(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    c = attrs.get("correction")
+    if c is None:
+        c = 1 if attrs.get("unbiased", True) else 0
+    return {"ddof": c}
+
+
+def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    def run(x: np.ndarray, **attrs: Any) -> np.ndarray:
+        dim = attrs.get("dim")
+        if dim is None:
+            return np.asarray(fn(x.reshape(-1)))
+        a = axis(dim, x.ndim)
+        out = fn(x, axis=a)
+        return np.expand_dims(out, a) if attrs.get("keepdim") else out
+    return run
+
+
+def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
+          params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction") -> OpKind:
+    spell = functions if functions is not None else (name,)
+    return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role)
+
+
+KINDS = (
+    _kind("sum", _ref(np.sum)), _kind("mean", _ref(np.mean)), _kind("amax", _ref(np.max)),
+    _kind("amin", _ref(np.min)), _kind("prod", _ref(np.prod)), _kind("logsumexp", _ref(_lse)),
+    _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction")),
+    _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction")),
+    # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim
+    _kind("max_dim", _ref(np.max), functions=()), _kind("min_dim", _ref(np.min), functions=()),
+    OpKind("norm", "reduction", reduced_shape, None, functions=("norm", "linalg.norm", "linalg.vector_norm"),
+           methods=("norm",), params=("p", "dim", "keepdim"), pattern="C"),
+    _kind("argmax", _arg(np.argmax), role="argreduce"), _kind("argmin", _arg(np.argmin), role="argreduce"),
+)
