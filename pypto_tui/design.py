@@ -206,7 +206,8 @@ class Pipeline:
         key = (role, top, self.design.loop_count, self.design.loop_tail, costs.note)
         return self._memo("tile_plan", key, lambda: rank_candidates(
             self.kb, role.shape, role.dtype, role.reduce_dim, top=top, reducing=role.reducing,
-            estimate=costs.tile, estimate_note=costs.note))
+            estimate=costs.tile, estimate_note=costs.note, estimate_decides=costs.tiles.estimate_decides,
+            ranking_note=costs.tiles.why))
 
     def tile_choices(self) -> tuple[TileChoice, ...]:
         """Every role's tile, as the kernel will use it (the main one is the user's when set)."""
@@ -288,7 +289,7 @@ class Pipeline:
                needs.loop_unit, needs.loop_max_chunk)
         return self._memo("loop_plan", key, lambda: plan_loops(
             self.kb, shape, role.dtype, tile, needs.loop_axis, self.design.loop_count, needs.loop_why,
-            price, costs.note, needs.loop_unit, needs.loop_max_chunk))
+            price, costs.note, needs.loop_unit, needs.loop_max_chunk, costs.loops.estimate_decides, costs.loops.why))
 
     def loop_choice(self) -> LoopChoice | None:
         """The loop the kernel runs (None: no loop)."""
@@ -403,8 +404,115 @@ def _mtime(path: str) -> float:
 
 
 def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
-    """Step 5: the generated module for the design's frozen plan (see pypto_tui.codegen.generate)."""
+    """Step 5: the generated module for the design's frozen plan (see pypto_tui.codegen.generate).
+    A task the level-1 path cannot write whose graph is several kernels gets a module of them
+    (`module_kernel`); a level-1 task keeps its one kernel, exactly as before."""
     from pypto_tui.codegen import generate
 
     plan = pipeline.kernel_plan()
-    return pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
+    single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
+    if single.supported:
+        return single
+    module = pipeline._memo("module_kernel", plan, lambda: module_kernel(pipeline))
+    return module if module is not None else single
+
+
+class _StagePipeline(Pipeline):
+    """A pipeline over one kernel of a module plan: its contract is given, not read from a file."""
+
+    def __init__(self, kb: KnowledgeBase, contract: Contract, flavour: str | None) -> None:
+        super().__init__(kb, Design(task="<kernel of a module>", flavour=flavour))
+        self._given = contract
+
+    def contract(self) -> Contract:
+        return self._given
+
+
+def module_plan_of(pipeline: Pipeline) -> Any:
+    """The task's graph split into kernels (plan.partition with the pack's fusion rules), or None
+    when the graph is one kernel or absent."""
+    from pypto_tui.contract.graph import OpGraph
+    from pypto_tui.plan import decompose, fusion_rules, partition
+
+    c = pipeline.contract()
+    if c.graph is None:
+        return None
+    graph = decompose(OpGraph.from_data(c.graph))
+    if graph.problems or graph.output is None or len(graph.ops) < 2:
+        return None
+    mp = partition(graph, fusion_rules(getattr(pipeline.kb, "path", None)))
+    return (graph, mp) if len(mp.groups) > 1 else None
+
+
+def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
+    """A module of several kernels for a task whose graph the plan splits (issue 21): each kernel is
+    designed as a task of its own (contract/stages.py, the level-1 steps), and codegen/compose.py
+    merges them under one ModelNew. None when the graph is one kernel (the level-1 answer stands)."""
+    from pypto_tui.codegen.compose import compose
+    from pypto_tui.codegen.result import GeneratedKernel
+    from pypto_tui.contract.extract import extract_contract
+    from pypto_tui.contract.init_body import init_body
+    from pypto_tui.contract.stages import arg_name, stage_source
+    from pypto_tui.errors import Unsupported
+    from pypto_tui.ops import views as V
+
+    planned = module_plan_of(pipeline)
+    if planned is None:
+        return None
+    graph, mp = planned
+    c = pipeline.contract()
+    flavour = pipeline.kb.flavour(pipeline.design.flavour).name
+
+    def refused(reason: str) -> GeneratedKernel:
+        return GeneratedKernel("", False, reason, "module", flavour)
+
+    sig = c.signature
+    source = Path(c.task_path).read_text(encoding="utf-8") if c.task_path else None
+    body = init_body(source) if source else None
+    if sig is None or body is None:
+        return refused("a module of several kernels needs Model.__init__ from the task file")
+    param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
+    local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
+    prelude: list[str] = []
+    for vid in mp.views:  # views of inputs: forward takes them (shape-only steps)
+        n = graph.node(vid)
+        text = local.get(n.inputs[0]) or param_text.get(n.inputs[0], n.inputs[0])
+        for step in n.attrs.get("steps", ()):
+            s = step if isinstance(step, V.Step) else V.Step(**{k: (tuple(x) if isinstance(x, list | tuple) else x)
+                                                                  for k, x in dict(step).items()})
+            if s.kind not in ("unsqueeze", "reshape"):
+                return refused(f"forward would copy data for the view {n.spelling} ({s.kind}) of an input")
+            text += V.torch_text(s)
+        local[vid] = f"v_{vid}"
+        prelude.append(f"v_{vid} = {text}")
+    stages: list[str] = []
+    calls: list[tuple[str, list[str]]] = []
+    summaries: list[str] = []
+    for g in mp.groups:
+        ops = ", ".join(graph.node(n).op for n in g.nodes)
+        try:
+            src, reads = stage_source(graph, g.nodes, g.reads, g.writes, f"Kernel {g.index} of {c.task_path}: {ops}.")
+        except Unsupported as exc:
+            return refused(f"kernel {g.index} ({ops}): {exc}")
+        stage_contract = extract_contract(src, pipeline.kb)
+        if not stage_contract.supported:
+            return refused(f"kernel {g.index} ({ops}): {stage_contract.reason}")
+        try:
+            gen = kernel_of(_StagePipeline(pipeline.kb, stage_contract, pipeline.design.flavour))
+        except InputError as exc:
+            return refused(f"kernel {g.index} ({ops}): {exc}")
+        if not gen.supported:
+            return refused(f"kernel {g.index} ({ops}): {gen.reason}")
+        stages.append(gen.source)
+        args = [local.get(r) or param_text.get(r) or arg_name(r) for r in reads]
+        out = f"t_{arg_name(g.writes)}"
+        local[g.writes] = out
+        calls.append((out, args))
+        summaries.append(f"kernel {g.index}: {ops} ({gen.pattern}; {g.rule or 'its own kernel'})")
+    doc = (f"{len(stages)} kernels for {Path(c.task_path or 'the task').name} (issue 21 module plan):\n"
+           + "\n".join(summaries))
+    try:
+        code = compose(stages, calls, local[mp.output], doc, sig.init_source, body, sig.forward_source, prelude)
+    except Unsupported as exc:
+        return refused(str(exc))
+    return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))

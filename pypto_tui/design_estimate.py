@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypto_tui.estimate import Estimator, LoopCost, Point, TileCost, estimator_for, ranks_by_estimate
+from pypto_tui.estimate import (
+    NO_DECISION,
+    Estimator,
+    LoopCost,
+    Point,
+    RankDecision,
+    TileCost,
+    estimator_for,
+    rank_decision,
+)
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.loops import choose_loop, plan_loops
 from pypto_tui.plan import Needs, TileRole
@@ -31,6 +40,8 @@ class DesignCosts:
     note: str
     estimator: Estimator | None = None
     op: str | None = None
+    tiles: RankDecision = NO_DECISION   # whether the estimate orders the tiles, and why
+    loops: RankDecision = NO_DECISION   # ... and the loop counts
 
 
 def reduce_axes(kb: KnowledgeBase, role: TileRole, op: str | None) -> tuple[int, ...]:
@@ -68,7 +79,8 @@ def design_costs(kb: KnowledgeBase, family: str | None, op: str | None, needs: N
         count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail, op)
         return est.us(Point(role.shape, itemsize, axes, tile, axis, count))
 
-    return DesignCosts(tile_cost, None, est.describe(), est, op)
+    return DesignCosts(tile_cost, None, est.describe(), est, op, rank_decision(kb, est.fit, "tiles"),
+                       rank_decision(kb, est.fit, "loops"))
 
 
 def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int, why: LoopWhy,
@@ -78,7 +90,8 @@ def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape
     if requested is None and auto_tiles(role.shape, tile) <= kb.limits.max_auto_tiles and why == "auto":
         return None  # no loop is needed (P6.avoid-loops): the planner's answer, without planning
     # Only a pack that ranks by the estimate lets the price choose the loop; else the documents do.
-    price = loop_cost(kb, est, role, tile, axis, op) if ranks_by_estimate(kb) else None
-    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, price)
+    decides = rank_decision(kb, est.fit, "loops").estimate_decides
+    price = loop_cost(kb, est, role, tile, axis, op) if decides else None
+    plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, price, estimate_decides=decides)
     choice = choose_loop(kb, plan, requested, tail, why)
     return choice.count if choice is not None else None

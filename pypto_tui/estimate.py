@@ -164,8 +164,43 @@ def estimator_for(kb: KnowledgeBase, family: str | None, op: str | None = None) 
 
 
 def ranks_by_estimate(kb: KnowledgeBase) -> bool:
-    """Whether the pack lets the estimate decide the recommendation (`ranking = "estimate"`)."""
+    """Whether the pack lets the estimate decide every recommendation (`ranking = "estimate"`);
+    `ranking = "auto"` decides per family and sweep (rank_decision)."""
     return kb.estimate is not None and kb.estimate.ranking == "estimate"
+
+
+@dataclass(frozen=True)
+class RankDecision:
+    """Which order a recommendation follows for one family and sweep, and why (shown to the user)."""
+
+    estimate_decides: bool
+    why: str = ""
+
+
+NO_DECISION = RankDecision(False)
+SWEEP_WORDS = {"tiles": "tile", "loops": "loop-count"}
+
+
+def rank_decision(kb: KnowledgeBase, fit: CostFit | None, sweep: str) -> RankDecision:
+    """`ranking = "estimate"`: the estimate decides wherever it has a fit; "rules": the documents'
+    order always; "auto": the estimate for a family whose measured picks on this kind of sweep
+    (estimate.toml [fit.X.picks.tiles|loops]: pick time / exhaustive optimum) beat the documents',
+    the documents' order where they do not or nothing was measured."""
+    ranking = kb.estimate.ranking if kb.estimate is not None else "rules"
+    if fit is None or ranking == "rules":
+        return RankDecision(False, "")
+    if ranking == "estimate":
+        return RankDecision(True, "the pack ranks by the estimate (ranking = \"estimate\")")
+    word = SWEEP_WORDS.get(sweep, sweep)
+    rec = fit.picks.get(sweep)
+    if rec is None or rec.sweeps == 0:
+        return RankDecision(False, f"the documents' order decides: the '{fit.name}' estimate's {word} picks were "
+                                   "never measured against it (ranking = \"auto\")")
+    score = (f"over {rec.sweeps} measured {word} sweep(s) its picks ran {rec.estimate:.3f}x the optimum, the "
+             f"documents' {rec.rules:.3f}x")
+    if rec.estimate_wins:
+        return RankDecision(True, f"the estimate decides: {score} (ranking = \"auto\")")
+    return RankDecision(False, f"the documents' order decides: {score} (ranking = \"auto\")")
 
 
 # ------------------------------------------------------------------------------------ ranking
@@ -222,16 +257,17 @@ class Reordered:
 
 @cites("SIM.cost-estimate")
 def reorder(kb: KnowledgeBase, cost: TileCost | None, total: int, positions: Sequence[int], tiles: Sequence[Shape],
-            note: str = "") -> Reordered:
+            note: str = "", decides: bool | None = None) -> Reordered:
     """Price the qualified tiles: `tiles[j]` sits at `positions[j]` of the documents' order of
     `total` candidates. When the pack ranks by the estimate, the priced qualified tiles come first,
     cheapest first, then the rest as the documents order them: the estimate never lifts a tile the
-    rules did not qualify."""
+    rules did not qualify. `decides` says whether the estimate orders them (None: the pack's
+    ranking switch alone, as for a pack with `ranking = "estimate"`)."""
     ranking = rank_by_estimate(tiles, cost, note)
     values = {positions[j]: v for j, v in enumerate(ranking.values) if v is not None}
     best = positions[ranking.best] if ranking.best is not None else None
     keep = tuple(range(total))
-    if cost is None or best is None or not ranks_by_estimate(kb):
+    if cost is None or best is None or not (ranks_by_estimate(kb) if decides is None else decides):
         return Reordered(keep, values, best, "rules", ranking.note)
     first = [positions[j] for j in ranking.order if ranking.values[j] is not None]
     seen = set(first)

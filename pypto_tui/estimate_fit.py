@@ -240,7 +240,8 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
         "# loop_error / pick_error: the same spread among runs differing only in the loop count / among",
         "# runs within 1.5x of their task's fastest (what the guided loop / tile sweep trusts; 0: error).",
         "# ranking = \"rules\" keeps the documents' order for the recommendation and shows the estimate's",
-        "# pick beside it; \"estimate\" lets the estimate order the qualified candidates.",
+        "# pick beside it; \"estimate\" lets the estimate order the qualified candidates; \"auto\" lets it",
+        "# order them for a family and sweep whose measured picks ([fit.X.picks]) beat the documents'.",
         "[estimate]",
         f"ranking = {_toml_str(ranking)}",
         f"note = {_toml_str(note)}",
@@ -255,4 +256,7 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
                 f"[fit.{name}.coefficients]"]
         out += [f"{k} = {v}" for k, v in f.coefficients.items()]
+        for sweep, rec in sorted(f.picks.items()):  # measured picks travel with the fit they score
+            out += [f"[fit.{name}.picks.{sweep}]", f"estimate = {rec.estimate}", f"rules = {rec.rules}",
+                    f"sweeps = {rec.sweeps}", f"source = {_toml_str(rec.source)}"]
     return "\n".join(out) + "\n"

@@ -48,6 +48,14 @@ class LoopPlan:
     estimate_note: str = ""
     unit: int = 1  # elements per unit of the loop axis (total and BASIC_BATCH count units)
     max_chunk: int | None = None  # elements one iteration may hold on the loop axis (a matmul's inner axis)
+    ranking_note: str = ""        # why that order decides (the pack's switch, the measured picks)
+
+    def rules_pick_loss(self) -> float | None:
+        """How much slower the estimate expects the documents' loop count than its own."""
+        a, b = self.best_by_rules, self.best_by_estimate
+        if a is None or b is None or not a.estimate_us or not b.estimate_us:
+            return None
+        return float(a.estimate_us / b.estimate_us)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +63,9 @@ class LoopPlan:
             "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
             "ranking": self.ranking,
             "estimate_note": self.estimate_note,
+            "ranking_note": self.ranking_note,
+            "rules_pick_rules": ["O2.loop-log-scale"] if self.best_by_rules else [],
+            "rules_pick_expected_loss": self.rules_pick_loss(),
             "unit": self.unit,
             "max_chunk": self.max_chunk,
             "shape": list(self.shape),
@@ -220,6 +231,8 @@ def plan_loops(
     estimate_note: str = "",
     unit: int = 1,
     max_chunk: int | None = None,
+    estimate_decides: bool | None = None,
+    ranking_note: str = "",
 ) -> LoopPlan:
     """Plan one loop (never nested) along `axis`, candidates in the documents' order.
 
@@ -282,11 +295,12 @@ def plan_loops(
     by_estimate = next((c for c in cands if priced.best is not None and c.loop_count == loops[priced.best].loop_count),
                        None)
     ranking = "rules"
-    if needs and loop_count is None and by_estimate is not None and ranks_by_estimate(kb):
+    decides = ranks_by_estimate(kb) if estimate_decides is None else estimate_decides
+    if needs and loop_count is None and by_estimate is not None and decides:
         recommended, ranking = by_estimate, "estimate"
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
                     tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note,
-                    unit, max_chunk)
+                    unit, max_chunk, ranking_note if estimate is not None else "")
 
 
 def _at(kb: KnowledgeBase, plan: LoopPlan, count: int, tail: TailStrategy | None = None) -> LoopCandidate:

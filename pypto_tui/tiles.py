@@ -12,6 +12,7 @@ rule (and so whose limit it is: the compiler's, PyPTO's documentation, or the ru
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,11 @@ class TilePlan:
     best_by_estimate: Candidate | None = None
     ranking: str = "rules"             # which order `recommended` follows: "rules" or "estimate"
     estimate_note: str = ""            # why there is no estimate, or which fit priced the tiles
+    ranking_note: str = ""             # why that order decides (the pack's switch, the measured picks)
+
+    def rules_pick_loss(self) -> float | None:
+        """How much slower the estimate expects the documents' pick than its own (1.0: the same)."""
+        return pick_loss(self.best_by_rules, self.best_by_estimate)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,9 @@ class TilePlan:
             "best_by_estimate": self.best_by_estimate.to_dict() if self.best_by_estimate else None,
             "ranking": self.ranking,
             "estimate_note": self.estimate_note,
+            "ranking_note": self.ranking_note,
+            "rules_pick_rules": list(cited_rules(self.best_by_rules.reasons)) if self.best_by_rules else [],
+            "rules_pick_expected_loss": self.rules_pick_loss(),
             "shape": list(self.shape),
             "dtype": self.dtype,
             "reduce_dim": self.reduce_dim,
@@ -83,6 +92,21 @@ class TilePlan:
 
 
 # ------------------------------------------------------------------------------------ helpers
+_RULE_ID = re.compile(r"\b([A-Z][A-Z0-9]*\.[a-z0-9][a-z0-9-]*)\b")
+
+
+def cited_rules(texts: Sequence[str]) -> tuple[str, ...]:
+    """The rule ids a pick's reasons cite, in order, each once (what the documents' pick rests on)."""
+    return tuple(dict.fromkeys(m for t in texts for m in _RULE_ID.findall(t) if m != "SIM.cost-estimate"))
+
+
+def pick_loss(rules: Any, estimate: Any) -> float | None:
+    """estimate_us of the documents' pick / estimate_us of the estimate's (None unless both priced)."""
+    if rules is None or estimate is None or not rules.estimate_us or not estimate.estimate_us:
+        return None
+    return float(rules.estimate_us / estimate.estimate_us)
+
+
 def _ok(kb: KnowledgeBase, rule: str, message: str) -> Finding:
     return rule_finding(kb, rule, message, "ok")
 
@@ -408,6 +432,8 @@ def rank_candidates(
     reducing: bool | None = None,
     estimate: TileCost | None = None,
     estimate_note: str = "",
+    estimate_decides: bool | None = None,
+    ranking_note: str = "",
 ) -> TilePlan:
     """Enumerate and rank tiles in the documents' order.
 
@@ -440,7 +466,8 @@ def rank_candidates(
     rules_row = preset_row if preset_row is not None else order[0]
     # SIM.cost-estimate: price the qualified tiles; the pack says whether the price reorders them.
     at = [pos for pos, row in enumerate(order) if space.qualified(row)]
-    priced = reorder(kb, estimate, len(order), at, [space.tile(order[pos]) for pos in at], estimate_note)
+    priced = reorder(kb, estimate, len(order), at, [space.tile(order[pos]) for pos in at], estimate_note,
+                     estimate_decides)
     price = {order[pos]: v for pos, v in priced.values.items()}
     estimate_row = order[priced.best] if priced.best is not None else None
     order = [order[pos] for pos in priced.order]
@@ -475,7 +502,8 @@ def rank_candidates(
     recommended = preset_pick or (cands[0] if cands else None)
     return TilePlan(shape, dtype, rd, tuple(cands), recommended, space.enumerated, space.qualified_count,
                     space.fallback, tuple(notes), by_row.get(rules_row),
-                    by_row.get(estimate_row) if estimate_row is not None else None, priced.ranking, priced.note)
+                    by_row.get(estimate_row) if estimate_row is not None else None, priced.ranking, priced.note,
+                    ranking_note if estimate is not None else "")
 
 def _reasons(kb: KnowledgeBase, ev: TileEvaluation, qualified: bool, sweet: int, spend: int,
              fallback: bool, preset: bool, rd: int | None) -> list[str]:

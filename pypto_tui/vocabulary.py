@@ -30,5 +30,7 @@ TAIL_PREFERENCES: tuple[str, ...] = ("divisor", "main+tail")
 ESTIMATE_FEATURES: tuple[str, ...] = (
     "tiles", "rows", "groups", "segments", "waves", "iterations", "serial", "big_split", "balance",
 )
-# How the recommendation is ranked: the documents' order, or the fitted cost estimate.
-RANKINGS: tuple[str, ...] = ("rules", "estimate")
+# How the recommendation is ranked: the documents' order, the fitted cost estimate, or "auto": the
+# estimate for a family and sweep where its measured picks beat the documents' (estimate.toml
+# [fit.X.picks]), the documents' order elsewhere.
+RANKINGS: tuple[str, ...] = ("rules", "estimate", "auto")

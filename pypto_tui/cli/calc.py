@@ -97,6 +97,8 @@ def tile(
     if want_candidates:
         costs, why = _costs(task, family, shp, dt, rd, pack)
         plan = rank_candidates(pack, shp, dt, rd, top=top, estimate=costs.tile if costs else None,
+                               estimate_decides=costs.tiles.estimate_decides if costs else None,
+                               ranking_note=costs.tiles.why if costs else "",
                                estimate_note=costs.note if costs else why)
     failed = has_error(evaluation.findings) if evaluation else (plan is None or plan.recommended is None)
     if json_out:
@@ -150,7 +152,9 @@ def loop(
 
         price = loop_cost(pack, costs.estimator, TileRole("main", "TILE_SHAPE", tuple(shp), dt, rd), tuple(tile_dims),
                           axis, costs.op)
-    plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not)
+    plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not,
+                      estimate_decides=costs.loops.estimate_decides if costs else None,
+                      ranking_note=costs.loops.why if costs else "")
     failed = plan.recommended is None or has_error(plan.recommended.findings)
     if json_out:
         emit_json(plan.to_dict())

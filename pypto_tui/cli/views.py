@@ -51,19 +51,29 @@ def show_tiles(plan: TilePlan | None, evaluation: TileEvaluation | None) -> None
             console.print(Text(f"  - {reason}"))
     show_picks(plan.best_by_rules.tile if plan.best_by_rules else None,
                plan.best_by_estimate.tile if plan.best_by_estimate else None,
-               plan.best_by_estimate.estimate_us if plan.best_by_estimate else None, plan.ranking, plan.estimate_note)
+               plan.best_by_estimate.estimate_us if plan.best_by_estimate else None, plan.ranking, plan.estimate_note,
+               plan.ranking_note, plan.to_dict()["rules_pick_rules"], plan.rules_pick_loss())
 
 
-def show_picks(rules: object, estimate: object, estimate_us: float | None, ranking: str, note: str) -> None:
-    """Both picks side by side, and which one the recommendation follows (SIM.cost-estimate)."""
+def show_picks(rules: object, estimate: object, estimate_us: float | None, ranking: str, note: str,
+               ranking_note: str = "", rule_ids: list[str] | None = None, loss: float | None = None) -> None:
+    """Both picks side by side, and which one the recommendation follows (SIM.cost-estimate): the
+    documents' pick with the rules it rests on and how much slower the estimate expects it."""
     def label(v: object) -> str:
         return dims(v) if isinstance(v, tuple) else f"loop_count {v}"
 
     line = f"rules' pick: {label(rules)}" if rules is not None else "rules' pick: -"
+    if rules is not None and rule_ids:
+        line += f" ({', '.join(rule_ids)})"
     if estimate is not None:
         line += f"   estimate's pick: {label(estimate)} (~{estimate_us or 0:.2f} µs)"
     line += f"   (the recommendation follows the {'estimate' if ranking == 'estimate' else 'rules'})"
     console.print(Text(line, style="cyan"))
+    if loss is not None and rules != estimate:
+        console.print(Text(f"the estimate expects the rules' pick to take {loss:.2f}x its own pick's time",
+                           style="cyan"))
+    if ranking_note:
+        console.print(Text(ranking_note, style="dim"))
     if note:
         console.print(Text(note, style="dim"))
 
@@ -101,5 +111,6 @@ def show_loops(plan: LoopPlan) -> None:
         console.print(Text(f"recommended: loop_count {r.loop_count}, BASIC_BATCH {r.basic_batch}", style="bold green"))
     if plan.best_by_estimate is not None:
         show_picks(plan.best_by_rules.loop_count if plan.best_by_rules else None, plan.best_by_estimate.loop_count,
-                   plan.best_by_estimate.estimate_us, plan.ranking, plan.estimate_note)
+                   plan.best_by_estimate.estimate_us, plan.ranking, plan.estimate_note, plan.ranking_note,
+                   plan.to_dict()["rules_pick_rules"], plan.rules_pick_loss())
     console.print(findings_table(plan.findings))

@@ -34,10 +34,10 @@ def test_kernel_constants_are_the_plans_choices(kb, task):
         assert k.constants["CUBE_M"]["value"] == list(plan.cube.evaluation.m)
 
 
-def test_batch_norm_step_down_is_decided_by_the_tile_step(kb):
-    """BatchNorm's 4 live buffers (ops.toml) make the tile step shrink its pick and say so there;
-    the loop step then plans the channel loop (ops.toml loop_axis) on the tile the kernel uses."""
-    p = Pipeline(kb, Design(task=str(FIX / "tasks" / "batch_norm.py")))
+def test_batch_norm_step_down_is_decided_by_the_tile_step(kb_rules):
+    """BatchNorm's 4 live buffers (ops.toml) make the tile step shrink the documents' pick and say so
+    there; the loop step then plans the channel loop (ops.toml loop_axis) on the tile the kernel uses."""
+    p = Pipeline(kb_rules, Design(task=str(FIX / "tasks" / "batch_norm.py")))
     main = p.tile_choices()[0]
     assert main.source == "stepped-down" and main.requested is not None
     assert main.tile != main.requested and any(f.rule == "O1.ub-step-down" for f in main.findings)

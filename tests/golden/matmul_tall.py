@@ -53,8 +53,8 @@ CUBE_N = [256, 256]
 # LOOP_COUNT: one pypto.loop along axis 0 of (16384, 1024) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
 #   matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale; BASIC_BATCH =
-#     ceil_div(16384, 16) = 1024, 16 iteration(s), no tail.
-LOOP_COUNT = 16
+#     ceil_div(16384, 8) = 2048, 8 iteration(s), no tail.
+LOOP_COUNT = 8
 
 
 @functools.lru_cache(maxsize=None)

@@ -46,15 +46,15 @@ def _for_this_machine(kernel):
 
 # TILE_SHAPE: vec tile for x (16, 64, 256, 256) fp32 (P4.tile-budget, P4.auto-tiles, O1.contiguous-1kb,
 #   O1.reduce-sweet-spot):
-#   prod 4096 (limit 16384), auto_tiles 16384 (limit 2048), contiguous 1024 B (target 1024 B), 4 reduce
+#   prod 8192 (limit 16384), auto_tiles 8192 (limit 2048), contiguous 1024 B (target 1024 B), 16 reduce
 #     segment(s) on axis 1.
-#   warn P4.auto-tiles: auto_tiles = 16384 > 2048: handled by the pypto.loop below (LOOP_COUNT)
-TILE_SHAPE = (1, 16, 1, 256)
+#   warn P4.auto-tiles: auto_tiles = 8192 > 2048: handled by the pypto.loop below (LOOP_COUNT)
+TILE_SHAPE = (1, 4, 8, 256)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (16, 64, 256, 256) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
-#   auto_tiles 16384 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(16, 16) = 1, 16 iteration(s), no tail, 1024 tile(s) per iteration.
+#   auto_tiles 8192 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
+#     ceil_div(16, 16) = 1, 16 iteration(s), no tail, 512 tile(s) per iteration.
 LOOP_COUNT = 16
 
 

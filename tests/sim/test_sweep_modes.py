@@ -182,7 +182,7 @@ def test_cli_rejects_exhaustive_without_a_sweep():
 def test_calibrate_measures_fits_and_writes_a_pack_that_changes_the_ranking(compiler, tmp_path, monkeypatch):
     """kb calibrate end to end (the compiler replaced by fake_time, where (1, 32, 256) is fastest):
     the pack it writes extends the default, names the pypto version and the tasks, and ranks by
-    its estimate; the default pack keeps the documents' (1, 16, 256)."""
+    its estimate; a pack with ranking = "rules" keeps the documents' (1, 16, 256)."""
     from pypto_tui.sim import calibrate as C
     from pypto_tui.sim import shim
 
@@ -202,7 +202,8 @@ def test_calibrate_measures_fits_and_writes_a_pack_that_changes_the_ranking(comp
     assert "0.2.0" in (out / "pack.toml").read_text() and "max_over_dim" in pack.estimate.note
     assert pack.rules == kb.rules  # everything but the estimate comes from the default
     ranked = Pipeline(pack, Design(task=str(TASKS / "max_over_dim.py"))).tile_plan()
-    documents = Pipeline(kb, Design(task=str(TASKS / "max_over_dim.py"))).tile_plan()
+    documents = Pipeline(pack_with(tmp_path, "rules", reduction=result.fits["reduction"]),
+                         Design(task=str(TASKS / "max_over_dim.py"))).tile_plan()
     assert documents.recommended.tile == (1, 16, 256) and documents.ranking == "rules"
     assert ranked.ranking == "estimate" and ranked.recommended.tile != (1, 16, 256)
     assert ranked.best_by_rules.tile == (1, 16, 256)

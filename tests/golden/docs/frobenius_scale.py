@@ -52,8 +52,8 @@ TILE_SHAPE = (16384,)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (67108864,) (P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):
 #   auto_tiles 4096 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(67108864, 16) = 4194304, 16 iteration(s), no tail, 256 tile(s) per iteration.
-LOOP_COUNT = 16
+#     ceil_div(67108864, 8) = 8388608, 8 iteration(s), no tail, 512 tile(s) per iteration.
+LOOP_COUNT = 8
 
 
 @functools.lru_cache(maxsize=None)

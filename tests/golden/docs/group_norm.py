@@ -45,19 +45,17 @@ def _for_this_machine(kernel):
 
 
 # TILE_SHAPE: vec tile for the (rows, hidden) input (128, 524288) fp32 (P4.tile-budget, P4.auto-tiles,
-#   O1.contiguous-1kb, O1.reduce-sweet-spot, O1.ub-step-down):
+#   O1.contiguous-1kb, O1.reduce-sweet-spot):
 #   prod 8192 (limit 16384), auto_tiles 8192 (limit 2048), contiguous 32768 B (target 1024 B), 64 reduce
 #     segment(s) on axis 1.
-#   stepped down from (1, 16384) (O1.ub-step-down): this op chain holds 4 tile-sized buffers, 4 x 65536 B >
-#     196608 B of unified buffer.
 #   warn P4.auto-tiles: auto_tiles = 8192 > 2048: handled by the pypto.loop below (LOOP_COUNT)
 TILE_SHAPE = (1, 8192)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (128, 524288) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
 #   auto_tiles 8192 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(128, 16) = 8, 16 iteration(s), no tail, 512 tile(s) per iteration.
-LOOP_COUNT = 16
+#     ceil_div(128, 8) = 16, 8 iteration(s), no tail, 1024 tile(s) per iteration.
+LOOP_COUNT = 8
 
 
 @functools.lru_cache(maxsize=None)

@@ -53,8 +53,8 @@ CUBE_N = [256, 256]
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (1024, 2048) (P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):
 #   matmul: loop along M (view -> matmul -> assemble), loop_count from the log scale; BASIC_BATCH =
-#     ceil_div(1024, 16) = 64, 16 iteration(s), no tail.
-LOOP_COUNT = 16
+#     ceil_div(1024, 8) = 128, 8 iteration(s), no tail.
+LOOP_COUNT = 8
 
 
 @functools.lru_cache(maxsize=None)

@@ -44,9 +44,9 @@ def _for_this_machine(kernel):
 
 # TILE_SHAPE: vec tile for x (16, 256, 256) fp32 (P4.tile-budget, P4.auto-tiles, O1.contiguous-1kb,
 #   O1.reduce-sweet-spot):
-#   prod 4096 (limit 16384), auto_tiles 256 (limit 2048), contiguous 1024 B (target 1024 B), 16 reduce
+#   prod 8192 (limit 16384), auto_tiles 128 (limit 2048), contiguous 1024 B (target 1024 B), 8 reduce
 #     segment(s) on axis 1.
-TILE_SHAPE = (1, 16, 256)
+TILE_SHAPE = (1, 32, 256)
 
 
 @functools.lru_cache(maxsize=None)

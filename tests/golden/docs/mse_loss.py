@@ -51,8 +51,8 @@ TILE_SHAPE = (16384,)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (524288,) (P6.avoid-loops, O2.loop-log-scale, P6.loop-tail):
 #   a reduce axis too long for one pass: accumulate chunk results over a loop; BASIC_BATCH =
-#     ceil_div(524288, 16) = 32768, 16 iteration(s), no tail, 2 tile(s) per iteration.
-LOOP_COUNT = 16
+#     ceil_div(524288, 8) = 65536, 8 iteration(s), no tail, 4 tile(s) per iteration.
+LOOP_COUNT = 8
 
 
 @functools.lru_cache(maxsize=None)

@@ -45,15 +45,15 @@ def _for_this_machine(kernel):
 
 # TILE_SHAPE: vec tile for the (B, C, S) input (16, 64, 65536) fp32 (P4.tile-budget, P4.auto-tiles,
 #   O1.contiguous-1kb, O1.reduce-sweet-spot):
-#   prod 16384 (limit 16384), auto_tiles 4096 (limit 2048), contiguous 4096 B (target 1024 B), 4 reduce
+#   prod 8192 (limit 16384), auto_tiles 8192 (limit 2048), contiguous 8192 B (target 1024 B), 16 reduce
 #     segment(s) on axis 1.
-#   warn P4.auto-tiles: auto_tiles = 4096 > 2048: handled by the pypto.loop below (LOOP_COUNT)
-TILE_SHAPE = (1, 16, 1024)
+#   warn P4.auto-tiles: auto_tiles = 8192 > 2048: handled by the pypto.loop below (LOOP_COUNT)
+TILE_SHAPE = (1, 4, 2048)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (16, 64, 65536) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
-#   auto_tiles 4096 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
-#     ceil_div(16, 16) = 1, 16 iteration(s), no tail, 256 tile(s) per iteration.
+#   auto_tiles 8192 > 2048: split the work into chunks with pypto.loop + view/assemble; BASIC_BATCH =
+#     ceil_div(16, 16) = 1, 16 iteration(s), no tail, 512 tile(s) per iteration.
 LOOP_COUNT = 16
 
 
