@@ -64,6 +64,8 @@ class KernelScreen(StepScreen):
         self.kernel: GeneratedKernel | None = None
         self.source: str | None = None
         self.exported: Path | None = None
+        self._exported_of: tuple[str | None, str] | None = None
+        """(task, source) of the last export: the line "exported to" belongs to that task's module."""
         self.verdict: str | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -126,8 +128,12 @@ class KernelScreen(StepScreen):
         ]
         if source:
             lines.append(f"{len(source.splitlines())} lines · {lint_note}")
+        if self.exported and self._exported_of is not None and self._exported_of[0] != self.session.design.task:
+            self.exported = self._exported_of = None  # another task: its export is not this module's
         if self.exported:
-            lines.append(f"exported to {self.exported}")
+            earlier = self._exported_of is not None and self._exported_of[1] != source
+            lines.append(f"exported to {self.exported}" + (" (an earlier version: e exports this one)"
+                                                            if earlier else ""))
         if self.verdict:
             lines.append(self.verdict)
         summary.update("\n".join(lines))
@@ -182,7 +188,9 @@ class KernelScreen(StepScreen):
             self.set_status(f"export failed: {describe_error(exc)}", "error")
             return
         self.exported = target
+        self._exported_of = (self.session.design.task, self.source)
         self.session.finish("kernel")
+        self.safe_refresh()  # the Kernel panel's "exported to" line
         self.set_status(f"exported to {target}", "ok")
         self.notify(f"wrote {target}", title="Exported")
         self.sync_frame()
