@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pypto_tui.codegen.result import GeneratedKernel
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.errors import InputError
-from pypto_tui.fileio import check_writable, require_file, write_atomic
+from pypto_tui.fileio import check_within, check_writable, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase
 
 Status = Literal["ok", "unsupported", "error"]
@@ -95,19 +95,23 @@ def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None,
 
 
 def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
-                  force: bool = False, flavour: str | None = None, dynamic_axis: int | None = None) -> ScaffoldResult:
+                  force: bool = False, flavour: str | None = None, dynamic_axis: int | None = None,
+                  within: str | Path | None = None) -> ScaffoldResult:
     """Generate the module for one task file; write it to `out_path` when given.
 
     Bad input (no such file, not a task file, an unknown flavour) raises InputError as every
     command does; a task that cannot be scaffolded returns status "unsupported" with the reason;
-    an existing `out_path` without `force` raises InputError and nothing is written.
+    an existing `out_path` without `force` raises InputError and nothing is written; with `within`
+    (export's output folder), so does an `out_path` that is a link out of that folder.
     """
     task = Path(task_path)
     require_file(task, "task file")  # says what it is instead: missing, a folder, a FIFO...
     fl = kb.flavour(flavour).name
     if out_path is not None:
         out = Path(out_path)
-        check_writable(out, force)  # before any work: a FIFO, a device, an existing file without --force
+        real, _ = check_writable(out, force)  # before any work: a FIFO, a device, an existing file without --force
+        if within is not None:
+            check_within(out, real, Path(within))
         if out.resolve() == task.resolve():
             raise InputError(f"{out} is the task file itself: choose another output path")
     t0 = time.perf_counter()
@@ -117,7 +121,7 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
                             reason=kernel.reason, family=c.family, op=c.op, pattern=kernel.pattern,
                             flavour=kernel.flavour, kernel=kernel)
     if kernel.supported and out_path is not None:
-        result.output = str(write_atomic(Path(out_path), kernel.source, force=force))
+        result.output = str(write_atomic(Path(out_path), kernel.source, force=force, within=within))
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -143,7 +147,8 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
     for task in files:
         t1 = time.perf_counter()
         try:
-            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis)
+            row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis,
+                                within=dst)
         except InputError as exc:
             row = ScaffoldResult(task=str(task), status="error", reason=str(exc))
         except Exception as exc:  # one broken task never stops the others

@@ -6,8 +6,11 @@ Three rules, one per function:
 - `write_atomic` writes a temporary file beside the target and renames it over: a crash never
   leaves half a file. It never replaces anything but a regular file, with or without `force`
   (`--force` must not turn /dev/null into a regular file), treats a dangling symlink as an
-  existing file, writes through a symlink to its target, and cleans the temporary files a
-  killed run left behind.
+  existing file, writes through a symlink to its target (but never out of the folder `within`
+  the caller names: a link planted in an export folder must not aim the write elsewhere), keeps
+  the hard links of a file it replaces (a rename would leave the other names on the old content:
+  such a file is rewritten in place instead), and cleans the temporary files a killed run left
+  behind.
 - `rewrite_in_place` (lint --fix) changes a file's content and nothing else: same inode, mode,
   owner and hard links; a symlink is followed to the file it names.
 """
@@ -137,15 +140,23 @@ def check_writable(path: str | os.PathLike[str], force: bool = False) -> tuple[P
     return real, st
 
 
-def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -> Path:
+def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False,
+                 within: str | os.PathLike[str] | None = None) -> Path:
     """Write via a temporary file in the same folder and rename: a crash never leaves half a file.
 
     Refuses to replace an existing file unless `force` (nothing the user saved is lost silently),
     and refuses to replace anything that is not a regular file even with `force`. An existing
-    file keeps its mode; a new one gets the mode a plain open() gives. Returns `path`.
+    file keeps its mode; a new one gets the mode a plain open() gives. With `within`, a write
+    that would land outside that folder (through a symlink) is refused. A file with other hard
+    links is rewritten in place, so every name sees the new content. Returns `path`.
     """
     path = Path(path)
     real, st = check_writable(path, force)
+    if within is not None:
+        check_within(path, real, Path(within))
+    if st is not None and st.st_nlink > 1:
+        rewrite_in_place(real, None, text)
+        return path
     folder = real.parent
     try:
         if path.is_symlink():
@@ -180,6 +191,14 @@ def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False) -
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def check_within(path: Path, real: Path, folder: Path) -> None:
+    """InputError when the write to `path` (landing on `real`) leaves `folder` (symlinks followed)."""
+    base = Path(os.path.realpath(folder))
+    if real != base and base not in real.parents:
+        raise InputError(f"{path} is a symlink to {real}, outside the output folder {folder}: pypto-tui does not "
+                         "write through a link out of the folder it was given; remove the link or pick another folder")
 
 
 def clean_stale_temporaries(target: Path) -> list[Path]:
@@ -230,38 +249,40 @@ def _pid_alive(pid: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------ fixing in place
-def rewrite_in_place(path: str | os.PathLike[str], old: str, new: str) -> Path:
+def rewrite_in_place(path: str | os.PathLike[str], old: str | None, new: str) -> Path:
     """Replace the content of the file at `path` (symlinks followed) by `new`, keeping its inode,
     mode, owner and hard links. Refuses when the file is not regular or changed since it was read
-    as `old`. Returns the file written (the symlink's target for a symlink).
+    as `old` (None: whatever it holds is replaced). Returns the file written (the symlink's target
+    for a symlink).
 
     One write of the whole content, then a truncate when it shrank: the window in which a kill
     could leave a mix of both is a single system call."""
     p = Path(path)
+    verb = "fix" if old is not None else "write"
     real = Path(os.path.realpath(p))
     data = new.encode("utf-8")
     try:
         fd = os.open(real, os.O_RDWR | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        raise InputError(f"cannot fix {p}: {exc.strerror}") from None
+        raise InputError(f"cannot {verb} {p}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"cannot fix {p}: it is {kind_of(st.st_mode)}, not a regular file")
-        current = _read_all(fd) or b""
-        if current != old.encode("utf-8"):
-            raise InputError(f"cannot fix {p}: it changed while it was being linted; run lint --fix again")
+            raise InputError(f"cannot {verb} {p}: it is {kind_of(st.st_mode)}, not a regular file")
+        current = (_read_all(fd) or b"") if old is not None else None
+        if current is not None and old is not None and current != old.encode("utf-8"):
+            raise InputError(f"cannot {verb} {p}: it changed while it was being linted; run lint --fix again")
         os.lseek(fd, 0, os.SEEK_SET)
         view = memoryview(data)
         while view:
             n = os.write(fd, view)
             view = view[n:]
-        if len(data) < len(current):
+        if current is None or len(data) < len(current):
             os.ftruncate(fd, len(data))
         with contextlib.suppress(OSError):
             os.fsync(fd)
     except OSError as exc:
-        raise InputError(f"cannot fix {p}: {exc.strerror}") from None
+        raise InputError(f"cannot {verb} {p}: {exc.strerror}") from None
     finally:
         os.close(fd)
     return real

@@ -63,7 +63,7 @@ def scaffold(
     elif output is None:
         typer.echo(result.source, nl=False)
     else:
-        typer.echo(f"wrote {result.output} (pattern {result.pattern}, flavour {result.flavour})", err=True)
+        typer.echo(one_line(f"wrote {result.output} (pattern {result.pattern}, flavour {result.flavour})"), err=True)
     raise typer.Exit(Exit.OK if result.ok else Exit.FINDINGS)
 
 
@@ -89,15 +89,15 @@ def export(
         from rich.table import Table
         from rich.text import Text
 
-        from pypto_tui.cli.render import console
+        from pypto_tui.cli.render import console, name_text, printable
 
         style = {"ok": "green", "unsupported": "yellow", "error": "bold red"}
-        t = Table(title=f"export {tasks_dir} -> {output}", title_justify="left")
+        t = Table(title=name_text(f"export {tasks_dir} -> {output}"), title_justify="left")
         for col in ("task", "family", "pattern", "status", "reason"):
             t.add_column(col, no_wrap=col != "reason")
         for r in report.rows:
-            t.add_row(Path(r.task).name, r.family or "-", r.pattern or "-", Text(r.status, style=style[r.status]),
-                      r.reason or "")
+            t.add_row(name_text(Path(r.task).name), r.family or "-", r.pattern or "-",
+                      Text(r.status, style=style[r.status]), printable(r.reason or ""))
         console.print(t)
         c = report.counts
         console.print(f"{c['ok']} written, {c['unsupported']} unsupported, {c['error']} failed "

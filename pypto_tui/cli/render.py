@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from pypto_tui.cli.common import one_line
 from pypto_tui.findings import Finding
 
 LEVEL_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}
@@ -39,6 +40,19 @@ def narrow() -> bool:
     return console.width < NARROW
 
 
+def printable(text: str) -> str:
+    """`text` with its control characters shown escaped (`\\x1b`), line breaks kept: a file name or
+    a message quoting a file must not recolour the terminal, ring its bell or move the cursor."""
+    if text.isprintable():
+        return text
+    return "\n".join(one_line(line) for line in text.split("\n"))
+
+
+def name_text(name: object) -> str:
+    """A name (a task file, a folder) as one printable line."""
+    return one_line(str(name))
+
+
 def level_text(level: str) -> Text:
     return Text(f"{LEVEL_MARK.get(level, '?')} {level}", style=LEVEL_STYLE.get(level, ""))
 
@@ -50,7 +64,7 @@ def findings_table(findings: Iterable[Finding], title: str = "findings") -> Tabl
     t.add_column("whose", no_wrap=True, style="dim")
     t.add_column("message")
     for f in findings:
-        t.add_row(level_text(f.level), f.rule, f.authority, f.message)
+        t.add_row(level_text(f.level), f.rule, f.authority, printable(f.message))
     return t
 
 
@@ -61,9 +75,10 @@ def dims(d: Sequence[int] | None) -> str:
 
 
 def kv_table(rows: Iterable[tuple[str, Any]], title: str = "") -> Table:
-    t = Table(title=title or None, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t = Table(title=name_text(title) if title else None, title_justify="left", show_header=False, box=None,
+              pad_edge=False)
     t.add_column(style="bold")
     t.add_column()
     for k, v in rows:
-        t.add_row(k, v if isinstance(v, Text) else str(v))
+        t.add_row(k, v if isinstance(v, Text) else printable(str(v)))
     return t

@@ -137,7 +137,8 @@ def _module_doc(b: Builder) -> cst.SimpleStatementLine:
     if c.direction:
         lines.append(f"Direction: {c.direction}.")
     lines += b.notes
-    return docstring("\n".join(lines))
+    # A task's name or docstring may hold control characters (ESC, BEL): the module shows them as <U+001B>.
+    return docstring("".join(ch if ch.isprintable() or ch == "\n" else f"<U+{ord(ch):04X}>" for ch in "\n".join(lines)))
 
 
 def assemble(b: Builder) -> cst.Module:
