@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -829,8 +830,8 @@ def _parse_estimate(r: _Reader) -> EstimateData:
                 raise coef.fail(feature, f"'{feature}' is not a feature of the estimate ({known})")
             v = coef.table[feature]
             coef.mark(feature)
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                raise coef.fail(feature, f"must be a number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise coef.fail(feature, f"must be a finite number, got {v!r}")
             values[feature] = float(v)
         if not values:
             raise f.fail("coefficients", "list at least one feature's coefficient")
@@ -844,8 +845,8 @@ def _parse_estimate(r: _Reader) -> EstimateData:
                 return default
             v = f.table[key]
             f.mark(key)
-            if isinstance(v, bool) or not isinstance(v, int | float) or (not signed and v < 0):
-                raise f.fail(key, f"must be a {'' if signed else 'non-negative '}number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or (not signed and v < 0):
+                raise f.fail(key, f"must be a finite {'' if signed else 'non-negative '}number, got {v!r}")
             return float(v)
 
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
@@ -870,6 +871,7 @@ def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     files: dict[str, Path] = {}
     for name in REQUIRED_FILES + OPTIONAL_FILES:
         own = path / name
+        _require_regular(own)
         if own.is_file():
             files[name] = own
         elif base is not None and (base / name).is_file():
@@ -879,6 +881,46 @@ def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     return files, head
 
 
+def _require_regular(path: Path) -> None:
+    """A pack file that is there but is not a regular file (a FIFO would block the reader, a folder
+    is not a file) is reported as what it is, not as missing."""
+    from pypto_tui.fileio import kind_of
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise PackError(path.name, "", "is a dangling symlink: point it at a file or remove it") from None
+        return
+    except OSError as exc:
+        raise PackError(path.name, "", f"cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise PackError(path.name, "", f"is {kind_of(mode)}, not a regular file: a pack file is a TOML file")
+
+
+def _check_lint_api(lint: Path) -> None:
+    """lint.toml's [[profile]] `api` entries name files of the pack (lists of names a release has):
+    each must be a regular file inside the pack folder. Checked when the pack loads (so `kb validate`
+    says it), not when the lint first reads one (a missing file failed `lint`; `../../etc/shadow` was read)."""
+    _require_regular(lint)
+    if not lint.is_file():
+        return
+    root = lint.parent.resolve()
+    profiles = _read_toml(lint).get("profile", [])
+    for i, prof in enumerate(profiles if isinstance(profiles, list) else []):
+        api = prof.get("api", []) if isinstance(prof, dict) else []
+        for j, rel in enumerate(api if isinstance(api, list) else []):
+            if not isinstance(rel, str):
+                continue  # the lint's own reader reports a value of the wrong type
+            key = f"profile[{i}].api[{j}]"
+            target = (root / rel).resolve()
+            if root not in target.parents:
+                raise PackError("lint.toml", key, f"'{rel}' is outside the pack folder: name a file inside it")
+            _require_regular(target)
+            if not target.is_file():
+                raise PackError("lint.toml", key, f"'{rel}' does not exist in the pack folder {root}")
+
+
 def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     """Load and validate the pack in folder `path`. Raises PackError on any problem."""
     root = Path(path).expanduser()
@@ -886,6 +928,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         raise PackError(str(path), "", "not a folder: --kb takes the folder that holds pack.toml")
     files, head = _pack_files(root)
     docs = {name: (head if name == "pack.toml" else _read_toml(p)) for name, p in files.items()}
+    _check_lint_api(root / "lint.toml")
 
     readers: dict[str, _Reader] = {}
 
