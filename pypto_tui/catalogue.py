@@ -40,7 +40,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "lint.move_after_loop", "lint.cond", "lint.return_in_kernel", "lint.init_signature",
     "lint.api_names", "lint.jit_decorator", "lint.tile_order", "lint.builtin_minmax", "lint.cube_tiles",
     "lint.unroll_innermost", "lint.view_rank", "lint.kernel_loops", "lint.reshape_shape", "lint.ub_estimate",
-    "lint.loop_options",
+    "lint.loop_options", "lint.known_modules", "lint.loop_tail",
     # the compiler in the loop
     "sim.verify",
 })

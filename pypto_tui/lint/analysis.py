@@ -745,13 +745,29 @@ class ModuleInfo:
         return not any(isinstance(n, cst.Name | cst.Attribute) and self.pypto_name(n) is not None
                        for n in iter_nodes(fn.body))
 
+    def _test_value(self, test: cst.BaseExpression, scope: Scope) -> Any:
+        """An `if` test's compile-time value; `x is None` / `x is not None` for a name bound once to
+        None too (`bias = None` ... `if bias is not None:`)."""
+        if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Is | cst.IsNot)):
+            right = test.comparisons[0].comparator
+            if isinstance(right, cst.Name) and right.value == "None" and isinstance(test.left, cst.Name):
+                _owner, bindings = self.lookup(test.left.value, scope)
+                if bindings is not None and len(bindings) == 1 and bindings[0].how == "assign":
+                    value = bindings[0].value
+                    is_none = isinstance(value, cst.Name) and value.value == "None"
+                    if is_none or isinstance(value, cst.Integer | cst.Float | cst.SimpleString):
+                        return is_none == isinstance(test.comparisons[0].operator, cst.Is)
+            return None
+        return self.const_value(test, scope)
+
     def is_dead(self, node: cst.CSTNode) -> bool:
         """`node` lies in a branch of an `if` whose test is a compile-time constant that never takes
         it (`k = 0` ... `if k < LIMIT: ... else: <dead>`): the tracer never records it."""
         child = node
         for a in self.ancestors(node):
             if isinstance(a, cst.If) and child is not a.test:
-                taken = self.const_value(a.test, self.scope_of(a))
+                taken = self._test_value(a.test, self.scope_of(a))
                 if isinstance(taken, bool | int | float) and (child is a.body) != bool(taken):
                     return True
             if isinstance(a, cst.Module):
@@ -826,7 +842,7 @@ class ModuleInfo:
             for name, arg in _bind_call(params, call):
                 kind = self.kind_of(arg, caller)
                 shape = self.shape_of(arg, caller) if kind is Kind.TENSOR else None
-                seen_args[name].append((kind, shape, self._dtype_in(arg, caller) if kind is Kind.TENSOR else None))
+                seen_args[name].append((kind, shape, self.dtype_in(arg, caller) if kind is Kind.TENSOR else None))
         kinds: dict[str, Kind] = {}
         tparams: dict[str, TensorShape] = {}
         for p in params:
@@ -844,13 +860,13 @@ class ModuleInfo:
                                             dtypes.pop() if len(dtypes) == 1 else None, p)
         return self._function_info(fn, self.scopes[fn], tparams, kinds, via)
 
-    def _dtype_in(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
+    def dtype_in(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
         """The declared dtype of a tensor expression that is a parameter or a view of one."""
         if isinstance(expr, cst.Name) and expr.value in k.tensor_params:
             return k.tensor_params[expr.value].dtype
         if isinstance(expr, cst.Call) and self.pypto_call(expr, "view") is not None:
             src = call_arg(expr, 0, "input")
-            return self._dtype_in(src, k) if src is not None else None
+            return self.dtype_in(src, k) if src is not None else None
         return None
 
     # -------------------------------------------------------------- shapes

@@ -12,19 +12,19 @@ import libcst as cst
 import libcst.matchers as m
 
 from pypto_tui.errors import InputError
-from pypto_tui.lint.analysis import KernelInfo, call_arg
+from pypto_tui.lint.analysis import KernelInfo, call_arg, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, example
 from pypto_tui.tiles import evaluate_cube
 
 
-def _mm(tiles: str) -> str:
+def _mm(tiles: str, n: int = 512, dtype: str = "DT_FP16") -> str:
     return example(f"""\
         import pypto
 
 
         @pypto.frontend.jit
-        def mm(a: pypto.Tensor((128, 256), pypto.DT_FP16), b: pypto.Tensor((256, 512), pypto.DT_FP16),
-               c: pypto.Tensor((128, 512), pypto.DT_FP32)):
+        def mm(a: pypto.Tensor((128, 256), pypto.{dtype}), b: pypto.Tensor((256, {n}), pypto.{dtype}),
+               c: pypto.Tensor((128, {n}), pypto.DT_FP32)):
             pypto.set_cube_tile_shapes({tiles})
             c.move(pypto.matmul(a, b, pypto.DT_FP32))
         """)
@@ -42,11 +42,19 @@ class CubeTiles(LintRule):
         "import pypto\n\n\ndef make(tm):\n    @pypto.frontend.jit\n    def mm(a: pypto.Tensor((64, 64), "
         "pypto.DT_FP16), c: pypto.Tensor((64, 64), pypto.DT_FP32)):\n        pypto.set_cube_tile_shapes(tm, [32, 64], "
         "[64, 64])\n        c.move(pypto.matmul(a, a, pypto.DT_FP32))\n\n    return mm\n",
+        # n = 24: the compiler clips nL0 = 128 to the operand, so L0B holds 512 x 32 fp32 (64 KiB)
+        _mm("[16, 16], [512, 1024], [128, 128]", n=24, dtype="DT_FP32"),
+        # no matmul whose operands the source states: the buffers are not judged
+        _mm("[16, 16], [256, 256], [256, 256]").replace("pypto.Tensor((256, 512), pypto.DT_FP16)", "pypto.Tensor()"),
     )
     INVALID = (
         Invalid(_mm("[64, 96], [64, 256], [128, 128]"), line=7, col=5, message="mL0=64, mL1=96"),
         Invalid(_mm("[64, 128], [40, 80], [128, 128]"), line=7, message="kL0=40"),
         Invalid(_mm("[64], [64, 256], [128, 128]"), line=7, message="[L0, L1]"),
+        # the same tiles on fp32 operands hold twice the bytes: the dtype is the tensors', not assumed
+        Invalid(_mm("[16, 16], [256, 256], [256, 256]", dtype="DT_FP32"), line=7, message="fp32 operands"),
+        Invalid(_mm("[16, 16], [512, 1024], [128, 128]", n=512, dtype="DT_FP32"), line=7,
+                message="(clipped to the operands: m=[16, 16], k=[256, 256], n=[128, 128])"),
     )
 
     @m.visit(m.Call())
@@ -73,9 +81,47 @@ class CubeTiles(LintRule):
         except InputError as exc:
             self.report(node, f"{exc}")
             return
-        for f in ev.findings:
-            if f.rule == self.RULE and f.level == "error":
+        said = set()
+        for f in ev.findings:  # the relations between L0 and L1, on the tiles as written
+            if f.rule == self.RULE and f.level == "error" and not _is_capacity(f.message):
+                said.add(f.message)
                 self.report(node, f"cube tiles m={list(tm)}, k={list(tk)}, n={list(tn)}: {f.message}")
+        # the buffers, on the tiles the compiler clips to each matmul's operands
+        for mkn, dtype in self._matmuls(k):
+            cm, ck, cn = (_clip(t, d, self.ctx.kb.chip.cube_align_elements) for t, d in zip((tm, tk, tn), mkn,
+                                                                                          strict=True))
+            clipped = evaluate_cube(self.ctx.kb, *mkn, dtype, cm, ck, cn)
+            for f in clipped.findings:
+                if f.rule == self.RULE and f.level == "error" and _is_capacity(f.message) and f.message not in said:
+                    said.add(f.message)
+                    how = "" if (cm, ck, cn) == (tm, tk, tn) else f" (clipped to the operands: m={list(cm)}, " \
+                        f"k={list(ck)}, n={list(cn)})"
+                    self.report(node, f"cube tiles m={list(tm)}, k={list(tk)}, n={list(tn)}{how} on {dtype} "
+                                      f"operands (M, K, N) = {mkn}: {f.message}")
+
+    def _matmuls(self, k: KernelInfo) -> list[tuple[tuple[int, int, int], str]]:
+        """(M, K, N) and the input dtype of each matmul of the kernel whose operand shapes and dtype
+        the source states; a matmul with unknown operands is not judged (its tiles may be clipped)."""
+        out = []
+        for n in iter_nodes(k.node.body):
+            if self.info.pypto_call(n, "matmul") is None:
+                continue
+            call: cst.Call = n  # type: ignore[assignment]
+            a_e, b_e = call_arg(call, 0, "input"), call_arg(call, 1, "mat2")
+            if a_e is None or b_e is None:
+                continue
+            a, b = self.info.shape_of(a_e, k), self.info.shape_of(b_e, k)
+            dtype = self.info.dtype_in(a_e, k)
+            if a is None or b is None or len(a) < 2 or len(b) < 2 or dtype not in self.ctx.kb.limits.dtype_bytes:
+                continue
+            a_t = self.info.const_value(call_arg(call, 99, "a_trans") or cst.Name("False"), k.scope)
+            b_t = self.info.const_value(call_arg(call, 99, "b_trans") or cst.Name("False"), k.scope)
+            rows, red = (a[-1], a[-2]) if a_t else (a[-2], a[-1])
+            cols = b[-2] if b_t else b[-1]
+            if rows is None or red is None or cols is None or dtype is None:
+                continue
+            out.append(((rows, red, cols), dtype))
+        return out
 
     def _dtype(self, k: KernelInfo) -> str:
         """The matmul inputs' declared dtype; with none declared, the pack's smallest (so a buffer
@@ -85,3 +131,15 @@ class CubeTiles(LintRule):
                     if t.dtype is not None and t.dtype in sizes and (t.rank or 0) >= 2}
         pool = declared or set(sizes)
         return min(pool, key=lambda d: (sizes[d], d))
+
+
+def _is_capacity(message: str) -> bool:
+    """A buffer-size finding of `evaluate_cube` (as opposed to an L0/L1 relation)."""
+    return " needs " in message
+
+
+def _clip(tile: tuple[int, ...], dim: int, align: int) -> tuple[int, ...]:
+    """A cube tile entry as the compiler uses it on an axis of `dim` elements: no larger than the
+    axis rounded up to the cube's alignment."""
+    cap = -(-dim // align) * align
+    return tuple(min(t, cap) for t in tile)

@@ -15,8 +15,17 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
-from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children, iter_load_names, value_reads
+from pypto_tui.lint.analysis import (
+    KernelInfo,
+    Kind,
+    call_arg,
+    children,
+    iter_load_names,
+    iter_nodes,
+    value_reads,
+)
 from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.rules._examples import RAGGED_ROWS, in_kernel
 
 _HEAD = """\
 import pypto
@@ -172,6 +181,13 @@ class ViewConstant(_LoopRule):
     ALSO_CITES = ("P1.static-shape",)
     MESSAGE = "a view shape must be a compile-time constant"
     VALID = (
+        # pypto.min of values the trace knows folds to a constant
+        _k("""\
+            rows = pypto.min(B, M)
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [rows, N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
         _k("""\
             for i in pypto.loop(M // B):
                 off = i * B
@@ -313,12 +329,126 @@ class ViewConstant(_LoopRule):
             return other
         for sub in _calls(expr):
             fname = self.info.pypto_name(sub.func)
+            if fname in _SCALAR_FOLDS and self.info.symbolic_reason(sub, k) is None and not any(
+                    self.info.kind_of(a.value, k) is Kind.TENSOR for a in sub.args):
+                continue  # `pypto.min(group, group_tile)` of trace-time ints folds to a constant
             if fname is not None and not isinstance(self.info.const_value(sub, k.scope), int):
                 return f"`pypto.{fname}(...)` is computed when the kernel runs", False
         dynamic = self.info.symbolic_reason(expr, k)
         if dynamic is not None and "dynamic axis" in dynamic:
             return dynamic, False
         return None
+
+
+class LoopTail(LintRule):
+    CHECK = "lint.loop_tail"
+    RULE = "P6.loop-tail"
+    MESSAGE = "a loop whose blocks do not cover the axis, or run past it, without a valid_shape"
+    VALID = (
+        in_kernel("""\
+            for i in pypto.loop(R // 16):
+                chunk = pypto.view(x, [16, C], [i * 16, 0])
+                pypto.assemble(pypto.exp(chunk), [i * 16, 0], out)
+        """),
+        # the ragged last block is handled with a valid_shape
+        in_kernel(RAGGED_ROWS),
+        # a dynamic row count: nothing to compare
+        in_kernel("""\
+            for i in pypto.loop(x.shape[0] // B):
+                pypto.assemble(pypto.exp(pypto.view(x, [B, C], [i * B, 0])), [i * B, 0], out)
+        """).replace("pypto.Tensor((R, C), pypto.DT_FP32), out",
+                     "pypto.Tensor((pypto.DYNAMIC, C), pypto.DT_FP32), out"),
+    )
+    INVALID = (
+        # 64 rows in blocks of 24: R // B = 2 loops compute 48 rows and leave 16 untouched
+        Invalid(in_kernel("""\
+            for i in pypto.loop(R // B):
+                chunk = pypto.view(x, [B, C], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """), line=11, col=17, message="the last 16"),
+        # three blocks of 24 over 64 rows: the last view reads 8 rows past the end
+        Invalid(in_kernel("""\
+            for i in pypto.loop(3):
+                chunk = pypto.view(x, [B, C], [B * i, 0])
+                pypto.assemble(pypto.exp(chunk), [B * i, 0], out)
+        """), line=11, message="8 past the end"),
+    )
+
+    @m.visit(m.For())
+    def check_loop(self, node: cst.For) -> None:
+        if not self.info.is_pypto_loop(node) or not isinstance(node.target, cst.Name):
+            return
+        k = self.kernel_of(node)
+        count = self._count(node)
+        if k is None or count is None:
+            return
+        index = node.target.value
+        for view in iter_nodes(node.body):
+            if not isinstance(view, cst.Call) or self.info.pypto_call(view, "view") is None or call_arg(
+                    view, 99, "valid_shape") is not None:
+                continue
+            found = self._axis(view, index, k)
+            if found is None:
+                continue
+            axis, block, size = found
+            covered = count * block
+            if covered < size:
+                self.report(view, f"{count} iterations of {block} cover {covered} of the {size} entries of axis "
+                                  f"{axis}: the last {size - covered} are never computed; loop ceil_div({size}, "
+                                  f"{block}) times with a valid_shape for the tail, or pick a block that divides "
+                                  f"{size}")
+                return
+            if covered > size:
+                self.report(view, f"{count} iterations of {block} over the {size} entries of axis {axis}: the last "
+                                  f"view reads {covered - size} past the end; give it valid_shape="
+                                  f"[pypto.min({block}, {size} - {index} * {block}), ...] or pick a block that "
+                                  f"divides {size}")
+                return
+
+    def _count(self, loop: cst.For) -> int | None:
+        """The iteration count of `pypto.loop(n)` / `pypto.loop(0, n[, 1])` when it is a constant."""
+        call: cst.Call = loop.iter  # type: ignore[assignment]
+        pos = [a.value for a in call.args if a.keyword is None and not a.star]
+        scope = self.info.scope_of(loop)
+        vals = [self.info.const_value(p, scope) for p in pos]
+        if len(vals) == 1:
+            n = vals[0]
+        elif len(vals) in (2, 3) and vals[0] == 0 and (len(vals) == 2 or vals[2] == 1):
+            n = vals[1]
+        else:
+            return None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+    def _axis(self, view: cst.Call, index: str, k: KernelInfo) -> tuple[int, int, int] | None:
+        """(axis, block, axis size) for a view whose offset on one axis is `index * block` and whose
+        shape there is `block`, on a source whose size there is known."""
+        src, shape_e, offs_e = call_arg(view, 0, "input"), call_arg(view, 1, "shape"), call_arg(view, 2, "offsets")
+        if src is None or not isinstance(offs_e, cst.List | cst.Tuple):
+            return None
+        src_shape = self.info.shape_of(src, k)
+        shape = self.info.const_value(shape_e, k.scope) if shape_e is not None else None
+        if src_shape is None or not isinstance(shape, tuple) or len(shape) != len(src_shape):
+            return None
+        if len(offs_e.elements) != len(shape):
+            return None
+        for axis, el in enumerate(offs_e.elements):
+            off = el.value
+            if not isinstance(off, cst.BinaryOperation) or not isinstance(off.operator, cst.Multiply):
+                continue
+            sides = (off.left, off.right)
+            other = [s for s in sides if not (isinstance(s, cst.Name) and s.value == index)]
+            if len(other) != 1:
+                continue
+            block = self.info.const_value(other[0], k.scope)
+            size = src_shape[axis]
+            if isinstance(block, int) and not isinstance(block, bool) and block > 0 and shape[axis] == block \
+                    and isinstance(size, int):
+                return axis, block, size
+        return None
+
+
+# pypto's scalar helpers: on values the trace knows they fold to a constant
+_SCALAR_FOLDS = frozenset({"min", "max", "ceildiv", "ceil_div"})
 
 
 def _calls(expr: cst.CSTNode):  # type: ignore[no-untyped-def]

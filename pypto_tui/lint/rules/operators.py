@@ -110,6 +110,13 @@ class ScalarLeft(LintRule):
                 off = N - (i + 1) * 4096
                 pypto.assemble(pypto.view(x, [4096], [off]) * 2.0, [off], out)
         """),
+        # one element of a tensor (every axis indexed) is a scalar: index arithmetic, not a tensor op
+        _HEAD.replace("out: pypto.Tensor((N,), pypto.DT_FP32)", "cu: pypto.Tensor((5,), pypto.DT_INT32), "
+                      "out: pypto.Tensor((N,), pypto.DT_FP32)") + textwrap.indent(example("""\
+            for b in pypto.loop(4):
+                rows = cu[b + 1] - cu[b]
+                pypto.assemble(pypto.view(x, [4096], [b * 4096], valid_shape=[rows]) * 2.0, [b * 4096], out)
+        """), "    "),
         # outside a jit kernel nothing is checked
         "import torch\n\n\ndef f(x):\n    return 1.0 - torch.exp(x)\n",
     )
@@ -251,6 +258,12 @@ class ScalarFirstArg(LintRule):
         _k("""\
             for i in pypto.loop(2):
                 pypto.assemble(pypto.exp(pypto.view(x, [8192], [i * 8192])), [i * 8192], out)
+        """),
+        # loop bounds and scalar helpers take scalars first
+        _k("""\
+            for i, unroll in pypto.loop_unroll(0, 2, 1, unroll_list=[1, 2]):
+                off = pypto.max(0, i * 8192)
+                pypto.assemble(pypto.exp(pypto.view(x, [8192], [off])), [off], out)
         """),
     )
     INVALID = (

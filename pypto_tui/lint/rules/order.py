@@ -24,6 +24,8 @@ _NO_VEC_TILE = frozenset({
     "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "min", "max", "ceildiv", "ceil_div",
 })
 _NO_VEC_METHODS = frozenset({"view", "assemble", "move", "dim", "size", "numel", "shape", "dtype"})
+# pypto calls that run on the cube (they need the cube tiles, never the vec tile).
+CUBE_OPS = frozenset({"matmul", "scaled_mm", "conv", "conv2d", "conv3d", "batch_matmul", "bmm"})
 MAX_DEPTH = 8
 
 def _k(body: str) -> str:
@@ -44,6 +46,13 @@ class TileOrder(LintRule):
     MESSAGE = "set the tile before the first operation that needs it"
     VALID = (
         _k("""\
+            pypto.set_vec_tile_shapes(16, C)
+            out.move(pypto.exp(x))
+        """),
+        # a tensor's setting and an element read need no tile
+        _k("""\
+            x.set_cache_policy(pypto.CachePolicy.NONE_CACHEABLE, True)
+            first = x[0, 0]
             pypto.set_vec_tile_shapes(16, C)
             out.move(pypto.exp(x))
         """),
@@ -127,18 +136,21 @@ class TileOrder(LintRule):
                 return "set_vec"
             if name == "set_cube_tile_shapes":
                 return "set_cube"
-            if name == "matmul":
+            if name in CUBE_OPS:
                 return "cube"
             if name is not None:
-                if name in _NO_VEC_TILE or not name[:1].islower() or name.startswith(("set_", "get_", "frontend")):
-                    return None
+                last = name.rsplit(".", 1)[-1]
+                if (name in _NO_VEC_TILE or not last[:1].islower() or "." in name
+                        or last.startswith(("set_", "get_", "is_"))):
+                    return None  # configuration, a type, or a namespace's call (distributed., experimental.)
                 if name == "reshape" and _inplace(node):
                     return None
                 return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
             f = node.func
             if isinstance(f, cst.Attribute) and self.info.kind_of(f.value, k) is Kind.TENSOR:
-                if f.attr.value in _NO_VEC_METHODS or (f.attr.value == "reshape" and _inplace(node)):
-                    return None
+                if (f.attr.value in _NO_VEC_METHODS or f.attr.value.startswith(("set_", "get_", "is_"))
+                        or (f.attr.value == "reshape" and _inplace(node))):
+                    return None  # a view, a move, or a setting (`w.set_cache_policy(...)`)
                 return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
             return None
         if isinstance(node, cst.BinaryOperation) and self.info.kind_of(node, k) is Kind.TENSOR:

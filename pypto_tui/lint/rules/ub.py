@@ -166,7 +166,7 @@ class UbEstimate(LintRule):
         return False, tensors
 
     def _dtype(self, inputs: list[cst.BaseExpression], k: KernelInfo) -> str | None:
-        found = {self.info._dtype_in(e, k) for e in inputs}
+        found = {self.info.dtype_in(e, k) for e in inputs}
         found.discard(None)
         if len(found) == 1:
             return found.pop()

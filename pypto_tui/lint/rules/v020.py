@@ -71,6 +71,14 @@ class OutRebind(LintRule):
         _k("""\
             out[:] = pypto.exp(pypto.view(x, [R, CH], [0, 0]))
         """),
+        # a branch the constant test never takes is not traced
+        _k("""\
+            mode = 0
+            if mode == 0:
+                out.move(pypto.view(x, [R, CH], [0, 0]) * 2.0)
+            else:
+                out = pypto.view(x, [R, CH], [0, 0]) * 2.0
+        """),
         # rebinding an *input* parameter is harmless
         _k("""\
             x = pypto.view(x, [R, CH], [0, 0])
