@@ -128,6 +128,13 @@ def _has_reduction(contract: Any) -> bool:
             or any(k.startswith("reduction") for k in contract.unknown))
 
 
+def _has_direction(contract: Any) -> bool:
+    """Whether the form shows the direction row: only where the order of the operands matters (an
+    asymmetric op such as a divergence) or the reader left it unknown. A conv showed an empty row
+    whose placeholder said "for divergences"."""
+    return bool(contract.direction) or contract.asymmetric is not False or "direction" in contract.unknown
+
+
 def _norm(v: Any) -> Any:
     if isinstance(v, list | tuple):
         return [_norm(x) for x in v]
@@ -209,7 +216,7 @@ class ContractScreen(StepScreen):
             return
         structure = (d.task, tuple((i.name, i.kind) for i in contract.inputs),
                      tuple(dict(contract.init_params)), tuple(sorted(self._extra_keys(contract))),
-                     _has_reduction(contract))
+                     _has_reduction(contract), _has_direction(contract))
         if structure != self._structure:
             self._structure = structure
             self._build_form(contract)
@@ -257,9 +264,10 @@ class ContractScreen(StepScreen):
                 FieldSpec("reduction.keepdim", "keepdim", bool, str, "keepdim"),
                 FieldSpec("reduction.scaling", "scaling", str, str, "scaling"),
             ]
+        specs.append(FieldSpec("asymmetric", "asymmetric", parse_bool_word, str, "asym"))
+        if _has_direction(contract):
+            specs.append(FieldSpec("direction", "direction", parse_text, _show_value, hint="e.g. KL(t || p)"))
         specs += [
-            FieldSpec("asymmetric", "asymmetric", parse_bool_word, str, "asym"),
-            FieldSpec("direction", "direction", parse_text, _show_value, hint="for divergences, e.g. KL(t || p)"),
             FieldSpec("formula", "formula", parse_text, _show_value),
             FieldSpec("output_shape", "output shape", parse_shape, _show_value),
         ]

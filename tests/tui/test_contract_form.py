@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pypto_tui.screens.contract_screen import ContractScreen
 from pypto_tui.screens.dialogs import OpenTaskDialog
 from pypto_tui.screens.dims_screen import DimsScreen
+
+TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 
 
 async def test_prefilled_from_task(make_app, ui) -> None:
@@ -124,3 +128,32 @@ async def test_self_check_runs_in_a_worker(make_app, ui) -> None:
         assert not screen.query_one("#work").display
         status = str(screen.query_one("#status").render())
         assert status.startswith("self-check:") and "agree" in status, status
+
+
+def test_the_direction_row_only_where_operand_order_matters(kb) -> None:
+    """Issue 25 (11): a conv showed an empty "direction" row whose placeholder said "for
+    divergences". The row is there for an asymmetric op (KL) or when the reader left it unknown."""
+    from dataclasses import replace
+
+    from pypto_tui.contract import extract_contract
+    from pypto_tui.screens.contract_screen import _has_direction
+
+    tasks = TASKS
+    conv = extract_contract(tasks.parent / "tasks_conv" / "conv2d_pointwise.py", kb)
+    kl = extract_contract(tasks / "kl_div_batchmean.py", kb)
+    assert not _has_direction(conv) and not _has_direction(extract_contract(tasks / "elu.py", kb))
+    assert _has_direction(kl)
+    assert _has_direction(replace(conv, asymmetric=None))  # unknown: the user may need to say
+
+
+async def test_kl_div_form_has_a_direction_and_a_conv_none(make_app, ui) -> None:
+    app = make_app("kl_div_batchmean")
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        screen = app.screen
+        assert isinstance(screen, ContractScreen)
+        assert screen.query_one("#f-direction").value == "KL(targets || predictions)"
+        app._task_chosen(str(ui.tasks.parent / "tasks_conv" / "conv2d_pointwise.py"))
+        await ui.settle(pilot, app)
+        assert app.screen.contract.family == "conv"
+        assert not app.screen.query("#f-direction") and app.screen.query("#f-asymmetric")
