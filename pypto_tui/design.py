@@ -84,6 +84,9 @@ class Design:
         if version != DESIGN_VERSION:
             raise InputError(f"design file version {version}: this pypto-tui reads version {DESIGN_VERSION}")
         d = cls(**data)
+        if isinstance(d.task, str) and "\0" in d.task:  # the system calls refuse such a path with ValueError
+            raise InputError("design file: the task path contains a NUL byte, which no file name has: "
+                             "open the task file again (pypto-tui ui TASK)")
         if d.step not in STEPS:
             d.step = "contract"
         if d.dynamic_axis is not None and (isinstance(d.dynamic_axis, bool) or not isinstance(d.dynamic_axis, int)

@@ -41,9 +41,17 @@ def kind_of(mode: int) -> str:
 
 
 # ------------------------------------------------------------------------------------ reading
+def _no_nul(p: str, what: str) -> None:
+    """A path with a NUL byte names no file (the system calls refuse it with ValueError): say so."""
+    if "\0" in p:
+        shown = p.replace("\0", "\\0")
+        raise InputError(f"{what} path '{shown}' contains a NUL byte: no file has such a name; give the path again")
+
+
 def require_file(path: str | os.PathLike[str], what: str = "file") -> None:
     """InputError unless `path` is a regular file (symlinks followed), saying what it is instead."""
     p = os.fspath(path)
+    _no_nul(p, what)
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -64,6 +72,7 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
     a file swapped for one after a check) is refused instead of blocking forever.
     """
     p = os.fspath(path)
+    _no_nul(p, what)
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:

@@ -19,10 +19,12 @@ import typer
 
 try:  # typer >= 0.27 vendors Click; older releases run on Click itself
     from typer._click import exceptions as click_exceptions
+    from typer._click import types as click_types
     from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover
     from click import exceptions as click_exceptions  # type: ignore[no-redef]  # noqa: F401
     from click import get_current_context  # type: ignore[no-redef]
+    from click import types as click_types  # type: ignore[no-redef]  # noqa: F401
 
 from pypto_tui.errors import InputError
 

@@ -11,13 +11,19 @@ every ending itself:
   traceback only with PYPTO_TUI_DEBUG=1;
 - a closed stdout (`| head`) -> quiet, exit 0; Ctrl-C -> exit 130.
 
+Two checks hold for every command, so no option can forget them: an empty argument (`-o ''`, which
+Python's Path turns into the current folder) is refused, and so is a number option given a value
+that is not finite (`--timeout inf` is no time limit, `nan` compares false with every bound).
+
 With `--json` on the command line, an exit-2 run also prints `{"error": ...}` on stdout, so a
 script reading stdout always gets one JSON document.
 """
 
 from __future__ import annotations
 
+import copy
 import errno
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -26,7 +32,7 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperGroup
 
-from pypto_tui.cli.common import Exit, click_exceptions, error_json, one_line, reset_notices
+from pypto_tui.cli.common import Exit, click_exceptions, click_types, error_json, one_line, reset_notices
 from pypto_tui.errors import InputError
 
 DEBUG_ENV = "PYPTO_TUI_DEBUG"
@@ -49,16 +55,68 @@ class GuardedGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands and cmd_name in self.LAZY:
             self.add_command(_build(cmd_name, self.LAZY[cmd_name]), cmd_name)
-        return super().get_command(ctx, cmd_name)
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            finite_numbers(cmd)
+        return cmd
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
+        empty = empty_argument(argv)
+        if empty is not None:
+            sys.exit(_error(empty, "--json" in argv))
         code = run_guarded(lambda: super(GuardedGroup, self).main(argv, prog_name or "pypto-tui", complete_var,
                                                                    standalone_mode=False, **extra), argv)
         sys.exit(code)
+
+
+def empty_argument(argv: Sequence[str]) -> str | None:
+    """Why an argument is empty (the message), or None. `-o ''` would write into the current
+    folder and a task path '' names no file: an empty value is never what was meant."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return None
+        option, eq, value = arg.partition("=")
+        if arg.startswith("--") and eq and not value:
+            return f"option {option} was given an empty value: give one (see pypto-tui -h)"
+        if arg == "":
+            before = argv[i - 1] if i and argv[i - 1].startswith("-") else ""
+            what = f"option {before} was given an empty value" if before else "an argument is empty ('')"
+            return f"{what}: give a file, a folder or a value (see pypto-tui -h)"
+    return None
+
+
+class _Finite:
+    """Mixed into a Click number type: the value must be finite (inf and nan are refused)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        number = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        return number
+
+
+_FINITE_TYPES: dict[type, type] = {}
+
+
+def finite_numbers(cmd: Any) -> None:
+    """Make every float option of `cmd` (and of its subcommands) refuse inf and nan. The type keeps
+    its class (a subclass of it), so the help still shows its range."""
+    if getattr(cmd, "_finite_numbers", False):
+        return
+    cmd._finite_numbers = True
+    for param in getattr(cmd, "params", ()):
+        kind = type(param.type)
+        if isinstance(param.type, click_types.FloatParamType) and not isinstance(param.type, _Finite):
+            finite = _FINITE_TYPES.setdefault(kind, type(f"Finite{kind.__name__}", (_Finite, kind), {}))
+            typed = copy.copy(param.type)
+            typed.__class__ = finite
+            param.type = typed
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        finite_numbers(sub)
 
 
 def _build(name: str, target: str) -> Any:

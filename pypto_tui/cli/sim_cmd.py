@@ -227,7 +227,7 @@ def verify(
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
                                                    show_default=False)] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds the verification may take.", min=1)] = 600.0,
-    memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Address-space cap of the worker.",
+    memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Address-space cap of the worker.", min=1,
                                                   show_default=False)] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore cached results.")] = False,
     criterion: Annotated[str | None, typer.Option("--criterion", help="How outputs are judged (the pack's "

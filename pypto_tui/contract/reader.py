@@ -69,7 +69,7 @@ def parse(source: str, path: str | None) -> cst.Module:
     invalid = check_source(source, where)
     if invalid is not None:
         raise TaskFileError(
-            f"{where} is not valid Python (line {invalid.lineno}, column {invalid.offset}: {invalid.msg}); "
+            f"{where} is not valid Python ({_position(invalid.lineno, invalid.offset)}{invalid.msg}); "
             "fix the syntax or point at a KernelBench task file"
         )
     try:
@@ -77,12 +77,18 @@ def parse(source: str, path: str | None) -> cst.Module:
     except cst.ParserSyntaxError as exc:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         raise TaskFileError(
-            f"{where} is not valid Python (line {exc.raw_line}, column {exc.raw_column}: {msg}); "
+            f"{where} is not valid Python ({_position(exc.raw_line, exc.raw_column)}{msg}); "
             "fix the syntax or point at a KernelBench task file"
         ) from None
     except Exception as exc:  # libcst raises a few other errors on odd input
         raise TaskFileError(f"{where} cannot be parsed as Python ({type(exc).__name__}); "
                             "point at a KernelBench task file") from None
+
+
+def _position(line: int | None, column: int | None) -> str:
+    """'line 3, column 7: ' with the parts the parser knows ('' when it knows neither)."""
+    parts = [f"{what} {n}" for what, n in (("line", line), ("column", column)) if n is not None]
+    return ", ".join(parts) + ": " if parts else ""
 
 
 def _functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
@@ -541,6 +547,7 @@ def _function_text(source: str, name: str) -> str:
 
 
 def read_task(source: str, path: str | None = None) -> TaskFacts:
+    source = source.removeprefix("\ufeff")  # a UTF-8 byte order mark (Windows editors write one): Python accepts it
     module = parse(source, path)
     where = path or "the task file"
     ev = Evaluator(module, module_aliases(module), {}, where=where)
