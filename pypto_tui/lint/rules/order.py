@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from pypto_tui.lint.analysis import KernelInfo, Kind, call_arg, children
+from pypto_tui.lint.analysis import KernelInfo, Kind, ModuleInfo, call_arg, children
 from pypto_tui.lint.base import Invalid, LintRule, example
 from pypto_tui.lint.rules._examples import BARE, in_kernel
 
@@ -130,35 +130,41 @@ class TileOrder(LintRule):
             yield node, need
 
     def _need(self, node: cst.CSTNode, k: KernelInfo) -> str | None:
-        if isinstance(node, cst.Call):
-            name = self.info.pypto_name(node.func)
-            if name == "set_vec_tile_shapes":
-                return "set_vec"
-            if name == "set_cube_tile_shapes":
-                return "set_cube"
-            if name in CUBE_OPS:
-                return "cube"
-            if name is not None:
-                last = name.rsplit(".", 1)[-1]
-                if (name in _NO_VEC_TILE or not last[:1].islower() or "." in name
-                        or last.startswith(("set_", "get_", "is_"))):
-                    return None  # configuration, a type, or a namespace's call (distributed., experimental.)
-                if name == "reshape" and _inplace(node):
-                    return None
-                return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
-            f = node.func
-            if isinstance(f, cst.Attribute) and self.info.kind_of(f.value, k) is Kind.TENSOR:
-                if (f.attr.value in _NO_VEC_METHODS or f.attr.value.startswith(("set_", "get_", "is_"))
-                        or (f.attr.value == "reshape" and _inplace(node))):
-                    return None  # a view, a move, or a setting (`w.set_cache_policy(...)`)
-                return "vec" if self.info.kind_of(node, k) is Kind.TENSOR else None
-            return None
-        if isinstance(node, cst.BinaryOperation) and self.info.kind_of(node, k) is Kind.TENSOR:
-            return "cube" if isinstance(node.operator, cst.MatrixMultiply) else "vec"
-        if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
-                and self.info.kind_of(node, k) is Kind.TENSOR):
-            return "vec"
+        return tile_need(self.info, node, k)
+
+
+def tile_need(info: ModuleInfo, node: cst.CSTNode, k: KernelInfo) -> str | None:
+    """What `node` asks of the tile state: "set_vec" / "set_cube" (it sets one), "vec" / "cube" (it
+    records an op that needs one), None (nothing)."""
+    if isinstance(node, cst.Call):
+        name = info.pypto_name(node.func)
+        if name == "set_vec_tile_shapes":
+            return "set_vec"
+        if name == "set_cube_tile_shapes":
+            return "set_cube"
+        if name in CUBE_OPS:
+            return "cube"
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            if (name in _NO_VEC_TILE or not last[:1].islower() or "." in name
+                    or last.startswith(("set_", "get_", "is_"))):
+                return None  # configuration, a type, or a namespace's call (distributed., experimental.)
+            if name == "reshape" and _inplace(node):
+                return None
+            return "vec" if info.kind_of(node, k) is Kind.TENSOR else None
+        f = node.func
+        if isinstance(f, cst.Attribute) and info.kind_of(f.value, k) is Kind.TENSOR:
+            if (f.attr.value in _NO_VEC_METHODS or f.attr.value.startswith(("set_", "get_", "is_"))
+                    or (f.attr.value == "reshape" and _inplace(node))):
+                return None  # a view, a move, or a setting (`w.set_cache_policy(...)`)
+            return "vec" if info.kind_of(node, k) is Kind.TENSOR else None
         return None
+    if isinstance(node, cst.BinaryOperation) and info.kind_of(node, k) is Kind.TENSOR:
+        return "cube" if isinstance(node.operator, cst.MatrixMultiply) else "vec"
+    if (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus)
+            and info.kind_of(node, k) is Kind.TENSOR):
+        return "vec"
+    return None
 
 
 def _inplace(call: cst.Call) -> bool:

@@ -17,6 +17,7 @@ import libcst.matchers as m
 
 from pypto_tui.lint.analysis import KernelInfo, ModuleInfo, TensorShape, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.rules.order import tile_need
 from pypto_tui.shapes import auto_tiles
 
 _REDUCING = ("sum", "amax", "amin", "prod", "softmax", "log_softmax", "var", "cumsum", "topk")
@@ -68,6 +69,8 @@ class TileSite:
     ranks: set[int]
     dtype_bytes: int | None
     dtype: str | None
+    used: bool = True
+    """A vector op runs under the tile (else only the call's own arguments are judged)."""
 
     def clipped_prod(self) -> int:
         """prod(tile) with each entry clipped to the largest same-rank tensor's size there (the
@@ -93,6 +96,9 @@ class _TileRule(LintRule):
         if tile is None:
             return None
         k = self.kernel_of(node)
+        # a tile no vector op runs under (a matmul-only kernel, one replaced before use) is only
+        # checked for what the call itself refuses
+        used = k is None or self._serves_a_vector_op(node, k)
         tensors = k.all_tensors() if k else []
         same = [t for t in tensors if t.rank == len(tile)]
         sizes = self.ctx.kb.limits.dtype_bytes
@@ -103,7 +109,21 @@ class _TileRule(LintRule):
             declared = {t.dtype for t in tensors if t.rank is None and t.dtype is not None and t.dtype in sizes
                         and t.name}
         dtype = max(declared, key=lambda d: (sizes[d], d)) if declared else None
-        return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype)
+        return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype, used)
+
+    def _serves_a_vector_op(self, node: cst.Call, k: KernelInfo) -> bool:
+        """A vector op (or a call of a helper, which may hold one) runs after `node` in the source of
+        its function before the next set_vec_tile_shapes."""
+        order = self.info.tree.order
+        start = order[node]
+        for n in sorted((n for n in iter_nodes(k.node.body) if order.get(n, -1) > order[node]
+                         and not _within(self.info, n, node)), key=lambda n: order[n]):
+            need = tile_need(self.info, n, k)
+            if need == "set_vec" and order[n] > start:
+                return False
+            if need == "vec" or self.info.called_function(n) is not None:
+                return True
+        return False
 
     def _whole_axis_ok(self, site: TileSite) -> bool:
         """A last tile entry that covers the whole (short) last axis needs no padding, unless the
@@ -123,6 +143,11 @@ class _TileRule(LintRule):
         align = self.limits.last_dim_align_bytes
         step = align // math.gcd(align, nbytes)
         return -(-n // step) * step
+
+
+def _within(info: ModuleInfo, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """`a` lies inside `b`."""
+    return info.tree.order[b] <= info.tree.order[a] <= info.tree.end[b]
 
 
 def _fmt(t: tuple[int, ...] | tuple[int | None, ...]) -> str:
@@ -182,6 +207,23 @@ class LiteralTiles(_TileRule):
                 pypto.set_vec_tile_shapes(1024)
                 out.move(pypto.exp(x))
             """),
+        # a batched matmul's kernel: no vector op runs under its vec tile, so its rank is not judged
+        example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def bmm(a: pypto.Tensor((4, 128, 64), pypto.DT_FP16), b: pypto.Tensor((4, 64, 128), pypto.DT_FP16),
+                    c: pypto.Tensor((4, 128, 128), pypto.DT_FP32)):
+                pypto.set_cube_tile_shapes([64, 64], [64, 64], [64, 64])
+                pypto.set_vec_tile_shapes(128, 128)
+                c.move(pypto.matmul(a, b, pypto.DT_FP32))
+            """),
+        # a tile replaced before any vector op runs under it
+        _k("(16, 1024)", "1024", """\
+            pypto.set_vec_tile_shapes(16, 1024)
+            out.move(pypto.exp(x))
+            """),
         # a 1-D tile for the flat view of a 2-D input
         _k("(4096, 4096)", "8192", """\
             flat = pypto.view(x, [4096 * 4096], [0])
@@ -231,6 +273,8 @@ class LiteralTiles(_TileRule):
         if len(tile) > lim.max_vec_rank:
             self.report(node, f"tile {_fmt(tile)} has {len(tile)} dims; set_vec_tile_shapes takes at most "
                               f"{lim.max_vec_rank}: reshape in forward", rule="P4.vec-rank-max")
+        if not site.used:
+            return
         prod = site.clipped_prod()
         if prod > lim.max_elements:
             clipped = "" if prod == math.prod(tile) else " (clipped to the tensor)"
@@ -294,7 +338,7 @@ class TileWaste(_TileRule):
     @m.visit(m.Call())
     def check_call(self, node: cst.Call) -> None:
         site = self.site(node)
-        if site is None or not site.same_rank:
+        if site is None or not site.used or not site.same_rank:
             return
         copied = set(self.ctx.kb.ladders.ub_step_down) | {
             d for s in self.ctx.kb.starts for d in s.tile if d > 1
@@ -348,7 +392,7 @@ class TileExtraDims(_TileRule):
     @m.visit(m.Call())
     def check_call(self, node: cst.Call) -> None:
         site = self.site(node)
-        if site is None or not site.ranks:
+        if site is None or not site.used or not site.ranks:
             return
         top = max(site.ranks)
         if len(site.tile) <= top:
