@@ -27,7 +27,7 @@ from pypto_tui.loops import LoopCandidate, LoopPlan, plan_loops
 from pypto_tui.loops import candidate as loop_candidate
 from pypto_tui.plan import LoopChoice
 from pypto_tui.screens.base import StepScreen, attempt
-from pypto_tui.screens.sim_support import SimRunner, sweep_summary
+from pypto_tui.screens.sim_support import SimRunner, roofline_summary, sweep_summary
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content
 from pypto_tui.vocabulary import TailPreference
 
@@ -340,7 +340,7 @@ class LoopsScreen(SimRunner, StepScreen):
     def sim_results(self, report: Any) -> None:
         """The µs column and the cost curve (rule O2's U shape), with both verdicts in words."""
         self._times.update({int(r.value): r.e2e_us for r in report.rows if r.measured})
-        self._sweep_lines = sweep_summary(report)
+        self._sweep_lines = [*sweep_summary(report), *roofline_summary(self.session.pipeline, report)]
         self._table_sig = self._chart_sig = None
         self.safe_refresh()
         cost = report.best_by_cost

@@ -155,6 +155,22 @@ class SimRunner:
         self.sim_results(result)
 
 
+def roofline_summary(pipeline: Any, report: Any) -> list[str]:
+    """The task's roofline (issue 22) and how far the sweep's fastest candidate is from it: the
+    figure that says whether the best of the candidates is any good."""
+    from pypto_tui.roofline import try_roofline
+
+    bound, why = try_roofline(pipeline.contract(), pipeline.kb)
+    if bound is None:
+        return [f"no roofline: {why}"]
+    cost = report.best_by_cost
+    line = (f"roofline      {bound.roofline_us:.3g} µs, {bound.bound}-bound (memory {bound.memory_us:.3g}, "
+            f"vector {bound.vector_us:.3g}, cube {bound.cube_us:.3g} µs)")
+    if cost is not None and cost.e2e_us:
+        line += f": the fastest takes {cost.e2e_us / bound.roofline_us:.1f}x the roofline"
+    return [line]
+
+
 def sweep_summary(report: Any) -> list[str]:
     """The sweep in words: both verdicts side by side, the disagreements, the effort saved."""
     lines: list[str] = []

@@ -23,7 +23,7 @@ from pypto_tui.errors import InputError
 from pypto_tui.findings import worst
 from pypto_tui.plan import TileChoice
 from pypto_tui.screens.base import StepScreen, attempt
-from pypto_tui.screens.sim_support import SimRunner, sweep_summary
+from pypto_tui.screens.sim_support import SimRunner, roofline_summary, sweep_summary
 from pypto_tui.screens.widgets import (
     Field,
     FindingsList,
@@ -389,7 +389,7 @@ class TilesScreen(SimRunner, StepScreen):
         self._table_sig = None
         self._fill_table()
         box = self.query_one("#sim-report", Static)
-        box.update("\n".join(sweep_summary(report)))
+        box.update("\n".join([*sweep_summary(report), *roofline_summary(self.session.pipeline, report)]))
         box.display = True
         cost = report.best_by_cost
         self.set_status(f"simulated {report.simulations} candidate(s)"

@@ -137,3 +137,16 @@ def test_sim_refuses_a_kernel_file_it_cannot_use(tmp_path):
     assert r.exit_code == 2 and "ModelNew" in json.loads(r.stdout)["error"]
     r = runner.invoke(app, ["sim", str(p), "--kernel", str(bad), "--tile", "1,1024"])
     assert r.exit_code == 2 and "--kernel" in r.output
+
+
+def test_the_apps_sweep_summary_sets_the_fastest_against_the_roofline(kb, tmp_path):
+    """The Tiles and Loops steps add this line under a sweep (screens/sim_support.py)."""
+    from types import SimpleNamespace
+
+    from pypto_tui.screens.sim_support import roofline_summary
+
+    p = Pipeline(kb, Design(task=str(task(tmp_path, "relu", "x", "torch.relu(x)", "M, N = 16, 16384",
+                                          "torch.randn(M, N)"))))
+    report = SimpleNamespace(best_by_cost=SimpleNamespace(e2e_us=3.93216))
+    (line,) = roofline_summary(p, report)
+    assert "1.31 µs, memory-bound" in line and "3.0x the roofline" in line
