@@ -206,3 +206,25 @@ def test_planted_pitfalls_are_errors(planted: str, rule: str) -> None:
     found = [f for f in lint_source(src.replace("pypto.exp(block)", planted), pypto="auto") if f.rule == rule]
     assert len(found) == 1 and found[0].level == "error"
     assert rule not in _rules(src, pypto="auto")
+
+
+def test_ub_capacity_counts_the_live_buffers_of_a_looped_op() -> None:
+    # a (16, 4096) fp32 tile is 256 KiB per buffer: over 192 KiB of unified buffer even in place;
+    # the same op on (8, 4096) (128 KiB, its input dies there) fits, and P4.tile-budget stays a warning
+    src = textwrap.dedent("""\
+        import pypto
+
+
+        @pypto.frontend.jit
+        def kernel(x: pypto.Tensor((pypto.DYNAMIC, 4096), pypto.DT_FP32),
+                   out: pypto.Tensor((pypto.DYNAMIC, 4096), pypto.DT_FP32)):
+            pypto.set_vec_tile_shapes(16, 4096)
+            for i in pypto.loop(x.shape[0] // 16):
+                block = pypto.view(x, [16, 4096], [i * 16, 0])
+                pypto.assemble(pypto.exp(block), [i * 16, 0], out)
+        """)
+    found = {f.rule: f.level for f in lint_source(src, pypto="auto")}
+    assert found.get("HW.ub-capacity") == "error" and found.get("P4.tile-budget") == "warn"
+    fits = {f.rule for f in lint_source(src.replace("set_vec_tile_shapes(16, 4096)", "set_vec_tile_shapes(8, 4096)"),
+                                        pypto="auto")}
+    assert "HW.ub-capacity" not in fits
