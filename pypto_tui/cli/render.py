@@ -24,12 +24,37 @@ NARROW = 100
 """Below this many columns the wide tables (kb list, loop) switch to a compact layout."""
 
 
+class _TrimmedStdout:
+    """stdout without the spaces Rich pads every line with up to the table's width (a piped
+    `kb list` wrote lines of 800+ characters, most of them blanks). Whole lines are trimmed as
+    they complete; sys.stdout is looked up on every write, so a caller that swaps it is followed."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            sys.stdout.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            sys.stdout.write(self._pending)
+            self._pending = ""
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def _console() -> Console:
     """No markup: rule statements, task names and messages are printed as they are (Rich would
     take `shape[i]` for an italic tag and drop it); styles are given as Text objects."""
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
         return Console(highlight=False, markup=False)
-    return Console(highlight=False, markup=False, width=PIPE_WIDTH)
+    return Console(highlight=False, markup=False, width=PIPE_WIDTH, file=_TrimmedStdout())  # type: ignore[arg-type]
 
 
 console = _console()

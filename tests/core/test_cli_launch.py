@@ -66,3 +66,15 @@ def test_version_matches_the_package_metadata() -> None:
     want = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     r = _run(["--version"])
     assert (r.returncode, r.stdout.decode(), r.stderr) == (0, f"pypto-tui {want}\n", b"")
+
+
+@pytest.mark.parametrize("args", [["kb", "list"], ["tile", "--shape", "16,256,256", "--reduce-dim", "1"],
+                                  ["loop", "--shape", "16384,1024", "--tile", "128,128", "--matmul"]])
+def test_piped_tables_carry_no_trailing_spaces(args: list[str]) -> None:
+    """Issue 25 (11): a piped table's lines were padded with spaces to the widest row."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    r = subprocess.run([*CLI, *args], capture_output=True, timeout=120, check=False, env=env)
+    assert r.returncode in (0, 1), r.stderr
+    lines = r.stdout.decode().splitlines()
+    assert len(lines) > 3 and not [line for line in lines if line != line.rstrip()]
+    assert r.stdout.endswith(b"\n")
