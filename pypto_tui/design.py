@@ -481,20 +481,21 @@ def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
         n = graph.node(vid)
         text = local.get(n.inputs[0]) or param_text.get(n.inputs[0], n.inputs[0])
         for step in n.attrs.get("steps", ()):
-            s = step if isinstance(step, V.Step) else V.Step(**{k: (tuple(x) if isinstance(x, list | tuple) else x)
-                                                                  for k, x in dict(step).items()})
+            s = V.step_of(step)
             if s.kind not in ("unsqueeze", "reshape"):
                 return refused(f"forward would copy data for the view {n.spelling} ({s.kind}) of an input")
             text += V.torch_text(s)
         local[vid] = f"v_{vid}"
         prelude.append(f"v_{vid} = {text}")
     stages: list[str] = []
+    shared: list[str] = []  # the stages use the task's own modules (its weights)
     calls: list[tuple[str, list[str]]] = []
     summaries: list[str] = []
     for g in mp.groups:
         ops = ", ".join(graph.node(n).op for n in g.nodes)
         try:
-            src, reads = stage_source(graph, g.nodes, g.reads, g.writes, f"Kernel {g.index} of {c.task_path}: {ops}.")
+            src, reads, modules = stage_source(graph, g.nodes, g.reads, g.writes,
+                                               f"Kernel {g.index} of {c.task_path}: {ops}.")
         except Unsupported as exc:
             return refused(f"kernel {g.index} ({ops}): {exc}")
         stage_contract = extract_contract(src, pipeline.kb)
@@ -511,11 +512,13 @@ def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
         out = f"t_{arg_name(g.writes)}"
         local[g.writes] = out
         calls.append((out, args))
+        shared += [f"self._k{g.index}.{m} = self.{m}" for m in modules]
         summaries.append(f"kernel {g.index}: {ops} ({gen.pattern}; {g.rule or 'its own kernel'})")
     doc = (f"{len(stages)} kernels for {Path(c.task_path or 'the task').name} (issue 21 module plan):\n"
            + "\n".join(summaries))
     try:
-        code = compose(stages, calls, local[mp.output], doc, sig.init_source, body, sig.forward_source, prelude)
+        code = compose(stages, calls, local[mp.output], doc, sig.init_source, body, sig.forward_source, prelude,
+                       shared)
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))

@@ -42,7 +42,7 @@ SANE_INT = 1 << 20
 that would turn a bounded search unbounded."""
 MAX_LIST = 64
 MAX_PACK_FILE = 1 << 20
-OTHER_FILES = ("lint.toml",)
+OTHER_FILES = ("lint.toml", "fusion.toml")
 """Pack files read by another part (lint.toml: lint.profile), so not unknown files."""
 REQUIRED_FILES = ("pack.toml", "limits.toml", "rules.toml", "chip.toml", "ladders.toml", "strategies.toml")
 OPTIONAL_FILES = ("presets.toml", "ops.toml", "passes.toml", "estimate.toml", "verify.toml", "roofline.toml")

@@ -322,3 +322,150 @@ class KernelPlan:
         if self.loop is not None:
             out.extend(self.loop.findings)
         return tuple(out)
+
+
+# ------------------------------------------------------------------------------------ module plans
+@dataclass(frozen=True, slots=True)
+class FusionRule:
+    """Which elementwise kinds may join an anchor's kernel (pack data: fusion.toml)."""
+
+    id: str
+    anchor: str
+    prologue: tuple[str, ...]
+    epilogue: tuple[str, ...]
+    measured: str
+
+    def takes(self, op: str, where: str) -> bool:
+        kinds = self.epilogue if where == "epilogue" else self.prologue
+        return "*" in kinds or op in kinds
+
+
+def fusion_rules(kb_path: Any) -> tuple[FusionRule, ...]:
+    """The pack's fusion.toml (the bundled default's when the pack has none)."""
+    import tomllib
+    from pathlib import Path
+
+    from pypto_tui.kb import BUNDLED_ROOT
+
+    path = Path(kb_path) / "fusion.toml" if kb_path is not None else None
+    if path is None or not path.is_file():
+        path = BUNDLED_ROOT / "default" / "fusion.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot be read as fusion rules ({exc}); fix the file or remove it") from None
+    out = []
+    for i, row in enumerate(data.get("fusion", [])):
+        try:
+            out.append(FusionRule(str(row["id"]), str(row["anchor"]), tuple(str(x) for x in row.get("prologue", ())),
+                                  tuple(str(x) for x in row.get("epilogue", ())), str(row.get("measured", ""))))
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{path}: fusion row {i + 1} lacks {exc}: give it an id and an anchor") from None
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGroup:
+    """The graph nodes one kernel computes: an anchor (or none, for an elementwise chain) with the
+    elementwise nodes it took, the values it reads from outside and the node whose value it writes."""
+
+    index: int
+    anchor: str | None  # node id
+    nodes: tuple[str, ...]
+    reads: tuple[str, ...]
+    writes: str
+    rule: str  # the fusion rule that decided its extent
+
+    @property
+    def name(self) -> str:
+        return f"k{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModulePlan:
+    """A task's kernels in order: forward runs them one after another, allocating each group's
+    output (`intermediates`: the values one kernel writes and a later one reads)."""
+
+    groups: tuple[KernelGroup, ...]
+    output: str
+    intermediates: tuple[str, ...]
+    views: tuple[str, ...] = ()  # view nodes forward takes on an input itself (no kernel)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernels": [{"name": g.name, "anchor": g.anchor, "nodes": list(g.nodes), "reads": list(g.reads),
+                             "writes": g.writes, "rule": g.rule} for g in self.groups],
+                "output": self.output, "intermediates": list(self.intermediates), "views": list(self.views)}
+
+
+def decompose(graph: Any) -> Any:
+    """The graph with each biased `linear` split into the product and an `add` of the bias (the
+    add keeps the linear's id, so its readers are unchanged): the product is the anchor, the bias
+    an elementwise op the fusion rules place like any other."""
+    from dataclasses import replace
+
+    out = []
+    for n in graph.nodes:
+        if n.op == "linear" and len(n.inputs) == 3:
+            product = replace(n, id=f"{n.id}m", inputs=n.inputs[:2], attrs={**n.attrs, "bias": False})
+            out += [product, replace(n, op="add", role="elementwise", inputs=(product.id, n.inputs[2]), attrs={},
+                                     spelling=f"{n.spelling} bias")]
+        else:
+            out.append(n)
+    return replace(graph, nodes=tuple(out))
+
+
+def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
+    """Split an OpGraph into kernels, in the graph's (topological) order.
+
+    Every anchor (a node whose role is not elementwise or view) is a kernel; an elementwise node
+    joins the kernel of the producer it reads that was formed last, when that kernel is an
+    elementwise chain or an anchor whose fusion rule takes it as an epilogue, and starts a kernel
+    of its own otherwise. Joining only the last-formed producer's kernel keeps the kernels in an
+    order where each reads only earlier ones. A view of a task input alone needs no kernel."""
+    by_anchor = {r.anchor: r for r in rules}
+    chain_rule = by_anchor.get("elementwise")
+    group_of: dict[str, int] = {}
+    members: list[list[str]] = []
+    anchors: list[str | None] = []
+    decided: list[str] = []
+    views: list[str] = []
+    nodes = {n.id: n for n in graph.nodes}
+    for n in graph.nodes:
+        producers = [group_of[i] for i in n.inputs if i in group_of]
+        if n.role == "view" and not producers:
+            views.append(n.id)  # forward takes it on the input
+            continue
+        if n.role in ("elementwise", "view") and producers:
+            g = max(producers)
+            anchor = anchors[g]
+            rule = chain_rule if anchor is None else by_anchor.get(nodes[anchor].role)
+            if rule is not None and (n.role == "view" or rule.takes(n.op, "epilogue")):
+                group_of[n.id] = g
+                members[g].append(n.id)
+                continue
+        group_of[n.id] = len(members)
+        members.append([n.id])
+        is_anchor = n.role not in ("elementwise", "view")
+        anchors.append(n.id if is_anchor else None)
+        rule = by_anchor.get(n.role) if is_anchor else chain_rule
+        decided.append(rule.id if rule is not None else "")
+    out = graph.output
+    groups = []
+    for g, ids in enumerate(members):
+        inside = set(ids)
+        reads: list[str] = []
+        for nid in ids:
+            for i in nodes[nid].inputs:
+                if i not in inside and i not in reads:
+                    reads.append(i)
+        writes = ids[-1]
+        used_outside = [nid for nid in ids if nid == out or any(
+            nid in nodes[m].inputs for m in nodes if m not in inside)]
+        if len(used_outside) > 1:
+            raise InputError(f"kernel {g} would write {len(used_outside)} values ({', '.join(used_outside)}); "
+                             "a kernel writes one")
+        if used_outside:
+            writes = used_outside[0]
+        groups.append(KernelGroup(g, anchors[g], tuple(ids), tuple(reads), writes, decided[g]))
+    inter = tuple(grp.writes for grp in groups if grp.writes != out)
+    return ModulePlan(tuple(groups), out, inter, tuple(views))

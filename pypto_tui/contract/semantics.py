@@ -26,7 +26,10 @@ SUPPORTED_NORMS = ("batch_norm", "instance_norm", "group_norm", "layer_norm", "r
 # Functions a generic elementwise expression may use and still be scaffolded.
 KERNEL_FUNCS = {"exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sigmoid", "tanh", "relu",
                 "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "square", "pow", "float",
-                "contiguous", "clone", "detach"}
+                "contiguous", "clone", "detach",
+                # the activations pattern A writes inside an expression (codegen/activations.py)
+                "relu6", "leaky_relu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
+                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p"}
 
 UNARY_FORMULA = {
     "relu": "max({x}, 0)",
@@ -226,8 +229,8 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
         out.asymmetric = True
     else:
         out.asymmetric = _numeric_asymmetry(c, ops)
-        if out.asymmetric is None and args.get("views") is not None:
-            out.asymmetric = True  # the inputs are read through different views: their roles are fixed
+        if out.asymmetric is None and (args.get("views") is not None or len(set(shapes)) > 1):
+            out.asymmetric = True  # the inputs broadcast (or are read through views): their roles are fixed
         if out.asymmetric is None:
             out.unknown["asymmetric"] = "the inputs have different shapes: swapping them is not defined"
 

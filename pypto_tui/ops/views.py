@@ -44,6 +44,16 @@ class Step:
         return d
 
 
+def step_of(data: Any) -> Step:
+    """A Step from its `to_data` form (a graph read back from JSON), or the Step itself."""
+    if isinstance(data, Step):
+        return data
+    d = dict(data)
+    return Step(kind=str(d["kind"]), dim=int(d.get("dim", 0)), index=int(d.get("index", 0)),
+                start=int(d.get("start", 0)), length=int(d.get("length", 0)),
+                shape=tuple(int(x) for x in d.get("shape", ())))
+
+
 def out_shape(step: Step, shape: Shape) -> Shape:
     """The shape after one view (the step's dims are already non-negative for `shape`)."""
     if step.kind == "unsqueeze":

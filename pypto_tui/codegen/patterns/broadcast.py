@@ -25,24 +25,15 @@ from pypto_tui.ops import views as V
 FORWARD_VIEWS = ("unsqueeze", "reshape")  # a select or a narrow would be a copy in forward
 
 
-def _leaves(b: Builder) -> tuple[Any, list[Any]]:
-    from pypto_tui.contract import ir
+def _leaves(b: Builder, tree: Any) -> tuple[Any, list[Any]]:
     from pypto_tui.contract import views as CV
 
     c = b.ctx.contract
     known = {t.name: tuple(t.shape) for t in c.tensor_inputs if t.shape is not None}
     try:
-        return CV.leaves(ir.from_data(_thaw(c.op_args["expr"])), known)
+        return CV.leaves(tree, known)
     except CV.NotAView as exc:
         raise Unsupported(str(exc)) from None
-
-
-def _thaw(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return [_thaw(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _thaw(x) for k, x in v.items()}
-    return v
 
 
 def _view_text(step: V.Step, src_shape: tuple[int, ...], src: str) -> str:
@@ -61,15 +52,16 @@ def _view_text(step: V.Step, src_shape: tuple[int, ...], src: str) -> str:
 
 
 @cites("A.elementwise-flat", "A.broadcast-one-axis")
-def build_broadcast(b: Builder, value_of: Any) -> None:
-    """Write the kernel; `value_of(tree)` is pattern A's expression writer for the rewritten tree."""
+def build_broadcast(b: Builder, value_of: Any, expression: Any) -> None:
+    """Write the kernel for `expression` (an ir tree); `value_of(tree)` is pattern A's expression
+    writer for the tree with its view chains as leaves."""
     ctx = b.ctx
     c = ctx.contract
     info = ctx.dims.broadcast or {}
     kshapes: dict[str, list[int]] = info.get("operands", {})
     out_full: list[int] = info.get("output", [])
     groups = ctx.dims.axis_map
-    tree, found = _leaves(b)
+    tree, found = _leaves(b, expression)
     by_id = {leaf.id: leaf for leaf in found if leaf.steps}
     operands = list(kshapes)
     if not operands or ctx.main is None or ctx.geometry is None:

@@ -199,13 +199,37 @@ def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
     raise Unsupported(f"elementwise op '{op}': {activations.why_not(op)}")
 
 
+def _broadcast_tree(c: Any) -> Any:
+    """The expression a broadcasting kernel writes: the contract's tree, or a named binary op of two
+    operands (`y + bias` with a (N,) bias) as a tree."""
+    from pypto_tui.contract import ir
+
+    if "expr" in c.op_args:
+        return ir.from_data(_thaw(c.op_args["expr"]))
+    names = [t.name for t in c.operands]
+    if len(names) == 2 and c.op in _BINARY:
+        return ir.Node("bin", c.op, (ir.Node("in", names[0]), ir.Node("in", names[1])))
+    if len(names) == 2 and c.op in ("maximum", "minimum"):
+        return ir.Node("call", c.op, (ir.Node("in", names[0]), ir.Node("in", names[1])), value="torch")
+    return None
+
+
+def _thaw(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_thaw(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _thaw(x) for k, x in v.items()}
+    return v
+
+
 @cites("A.elementwise-flat")
 def build_elementwise(b: Builder) -> None:
     """Pattern A: flatten, one op chain, `pypto.loop` + view/assemble only past the tile limit."""
     ctx = b.ctx
     c = ctx.contract
     layout = ctx.dims.broadcast
-    if layout is not None and "expr" in c.op_args:
+    tree = _broadcast_tree(c) if layout is not None else None
+    if layout is not None and tree is not None:
         leaves = tuple(layout["operands"])
 
         def value_of(tree: Any) -> tuple[Value, list[Scalar]]:
@@ -214,7 +238,7 @@ def build_elementwise(b: Builder) -> None:
             fn({o: Ex.name(o) for o in leaves})  # collects the scalars
             return fn, list(found.values())
 
-        build_broadcast(b, value_of)
+        build_broadcast(b, value_of, tree)
         return
     operands, value, scalars, terms = chain_builder(b)
     if not operands:

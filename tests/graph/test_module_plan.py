@@ -1,0 +1,113 @@
+"""The module plan (issue 21 step 2): a graph split into kernels by the pack's fusion rules, each
+kernel designed as a task of its own, and one module that runs them in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.contract.graph import OpGraph
+from pypto_tui.contract.stages import stage_source
+from pypto_tui.design import Design, Pipeline, kernel_of, module_plan_of
+from pypto_tui.kb import get_kb
+from pypto_tui.plan import FusionRule, decompose, fusion_rules, partition
+
+EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return get_kb()
+
+
+def graph(name: str) -> OpGraph:
+    return decompose(OpGraph.from_data(extract_contract(EXTRA / name).graph))
+
+
+def test_a_biased_linear_is_a_product_then_an_add_of_its_bias():
+    g = graph("gemm_scale_leaky_relu.py")
+    assert [(n.id, n.op) for n in g.nodes] == [("n0m", "linear"), ("n0", "add"), ("n1", "mul"), ("n2", "leaky_relu")]
+    assert g.node("n0").inputs == ("n0m", "gemm.bias")
+
+
+def test_the_pack_keeps_a_gemm_apart_from_its_epilogue_and_chains_the_elementwise_ops():
+    rules = fusion_rules(None)
+    assert {r.id for r in rules} >= {"FUSE.matmul-separate", "FUSE.elementwise-chain"}
+    mp = partition(graph("gemm_scale_leaky_relu.py"), rules)
+    assert [g.nodes for g in mp.groups] == [("n0m",), ("n0", "n1", "n2")]
+    assert mp.groups[1].reads == ("n0m", "gemm.bias", "c0") and mp.intermediates == ("n0m",)
+    assert [g.rule for g in mp.groups] == ["FUSE.matmul-separate", "FUSE.elementwise-chain"]
+
+
+def test_a_fusion_rule_that_takes_the_epilogue_puts_it_in_the_anchors_kernel():
+    fused = (FusionRule("T.fuse", "matmul", (), ("add", "mul"), "test"),
+             FusionRule("T.chain", "elementwise", ("*",), ("*",), "test"))
+    mp = partition(graph("gemm_scale_leaky_relu.py"), fused)
+    assert [g.nodes for g in mp.groups] == [("n0m", "n0", "n1"), ("n2",)]  # leaky_relu is not taken
+
+
+def test_kernels_read_only_earlier_kernels():
+    mp = partition(graph("gemm_scale_bias_relu_bn_sum.py"), fusion_rules(None))
+    written = {g.writes: g.index for g in mp.groups}
+    for g in mp.groups:
+        assert all(written.get(r, -1) < g.index for r in g.reads), g
+
+
+def test_a_kernel_is_written_as_a_task_the_level1_reader_understands():
+    g = graph("gemm_scale_leaky_relu.py")
+    mp = partition(g, fusion_rules(None))
+    src, reads, modules = stage_source(g, mp.groups[1].nodes, mp.groups[1].reads, mp.groups[1].writes, "t")
+    assert "return F.leaky_relu(((n0m + gemm_bias) * 2.0), negative_slope=0.1)" in src
+    assert reads == ["n0m", "gemm.bias"] and modules == []
+    c = extract_contract(src)
+    assert (c.family, c.op, c.supported, c.output_shape) == ("elementwise", "expression", True, (64, 192))
+
+
+def test_a_module_of_two_kernels_for_a_gemm_and_its_epilogue(kb):
+    p = Pipeline(kb, Design(task=str(EXTRA / "gemm_scale_leaky_relu.py")))
+    assert not p.contract().supported  # the level-1 view of the task
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "module", k.reason
+    src = k.source
+    assert "def create_matmul_kernel_K0(" in src and "def create_broadcast_kernel_K1(" in src
+    assert src.count("def _for_this_machine(") == 1  # the shared helper once
+    assert "self.gemm = nn.Linear(in_features, out_features)" in src  # Model's own parameters
+    assert "t_n0m = self._k0(x, self.gemm.weight)" in src and "t_n2 = self._k1(t_n0m, self.gemm.bias)" in src
+    compile(src, "module.py", "exec")
+
+
+def test_a_conv_kernel_uses_the_tasks_own_module(kb):
+    p = Pipeline(kb, Design(task=str(EXTRA / "conv_pool_dropout.py")))
+    planned = module_plan_of(p)
+    assert planned is not None
+    k = kernel_of(p)
+    assert not k.supported and "dropout" in k.reason and "random" in k.reason
+
+
+def test_a_level1_task_keeps_its_one_kernel(kb):
+    p = Pipeline(kb, Design(task=str(EXTRA.parent / "tasks" / "softmax_rows.py")))
+    assert module_plan_of(p) is None and kernel_of(p).pattern != "module"
+
+
+@pytest.mark.sim
+def test_gemm_epilogue_modules_verify_against_torch(kb, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    for name in ("gemm_scale_leaky_relu.py", "linear_residual_clamp.py"):
+        k = kernel_of(Pipeline(kb, Design(task=str(EXTRA / name))))
+        assert k.supported, k.reason
+        path = tmp_path / f"k_{name}"
+        path.write_text(k.source)
+        out = subprocess.run([sys.executable, "-m", "pypto_tui", "verify", str(EXTRA / name), "--kernel", str(path),
+                              "--json", "--no-cache"], capture_output=True, text=True, check=False, timeout=1500)
+        doc = json.loads(out.stdout)
+        assert doc["passed"], (name, doc.get("reason"))
+        broken = tmp_path / f"broken_{name}"
+        broken.write_text(k.source.replace("self._k0(x, self", "self._k0(x * 1.001, self"))
+        out = subprocess.run([sys.executable, "-m", "pypto_tui", "verify", str(EXTRA / name), "--kernel", str(broken),
+                              "--json", "--no-cache"], capture_output=True, text=True, check=False, timeout=1500)
+        assert not json.loads(out.stdout)["passed"], name
