@@ -65,6 +65,21 @@ class GroupRun:
 
 
 # ============================================================================ the parent's side
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> int:
+    """Stop every runner `run_in_group` is waiting on, from any thread (an app that quits while a
+    self-check runs in a worker thread: the thread then returns at once). Returns how many."""
+    with _LIVE_LOCK:
+        victims = list(_LIVE)
+    for proc in victims:
+        if proc.poll() is None:
+            kill_tree(proc.pid)
+    return len(victims)
+
+
 def run_in_group(cmd: Sequence[str], *, timeout: float, cwd: Path, env: Mapping[str, str] | None = None,
                  tail_bytes: int = 4000) -> GroupRun:
     """Run `cmd` in a new session, output to `cwd/output.log`; stop it and all it started when done."""
@@ -74,12 +89,16 @@ def run_in_group(cmd: Sequence[str], *, timeout: float, cwd: Path, env: Mapping[
     with log.open("wb") as out, signals_end_us():
         proc = subprocess.Popen(list(cmd), cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=out, start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
             rc: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             rc = None
         finally:
             kill_group(proc)
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
     try:
         data = log.read_bytes()[-tail_bytes:]
     except OSError:

@@ -144,6 +144,28 @@ def test_the_runner_ends_its_processes_and_folder_when_the_tool_is_killed(tmp_pa
     assert alive == [] and not work.exists()
 
 
+def test_stop_all_ends_a_run_waiting_in_another_thread(tmp_path: Path) -> None:
+    """The app quits while its self-check thread waits on the runner: stop_all ends the runner's tree,
+    and the thread (which the interpreter joins at exit) returns at once."""
+    import threading
+
+    marker = f"stopall-{os.getpid()}"
+    script = _runner_script(tmp_path, "time.sleep(120)\n")
+    env = {**os.environ, "PYPTO_TUI_TEST_MARK": marker}
+    results: list[procgroup.GroupRun] = []
+    waiter = threading.Thread(target=lambda: results.append(
+        procgroup.run_in_group([sys.executable, str(script)], timeout=120, cwd=tmp_path, env=env)))
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert procgroup.stop_all() == 1
+    waiter.join(timeout=20)
+    alive = _settle(marker)
+    _cleanup(alive)
+    assert not waiter.is_alive() and alive == [] and results[0].returncode == -signal.SIGKILL
+
+
 # ------------------------------------------------------------------------------- the command line
 def _spawning_task(tmp_path: Path, slow: bool) -> Path:
     ready = tmp_path / "ready"
