@@ -8,6 +8,7 @@ propagated (an InputError's message is written for users; anything else is label
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -16,12 +17,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, ProgressBar, Static
 
 from pypto_tui.design import STEPS
 from pypto_tui.errors import InputError
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 from pypto_tui.screens.widgets import STEP_LABELS, StepIndicator, StepTab
+from pypto_tui.sim.stages import duration
 
 if TYPE_CHECKING:
     from pypto_tui.screens.app import PyptoApp
@@ -141,12 +144,30 @@ class StepScreen(Screen[None]):
         self.query_one("#status", Static).update(Content.styled(text, STATUS_STYLE.get(level, "")), layout=False)
 
     # ------------------------------------------------------------------ long work
+    _work_started: float | None = None
+    _work_text = ""
+    _work_timer: Timer | None = None
+
     def start_work(self, text: str) -> None:
-        """Show the progress row; a thread worker then reports with WorkProgress/WorkFinished."""
+        """Show the progress row; a thread worker then reports with WorkProgress/WorkFinished.
+        The row ends with the time since the work started, redrawn every second: a worker reports
+        only when its stage changes, and a compile can stay in one stage for minutes (the row
+        said "· 3 s" all the way through)."""
         self.query_one("#work").display = True
         self.query_one("#work-bar", ProgressBar).update(total=None, progress=0)
-        self.query_one("#work-text", Static).update(text)
+        self._work_started = time.monotonic()
+        self._work_text = text
+        self._draw_work_text()
+        if self._work_timer is None:
+            self._work_timer = self.set_interval(1.0, self._draw_work_text)
+        self._work_timer.resume()
         self.set_status(text, "info")
+
+    def _draw_work_text(self) -> None:
+        if self._work_started is None:
+            return
+        elapsed = duration(time.monotonic() - self._work_started)
+        self.query_one("#work-text", Static).update(f"{self._work_text} · {elapsed}", layout=False)
 
     def on_work_progress(self, message: WorkProgress) -> None:
         message.stop()
@@ -154,11 +175,15 @@ class StepScreen(Screen[None]):
         bar = self.query_one("#work-bar", ProgressBar)
         bar.update(total=message.total or None, progress=message.done)
         if message.text:
-            self.query_one("#work-text", Static).update(message.text)
+            self._work_text = message.text
+            self._draw_work_text()
 
     def on_work_finished(self, message: WorkFinished) -> None:
         message.stop()
         self.query_one("#work").display = False
+        self._work_started = None
+        if self._work_timer is not None:
+            self._work_timer.pause()
         try:
             self.work_finished(message.job, message.result, message.error)
         except Exception as exc:

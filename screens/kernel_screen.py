@@ -218,15 +218,11 @@ class KernelScreen(StepScreen):
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def _verify_worker(self, pipeline: Any) -> None:
-        import time
-
-        started = time.monotonic()
-
         def progress(done: int, total: int, result: Any) -> None:
             self.post_message(WorkProgress("verify", done, total, progress_line(done, total, result)))
 
         def status(_job: Any, stage: str) -> None:
-            self.post_message(WorkProgress("verify", 0, 0, stage_line("verify", stage, started)))
+            self.post_message(WorkProgress("verify", 0, 0, stage_line("verify", stage)))
 
         try:
             from pypto_tui.sim.verification import verify

@@ -64,11 +64,12 @@ def progress_line(done: int, total: int, result: Any, elapsed_s: float | None = 
     return f"{done}/{total} compiled{eta} · last: {label} {what}{cached}"
 
 
-def stage_line(what: str, stage: str, started: float) -> str:
-    """`verify: compiling and running the kernel · 12 s`: what a worker is doing, and since when."""
-    from pypto_tui.sim.stages import describe, duration
+def stage_line(what: str, stage: str) -> str:
+    """`verify: compiling and running the kernel`: what a worker is doing (the progress row adds
+    the time since the work started, and keeps it running)."""
+    from pypto_tui.sim.stages import describe
 
-    return f"{what}: {describe(stage)} · {duration(time.monotonic() - started)}"
+    return f"{what}: {describe(stage)}"
 
 
 class SimRunner:
@@ -131,7 +132,7 @@ class SimRunner:
         def status(job: Any, stage: str) -> None:
             self.post_message(WorkProgress("sim", counts[0], counts[1],
                                            stage_line(f"{counts[0]}/{counts[1] or '?'} compiled · "
-                                                      f"{getattr(job, 'label', '')}", stage, started)))
+                                                      f"{getattr(job, 'label', '')}", stage)))
 
         try:
             from pypto_tui.sim import design_runs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pypto_tui.screens import kernel_screen, sim_support
@@ -113,7 +115,7 @@ def test_progress_lines_say_what_is_running_and_how_long_is_left() -> None:
     line = sim_support.progress_line(2, 6, result, elapsed_s=20.0)
     assert line.startswith("2/6 compiled · about 40 s left") and "loop_count 16 3.6 µs" in line
     assert "left" not in sim_support.progress_line(6, 6, result, elapsed_s=60.0)
-    stage = sim_support.stage_line("verify", "calculator", started=0.0)
+    stage = sim_support.stage_line("verify", "calculator")
     assert stage.startswith("verify: building pypto's calculator library (one-time")
 
 
@@ -147,3 +149,26 @@ async def test_verify_shows_the_workers_stage_and_a_failing_pass(make_app, ui, m
         await ui.settle(pilot, app)
         assert screen.verdict is not None and "Pass_28_InferParamIndex" in screen.verdict
     assert any(t.startswith("verify: building pypto's calculator library (one-time") for t in seen), seen
+
+
+async def test_the_progress_row_keeps_its_clock_running(make_app, ui) -> None:
+    """Issue 25 (11): the row's time was written with each stage change only, so a compile that
+    stayed in one stage showed "· 3 s" for minutes. The row redraws its clock every second."""
+    from pypto_tui.screens.messages import WorkFinished, WorkProgress
+
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        screen = app.screen
+        screen.start_work("verify: starting")
+        screen.post_message(WorkProgress("verify", 0, 0, sim_support.stage_line("verify", "kernel")))
+        await pilot.pause()
+        text = str(screen.query_one("#work-text").render())
+        assert text == "verify: compiling and running the kernel · 0 s"
+        screen._work_started -= 65  # as if the stage had lasted a minute: no new message comes
+        await pilot.pause(1.3)
+        later = str(screen.query_one("#work-text").render())
+        assert re.fullmatch(r"verify: compiling and running the kernel · 1 min \d+ s", later), later
+        screen.post_message(WorkFinished("verify", error="stopped"))
+        await pilot.pause()
+        assert not screen.query_one("#work").display and screen._work_timer is not None
