@@ -6,8 +6,9 @@ uncached compile is appended to `<cache>/timings.jsonl` (the operator family, th
 tensor is cut into, the bytes of its tensors, the wall seconds and the worker's peak memory),
 and a forecast for a new candidate reads that history:
 
-- time: the same family's runs, as a power law in the tile count (log-log least squares), else
-  every family's, else a default measured on pypto 0.2.0 (about 8 s plus 5 ms per tile);
+- time: the same family's runs, as a power law in the tile count (log-log least squares), never
+  below the fastest of those runs (the worker's start-up is paid by every compile), else every
+  family's, else a default measured on pypto 0.2.0 (about 8 s plus 5 ms per tile);
 - memory: the peak of the nearest past run on tensors of the same size, else a default: 400 MB (torch and
   pypto) plus 3.6 x the tensors' bytes (pypto's cost model writes into the inputs and outputs and
   keeps a device copy) plus 30 KB per tile (its trace).
@@ -123,6 +124,11 @@ def forecast(size: Size, history: Iterable[Run] | None = None) -> Forecast:
         else:
             near = min(pool, key=lambda r: abs(math.log(max(1, r.tiles)) - math.log(max(1, size.tiles))))
             wall, basis = near.wall_s * (max(1, size.tiles) / max(1, near.tiles)) ** 0.8, what
+        # Never below the fastest past compile: every one pays the worker's start (Python, pypto
+        # and torch imports, several seconds) whatever its size. Runs whose time hardly grows with
+        # the tiles fit an exponent held at 0.3, which extrapolated to a task of a few tiles
+        # predicted about 1 s for compiles of 9 s each.
+        wall = max(wall, min(r.wall_s for r in pool))
         break
     rss = BASE_MB + PER_BYTE * size.tensor_bytes / 2**20 + PER_TILE_MB * size.tiles
     same = [r for r in runs if r.rss_mb and r.tensor_bytes == size.tensor_bytes]
