@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
+import shlex
 import shutil
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pypto_tui.errors import InputError
 
@@ -23,6 +28,39 @@ TORCH_PIN = "2.13.0"
 
 INSTALL_SIM = "pip install 'pypto-tui[sim]'"
 INSTALL_TORCH = f"pip install torch=={TORCH_PIN}"
+
+
+def _clone_folder() -> Path | None:
+    """The source folder when pypto-tui is an editable install from a clone (pip's direct_url.json
+    says so), else None: there `pip install 'pypto-tui[sim]'` would look for a package on PyPI."""
+    try:
+        text = importlib.metadata.distribution("pypto-tui").read_text("direct_url.json")
+        info = json.loads(text or "{}")
+    except (importlib.metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    url = str(info.get("url", ""))
+    if not (isinstance(info.get("dir_info"), dict) and info["dir_info"].get("editable") and url.startswith("file://")):
+        return None
+    return Path(unquote(urlparse(url).path))
+
+
+def _pip() -> str:
+    """This interpreter's pip (the venv's, not whichever `pip` is first on PATH)."""
+    pip = Path(sys.executable).with_name("pip")
+    return shlex.quote(str(pip)) if pip.exists() else f"{shlex.quote(sys.executable)} -m pip"
+
+
+def install_sim_command() -> str:
+    """How to add the [sim] extra to this install: in a clone, the editable install of the clone
+    with the extra (the second set-up of the README), else the package from the index."""
+    folder = _clone_folder()
+    if folder is None:
+        return INSTALL_SIM
+    return f"{_pip()} install -e {shlex.quote(f'{folder}[sim]')}"
+
+
+def install_torch_command() -> str:
+    return f"{_pip()} install torch=={TORCH_PIN}" if _clone_folder() is not None else INSTALL_TORCH
 
 
 class SimUnavailable(InputError):
@@ -61,18 +99,19 @@ def check_sim() -> SimAvailability:
     """Report whether pypto 0.2.0 and torch are importable, with the exact install command."""
     torch_v = _installed_version("torch")
     pypto_v = _installed_version("pypto")
-    torch_cmd = f"{INSTALL_TORCH} (the CPU build)"
+    install_sim = install_sim_command()
+    torch_cmd = f"{install_torch_command()} (the CPU build)"
     if pypto_v is not None and pypto_v != SUPPORTED_PYPTO:
         msg = (
             f"pypto {pypto_v} is installed but only pypto {SUPPORTED_PYPTO} is supported: "
-            f"{INSTALL_SIM} (it pins pypto=={SUPPORTED_PYPTO})"
+            f"{install_sim} (it pins pypto=={SUPPORTED_PYPTO})"
         )
         return SimAvailability(torch_v, pypto_v, False, msg)
     if pypto_v is None and torch_v is None:
-        msg = f"the simulator needs pypto {SUPPORTED_PYPTO} and torch: {INSTALL_SIM} and {torch_cmd}"
+        msg = f"the simulator needs pypto {SUPPORTED_PYPTO} and torch: {install_sim} and {torch_cmd}"
         return SimAvailability(torch_v, pypto_v, False, msg)
     if pypto_v is None:
-        msg = f"the simulator needs pypto {SUPPORTED_PYPTO}: {INSTALL_SIM}"
+        msg = f"the simulator needs pypto {SUPPORTED_PYPTO}: {install_sim}"
         return SimAvailability(torch_v, pypto_v, False, msg)
     if torch_v is None:
         msg = f"the simulator needs torch (pypto {pypto_v} is installed): {torch_cmd}"
