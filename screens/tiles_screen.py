@@ -141,13 +141,26 @@ class TilesScreen(SimRunner, StepScreen):
         if rec is not None:
             why.update(Content.assemble(("★ recommended ", "$text-success bold"), (dims_text(rec.tile), "bold"), "\n",
                                         *[f"  · {r}\n" for r in rec.reasons],
-                                        *[(f"  {n}\n", "dim") for n in (self._plan.notes if self._plan else ())]))
+                                        *[(f"  {n}\n", "dim") for n in (self._plan.notes if self._plan else ())],
+                                        *self._documents_pick()))
         else:
             why.update("")
         self.evaluate()
         self._refresh_cube(geometry)
         if perr:
             self.set_status(perr, "error")
+
+    def _documents_pick(self) -> list[tuple[str, str]]:
+        """When the estimate decides (ranking = "auto" or "estimate"), the documents' pick beside it:
+        its rules and how much slower the estimate expects it (issue 22)."""
+        plan = self._plan
+        if plan is None or plan.ranking != "estimate" or plan.best_by_rules is None:
+            return []
+        d = plan.to_dict()
+        loss = plan.rules_pick_loss()
+        line = f"  documents' pick {dims_text(plan.best_by_rules.tile)} ({', '.join(d['rules_pick_rules'])})"
+        line += f": the estimate expects {loss:.2f}x this time\n" if loss else "\n"
+        return [(line, "$text-warning"), (f"  {plan.ranking_note}\n", "dim")]
 
     def _build_fields(self, g: Geometry, tile: tuple[int, ...] | None) -> None:
         """One field per axis, created with the tile's values (the old ones leave asynchronously,
