@@ -194,6 +194,8 @@ class KnownModules(LintRule):
                 import math
                 return [t.shape for t in ts], (lambda u: u.dtype), math.pi
             """),
+        # dotted module paths in imports are not reads
+        "from numpy.random import default_rng\nimport os.path as osp\n\nrng = default_rng(0)\np = osp.sep\n",
         # a star import may bind anything: nothing is judged
         "from pypto import *\n\nx = frontend.jit\n",
     )
@@ -215,8 +217,11 @@ class KnownModules(LintRule):
         known = bound_names(tree) | set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__"}
         modules = sorted(self.info.aliases)
         said: set[str] = set()
+        # `from numpy.random import x`, `import a.b as c`: module paths, not names read
+        in_imports = {id(d) for n in iter_nodes(node, into_defs=True) if isinstance(n, cst.Import | cst.ImportFrom)
+                      for d in iter_nodes(n)}
         for n in iter_nodes(node, into_defs=True):
-            if not isinstance(n, cst.Attribute) or not isinstance(n.value, cst.Name):
+            if not isinstance(n, cst.Attribute) or not isinstance(n.value, cst.Name) or id(n) in in_imports:
                 continue
             head = n.value.value
             if head in known or head in said:
