@@ -405,6 +405,9 @@ def decompose(graph: Any) -> Any:
 
     out = []
     for n in graph.nodes:
+        if n.op == "logsumexp":
+            out += _logsumexp(graph, n)
+            continue
         if n.op == "linear" and len(n.inputs) == 3:
             product = replace(n, id=f"{n.id}m", inputs=n.inputs[:2], attrs={**n.attrs, "bias": False})
             out += [product, replace(n, op="add", role="elementwise", inputs=(product.id, n.inputs[2]), attrs={},
@@ -412,6 +415,36 @@ def decompose(graph: Any) -> Any:
         else:
             out.append(n)
     return replace(graph, nodes=tuple(out))
+
+
+def _logsumexp(graph: Any, n: Any) -> list[Any]:
+    """logsumexp as its composition: m = amax(x, keepdim), log(sum(exp(x - m))) + m (the max taken
+    again without keepdim when the result drops the axes). The last node keeps the id."""
+    from dataclasses import replace
+
+    from pypto_tui.ops.reduce import reduced_shape
+
+    x = n.inputs[0]
+    xs = graph.shape_of(x)
+    dim = n.attrs.get("dim")
+    keep = bool(n.attrs.get("keepdim"))
+    kept = reduced_shape([xs], {"dim": dim, "keepdim": True}) if xs is not None else None
+    nid = n.id
+
+    def part(suffix: str, op: str, role: str, inputs: tuple[str, ...], attrs: dict[str, Any], shape: Any) -> Any:
+        return replace(n, id=f"{nid}{suffix}", op=op, role=role, inputs=inputs, attrs=attrs, shape=shape)
+
+    parts = [part("_max", "amax", "reduction", (x,), {"dim": dim, "keepdim": True}, kept),
+             part("_sub", "sub", "elementwise", (x, f"{nid}_max"), {}, xs),
+             part("_exp", "exp", "elementwise", (f"{nid}_sub",), {}, xs),
+             part("_sum", "sum", "reduction", (f"{nid}_exp",), {"dim": dim, "keepdim": keep}, n.shape),
+             part("_log", "log", "elementwise", (f"{nid}_sum",), {}, n.shape)]
+    m_out = f"{nid}_max"
+    if not keep:
+        parts.append(part("_max2", "amax", "reduction", (x,), {"dim": dim, "keepdim": False}, n.shape))
+        m_out = f"{nid}_max2"
+    parts.append(part("", "add", "elementwise", (f"{nid}_log", m_out), {}, n.shape))
+    return parts
 
 
 def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:

@@ -65,7 +65,19 @@ def _hardsigmoid(x: Ex) -> Ex:
     return call("minimum", call("maximum", x + 3.0, 0.0), 6.0) * (1.0 / 6.0)
 
 
+def _gelu_exact(x: Ex) -> Ex:
+    """Exact GELU inside an expression (GELU.exact-erf): erf by Abramowitz & Stegun 7.1.26 on
+    |x| / sqrt(2), q = 1 - erf, then x - x q / 2 for x >= 0 and x q / 2 below; the same maths as
+    the gelu_erf_terms template, written as one expression (t is recomputed where it recurs)."""
+    z = call("abs", x) * 0.7071067811865476
+    t = call("reciprocal", z * 0.3275911 + 1.0)
+    poly = (((t * 1.061405429 + (-1.453152027)) * t + 1.421413741) * t + (-0.284496736)) * t + 0.254829592
+    q = poly * t * call("exp", z * z * (-1.0))
+    return call("where", call("ge", x, 0.0), x - x * q * 0.5, x * q * 0.5)
+
+
 ACTIVATIONS: dict[str, Builder] = {
+    "gelu": lambda x, p: _gelu_exact(x),
     "relu": lambda x, p: call("maximum", x, 0.0),
     "relu6": lambda x, p: call("minimum", call("maximum", x, 0.0), 6.0),
     "leaky_relu": lambda x, p: call("maximum", x, 0.0) + call("minimum", x, 0.0) * p["negative_slope"],

@@ -29,7 +29,7 @@ KERNEL_FUNCS = {"exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sigm
                 "contiguous", "clone", "detach",
                 # the activations pattern A writes inside an expression (codegen/activations.py)
                 "relu6", "leaky_relu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
-                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p"}
+                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p", "gelu"}
 
 UNARY_FORMULA = {
     "relu": "max({x}, 0)",

@@ -111,3 +111,17 @@ def test_gemm_epilogue_modules_verify_against_torch(kb, tmp_path):
         out = subprocess.run([sys.executable, "-m", "pypto_tui", "verify", str(EXTRA / name), "--kernel", str(broken),
                               "--json", "--no-cache"], capture_output=True, text=True, check=False, timeout=1500)
         assert not json.loads(out.stdout)["passed"], name
+
+
+def test_logsumexp_is_its_composition_of_reductions_and_elementwise_kernels():
+    from pypto_tui.contract.graph import OpNode, Value
+
+    g = OpGraph((Value("x", "input", (4, 6), "fp32"),),
+                (OpNode("n0", "logsumexp", "reduction", ("x",), {"dim": 1, "keepdim": False}, (4,), "fp32", "lse"),),
+                "n0")
+    d = decompose(g)
+    assert [(n.op, n.shape) for n in d.nodes] == [("amax", (4, 1)), ("sub", (4, 6)), ("exp", (4, 6)), ("sum", (4,)),
+                                                  ("log", (4,)), ("amax", (4,)), ("add", (4,))]
+    assert d.nodes[-1].id == "n0" and d.nodes[-1].inputs == ("n0_log", "n0_max2")
+    mp = partition(d, fusion_rules(None))
+    assert [len(k.nodes) for k in mp.groups] == [1, 2, 1, 1, 1, 1]  # amax | sub, exp | sum | log | amax | add

@@ -72,6 +72,9 @@ def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple
                 return call(n.name, conv(n.args[0], env), conv(n.args[1], env))
             if n.name == "pow" and len(n.args) == 2:
                 return conv(n.args[0], env) ** conv(n.args[1], env)
+            if n.name == "gelu" and any(k == "approximate" and v.is_const and v.value not in (None, "none")
+                                        for k, v in n.kwargs):
+                raise Unsupported("gelu(approximate='tanh') inside an expression is not scaffolded")
             if activations.supports(n.name) and n.args:
                 params: dict[str, Ex] = {}
                 defaults = activations.DEFAULTS.get(n.name, {})
