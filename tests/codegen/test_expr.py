@@ -170,8 +170,8 @@ def test_ci_keeps_no_failing_example_between_runs():
     """CI (`.ci/run`) sets CI, which makes hypothesis load its `ci` profile: a fixed seed and no
     example database, so an example that failed once cannot fail every later run of that clone."""
     ci_script = Path(__file__).resolve().parents[2] / ".ci" / "run"
-    assert "export CI=1" in ci_script.read_text()
+    assert "export CI=true" in ci_script.read_text()
     probe = "from hypothesis import settings; print(settings.default.database, settings.default.derandomize)"
-    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "CI": "1"}, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "CI": "true"}, capture_output=True,
                          text=True, check=True, timeout=60)
     assert out.stdout.split() == ["None", "True"]
