@@ -79,21 +79,21 @@ def lint(
                 fixed.append(str(f) if real == f.resolve() else f"{f} -> {real}")
     facts: dict[str, FileFacts] = {}
     findings = lint_paths(paths, pack, flavour, task_source, pypto=release, strict=strict_mode, facts=facts)
-    used = sorted({f.release for f in facts.values()}) or [default if release == AUTO else release]
-    no_kernel = [path for path, f in facts.items() if f.kernels == 0]
+    used = sorted({fact.release for fact in facts.values()}) or [default if release == AUTO else release]
+    no_kernel = [path for path, fact in facts.items() if fact.kernels == 0]
     if json_out:
         emit_json({"findings": [x.to_dict() for x in findings], "fixed": fixed, "count": len(findings),
                    "pypto": used[0] if len(used) == 1 else AUTO, "strict": strict_mode,
-                   "files": {path: {"pypto": f.release, "why": f.why, "kernels": f.kernels}
-                             for path, f in facts.items()},
+                   "files": {path: {"pypto": fact.release, "why": fact.why, "kernels": fact.kernels}
+                             for path, fact in facts.items()},
                    "no_kernel": no_kernel})
     else:
         for path in fixed:
             typer.echo(f"fixed: {path}", err=True)
         if release == AUTO:
-            for path, f in facts.items():
-                if f.release != default:
-                    typer.echo(f"{path}: linted as {f.why}", err=True)
+            for path, fact in facts.items():
+                if fact.release != default:
+                    typer.echo(f"{path}: linted as {fact.why}", err=True)
         for x in findings:
             typer.echo(format_finding(x))
         checked = len(facts) - len(no_kernel)
