@@ -42,6 +42,7 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Keep every test away from the user's real state, cache and pack settings."""
     monkeypatch.delenv("PYPTO_TUI_KB", raising=False)
     monkeypatch.setenv("PYPTO_TUI_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.setenv("PYPTO_TUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))  # suites' run history
 
 
 SLOW_MODULES = ("tui/test_snapshots.py", "tui/test_full_design.py", "tui/test_sim_actions.py",

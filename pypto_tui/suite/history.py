@@ -84,8 +84,15 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+DATA_DIR_ENV = "PYPTO_TUI_DATA_DIR"
+
+
 def default_db_path() -> Path:
-    """The platform's data folder (`~/.local/share/pypto-tui/runs.sqlite` on Linux)."""
+    """`$PYPTO_TUI_DATA_DIR/runs.sqlite`, else the platform's data folder
+    (`~/.local/share/pypto-tui/runs.sqlite` on Linux)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser() / "runs.sqlite"
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("pypto-tui", appauthor=False)) / "runs.sqlite"

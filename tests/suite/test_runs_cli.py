@@ -118,3 +118,10 @@ def test_runs_json_stays_light(tmp_path: Path) -> None:
              "print(sorted(m for m in ('textual', 'libcst', 'torch', 'pypto', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_default_history_is_in_the_data_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PYPTO_TUI_DATA_DIR", str(tmp_path / "data"))
+    run_id = add_run(tmp_path / "data" / "runs.sqlite", [row("a.py")])
+    r = run("runs", "--json")
+    assert r.exit_code == 0 and [x["id"] for x in json.loads(r.stdout)["runs"]] == [run_id]
