@@ -99,14 +99,16 @@ def _loop_problems(keep: DesignToKeep, shape: tuple[int, ...], count: int) -> li
     return problems
 
 
-def loop_count_at(keep: DesignToKeep, shape: Sequence[int]) -> int | None:
+def loop_count_at(keep: DesignToKeep, shape: Sequence[int], fewest: bool = False) -> int | None:
     """The loop count to run at test geometry `shape`: the design's own when it keeps the loop,
-    else the largest smaller count that does (None when no count does, or there is no loop)."""
+    else the largest smaller count that does (None when no count does, or there is no loop).
+    `fewest`: the smallest count that does instead (the cheapest test of a design not kept)."""
     count = keep.loop_count or 0
     if count <= 1 or not 0 <= keep.loop_axis < len(shape):
         return None
     shape = tuple(shape)
-    for c in range(min(count, shape[keep.loop_axis]), 1, -1):
+    counts = range(min(count, shape[keep.loop_axis]), 1, -1)
+    for c in (reversed(counts) if fewest else counts):
         if not _loop_problems(keep, shape, c):
             return c
     return None
