@@ -36,8 +36,8 @@ PLANTS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "sum_first_tile_only": ("sum_wide_rows.py", [
         ("pypto.sum(x, 1, keepdim=True)", "pypto.sum(pypto.view(x, [d0, TILE_SHAPE[1]], [0, 0]), 1, keepdim=True)")]),
     "cumsum_last_columns_uncomputed": ("cumsum_rows.py", [
-        ("out.move(pypto.cumsum(x, 1))",
-         "pypto.assemble(pypto.cumsum(pypto.view(x, [d0, d1 - 8], [0, 0]), 1), [0, 0], out)")]),
+        ("scan_w = min(TILE_SHAPE[1], d1 - scan_c * TILE_SHAPE[1])",
+         "scan_w = min(TILE_SHAPE[1], d1 - 8 - scan_c * TILE_SHAPE[1])")]),  # the last chunk 8 short
 }
 
 
@@ -62,6 +62,13 @@ def reports(kb, tmp_path_factory: pytest.TempPathFactory) -> dict[str, VerifyRep
         names.append(name)
         pipelines.append(Pipeline(kb, Design(task=str(TASKS / task))))
         kernels.append(path)
+    broken = folder / "sum_broken_inputs.py"  # the same task, its get_inputs() raising
+    broken.write_text((TASKS / "sum_wide_rows.py").read_text(encoding="utf-8").replace(
+        "    return [torch.randn(64, 65536)]", "    x = torch.randn(64, 65536)\n    raise RuntimeError('no data')\n"
+        "    return [x]"), encoding="utf-8")
+    names.append("broken_get_inputs")
+    pipelines.append(Pipeline(kb, Design(task=str(broken))))
+    kernels.append(folder / "sum.py")
     results = verify_many(pipelines, kernels=kernels, jobs=2, timeout_s=900, cache=False)
     return dict(zip(names, results, strict=True))
 
@@ -95,3 +102,9 @@ def test_a_reduction_is_tested_over_two_tiles(reports) -> None:
 def test_the_last_columns_bug_names_a_last_column(reports) -> None:
     out = reports["matmul_last_columns_unwritten"].outputs[0]
     assert out["worst_index"][1] >= reports["matmul_last_columns_unwritten"].shapes["B"][1] - 16
+
+
+def test_a_task_whose_get_inputs_raises_is_an_error_not_a_pass(reports) -> None:
+    r = reports["broken_get_inputs"]
+    assert not r.passed and r.status == "error"
+    assert "get_inputs() raised RuntimeError" in r.reason and "no data" in r.reason
