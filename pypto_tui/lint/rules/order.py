@@ -25,7 +25,9 @@ _NO_VEC_TILE = frozenset({
 })
 _NO_VEC_METHODS = frozenset({"view", "assemble", "move", "dim", "size", "numel", "shape", "dtype"})
 # pypto calls that run on the cube (they need the cube tiles, never the vec tile).
-CUBE_OPS = frozenset({"matmul", "scaled_mm", "conv", "conv2d", "conv3d", "batch_matmul", "bmm"})
+CUBE_OPS = frozenset({"matmul", "scaled_mm", "batch_matmul", "bmm"})
+# convolutions take their own tiles (set_conv_tile_shapes): neither the vec nor the matmul cube tiles
+_OWN_TILES = frozenset({"conv", "conv2d", "conv3d"})
 MAX_DEPTH = 8
 
 def _k(body: str) -> str:
@@ -144,6 +146,8 @@ def tile_need(info: ModuleInfo, node: cst.CSTNode, k: KernelInfo) -> str | None:
             return "set_cube"
         if name in CUBE_OPS:
             return "cube"
+        if name in _OWN_TILES:
+            return None
         if name is not None:
             last = name.rsplit(".", 1)[-1]
             if (name in _NO_VEC_TILE or not last[:1].islower() or "." in name
