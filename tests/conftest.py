@@ -77,7 +77,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
-NEEDS_TOOLS = ("could not import 'torch'", "needs CPU torch", "needs torch", "the simulator needs", "pip install torch", "[sim]")
+NEEDS_TOOLS = ("could not import 'torch'", "needs CPU torch", "needs torch", "the simulator needs",
+               "pip install torch", "[sim]")
 """Words in a skip reason that say a compiler-backed test could not run (a missing install)."""
 
 
