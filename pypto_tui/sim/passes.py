@@ -151,6 +151,7 @@ def _where(row: PassRow) -> str:
 
 
 RULE = "V020.every-pass-verified"
+VALUES_RULE = "V020.allclose-every-element"  # the reference stage against torch, every element
 _ROW = ("k.csv", "kernel", "", "out")
 _ALL = ("Pass_04", "Pass_36")
 
@@ -159,7 +160,7 @@ def _rows(*results: tuple[str, str]) -> list[PassRow]:
     return [PassRow(_ROW, name, result) for name, result in results]
 
 
-@cites(RULE)
+@cites(RULE, VALUES_RULE)
 @examples(valid=[ex(rows=_rows(("Pass_04", "PASS"), ("Pass_36", "PASS")), files=1, launches=1, passes=_ALL,
                     reference="tensor_graph", reference_ok=True)],
           invalid=[ex(rows=_rows(("Pass_04", "PASS"), ("Pass_36", "FAIL")), files=1, launches=1, passes=_ALL,
@@ -167,7 +168,8 @@ def _rows(*results: tuple[str, str]) -> list[PassRow]:
                    ex(rows=_rows(("Pass_04", "PASS")), files=1, launches=1, passes=_ALL, reference="tensor_graph",
                       reference_ok=True, message="a missing row is not a pass"),
                    ex(rows=_rows(("Pass_04", "PASS"), ("Pass_36", "PASS")), files=1, launches=1, passes=_ALL,
-                      reference="tensor_graph", reference_ok=False, message="does not match the torch baseline")])
+                      reference="tensor_graph", reference_ok=False, message="does not match the torch baseline",
+                      rule=VALUES_RULE)])
 def check_passes(rows: Sequence[PassRow], files: int, launches: int, passes: Sequence[str], reference: str,
                  reference_ok: bool | None, unrunnable: Mapping[str, str] | None = None) -> PassCheck:
     """The verdict over every stage: `reference_ok` is the worker's own comparison of the
@@ -212,7 +214,8 @@ def check_passes(rows: Sequence[PassRow], files: int, launches: int, passes: Seq
     if check.verified:
         check.reason = f"{reference} matches torch and all {len(passes)} compiler passes agree with it"
     else:
-        check.findings.append(Finding(RULE, "error", check.reason or "not verified", "compiler"))
+        rule = VALUES_RULE if reference_ok is False else RULE
+        check.findings.append(Finding(rule, "error", check.reason or "not verified", "compiler"))
     return check
 
 
