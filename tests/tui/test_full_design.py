@@ -36,7 +36,7 @@ async def _export(pilot, app, ui, target: Path) -> None:
 CASES = {
     # task: (tile typed per axis or None for the recommended one, loop choice, expected design)
     "softmax_rows": ({1: "8192"}, None, {"tile": [1, 8192], "loop_count": None}),
-    "sum_over_channels": ({1: "32"}, "recommended", {"tile": [1, 32, 1, 256]}),
+    "sum_over_channels": ({1: "8"}, "recommended", {"tile": [1, 8, 8, 256]}),  # recommended (1, 4, 8, 256)
     "scalar_mul_large": (None, 32, {"tile": None, "loop_count": 32}),
 }
 
