@@ -206,5 +206,5 @@ def test_lint_an_empty_path_is_refused_not_read_as_this_folder(tmp_path: Path, r
     k = tmp_path / "k.py"
     k.write_text(FIXABLE_KERNEL)
     rc, _, err = run_cli("lint", "", str(k), "--fix", cwd=tmp_path)
-    assert rc == 2 and "empty path" in one_error_line(err)
+    assert rc == 2 and "an argument is empty" in one_error_line(err)
     assert k.read_text() == FIXABLE_KERNEL
