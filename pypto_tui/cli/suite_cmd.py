@@ -98,7 +98,7 @@ def _task_args(values: dict[str, Any]) -> list[str]:
 def _run_suite(command: str, folder: Path, values: dict[str, Any], suite: dict[str, Any]) -> None:
     from pypto_tui.cli.common import load_kb
     from pypto_tui.cli.progress import workers_end_with_us
-    from pypto_tui.suite.suite_run import DEFAULT_TIME_LIMIT_S, SuiteOptions, run_suite
+    from pypto_tui.suite.suite_run import DEFAULT_TIME_LIMIT_S, SuiteOptions, check_options, run_suite
 
     kernel = values.get("kernel")
     if kernel is not None and not Path(kernel).is_dir():
@@ -117,6 +117,7 @@ def _run_suite(command: str, folder: Path, values: dict[str, Any], suite: dict[s
                         resume=bool(suite["resume"]), time_limit_s=max(DEFAULT_TIME_LIMIT_S, 2 * timeout + 300),
                         kb=str(kb) if kb is not None else None)
     json_out = bool(values.get("json_out"))
+    check_options(opts)
     if command == "verify":
         note(f"verify executes the code in every task file of {folder} (each is its own baseline; run only files you "
              f"trust), each in a process of its own process group")

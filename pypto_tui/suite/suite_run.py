@@ -137,6 +137,17 @@ def run_suite(opts: SuiteOptions, notify: Callable[[SuiteEvent], None] | None = 
                            time.perf_counter() - t0, pool.name)
 
 
+def check_options(opts: SuiteOptions) -> None:
+    """Refuse options that cannot apply before anything runs or is announced (the CLI prints its
+    note about executing task code only after this)."""
+    if opts.scheduler and opts.workers is not None:
+        raise InputError("--workers sizes the local pool; with --scheduler the cluster's workers decide "
+                         "(start them with `dask worker ADDRESS --nthreads N`)")
+    if opts.resume:
+        with History.open(opts.db) as history:
+            _open_run(history, opts, str(opts.folder.resolve()), 0)
+
+
 def _open_run(history: History, opts: SuiteOptions, folder: str, total: int) -> tuple[RunInfo, list[str], set[str]]:
     """The run to write to: a new one (id 0 until it is started), or with --resume the latest
     unfinished run of this command over this folder, with its own task arguments."""
