@@ -29,4 +29,6 @@ def test_the_former_failures_verify_at_every_pass(kb):
     norm = reports[0]
     assert norm.tile == [1, 8192] and norm.design_kept  # the stepped-down tile is the one verified
     (m, k), (_, n) = reports[2].shapes["A"], reports[2].shapes["B"]
-    assert all(d % 2 for d in (m, k, n)) and reports[2].loop_count == reports[2].design_loop_count
+    assert all(d % 2 for d in (m, k, n)) and reports[2].design_kept
+    if reports[2].loop_count != reports[2].design_loop_count:  # two iterations and the tail kept; the count listed
+        assert any(c.startswith(f"LOOP_COUNT = {reports[2].design_loop_count} -> ") for c in reports[2].changes)
