@@ -122,6 +122,9 @@ class PyptoApp(App[None]):
         runner = sys.modules.get("pypto_tui.sim.runner")  # loaded only if the compiler was used
         if runner is not None:
             runner.stop_all()  # no worker outlives the app
+        procgroup = sys.modules.get("pypto_tui.procgroup")  # loaded only if a self-check ran
+        if procgroup is not None:
+            procgroup.stop_all()  # nor a self-check's baseline runner (its thread then returns at once)
 
     def _restored(self, restore: bool | None) -> None:
         leftover, self.leftover = self.leftover, None

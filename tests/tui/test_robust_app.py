@@ -308,3 +308,26 @@ async def test_a_tile_of_0_is_refused_not_called_clean(make_app, ui) -> None:
         findings = screen.query_one("#findings")
         assert findings.findings == ()
         assert "not evaluated" in str(findings.get_option_at_index(0).prompt)
+
+
+async def test_quitting_the_app_ends_a_running_self_check(make_app, ui, tmp_path) -> None:
+    """Issue 25: the app ended during a self-check left the baseline runner behind; on unmount the
+    app now stops every runner procgroup is waiting on, and the waiting thread returns at once."""
+    import threading
+
+    from pypto_tui import procgroup
+
+    done: list[object] = []
+    waiter = threading.Thread(target=lambda: done.append(procgroup.run_in_group(
+        [sys.executable, "-c", "import time; time.sleep(120)"], timeout=300, cwd=tmp_path)), daemon=True)
+    app = make_app("softmax_rows")
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        waiter.start()
+        deadline = time.monotonic() + 20
+        while not procgroup._LIVE and time.monotonic() < deadline:
+            await pilot.pause(0.1)
+        assert procgroup._LIVE, "the runner did not start"
+        started = time.monotonic()
+    waiter.join(timeout=30)
+    assert not waiter.is_alive() and done and time.monotonic() - started < 30
