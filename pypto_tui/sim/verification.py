@@ -161,7 +161,8 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
     cube = tuple(max(consts[c]) for c in ("CUBE_M", "CUBE_K", "CUBE_N")) if all(
         c in consts for c in ("CUBE_M", "CUBE_K", "CUBE_N")) else None
     reduce_axis = g.reduce_dim if g.reduce_dim is not None else (0 if len(g.shape) == 1 and g.why == "reduce" else None)
-    role = tuple(pipeline.needs().tiles[0].shape) if pipeline.needs().tiles else tuple(g.shape)
+    roles = pipeline.needs().tiles
+    role = tuple(roles[0].shape) if roles else tuple(g.shape)
     own = role if role != tuple(g.shape) else None
     fits = tile is not None and len(tile) == len(own if own else g.shape)
     return scaled.DesignToKeep(tuple(g.shape), tile if fits else None,
