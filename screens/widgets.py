@@ -208,7 +208,13 @@ class TextView(FixedSize, ScrollView, can_focus=True):
     A `Static` in a scroll container sizes itself to its text, so every new text costs a layout
     pass of the whole screen (15-30 ms here). This renders the lines itself and only moves its own
     scroll range, so swapping the explanation while the user types stays off the frame budget.
+
+    The scrollbar's gutter is always reserved: the text wraps to one width whether or not the
+    scrollbar shows. Without it a text one line taller than the box has two stable layouts
+    (narrow with a scrollbar, wide without) and which one is drawn depended on timing.
     """
+
+    DEFAULT_CSS = "TextView { scrollbar-gutter: stable; }"
 
     def __init__(self, content: Content | str = "", *, id: str | None = None,
                  classes: str | None = None) -> None:
@@ -237,7 +243,12 @@ class TextView(FixedSize, ScrollView, can_focus=True):
             visual = visualize(self, self._content, markup=False)
             self._strips = Visual.to_strips(self, visual, max(width, 1), None, self.visual_style)
             self._strips_width = width
-            self.virtual_size = Size(width, len(self._strips))
+            size = Size(width, len(self._strips))
+            if size != self.virtual_size:
+                self.virtual_size = size
+                # No layout pass follows (FixedSize), so the scrollbar is told here; without it a
+                # text taller than its box showed no scrollbar until something else laid out.
+                self._scroll_update(size)
         return self._strips
 
     def render_line(self, y: int) -> Strip:
