@@ -294,10 +294,10 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
         shapes = reduced_shapes(pipeline, keep=option)
         size = measure(shapes)
         first_size = first_size or size
-        if size <= scaled.MAX_VERIFY_ELEMENTS or option is None:
+        if size <= keep.element_limit or option is None:
             notes = [] if option is keep else [
                 f"keeping {keep.describe()} needs an input of {first_size} elements, over the verify limit of "
-                f"{scaled.MAX_VERIFY_ELEMENTS}, so the test shapes keep "
+                f"{keep.element_limit}, so the test shapes keep "
                 f"{option.describe() if option else 'none of it'}; `--scale full` verifies the design as chosen"]
             return shapes, option, notes
     raise AssertionError("unreachable: the last option keeps nothing")
