@@ -219,12 +219,31 @@ def _window_input(pipeline: Pipeline) -> Any | None:
 def _window_channels(pipeline: Pipeline, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
     """A conv keeps its input channels (its module is built for them) by position, not by value: a
     depth or width equal to the channel count still shrinks (KernelBench 73: depth 32, channels 32)."""
+    c = pipeline.contract()
+    if c.family == "norm":
+        return _norm_channels(c, keep_values)
     x = _window_input(pipeline)
-    if x is None or pipeline.contract().family != "conv" or not x.shape or len(x.shape) < 3:
+    if x is None or c.family != "conv" or not x.shape or len(x.shape) < 3:
         return keep_values, set()
     from pypto_tui.contract.conv import kept_sizes
 
     return keep_values - kept_sizes(pipeline.contract()), {(x.name, 1)}
+
+
+def _norm_channels(c: Any, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
+    """A batch or group norm (or an affine instance norm) is built for its channels, axis 1: kept by
+    position, so a batch equal to them still shrinks (KernelBench 33: batch 64, channels 64, which
+    held the test input at 67M elements and the design unkept). A size the normalized shape also
+    names stays kept by value."""
+    x = c.operands[0] if c.operands else None
+    a = c.op_args
+    bound = c.op in ("batch_norm", "group_norm") or (c.op == "instance_norm" and a.get("affine"))
+    if x is None or not bound or not x.shape or len(x.shape) < 3:
+        return keep_values, set()
+    ns = a.get("normalized_shape")
+    named = set((ns,) if isinstance(ns, int) else (ns or ()))
+    channels = x.shape[1]
+    return (keep_values if channels in named else keep_values - {channels}), {(x.name, 1)}
 
 
 def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:

@@ -322,3 +322,37 @@ def test_a_vector_design_may_use_larger_test_shapes_than_a_cube_design(kb, tmp_p
     assert scaled.MAX_VERIFY_ELEMENTS < largest <= scaled.MAX_VECTOR_VERIFY_ELEMENTS
     assert DesignToKeep(shape=(4, 4), cube=(16, 16, 16)).element_limit == scaled.MAX_VERIFY_ELEMENTS
     assert DesignToKeep(shape=(4, 4), tile=(1, 4)).element_limit == scaled.MAX_VECTOR_VERIFY_ELEMENTS
+
+
+BATCH_NORM_BATCH_EQUALS_CHANNELS = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(num_features=features)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+def get_inputs():
+    return [torch.rand(64, 64, 512, 512)]
+
+
+def get_init_inputs():
+    return [64]
+'''
+
+
+def test_a_batch_norm_keeps_its_channels_by_position_so_an_equal_batch_still_shrinks(kb, tmp_path: Path) -> None:
+    """Channels are what the module is built for; a batch of the same size is not (it held the test
+    input of KernelBench 33 at 67M elements, and the design unkept)."""
+    task = tmp_path / "bn_square.py"
+    task.write_text(BATCH_NORM_BATCH_EQUALS_CHANNELS)
+    report = prepare_verify(Pipeline(kb, Design(task=str(task)))).report
+    assert report.supported and report.design_kept, (report.changes, report.notes)
+    n, c, *_ = report.shapes["x"]
+    assert c == 64 and n < 64
