@@ -67,12 +67,13 @@ def _slow(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist (`-n 2 --dist loadgroup`), keep every compiler-backed test on one worker: they
-    already run two compiler processes at a time, while the other worker takes the rest. Mark the
-    slow tests (see `_slow`) so the fast run can leave them out."""
+    """Under xdist (`-n 2 --dist loadgroup`), keep each module's compiler-backed tests on one worker
+    (their module- and session-scoped builds are made once) but let the two workers share the
+    modules: with one group for all of them, one worker compiled for 35 minutes while the other sat
+    idle after its 10. Mark the slow tests (see `_slow`) so the fast run can leave them out."""
     for item in items:
         if item.get_closest_marker("sim") is not None:
-            item.add_marker(pytest.mark.xdist_group("compiler"))
+            item.add_marker(pytest.mark.xdist_group(f"compiler:{item.path.name}"))
         if _slow(item):
             item.add_marker(pytest.mark.slow)
 
