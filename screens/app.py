@@ -58,8 +58,13 @@ class PyptoApp(App[None]):
 
     def __init__(self, task: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None,
                  session: str | os.PathLike[str] | None = None, *, blink: bool = True,
-                 state: Path | None = None, offer_restore: bool = True, freeze_gc: bool = False) -> None:
+                 state: Path | None = None, offer_restore: bool = True, freeze_gc: bool = False,
+                 trust_task_code: bool = False) -> None:
         super().__init__()
+        self.trust_task_code = trust_task_code
+        """`ui --trust`: run a task file's code (self-check, verify) without asking first."""
+        self.trusted_tasks: set[str] = set()
+        """Task files the user agreed to run in this app run."""
         self.blink = blink
         """False in tests and snapshots: no blinking cursor anywhere."""
         self.freeze_gc = freeze_gc
@@ -331,9 +336,10 @@ def _file_target(text: str) -> str | None:
     return None
 
 
-def build_app(task: Path | None = None, kb: Path | None = None, session: Path | None = None) -> PyptoApp:
+def build_app(task: Path | None = None, kb: Path | None = None, session: Path | None = None,
+              trust_task_code: bool = False) -> PyptoApp:
     """The app, not yet running: a session file that cannot be read is refused here (InputError)."""
-    return PyptoApp(task=task, kb=kb, session=session, freeze_gc=True)
+    return PyptoApp(task=task, kb=kb, session=session, freeze_gc=True, trust_task_code=trust_task_code)
 
 
 def run_app(app: PyptoApp) -> int:

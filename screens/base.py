@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual.app import ComposeResult
@@ -147,6 +148,31 @@ class StepScreen(Screen[None]):
     _work_started: float | None = None
     _work_text = ""
     _work_timer: Timer | None = None
+
+    def with_consent_to_run(self, task: str, what: str, then: Callable[[], None]) -> None:
+        """Run `then` once the user has agreed that this task file's code may run (asked once per
+        task file per app run; `ui --trust` skips the question). A task file is code: opening it
+        only reads it, and nothing of it runs without a yes."""
+        papp = self.papp
+        key = str(task)
+        if papp.trust_task_code or key in papp.trusted_tasks:
+            then()
+            return
+        from pypto_tui.cli.common import one_line as printable
+        from pypto_tui.screens.dialogs import ConfirmDialog
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                self.notify(f"{what} was not run: nothing of {printable(Path(key).name)} was executed",
+                            title="Not run", severity="warning")
+                return
+            papp.trusted_tasks.add(key)
+            then()
+
+        self.app.push_screen(ConfirmDialog(
+            f"{what} runs the code in {printable(Path(key).name)} (its Model and get_inputs) in a subprocess "
+            f"of its own process group, stopped at its timeout. A task file is code: run only files you trust.",
+            yes="Run it", no="Cancel", title="Run the task file?"), answered)
 
     def start_work(self, text: str) -> None:
         """Show the progress row; a thread worker then reports with WorkProgress/WorkFinished.

@@ -523,13 +523,13 @@ class ContractScreen(StepScreen):
             self.notify("open a task first", severity="warning")
             return
         task = self.session.design.task
-        if not getattr(self.papp, "told_code_runs", False):  # once per app run: a task file is code
-            self.papp.told_code_runs = True  # type: ignore[attr-defined]
-            self.notify(f"the self-check runs the code in {Path(task).name} (a task file is code: run only files "
-                        f"you trust), in a subprocess of its own process group, stopped after {SELF_CHECK_TIMEOUT} s",
-                        title="Running the task file", severity="warning", timeout=10)
-        self.start_work("self-check: running the baseline on small asymmetric inputs…")
-        self._self_check(self.contract, task)
+        contract = self.contract
+
+        def run() -> None:
+            self.start_work("self-check: running the baseline on small asymmetric inputs…")
+            self._self_check(contract, task)
+
+        self.with_consent_to_run(task, "The self-check", run)
 
     @work(thread=True, exclusive=True, group="selfcheck", exit_on_error=False)
     def _self_check(self, contract: Contract, task: str) -> None:

@@ -212,9 +212,18 @@ class KernelScreen(StepScreen):
         if not self.source:
             self.notify("nothing to verify", severity="warning")
             return
-        self.start_work("verify: building the kernel at shapes that keep its tile and loop count, then "
-                        "comparing every compiler pass with torch…")
-        self._verify_worker(detached(self.session.pipeline))
+        task = self.session.design.task
+        pipeline = detached(self.session.pipeline)
+
+        def run() -> None:
+            self.start_work("verify: building the kernel at shapes that keep its tile and loop count, then "
+                            "comparing every compiler pass with torch…")
+            self._verify_worker(pipeline)
+
+        if not task:
+            run()
+            return
+        self.with_consent_to_run(task, "Verify", run)
 
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def _verify_worker(self, pipeline: Any) -> None:

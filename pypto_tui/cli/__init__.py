@@ -83,12 +83,14 @@ def ui(
     kb: KbOption = None,
     session: Annotated[Path | None, typer.Option("--session", help="Reopen a saved design (JSON).",
                                                  show_default=False)] = None,
+    trust: Annotated[bool, typer.Option("--trust", help="Run the task file's code (self-check, verify) "
+                                        "without asking first.")] = False,
 ) -> None:
     """Open the app (optionally on a task file, a pack, or a saved session)."""
-    _run_app(task, kb, session)
+    _run_app(task, kb, session, trust)
 
 
-def _run_app(task: Path | None, kb: Path | None, session: Path | None) -> None:
+def _run_app(task: Path | None, kb: Path | None, session: Path | None, trust: bool = False) -> None:
     from pypto_tui.fileio import require_file
     from pypto_tui.kb import get_kb
 
@@ -97,7 +99,7 @@ def _run_app(task: Path | None, kb: Path | None, session: Path | None) -> None:
         require_file(task, "task file")
     from pypto_tui.screens.app import build_app, run_app
 
-    pypto_app = build_app(task=task, kb=kb, session=session)  # a bad session is refused here
+    pypto_app = build_app(task=task, kb=kb, session=session, trust_task_code=trust)  # a bad session is refused here
     if not has_terminal():
         raise fail(NO_TERMINAL)
     raise typer.Exit(run_app(pypto_app))

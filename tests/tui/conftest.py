@@ -33,6 +33,7 @@ def make_app(state: Path) -> Callable[..., PyptoApp]:
         path = str(TASKS / f"{task}.py") if task else None
         kw.setdefault("blink", False)
         kw.setdefault("state", state)
+        kw.setdefault("trust_task_code", True)  # the consent question has its own tests
         app = PyptoApp(task=path, **kw)  # type: ignore[arg-type]
         app.animation_level = "none"
         return app

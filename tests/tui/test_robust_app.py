@@ -260,16 +260,37 @@ def test_app_refuses_a_fifo_task(tmp_path: Path) -> None:
         app.session.set_task(fifo)
 
 
-async def test_self_check_says_once_that_it_runs_the_task(make_app, ui) -> None:
-    app = make_app("softmax_rows")
-    shown = spy_notifications(app)
+async def test_the_app_asks_before_it_first_runs_a_task_file(make_app, ui, monkeypatch) -> None:
+    """Issue 25 (2): opening a task only reads it; the self-check runs its code only after a yes,
+    asked once per task file per app run. No runs the nothing (the baseline runner is never called)."""
+    from pypto_tui.contract import selfcheck
+    from pypto_tui.screens.dialogs import ConfirmDialog
+
+    ran: list[str] = []
+
+    def fake_self_check(contract, task, **kw):
+        ran.append(task)
+        return selfcheck.SelfCheckResult(status="agree", message="stand-in")
+
+    monkeypatch.setattr(selfcheck, "self_check", fake_self_check)
+    app = make_app("softmax_rows", trust_task_code=False)
     async with app.run_test(size=ui.size) as pilot:
         await ui.settle(pilot, app)
-        for _ in range(2):
-            await pilot.press("ctrl+r")
-            await ui.settle(pilot, app)
-    told = [m for m, kw in shown if kw.get("title") == "Running the task file"]
-    assert len(told) == 1 and "runs the code in softmax_rows.py" in told[0]
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog) and "softmax_rows.py" in str(app.screen.question)
+        await pilot.press("n")
+        await ui.settle(pilot, app)
+        assert ran == [] and any("was not run" in n.message for n in app._notifications)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("y")
+        await ui.settle(pilot, app)
+        assert len(ran) == 1
+        await pilot.press("ctrl+r")  # agreed once: not asked again for this file
+        await ui.settle(pilot, app)
+        assert not isinstance(app.screen, ConfirmDialog) and len(ran) == 2
 
 
 async def test_restoring_a_session_on_a_hostile_task_does_not_crash(make_app, ui, state, tmp_path) -> None:
