@@ -519,6 +519,10 @@ class ContractScreen(StepScreen):
 
     # ------------------------------------------------------------------ self-check
     def action_run_check(self) -> None:
+        if self.loading:
+            self.notify("the task file is still being read: run the self-check once the form is up",
+                        severity="information")
+            return
         if self.contract is None or not self.session.design.task:
             self.notify("open a task first", severity="warning")
             return
