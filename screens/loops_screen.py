@@ -36,6 +36,14 @@ def _key(c: LoopCandidate) -> str:
     return f"{c.loop_count}:{c.tail_strategy}"
 
 
+def table_title(ranking: str) -> str:
+    """The rows are always in the documents' order; the star is the pack's pick, which the cost
+    estimate makes under `ranking = "auto"` (the title said "documents' order" either way)."""
+    if ranking == "estimate":
+        return "loop_count candidates, documents' order; ★ the cost estimate's pick (Enter or click to use)"
+    return "loop_count candidates, documents' order; ★ the documents' pick (Enter or click to use)"
+
+
 @dataclass(frozen=True)
 class LoopView:
     """What the Loop step shows, all derived from one place: the plan and the loop the kernel runs
@@ -141,7 +149,7 @@ class LoopsScreen(SimRunner, StepScreen):
         self.query_one("#chart").border_title = "Candidates"
         self.query_one("#loop-explain").border_title = "Rule"
         table = self.query_one("#loop-table", DataTable)
-        table.border_title = "loop_count candidates, documents' order (Enter or click to use)"
+        table.border_title = table_title("rules")
         for col in ("", "loop_count", "BASIC_BATCH", "iters", "tail", "tiles/iter", "verdict", "µs"):
             table.add_column(col, key=col or "mark")
         super().on_mount()
@@ -171,6 +179,7 @@ class LoopsScreen(SimRunner, StepScreen):
         sweep.update("\n".join(self._sweep_lines))
         sweep.display = bool(self._sweep_lines)
         need.set_class(plan.needs_loop or view.runs_loop, "-needed")
+        self.query_one("#loop-table", DataTable).border_title = table_title(plan.ranking)
         self._pack_pick = self._pack_recommendation(plan)
         with self.prevent(Input.Changed):
             self.query_one("#custom-count", Input).value = str(self.session.design.loop_count or "")
