@@ -111,6 +111,8 @@ def _run_suite(command: str, folder: Path, values: dict[str, Any], suite: dict[s
         args += ["--jobs", "1"]  # the suite runs tasks side by side: one compile per task unless asked
     if kb is not None:
         args += ["--kb", str(Path(kb).resolve())]
+    if kernel is not None:  # recorded with the run, so --resume with another kernel folder is refused
+        args += ["--kernel", str(Path(kernel).resolve())]
     timeout = float(values.get("timeout") or 0)
     opts = SuiteOptions(command=command, folder=folder, task_args=args, kernels=Path(kernel) if kernel else None,
                         workers=suite["workers"], scheduler=suite["scheduler"], db=suite["db"],

@@ -172,8 +172,22 @@ def _blank_run(opts: SuiteOptions, folder: str, total: int) -> RunInfo:
                    pack_version=None, criterion=None, wall_s=None)
 
 
+def _without_kernel_folder(task_args: list[str]) -> list[str]:
+    """The run's options minus `--kernel FOLDER` (each task gets its own file from that folder)."""
+    out: list[str] = []
+    skip = False
+    for a in task_args:
+        if skip:
+            skip = False
+        elif a == "--kernel":
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
 def _spec(opts: SuiteOptions, task: Path, task_args: list[str]) -> TaskSpec:
-    args = list(task_args)
+    args = _without_kernel_folder(task_args)
     files: tuple[ShippedFile, ...] = ()
     if opts.kernels is not None:
         kernel = kernel_for(task, opts.kernels)

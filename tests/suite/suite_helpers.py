@@ -8,9 +8,10 @@ from pypto_tui.suite.history import History, TaskRow
 
 
 def add_run(db: Path, rows: list[TaskRow], command: str = "verify", folder: str = "/tasks", status: str = "finished",
-            criterion: str | None = "kernelbench") -> int:
+            criterion: str | None = "kernelbench", task_args: list[str] | None = None) -> int:
     with History.open(db) as h:
-        run_id = h.start_run(command=command, folder=folder, total=len(rows), task_args=[], scheduler="local",
+        run_id = h.start_run(command=command, folder=folder, total=len(rows), task_args=task_args or [],
+                             scheduler="local",
                              workers=2, meta={"tool_version": "0.1.0", "pack_name": "default", "pack_version": "1.0",
                                               "criterion": criterion})
         for r in rows:

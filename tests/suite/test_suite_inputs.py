@@ -55,6 +55,33 @@ def test_resume_refuses_other_task_options(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "give the same ones" in r.stderr
 
 
+def test_resume_refuses_another_kernel_folder(tmp_path: Path) -> None:
+    """Issue 23: a run over the kernels in one folder, resumed with another folder, would have mixed
+    two sets of kernels in one run's verdicts."""
+    db = tmp_path / "runs.sqlite"
+    first, second = tmp_path / "kernels_a", tmp_path / "kernels_b"
+    first.mkdir()
+    second.mkdir()
+    add_run(db, [row("relu_tiny.py")], folder=str(SMALL.resolve()), status="interrupted",
+            task_args=["--kernel", str(first.resolve())])
+    r = run("verify", str(SMALL), "--db", str(db), "--resume", "--kernel", str(second))
+    assert r.exit_code == 2 and "give the same ones" in r.stderr and str(second.resolve()) in r.stderr
+    r = run("verify", str(SMALL), "--db", str(db), "--resume")
+    assert r.exit_code == 2 and "give the same ones" in r.stderr
+
+
+def test_the_kernel_folder_is_not_passed_to_a_task_but_its_own_file(tmp_path: Path) -> None:
+    from pypto_tui.suite.suite_run import SuiteOptions, _spec
+
+    kernels = tmp_path / "k"
+    kernels.mkdir()
+    opts = SuiteOptions(command="verify", folder=SMALL, task_args=["--no-cache", "--kernel", str(kernels)],
+                        kernels=kernels)
+    spec = _spec(opts, SMALL / "relu_tiny.py", list(opts.task_args))
+    assert spec.args[0] == "--no-cache" and spec.args.count("--kernel") == 1
+    assert Path(spec.args[spec.args.index("--kernel") + 1]).parent == kernels
+
+
 @pytest.mark.slow
 def test_unsupported_tasks_run_through_verify_and_fail_the_suite(tmp_path: Path) -> None:
     folder = tmp_path / "tasks"
