@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -61,8 +62,17 @@ def list_rules(
     from rich.table import Table
     from rich.text import Text
 
-    from pypto_tui.cli.render import LEVEL_STYLE, console, narrow
+    from pypto_tui.cli.render import LEVEL_STYLE, console, narrow, piped
 
+    if piped():  # one tab-separated line per rule, as wide as its own text (a padded table was 1113 wide)
+        from pypto_tui.cli.common import one_line
+
+        lines = ["\t".join(("id", "kind", "severity", "step", "whose", "statement", "checked by"))]
+        lines += ["\t".join(one_line(" ".join(str(v).split())) for v in (
+            r.id, r.kind, r.severity, r.step, r.authority, r.statement, _proof_text(r).replace("\n", ", ")))
+            for r in rules]
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
     if narrow():  # a narrow terminal: one block per rule, nothing cut
         from rich.padding import Padding
 

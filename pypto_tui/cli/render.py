@@ -49,10 +49,16 @@ class _TrimmedStdout:
         return False
 
 
+def piped() -> bool:
+    """Is stdout a pipe or a file with no width asked for (COLUMNS unset)? Then lists are printed as
+    tab-separated lines, for grep, cut and awk, not as tables padded to the widest cell."""
+    return not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+
+
 def _console() -> Console:
     """No markup: rule statements, task names and messages are printed as they are (Rich would
     take `shape[i]` for an italic tag and drop it); styles are given as Text objects."""
-    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+    if not piped():
         return Console(highlight=False, markup=False)
     return Console(highlight=False, markup=False, width=PIPE_WIDTH, file=_TrimmedStdout())  # type: ignore[arg-type]
 

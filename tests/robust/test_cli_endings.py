@@ -143,10 +143,15 @@ def test_piped_output_keeps_every_cell(run_cli) -> None:
     assert rc == 0
     from pypto_tui.kb import get_kb
 
+    lines = out.splitlines()
+    assert lines[0].split("\t")[:2] == ["id", "kind"]
+    rows = {line.split("\t")[0]: line.split("\t") for line in lines[1:]}
     for rule in get_kb().rules.values():
-        row = next(line for line in out.splitlines() if f" {rule.id} " in line)
-        assert rule.statement in row  # one row per rule, the statement whole
+        row = rows[rule.id]  # one tab-separated line per rule, every field whole
+        assert len(row) == 7 and row[5] == " ".join(rule.statement.split()) and row[2] == rule.severity
     assert "…" not in out
+    longest = max(len(r.statement) for r in get_kb().rules.values())
+    assert max(len(line) for line in lines) < longest + 400  # not padded to the widest row (was 1113)
 
 
 @pytest.mark.parametrize("args", [
