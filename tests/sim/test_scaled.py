@@ -349,10 +349,10 @@ def get_init_inputs():
 
 def test_a_batch_norm_keeps_its_channels_by_position_so_an_equal_batch_still_shrinks(kb, tmp_path: Path) -> None:
     """Channels are what the module is built for; a batch of the same size is not (it held the test
-    input of KernelBench 33 at 67M elements, and the design unkept)."""
+    input of KernelBench 33 at 67M elements to keep the design, 2M once the batch could shrink)."""
     task = tmp_path / "bn_square.py"
     task.write_text(BATCH_NORM_BATCH_EQUALS_CHANNELS)
     report = prepare_verify(Pipeline(kb, Design(task=str(task)))).report
-    assert report.supported and report.design_kept, (report.changes, report.notes)
+    assert report.supported, report.reason
     n, c, *_ = report.shapes["x"]
     assert c == 64 and n < 64
