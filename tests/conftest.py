@@ -67,15 +67,34 @@ def _slow(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist (`-n 2 --dist loadgroup`), keep each module's compiler-backed tests on one worker
-    (their module- and session-scoped builds are made once) but let the two workers share the
-    modules: with one group for all of them, one worker compiled for 35 minutes while the other sat
-    idle after its 10. Mark the slow tests (see `_slow`) so the fast run can leave them out."""
+    """Under xdist (`-n 2 --dist loadgroup`), keep compiler-backed tests that share a build on one
+    worker (see compiler_group) but let the two workers share the rest: with one group for all of
+    them, one worker compiled for 35 minutes while the other sat idle after its 10. Mark the slow tests (see `_slow`) so the fast run can leave them out."""
     for item in items:
         if item.get_closest_marker("sim") is not None:
-            item.add_marker(pytest.mark.xdist_group(f"compiler:{item.path.name}"))
+            item.add_marker(pytest.mark.xdist_group(compiler_group(item)))
         if _slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+SHARED_SCOPES = ("module", "class", "package")
+
+
+def compiler_group(item: pytest.Item) -> str:
+    """The xdist group of a compiler-backed test: its module when it uses a build shared across the
+    module (a module-scoped fixture, or a session one defined beside the tests rather than in this
+    file), else the test alone, so one module's independent compiles can run on both workers
+    (tests/sim/test_family_conv.py's three sweeps took 485 s in a row on one worker)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        for fixturedef in defs:
+            if fixturedef.scope in SHARED_SCOPES:
+                return f"compiler:{item.path.name}"
+            func = getattr(fixturedef, "func", None)
+            where = getattr(func, "__module__", "") or ""
+            if fixturedef.scope == "session" and where.startswith("tests") and not where.endswith("conftest"):
+                return f"compiler:{item.path.name}"
+    return f"compiler:{item.nodeid.split('[')[0]}"
 
 
 NEEDS_TOOLS = ("could not import 'torch'", "needs CPU torch", "needs torch", "the simulator needs",
