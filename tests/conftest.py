@@ -69,7 +69,8 @@ def _slow(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist (`-n 2 --dist loadgroup`), keep compiler-backed tests that share a build on one
     worker (see compiler_group) but let the two workers share the rest: with one group for all of
-    them, one worker compiled for 35 minutes while the other sat idle after its 10. Mark the slow tests (see `_slow`) so the fast run can leave them out."""
+    them, one worker compiled for 35 minutes while the other sat idle after its 10. Mark the slow
+    tests (see `_slow`) so the fast run can leave them out."""
     for item in items:
         if item.get_closest_marker("sim") is not None:
             item.add_marker(pytest.mark.xdist_group(compiler_group(item)))
