@@ -27,3 +27,11 @@ class TaskFileError(InputError):
 
 class Unsupported(Exception):
     """This design cannot be scaffolded; the message says why (reported, never raised to users)."""
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line: newlines, tabs and escape sequences a user typed into a value
+    are shown escaped (`\\n`), so an error never spans lines or recolours the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

@@ -158,7 +158,7 @@ class StepScreen(Screen[None]):
         if papp.trust_task_code or key in papp.trusted_tasks:
             then()
             return
-        from pypto_tui.cli.common import one_line as printable
+        from pypto_tui.errors import one_line as printable
         from pypto_tui.screens.dialogs import ConfirmDialog
 
         def answered(yes: bool | None) -> None:

@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover
     from click import get_current_context  # type: ignore[no-redef]
     from click import types as click_types  # type: ignore[no-redef]  # noqa: F401
 
-from pypto_tui.errors import InputError
+from pypto_tui.errors import InputError, one_line
 
 
 class Exit(IntEnum):
@@ -44,14 +44,6 @@ KbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def one_line(text: str) -> str:
-    """`text` as one printable line: newlines, tabs and escape sequences a user typed into a value
-    are shown escaped (`\\n`), so an error never spans lines or recolours the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def _json_requested() -> bool:
