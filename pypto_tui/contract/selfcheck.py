@@ -89,20 +89,30 @@ def torch_available(python: str | None = None) -> bool:
 
 
 # ================================================================================ scaled inputs
+def norm_bound_to_channels(contract: Any) -> bool:
+    """Is this a norm whose module is built for its channels, axis 1 (a batch or group norm, an
+    affine instance norm)?"""
+    a = contract.op_args
+    return contract.family == "norm" and (
+        contract.op in ("batch_norm", "group_norm") or (contract.op == "instance_norm" and bool(a.get("affine"))))
+
+
+def normalized_sizes(contract: Any) -> set[int]:
+    """The sizes a norm's `normalized_shape` names (none for other operators)."""
+    ns = contract.op_args.get("normalized_shape") if contract.family == "norm" else None
+    if ns is None:
+        return set()
+    return {ns} if isinstance(ns, int) else set(ns)
+
+
 def _keep_values(contract: Any) -> set[int]:
     """Sizes the baseline's modules are built for (channels, normalized shapes): never scaled."""
     keep: set[int] = set()
     ops = contract.operands
     shape: tuple[int, ...] = ops[0].shape if ops and ops[0].shape else ()
-    a = contract.op_args
-    channel_bound = contract.op in ("batch_norm", "group_norm") or (
-        contract.op == "instance_norm" and a.get("affine"))
-    if contract.family == "norm" and channel_bound and len(shape) > 1:
+    if norm_bound_to_channels(contract) and len(shape) > 1:
         keep.add(shape[1])
-    if contract.family == "norm":
-        ns = a.get("normalized_shape")
-        if ns is not None:
-            keep.update((ns,) if isinstance(ns, int) else ns)
+    keep.update(normalized_sizes(contract))
     if contract.family == "norm":  # a size passed to a norm's __init__ may be baked into a module
         keep.update(v for v in contract.init_params.values() if isinstance(v, int) and not isinstance(v, bool))
     from pypto_tui.contract.conv import kept_sizes

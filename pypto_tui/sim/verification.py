@@ -182,7 +182,7 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
             return g is not None
         return not scaled.kept_problems(keep, g.shape, g.matmul, _tile_tensor_at(pipeline, keep, shapes))
 
-    keep_values, positions = _window_channels(pipeline, keep_values)
+    keep_values, positions = _channels_by_position(pipeline, keep_values)
     return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=_measure(pipeline),
@@ -216,34 +216,26 @@ def _window_input(pipeline: Pipeline) -> Any | None:
     return c.operands[0]
 
 
-def _window_channels(pipeline: Pipeline, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
+def _channels_by_position(pipeline: Pipeline, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
     """A conv keeps its input channels (its module is built for them) by position, not by value: a
-    depth or width equal to the channel count still shrinks (KernelBench 73: depth 32, channels 32)."""
+    depth or width equal to the channel count still shrinks (KernelBench 73: depth 32, channels 32).
+    So does a norm built for its channels (KernelBench 33: batch 64 = channels 64 held the test
+    input at 67M elements to keep the design); a size its normalized shape names stays kept by value."""
     c = pipeline.contract()
     if c.family == "norm":
-        return _norm_channels(c, keep_values)
+        from pypto_tui.contract.selfcheck import norm_bound_to_channels, normalized_sizes
+
+        x = c.operands[0] if c.operands else None
+        if x is None or not norm_bound_to_channels(c) or not x.shape or len(x.shape) < 3:
+            return keep_values, set()
+        channels = x.shape[1]
+        return (keep_values if channels in normalized_sizes(c) else keep_values - {channels}), {(x.name, 1)}
     x = _window_input(pipeline)
     if x is None or c.family != "conv" or not x.shape or len(x.shape) < 3:
         return keep_values, set()
     from pypto_tui.contract.conv import kept_sizes
 
-    return keep_values - kept_sizes(pipeline.contract()), {(x.name, 1)}
-
-
-def _norm_channels(c: Any, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
-    """A batch or group norm (or an affine instance norm) is built for its channels, axis 1: kept by
-    position, so a batch equal to them still shrinks (KernelBench 33: batch 64, channels 64, which
-    held the test input at 67M elements and the design unkept). A size the normalized shape also
-    names stays kept by value."""
-    x = c.operands[0] if c.operands else None
-    a = c.op_args
-    bound = c.op in ("batch_norm", "group_norm") or (c.op == "instance_norm" and a.get("affine"))
-    if x is None or not bound or not x.shape or len(x.shape) < 3:
-        return keep_values, set()
-    ns = a.get("normalized_shape")
-    named = set((ns,) if isinstance(ns, int) else (ns or ()))
-    channels = x.shape[1]
-    return (keep_values if channels in named else keep_values - {channels}), {(x.name, 1)}
+    return keep_values - kept_sizes(c), {(x.name, 1)}
 
 
 def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:

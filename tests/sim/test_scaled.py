@@ -181,32 +181,38 @@ def test_a_conv_or_pool_is_tested_on_two_images_even_when_the_batch_equals_the_c
     assert prepare_verify(Pipeline(kb, Design(task=str(task)))).report.shapes["x"][1] == 12
 
 
-CONV_TASK = """import torch
+MODULE_TASK = """import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
-    def __init__(self):
+    def __init__(self{params}):
         super().__init__()
-        self.conv = {module}
+        {init}
 
     def forward(self, x):
-        return self.conv(x)
+        return {forward}
 
 
 def get_inputs():
-    return [torch.randn({shape})]
+    return [torch.{draw}({shape})]
 
 
 def get_init_inputs():
-    return []
+    return [{init_args}]
 """
 
 
-def _conv_task(tmp_path, module: str, shape: str):
+def _module_task(tmp_path, *, init: str, forward: str, shape: str, params: str = "", init_args: str = "",
+                 draw: str = "randn"):
     path = tmp_path / "t.py"
-    path.write_text(CONV_TASK.format(module=module, shape=shape), encoding="utf-8")
+    path.write_text(MODULE_TASK.format(params=params, init=init, forward=forward, shape=shape, init_args=init_args,
+                                       draw=draw), encoding="utf-8")
     return path
+
+
+def _conv_task(tmp_path, module: str, shape: str):
+    return _module_task(tmp_path, init=f"self.conv = {module}", forward="self.conv(x)", shape=shape)
 
 
 def test_a_conv_keeps_its_channels_by_position_while_an_equal_depth_shrinks(kb, tmp_path) -> None:
@@ -287,35 +293,13 @@ def test_batched_matmul_test_shapes_are_legal_for_the_cube(kb, name: str) -> Non
         assert "over the verify limit" in report.notes[0] and any(c.startswith("CUBE_") for c in report.changes)
 
 
-RMS_OVER_CHANNELS = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, channels: int):
-        super().__init__()
-        self.channels = channels
-
-    def forward(self, x):
-        return x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
-
-
-def get_inputs():
-    return [torch.rand(112, 64, 512, 512)]
-
-
-def get_init_inputs():
-    return [64]
-'''
-
-
 def test_a_vector_design_may_use_larger_test_shapes_than_a_cube_design(kb, tmp_path: Path) -> None:
     """An RMS norm over channels of (112, 64, 512, 512): keeping its tile and its loop needs 1.57M
     elements, over the cube designs' limit and within the vector designs' (the interpreter's cost
     is in the cube stages). Measured on KernelBench level 1: task 36 was verified without its design."""
-    task = tmp_path / "rms_over_channels.py"
-    task.write_text(RMS_OVER_CHANNELS)
+    task = _module_task(tmp_path, params=", channels: int", init="self.channels = channels",
+                        forward="x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+                        shape="112, 64, 512, 512", init_args="64", draw="rand")
     report = prepare_verify(Pipeline(kb, Design(task=str(task)))).report
     assert report.supported and report.design_kept, (report.changes, report.notes)
     largest = max(math.prod(s) for s in report.shapes.values())
@@ -324,34 +308,11 @@ def test_a_vector_design_may_use_larger_test_shapes_than_a_cube_design(kb, tmp_p
     assert DesignToKeep(shape=(4, 4), tile=(1, 4)).element_limit == scaled.MAX_VECTOR_VERIFY_ELEMENTS
 
 
-BATCH_NORM_BATCH_EQUALS_CHANNELS = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, features: int):
-        super().__init__()
-        self.bn = nn.BatchNorm2d(num_features=features)
-
-    def forward(self, x):
-        return self.bn(x)
-
-
-def get_inputs():
-    return [torch.rand(64, 64, 512, 512)]
-
-
-def get_init_inputs():
-    return [64]
-'''
-
-
 def test_a_batch_norm_keeps_its_channels_by_position_so_an_equal_batch_still_shrinks(kb, tmp_path: Path) -> None:
     """Channels are what the module is built for; a batch of the same size is not (it held the test
     input of KernelBench 33 at 67M elements to keep the design, 2M once the batch could shrink)."""
-    task = tmp_path / "bn_square.py"
-    task.write_text(BATCH_NORM_BATCH_EQUALS_CHANNELS)
+    task = _module_task(tmp_path, params=", features: int", init="self.bn = nn.BatchNorm2d(num_features=features)",
+                        forward="self.bn(x)", shape="64, 64, 512, 512", init_args="64", draw="rand")
     report = prepare_verify(Pipeline(kb, Design(task=str(task)))).report
     assert report.supported, report.reason
     n, c, *_ = report.shapes["x"]
