@@ -39,9 +39,8 @@ def _key(c: LoopCandidate) -> str:
 def table_title(ranking: str) -> str:
     """The rows are always in the documents' order; the star is the pack's pick, which the cost
     estimate makes under `ranking = "auto"` (the title said "documents' order" either way)."""
-    if ranking == "estimate":
-        return "loop_count candidates, documents' order; ★ the cost estimate's pick (Enter or click to use)"
-    return "loop_count candidates, documents' order; ★ the documents' pick (Enter or click to use)"
+    picker = "the cost estimate's pick" if ranking == "estimate" else "the documents' pick"
+    return f"loop_count, documents' order · ★ {picker} · Enter uses a row"  # fits the panel at 120 columns
 
 
 @dataclass(frozen=True)
