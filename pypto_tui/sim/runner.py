@@ -36,11 +36,12 @@ from typing import Any
 
 from pypto_tui.procgroup import PARENT_ENV, kill_tree
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim import passes, stages
+from pypto_tui.sim import passes, stages, zygote_client
 from pypto_tui.sim.cache import ResultCache, cache_key
 from pypto_tui.sim.worker import NOISE_FILE
 
 Progress = Callable[[int, int, J.SimResult], None]
+Worker = subprocess.Popen[bytes] | zygote_client.WarmChild
 Status = Callable[[J.SimJob, str], None]
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -79,19 +80,24 @@ class _Workers:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.live: dict[int, tuple[subprocess.Popen[bytes], object]] = {}
+        self.live: dict[int, tuple[Worker, object]] = {}
         self.stopped: set[object] = set()
 
-    def start(self, batch: object, argv: list[str], err: Any) -> subprocess.Popen[bytes] | None:
+    def start(self, batch: object, argv: list[str], err: Any, err_path: Path, warm: bool) -> Worker | None:
+        """Start a worker: forked from the warm parent when `warm` and it can (zygote_client),
+        else a fresh interpreter."""
         with self.lock:
             if batch in self.stopped:
                 return None
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
-                                    start_new_session=True)
+            env = _child_env()
+            proc: Worker | None = zygote_client.spawn(argv, err_path, env) if warm else None
+            if proc is None:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env,
+                                        start_new_session=True)
             self.live[proc.pid] = (proc, batch)
             return proc
 
-    def forget(self, proc: subprocess.Popen[bytes]) -> None:
+    def forget(self, proc: Worker) -> None:
         with self.lock:
             self.live.pop(proc.pid, None)
 
@@ -142,7 +148,7 @@ def run_in_subprocess(
     try:
         with stderr_path.open("wb") as err:
             argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(job_path), str(result_path)]
-            proc = _WORKERS.start(batch if batch is not None else job, argv, err)
+            proc = _WORKERS.start(batch if batch is not None else job, argv, err, stderr_path, warm=python is None)
             if proc is None:
                 return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label, error="stopped before it started")
             try:
@@ -189,7 +195,7 @@ def run_in_subprocess(
         shutil.rmtree(ctl, ignore_errors=True)
 
 
-def _wait(proc: subprocess.Popen[bytes], work: Path, timeout_s: float, job: J.SimJob,
+def _wait(proc: Worker, work: Path, timeout_s: float, job: J.SimJob,
           status: Status | None) -> int:
     """Wait for the worker, relaying its stage changes; TimeoutExpired after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
@@ -218,7 +224,7 @@ def _check_passes(job: J.SimJob, work: Path, result: J.SimResult) -> None:
     passes.fold_into(result, check)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: Worker) -> None:
     """Stop a worker that is still running, with every process below it: pypto's helper scripts
     share the new session it was started in (group id: the worker's pid, never ours), and what the
     task or kernel code started, even in a session of its own, is in the worker's process tree (the

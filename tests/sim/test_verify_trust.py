@@ -132,9 +132,9 @@ def test_the_exported_module_computes_right_values_or_says_what_to_do(tmp_path: 
     assert list(cwd.iterdir()) == []
 
 
-def _workers_of(pid: int) -> list[int]:
-    """Worker processes whose parent is `pid` (they run in their own session)."""
-    out = []
+def _processes() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, command line) of every process."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -143,10 +143,18 @@ def _workers_of(pid: int) -> list[int]:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid and b"pypto_tui.sim.worker" in cmd:
-            out.append(int(entry.name))
+        out[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmd)
     return out
+
+
+def _workers_of(pid: int) -> tuple[list[int], list[int]]:
+    """The compiler workers `pid` started (they run in their own session): its fresh-interpreter
+    workers, or the children of its warm parent (zygote.py); and that warm parent."""
+    procs = _processes()
+    zygotes = [p for p, (ppid, cmd) in procs.items() if ppid == pid and b"pypto_tui.sim.zygote" in cmd]
+    workers = [p for p, (ppid, cmd) in procs.items()
+               if (ppid == pid and b"pypto_tui.sim.worker" in cmd) or ppid in zygotes]
+    return workers, zygotes
 
 
 def test_sigterm_to_sim_leaves_no_worker_behind(tmp_path: Path, alive) -> None:
@@ -159,7 +167,7 @@ def test_sigterm_to_sim_leaves_no_worker_behind(tmp_path: Path, alive) -> None:
     deadline = time.monotonic() + 60
     while not workers and time.monotonic() < deadline and cli.poll() is None:
         time.sleep(0.1)
-        workers = _workers_of(cli.pid)
+        workers, zygotes = _workers_of(cli.pid)
     assert workers, "no worker started"
     groups = {os.getpgid(w) for w in workers}
     cli.send_signal(signal.SIGTERM)
@@ -167,7 +175,7 @@ def test_sigterm_to_sim_leaves_no_worker_behind(tmp_path: Path, alive) -> None:
     assert cli.returncode == 128 + signal.SIGTERM, err
     assert "stopping the compiler workers" in err
     time.sleep(0.3)
-    assert not any(alive(w) for w in workers)
+    assert not any(alive(w) for w in [*workers, *zygotes])
     for g in groups:  # nor anything pypto started inside a worker's group
         with pytest.raises(ProcessLookupError):
             os.killpg(g, 0)

@@ -1,0 +1,179 @@
+"""A warm parent for compiler workers: `python -m pypto_tui.sim.zygote`, forked once per job.
+
+Why: a job needs a fresh process (a failed compile poisons pypto's state, see worker.py), and a
+fresh interpreter spent about 4.4 s of a 6 s small verify importing torch and pypto (measured on
+the 2-core CI machine: `python -c "import torch, pypto"` 4.39 s; the job's compile 0.37 s, its
+interpreter run 0.96 s). This process imports them once; each job is a `fork()` of it, which
+is as fresh as a new interpreter for what matters (no kernel was ever compiled here) and starts
+in milliseconds, with pypto still to import (see _PRELOAD).
+
+Protocol, one line each way (the runner's side is `runner._Zygote`):
+- in, on stdin: a JSON object {"id", "job", "result", "stderr", "cwd", "env"};
+- out, on stdout: `ready`, once the imports are done; `started ID PID` after each fork;
+  `exit PID STATUS` when a child ends (STATUS as `os.waitstatus_to_exitcode`: -N for signal N).
+
+The child becomes what `python -m pypto_tui.sim.worker JOB RESULT` would have been: a session of
+its own (the runner kills its group on a timeout), fds 0/1/2 on /dev/null and the stderr file,
+the runner's environment and cwd, and its exit handlers run at the end, since pypto completes
+pass-verify's files there (passes.py).
+
+This process stays single-threaded (fork copies only the calling thread, so a lock held by
+another thread would stay locked in the child), and ends, killing its children's groups, when
+the runner closes its stdin or dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+from typing import Any
+
+_PRELOAD = ("numpy", "torch")
+"""What every job imports, but pypto: its logger takes ASCEND_PROCESS_LOG_PATH when the library
+loads, and the real reasons of compile errors are read from the job's own log folder (measured:
+with pypto preloaded, "exceeds MEM_UB size" went to the zygote's log and the job said only
+"Run pass failed"). So each child imports pypto itself, after pointing the environment at its
+work dir (about 1.2 s of the 4.4 s)."""
+
+
+def _preload() -> None:
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - the worker reports a missing or broken package itself
+            pass
+    import pypto_tui.sim.worker  # noqa: F401 - and the worker's own imports
+
+
+def _become_worker(request: dict[str, Any], out_fd: int, in_fd: int) -> None:
+    """In the child: never returns; ends the interpreter normally with the worker's status."""
+    os.setsid()
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    null = os.open(os.devnull, os.O_RDONLY)
+    err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(null, 0)
+    os.dup2(err, 1)
+    os.dup2(err, 2)
+    for fd in {null, err, out_fd, in_fd} - {0, 1, 2}:
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    from pypto_tui.sim import worker
+
+    sys.argv = ["pypto_tui.sim.worker", request["job"], request["result"]]
+    try:
+        status = worker.main([request["job"], request["result"]])
+    except SystemExit as done:
+        status = done.code if isinstance(done.code, int) else 1
+    except BaseException:  # noqa: BLE001 - print it as a fresh interpreter would, then exit
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    _exit_like_c(status)
+
+
+def _exit_like_c(status: int) -> None:
+    """Run the exit handlers (Python's atexit hooks: ours, torch's, pypto's; then C's, where
+    pypto completes pass-verify's files) but skip the interpreter's teardown of its modules: the
+    teardown of torch and pypto took about 1.1 s of a 1.5 s exit and leaves nothing anyone reads.
+    Measured: all pass-verify rows present either way."""
+    import atexit
+    import ctypes
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed stream: nothing left to write
+                pass
+        try:
+            ctypes.CDLL(None).exit(int(status))
+        except (OSError, AttributeError):
+            sys.exit(status)
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.children: set[int] = set()
+        self.out = sys.stdout.buffer
+
+    def say(self, line: str) -> None:
+        self.out.write(line.encode() + b"\n")
+        self.out.flush()
+
+    def spawn(self, request: dict[str, Any]) -> None:
+        self.out.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_worker(request, self.out.fileno(), sys.stdin.fileno())
+        self.children.add(pid)
+        self.say(f"started {request['id']} {pid}")
+
+    def reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+            self.say(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
+
+    def end_children(self) -> None:
+        for pid in list(self.children):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def serve(self) -> int:
+        parent = os.getppid()
+        stdin = sys.stdin.buffer
+        pending = b""
+        self.say("ready")
+        while True:
+            ready, _, _ = select.select([stdin], [], [], 0.05)
+            self.reap()
+            if os.getppid() != parent:  # the runner died without closing our stdin
+                self.end_children()
+                return 0
+            if not ready:
+                continue
+            chunk = os.read(stdin.fileno(), 65536)
+            if not chunk:  # the runner closed our stdin (it exits, or stops using us)
+                self.end_children()
+                return 0
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if line.strip():
+                    self.spawn(json.loads(line))
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def main() -> int:
+    _preload()
+    if _threads() > 1:  # a thread we did not expect: forking is unsafe, the runner falls back
+        return 3
+    return _Server().serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
