@@ -18,7 +18,8 @@ Job kinds (see jobs.py for the JSON):
 - cost: exec the kernel module, build the inputs, `ModelNew(*init_args)(*inputs)`, and read
   e2e time, task count and utilisation from the swim file(s); or the error and its real reason.
 - verify: the same, with the CopyToHost shim, the cached calculator and pass-verify turned on
-  for every kernel with pypto's default pass filter (`verify_options={"enable_pass_verify":
+  for every kernel with pypto's default pass filter on the first trial (values only after it:
+  `_values_only`) (`verify_options={"enable_pass_verify":
   True}`, replacing whatever the module asked for, injected by wrapping `pypto.frontend.jit`
   before the module is exec'd). The interpreter writes the tensor graph's values into the out
   tensors (goldens are not needed); the task file's `Model` runs on clones of the same seeded
@@ -209,6 +210,16 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
             timing.sim_s += time.perf_counter() - t
 
     W.__call__, W.compile, W._run_with_cpu = call, compile_, run
+
+
+def _values_only(pypto: Any) -> None:
+    """After the first trial, compute values only: an empty pass filter. In SIM mode 0.2.0
+    compiles again at every call, and pass-verify interprets the graph once per pass (7 runs);
+    the passes were checked against the tensor graph on the first trial's inputs, and the later
+    trials exist to compare values on other inputs (KernelBench's trials compare outputs).
+    Measured on conv_transpose1d_dilated at its test shape: 45.7 s -> 35.7 s for two trials;
+    the pass rows the second trial writes are its tensor graph's, at the same places."""
+    pypto.set_verify_options(pass_verify_pass_filter=[])
 
 
 # --- modules and inputs ----------------------------------------------------------------------
@@ -406,6 +417,8 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         model_new = kmod.ModelNew(*job.init_args)
         model = None
         for trial, seed in enumerate(job.trial_seeds()):
+            if trial == 1:
+                _values_only(pypto)
             inputs = build_inputs(torch, job.inputs, seed)
             # A cost job compares nothing, so the kernel may have the inputs themselves (no copy).
             kernel_inputs = _clone(torch, inputs) if verify else inputs

@@ -24,6 +24,7 @@ the runner closes its stdin or dies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -41,10 +42,8 @@ work dir (about 1.2 s of the 4.4 s)."""
 
 def _preload() -> None:
     for name in _PRELOAD:
-        try:
+        with contextlib.suppress(Exception):  # the worker reports a missing or broken package itself
             __import__(name)
-        except Exception:  # noqa: BLE001 - the worker reports a missing or broken package itself
-            pass
     import pypto_tui.sim.worker  # noqa: F401 - and the worker's own imports
 
 
@@ -70,7 +69,7 @@ def _become_worker(request: dict[str, Any], out_fd: int, in_fd: int) -> None:
         status = worker.main([request["job"], request["result"]])
     except SystemExit as done:
         status = done.code if isinstance(done.code, int) else 1
-    except BaseException:  # noqa: BLE001 - print it as a fresh interpreter would, then exit
+    except BaseException:  # print it as a fresh interpreter would, then exit
         import traceback
 
         traceback.print_exc()
@@ -90,10 +89,8 @@ def _exit_like_c(status: int) -> None:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):  # a closed stream: nothing left to write
                 stream.flush()
-            except Exception:  # noqa: BLE001 - a closed stream: nothing left to write
-                pass
         try:
             ctypes.CDLL(None).exit(int(status))
         except (OSError, AttributeError):
@@ -132,10 +129,8 @@ class _Server:
 
     def end_children(self) -> None:
         for pid in list(self.children):
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
     def serve(self) -> int:
         parent = os.getppid()

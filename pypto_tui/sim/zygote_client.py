@@ -101,7 +101,7 @@ class _Zygote:
         the zygote cannot (the caller then starts a fresh interpreter)."""
         if not self.ready.wait(_START_TIMEOUT_S) or not self.alive:
             return None
-        event, box = threading.Event(), []
+        event, box = threading.Event(), list[int]()
         with self.lock:
             if not self.alive:
                 return None

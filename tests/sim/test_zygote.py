@@ -4,6 +4,7 @@ asked for them. Marked `sim`: the workers are real."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -47,10 +48,8 @@ def test_a_forked_worker_answers_as_a_fresh_interpreter(monkeypatch: pytest.Monk
 
     def note_parent(_job: jobs.SimJob, _stage: str) -> None:
         for pid in runner.live_workers():
-            try:
+            with contextlib.suppress(OSError, IndexError):
                 parents.append(_parent_and_command(_parent_and_command(pid)[0])[1])
-            except (OSError, IndexError):
-                pass
 
     warm = runner.run_many([probe_job(n) for n in names], jobs=1, cache=False, status=note_parent)
     assert parents and all(b"pypto_tui.sim.zygote" in p for p in parents), parents
