@@ -89,6 +89,8 @@ class Invalid:
     flavour: str | None = None
     pypto: str | None = None
     strict: bool | None = None
+    level: str | None = None
+    """The level expected when it is not the pack's (a finding the rule reports `at_most` warn)."""
 
 
 @dataclass
@@ -228,13 +230,17 @@ class LintRule(m.MatcherDecoratableVisitor):
         replacement: cst.CSTNode | None = None,
         *,
         rule: str | None = None,
+        at_most: str | None = None,
     ) -> None:
         """Record a finding at `node`; a `replacement` node makes it fixable by `fix_source`. In a
-        helper function the message names the kernel that reaches it."""
+        helper function the message names the kernel that reaches it. `at_most="warn"` reports an
+        error rule as a warning where the rule cannot be sure it applies."""
         rid = rule or self.RULE
         level = self.ctx.level_of(rid)
         if level is None or self.info.is_dead(node):
             return  # off for this release, or code the tracer never reaches
+        if at_most == "warn" and level == "error":
+            level = "warn"
         pos = self.get_metadata(PositionProvider, node).start
         k = self.info.kernel_of(node)
         text = (message or self.MESSAGE) + (k.where() if k is not None else "")

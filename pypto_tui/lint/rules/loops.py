@@ -225,6 +225,31 @@ class ViewConstant(_LoopRule):
                 chunk = pypto.view(x, [n * B, N], [i * B, 0])
                 pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
         """),
+        # a symbolic scalar of a constant (PyPTO's conv test takes its batch tile so)
+        _k("""\
+            rows = pypto.symbolic_scalar(B)
+            for i in pypto.loop(M // B):
+                chunk = pypto.view(x, [rows, N], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """),
+        # a helper returns the shape and the offsets together; only the offsets move with the index
+        example("""\
+            import pypto
+
+            B, N = 16, 512
+
+
+            def chunk_of(i):
+                return [B, N], [i * B, 0]
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor((64, N), pypto.DT_FP32), out: pypto.Tensor((64, N), pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(B, N)
+                for i in pypto.loop(4):
+                    shape, offsets = chunk_of(i)
+                    pypto.assemble(pypto.exp(pypto.view(x, shape, offsets)), offsets, out)
+            """),
         # sizes read from a static annotation, and pypto.ceildiv of constants
         _k("""\
             rows, cols = x.shape
@@ -296,6 +321,14 @@ class ViewConstant(_LoopRule):
             self.report(node, f"view shape `{code}` is not a compile-time constant: {reason}; compute shapes "
                               "in the factory from the static sizes it closes over", rule="P1.static-shape")
 
+    def _item_of_a_helpers_result(self, value: cst.BaseExpression) -> bool:
+        """`shape, offsets = helper(i, ...)` binds `shape` to an item of a user function's result:
+        the loop index may well go into the offsets only (PyPTO's scaled_mm tests do exactly that),
+        and reading every argument as a source of every item called constant shapes run-time ones.
+        Severity follows authority: what cannot be traced is not reported."""
+        return (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call)
+                and self.info.pypto_name(value.value.func) is None)
+
     def _reason(self, expr: cst.BaseExpression, k: KernelInfo, seen: set[str]) -> tuple[str, bool] | None:
         """Why `expr` is not a compile-time constant, and whether a pypto.loop index is the cause."""
         other: tuple[str, bool] | None = None
@@ -314,6 +347,8 @@ class ViewConstant(_LoopRule):
                 if self.info.loop_variable(b, name) == "symbolic":
                     return f"it depends on the loop index '{name}'", True
                 if b.value is not None and b.how in ("assign", "aug"):
+                    if self._item_of_a_helpers_result(b.value):
+                        continue  # which argument makes which element is the helper's business
                     inner = self._reason(b.value, k, seen)
                     if inner is None:
                         continue
@@ -332,6 +367,9 @@ class ViewConstant(_LoopRule):
             if fname in _SCALAR_FOLDS and self.info.symbolic_reason(sub, k) is None and not any(
                     self.info.kind_of(a.value, k) is Kind.TENSOR for a in sub.args):
                 continue  # `pypto.min(group, group_tile)` of trace-time ints folds to a constant
+            if fname == "symbolic_scalar" and all(isinstance(self.info.const_value(a.value, k.scope), int)
+                                                  for a in sub.args):
+                continue  # measured: 0.2.0 takes a view of shape [pypto.symbolic_scalar(16), 512] and verifies it
             if fname is not None and not isinstance(self.info.const_value(sub, k.scope), int):
                 return f"`pypto.{fname}(...)` is computed when the kernel runs", False
         dynamic = self.info.symbolic_reason(expr, k)

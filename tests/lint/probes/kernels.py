@@ -205,6 +205,28 @@ PROBES: dict[str, tuple[str, str, str]] = {
         s = pypto.sum(x, 1, keepdim=True)
         out.move(pypto.exp(x) + s * 0.0)
     """, "compile_error: exceeds MEM_UB size"),
+    # HW.concat-reduce-align spares a reduction along another axis than the last: 16 bytes pass
+    "reduce_axis0_16_byte_tile": (JIT, """
+        pypto.set_vec_tile_shapes(64, 4)
+        s = pypto.sum(x, 0, keepdim=True)
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.exp(x) + s * 0.0)
+    """, "ok"),
+    # P6.const-view-shape / P1.static-shape: a symbolic scalar of a constant is a fixed shape
+    "symbolic_scalar_view_shape": (JIT, """
+        pypto.set_vec_tile_shapes(16, 512)
+        rows = pypto.symbolic_scalar(16)
+        for i in pypto.loop(4):
+            pypto.assemble(pypto.exp(pypto.view(x, [rows, C], [i * 16, 0])), [i * 16, 0], out)
+    """, "ok"),
+    # API.tiles-before-ops: a transpose traced before any vec tile (PyPTO's examples/.../function.py)
+    "transpose_before_tiles": (JIT, """
+        xt = pypto.transpose(x, 0, 1)
+        pypto.set_vec_tile_shapes(64, 64)
+        back = pypto.transpose(xt, 0, 1)
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.exp(back))
+    """, "compile_error: TileShape dim num should same to input"),
 }
 
 
