@@ -2,7 +2,7 @@
 
 Marked `sim` (needs the [sim] extra: pypto==0.2.0 and CPU torch; skipped with the install hint
 otherwise). Each build runs in its own subprocess with a timeout (a compile error poisons the
-process it ran in), through `pypto_tui.sim.runner`, two at a time.
+process it ran in), through `pypto_tui.sim.runner`, one test per task.
 
 - every fixture task at its own (full) shapes: compile + cost model;
 - every fixture task at reduced shapes against the torch baseline (the verify interpreter), which
@@ -67,48 +67,40 @@ def _inputs(contract: Any, shapes: list[Any] | None = None) -> list[Any]:
     return out
 
 
-@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
-def full_builds(kb: Any, generated: Any) -> dict[str, Any]:
-    """Every task built at its own shapes once, two workers at a time (two cores)."""
+def _full_build(kb: Any, generated: Any, task: str) -> Any:
+    """The task built at its own shapes: compile + cost model."""
     from pypto_tui.sim import jobs, runner
 
-    sim_jobs = []
-    for task in TASK_NAMES:
-        g = generated(task)
-        assert g.supported, g.reason
-        c = _contract(kb, task)
-        sim_jobs.append(jobs.SimJob(kind="cost", kernel_source=g.source, inputs=tuple(_inputs(c)),
-                                    init_args=tuple(c.init_params.values()), label=task, memory_limit_mb=None))
-    results = runner.run_many(sim_jobs, jobs=2, timeout_s=BUILD_TIMEOUT_S, cache=False)
-    return dict(zip(TASK_NAMES, results, strict=True))
+    g = generated(task)
+    assert g.supported, g.reason
+    c = _contract(kb, task)
+    job = jobs.SimJob(kind="cost", kernel_source=g.source, inputs=tuple(_inputs(c)),
+                      init_args=tuple(c.init_params.values()), label=task, memory_limit_mb=None)
+    return runner.run_one(job, timeout_s=BUILD_TIMEOUT_S, cache=False)
 
 
-@pytest.fixture(scope="session")  # session: xdist may leave the module and come back
-def reduced_checks(kb: Any, generated: Any) -> dict[str, Any]:
-    """Every task at odd reduced shapes against its torch baseline, two workers at a time."""
+def _reduced_check(kb: Any, generated: Any, task: str) -> Any:
+    """The task at odd reduced shapes against its torch baseline."""
     from pypto_tui.sim import jobs, runner
 
-    sim_jobs = []
-    for task in TASK_NAMES:
-        shapes, init = REDUCED[task]
-        c = _contract(kb, task)
-        sim_jobs.append(jobs.SimJob(kind="verify", kernel_source=generated(task).source,
-                                    inputs=tuple(_inputs(c, shapes)), init_args=tuple(init), label=task,
-                                    task_file=str(TASKS / f"{task}.py")))
-    results = runner.run_many(sim_jobs, jobs=2, timeout_s=BUILD_TIMEOUT_S, cache=False)
-    return dict(zip(TASK_NAMES, results, strict=True))
+    shapes, init = REDUCED[task]
+    c = _contract(kb, task)
+    job = jobs.SimJob(kind="verify", kernel_source=generated(task).source, inputs=tuple(_inputs(c, shapes)),
+                      init_args=tuple(init), label=task, task_file=str(TASKS / f"{task}.py"))
+    return runner.run_one(job, timeout_s=BUILD_TIMEOUT_S, cache=False)
 
 
+# One test per task (not one fixture building them all): the two xdist workers share them out.
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_NAMES)
-def test_builds_under_sim_at_the_task_shapes(full_builds, task):
-    res = full_builds[task]
+def test_builds_under_sim_at_the_task_shapes(kb, generated, task):
+    res = _full_build(kb, generated, task)
     assert res.ok, f"{res.status}: {res.error}"
     assert res.e2e_us and res.e2e_us > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_NAMES)
-def test_matches_the_baseline_at_reduced_shapes(reduced_checks, task):
-    res = reduced_checks[task]
+def test_matches_the_baseline_at_reduced_shapes(kb, generated, task):
+    res = _reduced_check(kb, generated, task)
     assert res.ok and res.passed, f"{res.status}: {res.error or res.reason} {res.outputs}"
