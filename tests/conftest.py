@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, load_pack
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
+sys.path.insert(0, str(TESTS))  # `from support import ...` (helpers shared across test folders)
 
 
 @pytest.fixture(scope="session")

@@ -18,12 +18,12 @@ Job kinds (see jobs.py for the JSON):
 - cost: exec the kernel module, build the inputs, `ModelNew(*init_args)(*inputs)`, and read
   e2e time, task count and utilisation from the swim file(s); or the error and its real reason.
 - verify: the same, with the CopyToHost shim, the cached calculator and pass-verify turned on
-  for every kernel with pypto's default pass filter on the first trial (values only after it:
-  `_values_only`) (`verify_options={"enable_pass_verify":
+  for every kernel with pypto's default pass filter (`verify_options={"enable_pass_verify":
   True}`, replacing whatever the module asked for, injected by wrapping `pypto.frontend.jit`
-  before the module is exec'd). The interpreter writes the tensor graph's values into the out
-  tensors (goldens are not needed); the task file's `Model` runs on clones of the same seeded
-  inputs, and each output is compared (compare.py). Each compiler pass is compared with that
+  before the module is exec'd); after the first trial, values only (`_values_only`). The
+  interpreter writes the tensor graph's values into the out tensors (goldens are not needed);
+  the task file's `Model` runs on clones of the same seeded inputs, and each output is compared
+  (compare.py). Each compiler pass is compared with that
   tensor graph in `verify_result_brief.csv`, which pypto completes only when this process exits:
   the runner reads it afterwards (passes.py), so a verify job leaves its work dir to the runner.
   The address space is capped with RLIMIT_AS (`memory_limit_mb`); the parent applies the timeout.

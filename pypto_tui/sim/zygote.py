@@ -48,7 +48,7 @@ def _preload() -> None:
 
 
 def _become_worker(request: dict[str, Any], out_fd: int, in_fd: int) -> None:
-    """In the child: never returns; ends the interpreter normally with the worker's status."""
+    """In the child: never returns; exits with the worker's status through `_exit_like_c`."""
     os.setsid()
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from pypto_tui.procgroup import PARENT_ENV
+
 WARM_ENV = "PYPTO_TUI_WARM_WORKERS"
 _START_TIMEOUT_S = 120.0
 
@@ -27,8 +29,8 @@ _START_TIMEOUT_S = 120.0
 class WarmChild:
     """A worker forked by the zygote. Not our child, so its exit status comes from the zygote."""
 
-    def __init__(self, pid: int, args: list[str], owner: _Zygote) -> None:
-        self.pid, self.args, self._owner = pid, args, owner
+    def __init__(self, pid: int, args: list[str]) -> None:
+        self.pid, self.args = pid, args
         self.returncode: int | None = None
         self._ended = threading.Event()
 
@@ -109,7 +111,7 @@ class _Zygote:
             rid = self.next_id
             self.waiting[rid] = (event, box)
             request = {"id": rid, "job": argv[-2], "result": argv[-1], "stderr": str(stderr_path),
-                       "cwd": os.getcwd(), "env": {**env, "PYPTO_TUI_PARENT_PID": str(self.proc.pid)}}
+                       "cwd": os.getcwd(), "env": {**env, PARENT_ENV: str(self.proc.pid)}}
             try:
                 assert self.proc.stdin is not None
                 self.proc.stdin.write(json.dumps(request).encode() + b"\n")
@@ -119,7 +121,7 @@ class _Zygote:
                 return None
         if not event.wait(_START_TIMEOUT_S) or not box:
             return None
-        child = WarmChild(box[0], argv, self)
+        child = WarmChild(box[0], argv)
         with self.lock:
             status = self.early.pop(child.pid, None)
             if status is None and self.alive:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import tiered
 
 from pypto_tui.sim.availability import check_sim
 
@@ -92,20 +93,15 @@ def _reduced_check(kb: Any, generated: Any, task: str) -> Any:
 
 # CI builds one task of each kind at full shape (elementwise, a looped large one, row and 3-D
 # reductions, a loss, a batched matmul; the norms are verified in test_design_runs) and checks
-# four at odd reduced shapes; the others
-# repeat a kind at more compile time (batch_norm alone took 57 s at full shape) and run with
-# -m exhaustive. One test per task, so the two xdist workers share them out.
+# four at odd reduced shapes; the others repeat a kind at more compile time (batch_norm alone
+# took 57 s at full shape) and run with -m exhaustive. One test per task, so the two xdist workers share them out.
 FULL_IN_CI = {"elu", "scalar_mul_large", "softmax_rows", "max_over_dim", "sum_over_channels", "mse_loss",
               "batched_matmul"}
 REDUCED_IN_CI = {"elu", "softmax_rows", "max_over_dim", "matmul_tall"}
 
 
-def _tiered(chosen: set[str]) -> list[Any]:
-    return [t if t in chosen else pytest.param(t, marks=pytest.mark.exhaustive) for t in TASK_NAMES]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("task", _tiered(FULL_IN_CI))
+@pytest.mark.parametrize("task", tiered(TASK_NAMES, FULL_IN_CI))
 def test_builds_under_sim_at_the_task_shapes(kb, generated, task):
     res = _full_build(kb, generated, task)
     assert res.ok, f"{res.status}: {res.error}"
@@ -113,7 +109,7 @@ def test_builds_under_sim_at_the_task_shapes(kb, generated, task):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", _tiered(REDUCED_IN_CI))
+@pytest.mark.parametrize("task", tiered(TASK_NAMES, REDUCED_IN_CI))
 def test_matches_the_baseline_at_reduced_shapes(kb, generated, task):
     res = _reduced_check(kb, generated, task)
     assert res.ok and res.passed, f"{res.status}: {res.error or res.reason} {res.outputs}"

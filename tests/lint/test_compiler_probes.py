@@ -7,10 +7,10 @@ probe's verdict changes (a new pypto), the severity the pack gives its rule is d
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from support import lint_probes
 
 from pypto_tui.sim import jobs, runner
 from pypto_tui.sim.cache import ResultCache
@@ -19,11 +19,7 @@ pytestmark = pytest.mark.sim
 
 PROBE_DIR = Path(__file__).parent / "probes"
 TASK = PROBE_DIR / "exp_task.py"
-_spec = importlib.util.spec_from_file_location("lint_compiler_probes", PROBE_DIR / "kernels.py")
-assert _spec is not None and _spec.loader is not None
-_probes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_probes)
-PROBES, probe_source = _probes.PROBES, _probes.probe_source
+PROBES, probe_source = lint_probes().PROBES, lint_probes().probe_source
 
 
 @pytest.fixture(scope="module")

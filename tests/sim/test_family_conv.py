@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support import tiered
 
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
@@ -22,10 +23,6 @@ CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
 # them all: the 29 exhaustive tests of this module and test_sim_build took 371 CPU-seconds).
 IN_CI = {"conv2d_grouped_strided.py", "conv2d_depthwise_separable.py", "conv_transpose2d_strided.py",
          "avgpool1d_padded.py", "maxpool2d_ceil.py", "maxpool3d.py"}
-
-
-def _tiered(names, ci=IN_CI):
-    return [n if n in ci else pytest.param(n, marks=pytest.mark.exhaustive) for n in names]
 
 
 CONVS = sorted(p.name for p in CONV.glob("conv*.py"))
@@ -45,18 +42,18 @@ def _check(names, reports):
 
 # One test per fixture, so that the two xdist workers share them out (as one test, the
 # convolutions alone kept a worker busy for 4.5 minutes).
-@pytest.mark.parametrize("name", _tiered(CONVS))
+@pytest.mark.parametrize("name", tiered(CONVS, IN_CI))
 def test_convolutions_verify_against_torch(kb, name):
     _check([name], verify_many([pipe(kb, name)], jobs=1, cache=False))
 
 
-@pytest.mark.parametrize("name", _tiered(POOLS))
+@pytest.mark.parametrize("name", tiered(POOLS, IN_CI))
 def test_pools_verify_against_torch(kb, name):
     _check([name], verify_many([pipe(kb, name)], jobs=1, cache=False))
 
 
-@pytest.mark.parametrize("name", ["maxpool2d_ceil.py", *_tiered(["conv2d_grouped_strided.py",
-                                                                 "conv_transpose1d_dilated.py"], ci=set())])
+@pytest.mark.parametrize("name", ["maxpool2d_ceil.py", *tiered(["conv2d_grouped_strided.py",
+                                                                "conv_transpose1d_dilated.py"], set())])
 def test_blocks_of_rows_with_a_shifted_last_block_verify(kb, name):
     """Three blocks of rows that do not divide the rows: the last block starts at rows - block."""
     reports = verify_many([pipe(kb, name, loop_count=3)], jobs=1, cache=False)

@@ -114,18 +114,13 @@ def test_a_bug_only_the_second_seed_meets_fails_with_its_trial_named(tmp_path: P
     """The trials after the first compute values only (worker._values_only): they must still
     compare every element. This kernel clips its input at a bound between the largest input of
     the first seed and that of the second, so only the second trial can see the bug."""
-    import importlib.util
-
     import torch
+    from support import LINT_PROBES, lint_probes
 
     from pypto_tui.sim import jobs, runner
     from pypto_tui.sim.worker import build_inputs
 
-    probes = Path(__file__).resolve().parents[1] / "lint" / "probes"
-    spec = importlib.util.spec_from_file_location("strict_probes", probes / "kernels.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = lint_probes()
     inputs = (jobs.InputSpec((64, 512), "fp32"),)
     tops = [float(build_inputs(torch, inputs, s)[0].max()) for s in range(12)]
     seed = next(s for s in range(11) if tops[s] + 0.05 < tops[s + 1])
@@ -133,7 +128,7 @@ def test_a_bug_only_the_second_seed_meets_fails_with_its_trial_named(tmp_path: P
     clipped = f"out.move(pypto.exp(pypto.clip(x, -1.0e30, {bound!r})))"
     source = module.probe_source("plain").replace("out.move(pypto.exp(x))", clipped)
     assert source != module.probe_source("plain")
-    job = jobs.SimJob(kind="verify", kernel_source=source, inputs=inputs, task_file=str(probes / "exp_task.py"),
+    job = jobs.SimJob(kind="verify", kernel_source=source, inputs=inputs, task_file=str(LINT_PROBES / "exp_task.py"),
                       label="clipped", seed=seed, trials=2)
     r = runner.run_one(job, cache=False)
     assert r.status == jobs.MISMATCH and r.passed is False and r.trials_run == 2, (r.status, r.error, r.reason)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import parent_and_command
 from typer.testing import CliRunner
 
 from pypto_tui.cli import app
@@ -136,14 +138,9 @@ def _processes() -> dict[int, tuple[int, bytes]]:
     """pid -> (parent pid, command line) of every process."""
     out = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmd = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        out[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmd)
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                out[int(entry.name)] = parent_and_command(int(entry.name))
     return out
 
 

@@ -5,36 +5,25 @@ asked for them. Marked `sim`: the workers are real."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from support import LINT_PROBES, lint_probes, parent_and_command
 
 from pypto_tui.sim import jobs, runner, zygote_client
 
 pytestmark = pytest.mark.sim
-PROBES = Path(__file__).resolve().parents[1] / "lint" / "probes"
-_spec = importlib.util.spec_from_file_location("zygote_probes", PROBES / "kernels.py")
-assert _spec is not None and _spec.loader is not None
-_probes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_probes)
 SLEEPER = "import time\ntime.sleep(120)\n"
 
 
 def probe_job(name: str) -> jobs.SimJob:
-    return jobs.SimJob(kind="verify", kernel_source=_probes.probe_source(name), label=name, task_file=str(
-        PROBES / "exp_task.py"), inputs=(jobs.InputSpec((64, 512), "fp32"),))
-
-
-def _parent_and_command(pid: int) -> tuple[int, bytes]:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat.rsplit(")", 1)[1].split()[1]), Path(f"/proc/{pid}/cmdline").read_bytes()
+    return jobs.SimJob(kind="verify", kernel_source=lint_probes().probe_source(name), label=name, task_file=str(
+        LINT_PROBES / "exp_task.py"), inputs=(jobs.InputSpec((64, 512), "fp32"),))
 
 
 def _answer(r: jobs.SimResult) -> tuple[object, ...]:
@@ -49,7 +38,7 @@ def test_a_forked_worker_answers_as_a_fresh_interpreter(monkeypatch: pytest.Monk
     def note_parent(_job: jobs.SimJob, _stage: str) -> None:
         for pid in runner.live_workers():
             with contextlib.suppress(OSError, IndexError):
-                parents.append(_parent_and_command(_parent_and_command(pid)[0])[1])
+                parents.append(parent_and_command(parent_and_command(pid)[0])[1])
 
     warm = runner.run_many([probe_job(n) for n in names], jobs=1, cache=False, status=note_parent)
     assert parents and all(b"pypto_tui.sim.zygote" in p for p in parents), parents
@@ -89,8 +78,8 @@ def test_the_warm_parent_and_its_workers_end_with_a_killed_owner(alive) -> None:
     line = owner.stdout.readline().split()
     assert line and line[0] == "workers" and len(line) > 1, line
     worker = int(line[1])
-    zygote = _parent_and_command(worker)[0]
-    assert b"pypto_tui.sim.zygote" in _parent_and_command(zygote)[1]
+    zygote = parent_and_command(worker)[0]
+    assert b"pypto_tui.sim.zygote" in parent_and_command(zygote)[1]
     os.kill(owner.pid, signal.SIGKILL)
     owner.wait()
     deadline = time.monotonic() + 10

@@ -72,6 +72,9 @@ class TileSite:
     dtype: str | None
     used: bool = True
     """A vector op runs under the tile (else only the call's own arguments are judged)."""
+    governed: tuple[cst.CSTNode, ...] = ()
+    """The nodes that run under the tile: after its call in the source of its function, up to
+    the next set_vec_tile_shapes (read once here, asked several questions by the rules)."""
 
     def clipped_prod(self) -> int:
         """prod(tile) with each entry clipped to the largest same-rank tensor's size there (the
@@ -101,9 +104,11 @@ class _TileRule(LintRule):
         if tile is None:
             return None
         k = self.kernel_of(node)
+        governed = tuple(self._governed(node, k)) if k is not None else ()
         # a tile no vector op runs under (a matmul-only kernel, one replaced before use) is only
-        # checked for what the call itself refuses
-        used = k is None or self._serves_a_vector_op(node, k)
+        # checked for what the call itself refuses; a helper's call may hold one
+        used = k is None or any(tile_need(self.info, n, k) == "vec" or self.info.called_function(n) is not None
+                                for n in governed)
         tensors = k.all_tensors() if k else []
         same = [t for t in tensors if t.rank == len(tile)]
         sizes = self.ctx.kb.limits.dtype_bytes
@@ -114,11 +119,11 @@ class _TileRule(LintRule):
             declared = {t.dtype for t in tensors if t.rank is None and t.dtype is not None and t.dtype in sizes
                         and t.name}
         dtype = max(declared, key=lambda d: (sizes[d], d)) if declared else None
-        return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype, used)
+        return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype, used,
+                        governed)
 
     def _governed(self, node: cst.Call, k: KernelInfo) -> Iterator[cst.CSTNode]:
-        """The nodes that run under the tile `node` sets: after it in the source of its function,
-        up to the next set_vec_tile_shapes."""
+        """TileSite.governed, in source order."""
         order = self.info.tree.order
         for n in sorted((n for n in iter_nodes(k.node.body) if order.get(n, -1) > order[node]
                          and not _within(self.info, n, node)), key=lambda n: order[n]):
@@ -126,29 +131,21 @@ class _TileRule(LintRule):
                 return
             yield n
 
-    def _serves_a_vector_op(self, node: cst.Call, k: KernelInfo) -> bool:
-        """A vector op (or a call of a helper, which may hold one) runs under the tile."""
-        return any(tile_need(self.info, n, k) == "vec" or self.info.called_function(n) is not None
-                   for n in self._governed(node, k))
-
-    def _direct_vector_op(self, node: cst.Call, site: TileSite) -> bool:
+    def _direct_vector_op(self, site: TileSite) -> bool:
         """A vector op of this function runs under the tile. A helper's call alone does not say:
         PyPTO's batched matmul tests set (128, 128) for rank-3 tensors and call helpers that only
         take views (measured: a rank-3 matmul written into its output under a rank-2 vec tile
         compiles and verifies on 0.2.0), so the rank is judged where the op is seen."""
-        return site.kernel is None or any(tile_need(self.info, n, site.kernel) == "vec"
-                                          for n in self._governed(node, site.kernel))
+        return site.kernel is None or any(tile_need(self.info, n, site.kernel) == "vec" for n in site.governed)
 
-    def _reduces_under(self, node: cst.Call, site: TileSite, *ops: str) -> bool:
+    def _reduces_under(self, site: TileSite, *ops: str) -> bool:
         """One of `ops` runs under this tile, a reduction along the last axis. Only those: a kernel
         that reduces under another tile (PyPTO's MLA indexer sets (32, 1, 1, 4) for a
         scatter_update and reduces elsewhere) is not refused for this one, and neither is a
         reduction along another axis (measured: a sum over axis 0 of a (64, 512) fp32 tensor
         under the tile (64, 4), 16 bytes, compiles and verifies on 0.2.0)."""
-        if site.kernel is None:
-            return False
         return any(isinstance(n, cst.Call) and self.info.pypto_call(n, *ops) and self._along_last_axis(n, site)
-                   for n in self._governed(node, site.kernel))
+                   for n in site.governed)
 
     def _along_last_axis(self, call: cst.Call, site: TileSite) -> bool:
         """The reduction runs along the tile's last axis, or we cannot tell which axis (a concat,
@@ -161,14 +158,14 @@ class _TileRule(LintRule):
             return True
         return value in (-1, len(site.tile) - 1)
 
-    def _whole_axis_ok(self, node: cst.Call, site: TileSite) -> bool:
+    def _whole_axis_ok(self, site: TileSite) -> bool:
         """A last tile entry that covers the whole (short) last axis needs no padding, unless a
         reduction runs under it: 0.2.0 enforces the 32-byte rule for reductions (FC1001)."""
-        return site.whole_last_axis() and site.kernel is not None and not self._reduces_under(node, site, *_REDUCING)
+        return site.whole_last_axis() and site.kernel is not None and not self._reduces_under(site, *_REDUCING)
 
-    def _concat_or_reduce(self, node: cst.Call, site: TileSite) -> bool:
+    def _concat_or_reduce(self, site: TileSite) -> bool:
         """A concat or a reduction runs under the tile (the ops 0.2.0 checks the 32-byte rule on)."""
-        return self._reduces_under(node, site, *_REDUCING, *_CONCAT)
+        return self._reduces_under(site, *_REDUCING, *_CONCAT)
 
     def aligned_up(self, n: int, nbytes: int) -> int:
         """The smallest tile >= n whose bytes are a multiple of the alignment."""
@@ -345,12 +342,12 @@ class LiteralTiles(_TileRule):
             clipped = "" if prod == math.prod(tile) else " (clipped to the tensor)"
             self.report(node, f"prod(tile {_fmt(tile)}){clipped} = {prod} exceeds {lim.max_elements} elements",
                         rule="P4.tile-budget")
-        if site.dtype_bytes is not None and site.dtype is not None and not self._whole_axis_ok(node, site):
+        if site.dtype_bytes is not None and site.dtype is not None and not self._whole_axis_ok(site):
             last_bytes = tile[-1] * site.dtype_bytes
             if last_bytes % lim.last_dim_align_bytes:
                 # the tile calculator's split: where the kernel concatenates or reduces, 0.2.0 itself
                 # refuses the tile (HW.concat-reduce-align); elsewhere it is the documents' rule
-                strict = self._concat_or_reduce(node, site)
+                strict = self._concat_or_reduce(site)
                 self.report(
                     node,
                     f"last tile dim {tile[-1]} x {site.dtype_bytes} B ({site.dtype}) = {last_bytes} bytes is not a "
@@ -363,7 +360,7 @@ class LiteralTiles(_TileRule):
                     # here, it is a warning
                     at_most=None if strict or site.last_axis_known() else "warn",
                 )
-        if site.ranks and len(tile) < min(site.ranks) and self._direct_vector_op(node, site):
+        if site.ranks and len(tile) < min(site.ranks) and self._direct_vector_op(site):
             self.report(node, f"tile {_fmt(tile)} has fewer dims than the kernel's tensors (rank "
                               f"{min(site.ranks)}): the compiler rejects it; give one entry per dim",
                         rule="P4.tile-rank")

@@ -1,0 +1,37 @@
+"""Helpers more than one test folder needs (the root conftest puts this folder on sys.path:
+importlib mode keeps conftest files themselves out of reach of `import`)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+LINT_PROBES = Path(__file__).resolve().parent / "lint" / "probes"
+
+
+def tiered(names: Iterable[str], in_ci: set[str]) -> list[Any]:
+    """Parameters for a sweep: the names in `in_ci` as they are, the others marked `exhaustive`
+    (CI runs one or more of each kind; `-m exhaustive` runs the rest)."""
+    return [n if n in in_ci else pytest.param(n, marks=pytest.mark.exhaustive) for n in names]
+
+
+@cache
+def lint_probes() -> ModuleType:
+    """tests/lint/probes/kernels.py: the compiler probes (PROBES, probe_source) on exp_task.py."""
+    spec = importlib.util.spec_from_file_location("lint_compiler_probes", LINT_PROBES / "kernels.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parent_and_command(pid: int) -> tuple[int, bytes]:
+    """(parent pid, command line) of a live process; OSError when it is gone."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1]), Path(f"/proc/{pid}/cmdline").read_bytes()
