@@ -430,6 +430,12 @@ class _StagePipeline(Pipeline):
     def contract(self) -> Contract:
         return self._given
 
+    def with_design(self, **changes: Any) -> _StagePipeline:
+        """The same kernel with some decisions given (a tile, a loop count, cube tiles)."""
+        other = _StagePipeline(self.kb, self._given, self.design.flavour)
+        other.design = replace(other.design, **changes)
+        return other
+
 
 def module_plan_of(pipeline: Pipeline) -> Any:
     """The task's graph split into kernels (plan.partition with the pack's fusion rules), or None
@@ -447,14 +453,40 @@ def module_plan_of(pipeline: Pipeline) -> Any:
     return (graph, mp) if len(mp.groups) > 1 else None
 
 
-def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
-    """A module of several kernels for a task whose graph the plan splits (issue 21): each kernel is
-    designed as a task of its own (contract/stages.py, the level-1 steps), and codegen/compose.py
-    merges them under one ModelNew. None when the graph is one kernel (the level-1 answer stands)."""
-    from pypto_tui.codegen.compose import compose
-    from pypto_tui.codegen.result import GeneratedKernel
+@dataclass(frozen=True)
+class Stage:
+    """One kernel of a module plan: the operators it runs, the task-like pipeline that designed it
+    (its own dimensions, tiles and loops), and its generated code."""
+
+    index: int
+    ops: str
+    pipeline: Pipeline
+    kernel: GeneratedKernel
+    args: tuple[str, ...]      # forward's expressions for the kernel's inputs, in order
+    output: str                # the local name forward gives its result
+    modules: tuple[str, ...]   # the task's nn modules the kernel uses (its weights)
+    rule: str
+
+
+@dataclass(frozen=True)
+class ModuleStages:
+    """A task's module plan designed kernel by kernel, or the reason it cannot be (`refused`)."""
+
+    stages: tuple[Stage, ...] = ()
+    prelude: tuple[str, ...] = ()
+    output: str = ""
+    refused: str = ""
+
+
+def module_stages(pipeline: Pipeline) -> ModuleStages | None:
+    """Every kernel of the task's module plan designed as a task of its own (contract/stages.py, the
+    level-1 steps). None when the graph is one kernel (the level-1 answer stands)."""
+    plan = pipeline.kernel_plan()
+    return pipeline._memo("module_stages", plan, lambda: _module_stages(pipeline))
+
+
+def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     from pypto_tui.contract.extract import extract_contract
-    from pypto_tui.contract.init_body import init_body
     from pypto_tui.contract.stages import arg_name, stage_source
     from pypto_tui.errors import Unsupported
     from pypto_tui.ops import views as V
@@ -464,16 +496,6 @@ def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
         return None
     graph, mp = planned
     c = pipeline.contract()
-    flavour = pipeline.kb.flavour(pipeline.design.flavour).name
-
-    def refused(reason: str) -> GeneratedKernel:
-        return GeneratedKernel("", False, reason, "module", flavour)
-
-    sig = c.signature
-    source = Path(c.task_path).read_text(encoding="utf-8") if c.task_path else None
-    body = init_body(source) if source else None
-    if sig is None or body is None:
-        return refused("a module of several kernels needs Model.__init__ from the task file")
     param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
     local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
     prelude: list[str] = []
@@ -483,42 +505,74 @@ def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
         for step in n.attrs.get("steps", ()):
             s = V.step_of(step)
             if s.kind not in ("unsqueeze", "reshape"):
-                return refused(f"forward would copy data for the view {n.spelling} ({s.kind}) of an input")
+                return ModuleStages(refused=f"forward would copy data for the view {n.spelling} ({s.kind}) of an input")
             text += V.torch_text(s)
         local[vid] = f"v_{vid}"
         prelude.append(f"v_{vid} = {text}")
-    stages: list[str] = []
-    shared: list[str] = []  # the stages use the task's own modules (its weights)
-    calls: list[tuple[str, list[str]]] = []
-    summaries: list[str] = []
+    stages: list[Stage] = []
     for g in mp.groups:
         ops = ", ".join(graph.node(n).op for n in g.nodes)
         try:
             src, reads, modules = stage_source(graph, g.nodes, g.reads, g.writes,
                                                f"Kernel {g.index} of {c.task_path}: {ops}.")
         except Unsupported as exc:
-            return refused(f"kernel {g.index} ({ops}): {exc}")
+            return ModuleStages(refused=f"kernel {g.index} ({ops}): {exc}")
         stage_contract = extract_contract(src, pipeline.kb)
         if not stage_contract.supported:
-            return refused(f"kernel {g.index} ({ops}): {stage_contract.reason}")
+            return ModuleStages(refused=f"kernel {g.index} ({ops}): {stage_contract.reason}")
+        stage_pipeline = _StagePipeline(pipeline.kb, stage_contract, pipeline.design.flavour)
         try:
-            gen = kernel_of(_StagePipeline(pipeline.kb, stage_contract, pipeline.design.flavour))
+            gen = kernel_of(stage_pipeline)
         except InputError as exc:
-            return refused(f"kernel {g.index} ({ops}): {exc}")
+            return ModuleStages(refused=f"kernel {g.index} ({ops}): {exc}")
         if not gen.supported:
-            return refused(f"kernel {g.index} ({ops}): {gen.reason}")
-        stages.append(gen.source)
-        args = [local.get(r) or param_text.get(r) or arg_name(r) for r in reads]
+            return ModuleStages(refused=f"kernel {g.index} ({ops}): {gen.reason}")
+        args = tuple(local.get(r) or param_text.get(r) or arg_name(r) for r in reads)
         out = f"t_{arg_name(g.writes)}"
         local[g.writes] = out
-        calls.append((out, args))
-        shared += [f"self._k{g.index}.{m} = self.{m}" for m in modules]
-        summaries.append(f"kernel {g.index}: {ops} ({gen.pattern}; {g.rule or 'its own kernel'})")
+        stages.append(Stage(g.index, ops, stage_pipeline, gen, args, out, tuple(modules), g.rule or ""))
+    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output])
+
+
+def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
+    """A module of several kernels for a task whose graph the plan splits (issue 21): each kernel is
+    designed as a task of its own (`module_stages`), and codegen/compose.py merges them under one
+    ModelNew. None when the graph is one kernel (the level-1 answer stands)."""
+    designed = module_stages(pipeline)
+    return None if designed is None else compose_module(pipeline, designed)
+
+
+def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKernel:
+    """One ModelNew that creates the task's parameters as Model does and calls `designed`'s kernels
+    in order (verify composes stages given explicit designs through this too)."""
+    from pypto_tui.codegen.compose import compose
+    from pypto_tui.codegen.result import GeneratedKernel
+    from pypto_tui.contract.init_body import init_body
+    from pypto_tui.errors import Unsupported
+
+    c = pipeline.contract()
+    flavour = pipeline.kb.flavour(pipeline.design.flavour).name
+
+    def refused(reason: str) -> GeneratedKernel:
+        return GeneratedKernel("", False, reason, "module", flavour)
+
+    if designed.refused:
+        return refused(designed.refused)
+    sig = c.signature
+    source = Path(c.task_path).read_text(encoding="utf-8") if c.task_path else None
+    body = init_body(source) if source else None
+    if sig is None or body is None:
+        return refused("a module of several kernels needs Model.__init__ from the task file")
+    stages = [s.kernel.source for s in designed.stages]
+    calls = [(s.output, list(s.args)) for s in designed.stages]
+    shared = [f"self._k{s.index}.{m} = self.{m}" for s in designed.stages for m in s.modules]
+    summaries = [f"kernel {s.index}: {s.ops} ({s.kernel.pattern}; {s.rule or 'its own kernel'})"
+                 for s in designed.stages]
     doc = (f"{len(stages)} kernels for {Path(c.task_path or 'the task').name} (issue 21 module plan):\n"
            + "\n".join(summaries))
     try:
-        code = compose(stages, calls, local[mp.output], doc, sig.init_source, body, sig.forward_source, prelude,
-                       shared)
+        code = compose(stages, calls, designed.output, doc, sig.init_source, body, sig.forward_source,
+                       list(designed.prelude), shared)
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))

@@ -258,7 +258,7 @@ def verify(
     p = _pipeline(task, kb, tile, loop_count)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
-    if kernel is not None or p.contract().supported:
+    if kernel is not None or p.contract().supported or _is_module(p):
         _require_sim()
         what = f"{task} and {kernel}" if kernel is not None else str(task)
         note(f"verify executes the code in {what} (the baseline; a task file is code: run only files you "
@@ -275,6 +275,16 @@ def verify(
     raise typer.Exit(Exit.OK if report.passed else Exit.FINDINGS)
 
 
+def _is_module(p: Any) -> bool:
+    """The task is a chain the planner splits into kernels (verify runs the whole module)."""
+    from pypto_tui.design import module_stages
+
+    try:
+        return module_stages(p) is not None
+    except InputError:
+        return False
+
+
 def _show_verify(task: Path, report: Any) -> None:
     from rich.text import Text
 
@@ -288,6 +298,12 @@ def _show_verify(task: Path, report: Any) -> None:
         ("verdict", verdict), ("reason", report.reason),
         ("kernel", report.kernel),
         ("shapes run", ", ".join(f"{k}={tuple(v)}" for k, v in report.shapes.items()) or "-"),
+    ]
+    if report.kernels > 1:
+        rows.append(("kernels", f"{report.kernels} (one module: every kernel's passes checked)"))
+    if report.sizes:
+        rows.append(("sizes", ", ".join(f"{n} {a} -> {b}" for n, (a, b) in report.sizes.items())))
+    rows += [
         ("tile / loop", f"{dims(report.tile)} / {report.loop_count or '-'}{asked}"),
         ("stages checked", f"{len(report.passes_checked)} of {len(report.passes_expected)}: {checked}"
          if report.passes_expected else "-"),

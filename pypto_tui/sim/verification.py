@@ -67,6 +67,8 @@ class VerifyReport:
     trials_run: int | None = None
     inputs_clobbered: bool | None = None
     pypto: str | None = None
+    kernels: int = 1                                              # kernels in the module checked
+    sizes: dict[str, list[int]] = field(default_factory=dict)     # a chain's size constants: [task's, test's]
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -381,7 +383,8 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     _check_scale(scale)
     c = pipeline.contract()
     if not c.supported:
-        return PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
+        module = _prepare_module_verify(pipeline, scale, memory_limit_mb, criterion)
+        return module or PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
     report = VerifyReport(False, False, "", scale=scale)
     try:
         full_gen = _kernel(pipeline)
@@ -413,6 +416,50 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     if scale == "full":
         report.design_kept = True
     job = _job(test, gen.source, str(pipeline.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
+               criterion, report)
+    return PreparedVerify(job, report, test)
+
+
+def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int | None,
+                           criterion: Criterion) -> PreparedVerify | None:
+    """A chain the planner splits into several kernels (issue 21): the whole module, at the task's
+    size constants made as small as every kernel's design allows (sim/module_test.py). None when
+    the task is no module."""
+    from pypto_tui.design import kernel_of, module_stages
+    from pypto_tui.sim.module_test import module_test
+
+    try:
+        designed = module_stages(pipeline)
+    except InputError:
+        return None
+    if designed is None:
+        return None
+    report = VerifyReport(False, False, "", scale=scale, kernels=max(len(designed.stages), 1))
+    try:
+        full_gen = kernel_of(pipeline)
+        if not full_gen.supported:
+            report.reason = full_gen.reason
+            return PreparedVerify(None, report)
+        if scale == "full":
+            test, gen = pipeline, full_gen
+        else:
+            found = module_test(pipeline, designed)
+            test, gen = found.pipeline, found.kernel
+            report.design_kept, report.notes = found.kept, list(found.notes)
+            report.sizes = {n: list(v) for n, v in found.sizes.items()}
+            if not gen.supported:
+                report.reason = gen.reason
+                return PreparedVerify(None, report)
+            why = ("at the test sizes " + ", ".join(f"{n}={b}" for n, (_, b) in found.sizes.items())
+                   if found.sizes else "at the task's sizes")
+            report.changes = module_differences(full_gen.source, gen.source, why)
+        shapes = _full_shapes(test)
+    except InputError as exc:
+        report.reason = str(exc)
+        return PreparedVerify(None, report)
+    report.shapes = {k: list(v) for k, v in shapes.items()}
+    report.supported = True
+    job = _job(test, gen.source, str(test.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
                criterion, report)
     return PreparedVerify(job, report, test)
 

@@ -1,0 +1,164 @@
+"""A task file's size constants (`batch_size = 1024`, `depth, height, width = 16, 32, 32`), read
+and rewritten as source text.
+
+Why: a chain of operators is verified at smaller sizes than the task's own (an 8192 x 8192 linear
+weight is 64M elements, past what the interpreter runs with every compiler pass). Shrinking the
+module-level constants, rather than the tensors one by one, keeps every shape the task derives
+from them consistent: `get_inputs`, `get_init_inputs`, the nn modules' weights and every
+intermediate tensor all follow, and the baseline is the task's own code at those sizes. The file
+is read with libcst and never executed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import libcst as cst
+
+from pypto_tui.errors import InputError
+
+
+def _int_value(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def _targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]] | None:
+    """(name, value) pairs of a plain top-level assignment of whole numbers, or None."""
+    if len(stmt.targets) != 1:
+        return None
+    target, value = stmt.targets[0].target, stmt.value
+    if isinstance(target, cst.Name):
+        return [(target.value, value)]
+    if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements):
+        pairs = []
+        for t, v in zip(target.elements, value.elements, strict=True):
+            if not isinstance(t.value, cst.Name):
+                return None
+            pairs.append((t.value.value, v.value))
+        return pairs
+    return None
+
+
+def _chained(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]] | None:
+    """`height = width = 128`: every name gets the one value."""
+    if len(stmt.targets) < 2 or not all(isinstance(t.target, cst.Name) for t in stmt.targets):
+        return None
+    return [(t.target.value, stmt.value) for t in stmt.targets if isinstance(t.target, cst.Name)]
+
+
+def _parse(source: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise InputError(f"the task file does not parse ({exc.message}): fix it before verifying") from None
+
+
+def _bindings(module: cst.Module) -> dict[str, tuple[int, int | None]]:
+    """Each module-level name's last plain binding: (statement index, its whole number or None)."""
+    last: dict[str, tuple[int, int | None]] = {}
+    for index, stmt in enumerate(module.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for name, value in _targets(small) or _chained(small) or []:
+                    last[name] = (index, _int_value(value))
+            elif isinstance(small, cst.AugAssign | cst.AnnAssign) and isinstance(small.target, cst.Name):
+                last[small.target.value] = (index, None)
+    return last
+
+
+def size_constants(source: str) -> dict[str, int]:
+    """Module-level names whose last binding is one whole number >= 2 (the value the task's
+    functions see when they run)."""
+    return {k: v for k, (_, v) in _bindings(_parse(source)).items() if v is not None and v >= 2}
+
+
+def size_groups(source: str) -> list[tuple[str, ...]]:
+    """The size constants as units that change together: `height = width = 128` binds one value to
+    both names, so they take one size; every other constant is a unit of its own."""
+    module = _parse(source)
+    last = _bindings(module)
+    sizes = {k for k, (_, v) in last.items() if v is not None and v >= 2}
+    groups: dict[str, tuple[str, ...]] = {}
+    for index, stmt in enumerate(module.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) > 1:
+                names = tuple(n for n, _ in _chained(small) or [] if n in sizes and last[n][0] == index)
+                for n in names:
+                    groups[n] = names
+    out: list[tuple[str, ...]] = []
+    for name in sizes:
+        unit = groups.get(name, (name,))
+        if unit not in out:
+            out.append(unit)
+    return sorted(out)
+
+
+class _Rewrite(cst.CSTTransformer):
+    """Rewrites each named constant's last binding (earlier ones are overwritten when the file runs)."""
+
+    def __init__(self, values: Mapping[str, int], last: Mapping[str, tuple[int, int | None]]) -> None:
+        self.values = values
+        self.where = {name: last[name][0] for name in values}
+        self.index = -1
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False  # module level only
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def _mine(self, name: str | None) -> bool:
+        return name is not None and self.where.get(name) == self.index
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        target = updated.targets[0].target if len(updated.targets) == 1 else None
+        if isinstance(target, cst.Name) and self._mine(target.value):
+            return updated.with_changes(value=cst.Integer(str(self.values[target.value])))
+        if isinstance(target, cst.Tuple) and isinstance(updated.value, cst.Tuple):
+            elements = list(updated.value.elements)
+            changed = False
+            for i, t in enumerate(target.elements):
+                name = t.value.value if isinstance(t.value, cst.Name) else None
+                if self._mine(name):
+                    elements[i] = elements[i].with_changes(value=cst.Integer(str(self.values[name])))  # type: ignore[index]
+                    changed = True
+            if changed:
+                return updated.with_changes(value=updated.value.with_changes(elements=elements))
+        if len(updated.targets) > 1:
+            names = [t.target.value for t in updated.targets if isinstance(t.target, cst.Name)]
+            new = {self.values[n] for n in names if self._mine(n)}
+            if len(new) > 1:
+                raise InputError(f"{' = '.join(names)} is one value: those names cannot take different sizes")
+            if new:
+                return updated.with_changes(value=cst.Integer(str(new.pop())))
+        return updated
+
+
+def with_sizes(source: str, values: Mapping[str, int]) -> str:
+    """The task's source with the named size constants set to `values` (nothing else changes)."""
+    module = _parse(source)
+    last = _bindings(module)
+    known = {k for k, (_, v) in last.items() if v is not None and v >= 2}
+    for name, value in values.items():
+        if name not in known:
+            raise InputError(f"{name} is not a size constant of the task file (one of: {', '.join(sorted(known))})")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError(f"{name}={value!r}: a size is a whole number >= 1")
+    rewrite = _Rewrite(values, last)
+    body = []
+    for index, stmt in enumerate(module.body):
+        rewrite.index = index
+        body.append(stmt.visit(rewrite))
+    return module.with_changes(body=body).code

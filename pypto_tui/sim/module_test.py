@@ -1,0 +1,297 @@
+"""Test sizes for a module of several kernels (a chain of operators, issue 21), chosen as the
+single-kernel test shapes are (issue 20): as small as every kernel's design allows.
+
+A chain's tensors all follow from the task's size constants, so the test is the task file itself
+with smaller constants (contract/task_sizes.py): the baseline, its weights and every intermediate
+stay consistent. Each constant is shrunk as far as every kernel still keeps its tile (two tiles
+along a tiled reduction, scan or matmul K), its cube tiles, and a loop of at least two iterations
+with the tail it had; the batch goes first. Only when that leaves a tensor over the verify limit
+is a kernel's design given up, and the report says which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pypto_tui.design import ModuleStages, Pipeline, compose_module, module_stages
+from pypto_tui.errors import InputError
+from pypto_tui.sim import scaled
+
+GEMM_VERIFY_ELEMENTS = 1 << 21
+"""The largest tensor a module whose cube kernels are plain matmuls may have to keep its design: a
+linear's weight must keep two K tiles and every N tile of an elementwise epilogue whose tile spans
+the row. Measured: KernelBench level 2 task 12 at (256, 256) x (256, 8192), 2M elements, kept every
+kernel's design and verified in 86 s (peak RSS 1.3 GB) on the 2-core machine with a second job running."""
+
+
+
+@dataclass(frozen=True)
+class StageKeep:
+    """What one kernel of the full-size module uses, to be kept at the test sizes."""
+
+    keep: scaled.DesignToKeep | None
+    tile_constant: str | None
+    constants: dict[str, Any]
+
+
+@dataclass
+class Candidate:
+    values: dict[str, int]
+    pipeline: Pipeline
+    stages: ModuleStages
+    measure: int
+    problems: list[str]
+
+
+@dataclass
+class ModuleTest:
+    """The module to run and the sizes it runs at; `kept` says whether every kernel's design is."""
+
+    pipeline: Pipeline
+    kernel: Any
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)   # name: (task's, test's)
+    kept: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def _constants(gen: Any) -> dict[str, Any]:
+    return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
+
+
+def _design_constants(gen: Any, tile_name: str | None) -> dict[str, Any]:
+    """The constants that carry a kernel's design: its main tile and its cube tiles (a conv's window
+    tile follows the image, as in the single-kernel check)."""
+    return {k: v for k, v in _constants(gen).items() if k == tile_name or k in ("CUBE_M", "CUBE_K", "CUBE_N")}
+
+
+def _structure(graph: Any) -> list[Any]:
+    """The graph without its sizes: the ops, their wiring and every attribute that is not a size."""
+    sizes = {"in_channels", "out_channels", "num_features", "num_channels", "in_features", "out_features",
+             "normalized_shape", "embed_dim"}
+    nodes = [(n["op"], list(n["inputs"]), {k: v for k, v in n["attrs"].items() if k not in sizes})
+             for n in graph.get("nodes", ())]
+    values = [(v["id"], v["kind"], v.get("value")) for v in graph.get("values", ())]
+    return [nodes, values, graph.get("output")]
+
+
+def _largest(graph: Any) -> int:
+    shapes = [v.get("shape") for v in graph.get("values", ())] + [n.get("shape") for n in graph.get("nodes", ())]
+    return max((math.prod(s) for s in shapes if s), default=0)
+
+
+def _store(source: str, name: str) -> Path:
+    """The shrunk task, stored by its content under the result cache (the worker runs it as the
+    baseline; the cache key hashes its text, not its path)."""
+    from pypto_tui.sim.cache import cache_root
+
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = cache_root() / "tasks" / digest / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(source, encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def stage_keeps(stages: ModuleStages) -> list[StageKeep]:
+    from pypto_tui.sim.verification import _tile_constant, design_to_keep
+
+    out = []
+    for s in stages.stages:
+        consts = _constants(s.kernel)
+        name = _tile_constant(consts, s.pipeline.chosen_tile())
+        out.append(StageKeep(design_to_keep(s.pipeline, s.kernel), name, _design_constants(s.kernel, name)))
+    return out
+
+
+def _problems(keeps: list[StageKeep], stages: ModuleStages) -> list[str]:
+    out = []
+    for k, s in zip(keeps, stages.stages, strict=True):
+        if k.keep is None:
+            continue
+        try:
+            g = s.pipeline.geometry()
+            own = tuple(s.pipeline.needs().tiles[0].shape) if k.keep.tile_shape is not None else None
+        except (InputError, IndexError):
+            out.append(f"kernel {s.index} ({s.ops}) has no layout")
+            continue
+        out += [f"kernel {s.index} ({s.ops}): {p}" for p in scaled.kept_problems(k.keep, g.shape, g.matmul, own)]
+    return out
+
+
+class _Search:
+    def __init__(self, pipeline: Pipeline, full: ModuleStages) -> None:
+        c = pipeline.contract()
+        if not c.task_path:
+            raise InputError("a module is verified at smaller sizes of its task file: give the task as a file")
+        self.pipeline = pipeline
+        self.name = Path(c.task_path).name
+        self.source = Path(c.task_path).read_text(encoding="utf-8")
+        self.structure = _structure(c.graph or {})
+        self.keeps = stage_keeps(full)
+        self.full = full
+        self.tried: dict[tuple[tuple[str, int], ...], Candidate | None] = {}
+
+    def evaluate(self, values: dict[str, int]) -> Candidate | None:
+        from pypto_tui.contract.task_sizes import with_sizes
+
+        key = tuple(sorted(values.items()))
+        if key in self.tried:
+            return self.tried[key]
+        found: Candidate | None = None
+        try:
+            path = _store(with_sizes(self.source, values), self.name)
+            p = Pipeline(self.pipeline.kb, replace(self.pipeline.design, task=str(path), contract_edits={}))
+            c = p.contract()
+            graph = c.graph or {}
+            stages = module_stages(p)
+            if (not graph.get("problems") and _structure(graph) == self.structure and stages is not None
+                    and not stages.refused and [s.ops for s in stages.stages] == [s.ops for s in self.full.stages]):
+                found = Candidate(dict(values), p, stages, _largest(graph), _problems(self.keeps, stages))
+        except (InputError, ValueError, OSError):
+            found = None
+        self.tried[key] = found
+        return found
+
+
+def _order(groups: list[tuple[str, ...]], values: dict[str, int], batch: int | None) -> list[tuple[str, ...]]:
+    """The batch first (no tile or loop depends on it, usually), then the largest sizes."""
+    def is_batch(unit: tuple[str, ...]) -> bool:
+        return any("batch" in n.lower() for n in unit) or (batch is not None and values[unit[0]] == batch
+                                                          and unit[0].lower().startswith("b"))
+    return sorted(groups, key=lambda u: (not is_batch(u), -values[u[0]], u))
+
+
+def _shrink(search: _Search, start: Candidate, units: list[tuple[str, ...]], keep: bool, budget: int) -> Candidate:
+    """Each unit in turn halved as far as the candidate stays buildable (and, with `keep`, keeps
+    every kernel's design), but no further than needed to bring the largest tensor within
+    `budget`; stops once it is."""
+    best = start
+    for unit in units:
+        if best.measure <= budget:
+            break
+        value = best.values[unit[0]]
+        steps = [value >> k for k in range(1, value.bit_length()) if value >> k >= 2]
+
+        def at(i: int, base: Candidate = best, unit: tuple[str, ...] = unit,
+               steps: list[int] = steps) -> Candidate | None:
+            cand = search.evaluate({**base.values, **dict.fromkeys(unit, steps[i])})
+            ok = cand is not None and (not keep or not cand.problems) and cand.measure <= base.measure
+            return cand if ok else None
+
+        lo, hi = -1, len(steps) - 1  # the furthest acceptable halving (acceptability is monotone)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if at(mid) is not None:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo < 0:
+            continue
+        furthest = at(lo)
+        assert furthest is not None
+        if furthest.measure <= budget:  # the least halving that is within budget
+            first, last = 0, lo
+            while first < last:
+                mid = (first + last) // 2
+                cand = at(mid)
+                if cand is not None and cand.measure <= budget:
+                    last = mid
+                else:
+                    first = mid + 1
+            furthest = at(first) or furthest
+        best = furthest
+    return best
+
+
+def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
+    """The module at test sizes: every kernel's design kept where the verify limit allows."""
+    from pypto_tui.contract.task_sizes import size_constants, size_groups
+
+    search = _Search(pipeline, full)
+    values = size_constants(search.source)
+    start = search.evaluate(values)
+    if start is None:
+        raise InputError("the task's module could not be rebuilt from its own file: verify it with --scale full")
+    first = pipeline.contract().tensor_inputs
+    batch = first[0].shape[0] if first and first[0].shape else None
+    units = _order(size_groups(search.source), values, batch)
+    limit = _module_limit([k.keep for k in search.keeps if k.keep is not None])
+    best = _shrink(search, start, units, keep=True, budget=scaled.VERIFY_ELEMENTS)
+    notes: list[str] = []
+    kept = not best.problems
+    if best.measure > limit:
+        kept_at = best.measure
+        largest_first = sorted(units, key=lambda u: (-best.values[u[0]], u))  # fewest kernels given up
+        best = _shrink(search, best, largest_first, keep=False, budget=limit)
+        kept = not best.problems
+        notes.append(f"keeping every kernel's design needs a tensor of {kept_at} elements, over the verify limit "
+                     f"of {limit}; `--scale full` verifies the design as chosen")
+    notes += [f"not kept: {p}" for p in best.problems]
+    test_stages = _with_full_designs(search.keeps, best.stages)
+    kernel = compose_module(best.pipeline, test_stages)
+    for k, s in zip(search.keeps, test_stages.stages, strict=True):
+        got = _design_constants(s.kernel, k.tile_constant)
+        if got != k.constants and kept:
+            kept = False
+            notes.append(f"not kept: kernel {s.index} ({s.ops}) sets {got} at the test sizes, {k.constants} "
+                         "at the task's")
+    sizes = {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
+    return ModuleTest(best.pipeline, kernel, sizes, kept, notes)
+
+
+def _module_limit(keeps: list[scaled.DesignToKeep]) -> int:
+    """The largest tensor the test may hold: a window kernel's limit where there is one (a conv's
+    prepared input grows past its tensors), else a plain GEMM's, else the vector limit."""
+    if not keeps:
+        return scaled.MAX_VECTOR_VERIFY_ELEMENTS
+    if any(k.tile_shape is not None or (k.cube and not k.matmul) for k in keeps):
+        return min(k.element_limit for k in keeps)
+    if any(k.matmul is not None for k in keeps):
+        return GEMM_VERIFY_ELEMENTS
+    return scaled.MAX_VECTOR_VERIFY_ELEMENTS
+
+
+def _with_full_designs(keeps: list[StageKeep], stages: ModuleStages) -> ModuleStages:
+    """Each kernel at the test sizes with the full module's tile, cube tiles and a loop count that
+    keeps its iterations and tail, given explicitly (nothing re-planned at the smaller sizes)."""
+    out = []
+    for k, s in zip(keeps, stages.stages, strict=True):
+        if k.keep is None or not hasattr(s.pipeline, "with_design"):
+            out.append(s)
+            continue
+        changes: dict[str, Any] = {}
+        tile = k.constants.get(k.tile_constant) if k.tile_constant else None
+        if tile is not None:
+            changes["tile"] = list(tile)
+        if k.keep.cube:
+            changes["cube"] = {a: list(k.constants[f"CUBE_{a.upper()}"]) for a in "mkn"
+                               if f"CUBE_{a.upper()}" in k.constants}
+        try:
+            g = s.pipeline.geometry()
+            count = scaled.loop_count_at(k.keep, g.shape) if k.keep.loop_count else None
+        except InputError:
+            count = None
+        if count:
+            changes["loop_count"] = count
+        if not changes:
+            out.append(s)
+            continue
+        from pypto_tui.design import kernel_of
+
+        given = s.pipeline.with_design(**changes)
+        try:
+            gen = kernel_of(given)
+        except InputError:
+            out.append(s)
+            continue
+        out.append(replace(s, pipeline=given, kernel=gen) if gen.supported else s)
+    return replace(stages, stages=tuple(out))
+
+
+__all__ = ["ModuleTest", "module_test", "stage_keeps"]

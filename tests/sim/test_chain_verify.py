@@ -1,0 +1,39 @@
+"""`verify TASK` on a chain the planner splits into kernels (issue 21), under issue 20's criterion:
+the whole module runs at the task's size constants made as small as every kernel's design allows,
+every pass of every kernel is checked, and a bug planted in the module at those sizes fails."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from support import tiered
+
+from pypto_tui.design import Design, Pipeline
+from pypto_tui.sim.runner import run_many
+from pypto_tui.sim.verification import finish_verify, prepare_verify
+
+pytestmark = pytest.mark.sim
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+CHAINS = {"gemm_scale_leaky_relu.py": ROOT / "tasks_extra", "linear_gelu_wide.py": ROOT / "tasks_chain"}
+# each module's second kernel reads the first's output: scaling it is a wrong answer every trial sees
+PLANT = ("= self._k1(t_n0m", "= self._k1(t_n0m * 1.001")
+
+
+@pytest.mark.parametrize("name", tiered(CHAINS, {"gemm_scale_leaky_relu.py"}))
+def test_a_chain_verifies_at_sizes_that_keep_its_design_and_a_planted_bug_fails(kb, name: str) -> None:
+    p = Pipeline(kb, Design(task=str(CHAINS[name] / name)))
+    prepared = prepare_verify(p)
+    assert prepared.job is not None, prepared.report.reason
+    assert prepared.report.kernels == 2 and prepared.report.design_kept, prepared.report.notes
+    assert PLANT[0] in prepared.job.kernel_source
+    planted = replace(prepared.job, kernel_source=prepared.job.kernel_source.replace(*PLANT))
+    clean, broken = run_many([prepared.job, planted], jobs=2, timeout_s=900, cache=False)
+    ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
+    assert ok.passed, ok.reason
+    assert not ok.missing_passes and len(ok.passes_checked) >= 7
+    assert not bad.passed and "elements outside atol" in bad.reason, bad.reason
+    if name == "linear_gelu_wide.py":  # too large as written: shrunk, the design kept
+        assert ok.sizes["tokens"] == [2048, 256] and ok.shapes["x"][0] == 256
