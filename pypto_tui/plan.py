@@ -454,7 +454,9 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
     joins the kernel of the producer it reads that was formed last, when that kernel is an
     elementwise chain or an anchor whose fusion rule takes it as an epilogue, and starts a kernel
     of its own otherwise. Joining only the last-formed producer's kernel keeps the kernels in an
-    order where each reads only earlier ones. A view of a task input alone needs no kernel."""
+    order where each reads only earlier ones. A view of a task input alone needs no kernel, and a
+    transpose of a task input that only a matmul reads is that matmul's operand layout (the
+    matmul pattern reads a transposed operand: `bmm(q, k.transpose(1, 2))`)."""
     by_anchor = {r.anchor: r for r in rules}
     chain_rule = by_anchor.get("elementwise")
     group_of: dict[str, int] = {}
@@ -463,10 +465,20 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
     decided: list[str] = []
     views: list[str] = []
     nodes = {n.id: n for n in graph.nodes}
+    consumers: dict[str, list[str]] = {}
+    for n in graph.nodes:
+        for i in n.inputs:
+            consumers.setdefault(i, []).append(n.id)
+    prologue: dict[str, list[str]] = {}  # a matmul's id: the transposes of inputs it reads as operands
     for n in graph.nodes:
         producers = [group_of[i] for i in n.inputs if i in group_of]
         if n.role == "view" and not producers:
             views.append(n.id)  # forward takes it on the input
+            continue
+        users = consumers.get(n.id, [])
+        if (n.op == "transpose" and not producers and n.inputs and n.inputs[0] not in nodes and len(users) == 1
+                and nodes[users[0]].role == "matmul"):
+            prologue.setdefault(users[0], []).append(n.id)  # the matmul reads the operand transposed
             continue
         if n.role in ("elementwise", "view") and producers:
             g = max(producers)
@@ -476,8 +488,10 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
                 group_of[n.id] = g
                 members[g].append(n.id)
                 continue
+        for t in prologue.get(n.id, ()):
+            group_of[t] = len(members)
         group_of[n.id] = len(members)
-        members.append([n.id])
+        members.append([*prologue.get(n.id, ()), n.id])
         is_anchor = n.role not in ("elementwise", "view")
         anchors.append(n.id if is_anchor else None)
         rule = by_anchor.get(n.role) if is_anchor else chain_rule

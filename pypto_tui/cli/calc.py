@@ -26,9 +26,38 @@ DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="fp32, fp16, bf16,
 ReduceOpt = Annotated[int | None, typer.Option("--reduce-dim", help="The axis the op reduces (negative ok).",
                                                show_default=False)]
 TileOpt = Annotated[str | None, typer.Option("--tile", help="A tile to evaluate, e.g. 1,16,256.", show_default=False)]
+KernelIndexOpt = Annotated[int | None, typer.Option(
+    "--kernel-index", help="With a task the planner splits into several kernels: the kernel to show (0 is the "
+    "first; default: every kernel).", show_default=False, min=0)]
 FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator family (softmax, norm, ...) whose cost "
                                                "estimate prices the candidates (a task file gives its own).",
                                                show_default=False)]
+
+
+def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[no-untyped-def]
+    """[(label, pipeline)] for a task: its one kernel, or its module's kernels (one with
+    --kernel-index). The pipelines are the design's own, so the tile and loop recommended here are
+    the ones the app and `scaffold` use."""
+    from pypto_tui.design import Design, Pipeline, module_stages
+
+    p = Pipeline(kb, Design(task=str(task)))
+    if p.contract().supported:
+        if kernel_index not in (None, 0):
+            raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
+        return [("", p)]
+    designed = module_stages(p)
+    if designed is None:
+        p.geometry()  # says why there is no kernel shape
+        raise InputError(f"{task.name}: {p.contract().reason}")
+    if designed.refused:
+        raise InputError(f"{task.name}: {designed.refused}")
+    stages = designed.stages
+    if kernel_index is not None:
+        if kernel_index >= len(stages):
+            raise InputError(f"--kernel-index {kernel_index}: {task.name} is {len(stages)} kernels "
+                             f"(0-{len(stages) - 1}); drop the option to see them all")
+        stages = (stages[kernel_index],)
+    return [(f"kernel {s.index} ({s.ops})", s.pipeline) for s in stages]
 
 
 def _costs(task: Path | None, family: str | None, shape, dtype: str, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
@@ -79,37 +108,71 @@ def tile(
         "--candidates/--no-candidates",
         help="Rank candidates too (default: yes without --tile, no with it, which keeps it numpy-free).",
         show_default=False)] = None,
+    kernel_index: KernelIndexOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Evaluate a tile (--tile) or rank the candidate tiles for a shape (rules P4, O1)."""
-    from pypto_tui.tiles import evaluate_tile, rank_candidates
-
     pack = load_kb(kb)
-    shp, dt, rd, _why = _geometry(task, shape, dtype, reduce_dim, pack)
-    pack.dtype_bytes(dt)
-    evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
     want_candidates = (tile is None) if candidates is None else candidates
-    if evaluation is None and not want_candidates:
+    if tile is None and not want_candidates:
         raise InputError("--no-candidates without --tile leaves nothing to show: give --tile 1,16,256 "
                          "(or drop --no-candidates)")
-    plan = None
-    if want_candidates:
-        costs, why = _costs(task, family, shp, dt, rd, pack)
+    if task is not None and shape is None and dtype is None and reduce_dim is None:
+        _tile_task(task, pack, tile, top, want_candidates, kernel_index, json_out)
+    if kernel_index is not None:
+        raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape, --dtype "
+                         "or --reduce-dim)")
+    shp, dt, rd, _why = _geometry(task, shape, dtype, reduce_dim, pack)
+    pack.dtype_bytes(dt)
+    plan, evaluation = _rank(pack, shp, dt, rd, tile, top, want_candidates,
+                             *(_costs(task, family, shp, dt, rd, pack) if want_candidates else (None, "")))
+    _emit_tiles([("", plan, evaluation)], json_out)
+
+
+def _rank(pack, shp, dt, rd, tile, top, want_candidates, costs, why, plan=None):  # type: ignore[no-untyped-def]
+    from pypto_tui.tiles import evaluate_tile, rank_candidates
+
+    evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
+    if want_candidates and plan is None:
         plan = rank_candidates(pack, shp, dt, rd, top=top, estimate=costs.tile if costs else None,
                                estimate_decides=costs.tiles.estimate_decides if costs else None,
                                ranking_note=costs.tiles.why if costs else "",
                                estimate_note=costs.note if costs else why)
-    failed = has_error(evaluation.findings) if evaluation else (plan is None or plan.recommended is None)
-    if json_out:
+    return plan, evaluation
+
+
+def _tile_task(task: Path, pack, tile, top, want_candidates, kernel_index, json_out):  # type: ignore[no-untyped-def]
+    """`tile TASK`: each kernel's main tile ranked exactly as the design's tile step ranks it."""
+    shown = []
+    for label, p in _task_pipelines(task, pack, kernel_index):
+        role = p.needs().tiles[0]
+        plan = p.tile_plan(top=top) if want_candidates else None
+        _plan, evaluation = _rank(pack, role.shape, role.dtype, role.reduce_dim, tile, top, False, None, "")
+        shown.append((label, plan, evaluation))
+    _emit_tiles(shown, json_out)
+
+
+def _emit_tiles(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
+    """One kernel: the plan as before. Several: {"kernels": [{index, ops, ...plan}]}, a table each."""
+    failed = any(has_error(e.findings) if e else (p is None or p.recommended is None) for _, p, e in shown)
+    docs = []
+    for label, plan, evaluation in shown:
         doc = plan.to_dict() if plan else {
-            "shape": list(shp), "dtype": dt, "reduce_dim": rd, "candidates": [], "recommended": None}
+            "shape": list(evaluation.shape), "dtype": evaluation.dtype, "reduce_dim": evaluation.reduce_dim,
+            "candidates": [], "recommended": None}
         doc["evaluation"] = evaluation.to_dict() if evaluation else None
-        emit_json(doc)
+        docs.append((label, doc))
+    if json_out:
+        emit_json(docs[0][1] if len(docs) == 1 and not docs[0][0] else {"kernels": [
+            {"index": int(label.split()[1]), "ops": label.split("(", 1)[1].rstrip(")"), **doc} for label, doc in docs]})
     else:
         from pypto_tui.cli import views
 
-        views.show_tiles(plan, evaluation)
+        for label, plan, evaluation in shown:
+            if label:
+                views.heading(label)
+            views.show_tiles(plan, evaluation)
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
 
 
@@ -124,6 +187,7 @@ def loop(
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Evaluate this loop count first.",
                                                    show_default=False)] = None,
     matmul: Annotated[bool, typer.Option("--matmul", help="The axis is a matmul's M axis (always loops).")] = False,
+    kernel_index: KernelIndexOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -132,6 +196,10 @@ def loop(
     from pypto_tui.tiles import rank_candidates
 
     pack = load_kb(kb)
+    if task is not None and shape is None and dtype is None:
+        _loop_task(task, pack, tile, loop_count, kernel_index, json_out)
+    if kernel_index is not None:
+        raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape or --dtype)")
     shp, dt, rd, why = _geometry(task, shape, dtype, None, pack)
     if matmul:
         why = "matmul"
@@ -155,11 +223,45 @@ def loop(
     plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not,
                       estimate_decides=costs.loops.estimate_decides if costs else None,
                       ranking_note=costs.loops.why if costs else "")
-    failed = plan.recommended is None or has_error(plan.recommended.findings)
+    _emit_loops([("", plan)], json_out)
+
+
+def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out):  # type: ignore[no-untyped-def]
+    """`loop TASK`: each kernel's loop planned exactly as the design's loop step plans it (its loop
+    axis, unit and chunk limits), for its recommended tile or --tile."""
+    from dataclasses import replace
+
+    from pypto_tui.design import Pipeline
+
+    changes: dict[str, object] = {}
+    if tile is not None:
+        changes["tile"] = list(parse_dims(tile, "tile"))
+    if loop_count is not None:
+        changes["loop_count"] = loop_count
+    shown = []
+    for label, p in _task_pipelines(task, pack, kernel_index):
+        if changes:
+            p = p.with_design(**changes) if hasattr(p, "with_design") else Pipeline(pack, replace(p.design, **changes))
+        plan = p.loop_plan()
+        if plan is None:
+            p.tile_plan()  # an impossible shape says why here
+            p.tile_choices()
+            raise InputError(f"{label or task.name}: no legal tile, so no loop to plan: pick one with --tile")
+        shown.append((label, plan))
+    _emit_loops(shown, json_out)
+
+
+def _emit_loops(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
+    failed = any(plan.recommended is None or has_error(plan.recommended.findings) for _, plan in shown)
     if json_out:
-        emit_json(plan.to_dict())
+        emit_json(shown[0][1].to_dict() if len(shown) == 1 and not shown[0][0] else {"kernels": [
+            {"index": int(label.split()[1]), "ops": label.split("(", 1)[1].rstrip(")"), **plan.to_dict()}
+            for label, plan in shown]})
     else:
         from pypto_tui.cli import views
 
-        views.show_loops(plan)
+        for label, plan in shown:
+            if label:
+                views.heading(label)
+            views.show_loops(plan)
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)

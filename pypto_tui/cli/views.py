@@ -12,6 +12,11 @@ from pypto_tui.loops import LoopPlan
 from pypto_tui.tiles import TileEvaluation, TilePlan
 
 
+def heading(text: str) -> None:
+    """A kernel's title above its tables, when a task is several kernels."""
+    console.print(Text(f"\n{text}", style="bold underline"))
+
+
 def show_tiles(plan: TilePlan | None, evaluation: TileEvaluation | None) -> None:
     src = plan or evaluation
     assert src is not None

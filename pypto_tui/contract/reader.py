@@ -282,9 +282,11 @@ def canonical(dotted: str) -> tuple[str, str]:
 class ForwardBuilder:
     """Turns forward's statements into one expression tree (locals inlined)."""
 
-    def __init__(self, ev: Evaluator, params: list[str], self_name: str, selfobj: SelfObj) -> None:
+    def __init__(self, ev: Evaluator, params: list[str], self_name: str, selfobj: SelfObj,
+                 shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         self.ev = ev
         self.params = {p: i for i, p in enumerate(params)}
+        self.shapes = shapes or {}  # forward's tensor arguments as get_inputs() builds them
         self.self_name = self_name
         self.selfobj = selfobj
         self.locals: dict[str, Node] = {}
@@ -378,6 +380,8 @@ class ForwardBuilder:
                 return Node("ref", name=dotted)
             if base.kind == "const":
                 return ir.unknown(f"attribute of a constant in '{self.ev.code(n)}'")
+            if base.kind == "in" and attr == "shape" and base.name in self.shapes:
+                return ir.const(tuple(self.shapes[base.name]))  # `half = x.shape[-1] // 2`: a size, not data
             return Node("attr", name=attr, args=(base,))
         if isinstance(n, cst.Call):
             return self._call(n)
@@ -604,7 +608,8 @@ def _read(module: cst.Module, source: str, path: str | None, where: str, ev: Eva
     fparams = _params(fwd, ev, skip_self=False)
     self_name = fparams[0].name if fparams else "self"
     names = [p.name for p in fparams[1:] if p.kind == "positional"]
-    builder = ForwardBuilder(ev, names, self_name, selfobj)
+    shapes = {name: tuple(v.shape) for name, v in zip(names, inputs, strict=False) if isinstance(v, TensorSpec)}
+    builder = ForwardBuilder(ev, names, self_name, selfobj, shapes)
     root = builder.build(fwd)
     fsrc = _function_text(source, "forward")
     return TaskFacts(

@@ -33,10 +33,17 @@ REDUCE = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "max_dim
 DTYPES = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16"}
 
 
+# Locals the level-1 patterns' forward code binds (a matmul unpacks `batch, m, k = a.shape`): a
+# stage input of that name would be overwritten before the kernel reads it (an attention score's
+# `bmm(q, k.transpose(1, 2))` did: 'int' object has no attribute 'shape').
+PATTERN_LOCALS = frozenset({"m", "k", "n", "k_b", "batch", "batch_b", "out", "out_rows", "kernel", "rows", "cols"})
+
+
 def arg_name(vid: str) -> str:
-    """A forward parameter name for a value id (`gemm.weight` -> `gemm_weight`)."""
+    """A forward parameter name for a value id (`gemm.weight` -> `gemm_weight`; `k` -> `k_in`)."""
     name = re.sub(r"\W", "_", vid)
-    return name if name.isidentifier() and not name[0].isdigit() else f"v_{name}"
+    name = name if name.isidentifier() and not name[0].isdigit() else f"v_{name}"
+    return f"{name}_in" if name in PATTERN_LOCALS else name
 
 
 def _lit(v: Any) -> str:
@@ -174,6 +181,8 @@ def _torch(n: OpNode, a: list[str]) -> str:
         return f"torch.{op}({a[0]}, {a[1]})"
     if op in ("softmax", "log_softmax"):
         return f"torch.{op}({a[0]}, dim={_lit(at.get('dim'))})"
+    if op == "transpose":
+        return f"{a[0]}.transpose({_lit(at.get('dim0', -2))}, {_lit(at.get('dim1', -1))})"
     if op in REDUCE:
         return f"torch.{REDUCE[op]}({a[0]}{_kw(at, ('dim',))}, keepdim={bool(at.get('keepdim'))})"
     if op in ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool") and n.spelling.startswith("F."):

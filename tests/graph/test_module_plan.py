@@ -125,3 +125,36 @@ def test_logsumexp_is_its_composition_of_reductions_and_elementwise_kernels():
     assert d.nodes[-1].id == "n0" and d.nodes[-1].inputs == ("n0_log", "n0_max2")
     mp = partition(d, fusion_rules(None))
     assert [len(k.nodes) for k in mp.groups] == [1, 2, 1, 1, 1, 1]  # amax | sub, exp | sum | log | amax | add
+
+
+CHAIN = EXTRA.parent / "tasks_chain"
+
+
+def test_a_transposed_input_is_the_matmuls_operand_layout_not_a_kernel():
+    g = decompose(OpGraph.from_data(extract_contract(CHAIN / "bmm_scale_softmax.py").graph))
+    mp = partition(g, fusion_rules(None))
+    assert [[g.node(n).op for n in k.nodes] for k in mp.groups] == [["transpose", "bmm"], ["mul"], ["softmax"]]
+    src, reads, _ = stage_source(g, mp.groups[0].nodes, mp.groups[0].reads, mp.groups[0].writes, "t")
+    # the input `k` is a parameter of the stage under a name the matmul's own locals do not take
+    assert "def forward(self, k_in, q):" in src and "torch.bmm(q, k_in.transpose(1, 2))" in src
+    c = extract_contract(src)
+    assert (c.family, c.op, c.supported) == ("matmul", "bmm", True)
+
+
+def test_a_transpose_something_else_reads_stays_a_kernel_of_its_own():
+    from pypto_tui.contract.graph import OpNode, Value
+
+    g = OpGraph((Value("a", "input", (4, 6), "fp32"), Value("b", "input", (4, 6), "fp32")),
+                (OpNode("t", "transpose", "layout", ("b",), {"dim0": 0, "dim1": 1}, (6, 4), "fp32", "b.t()"),
+                 OpNode("mm", "matmul", "matmul", ("a", "t"), {}, (4, 4), "fp32", "a @ t"),
+                 OpNode("e", "exp", "elementwise", ("t",), {}, (6, 4), "fp32", "exp(t)")), "mm")
+    mp = partition(g, fusion_rules(None))
+    assert mp.groups[0].nodes == ("t",)
+
+
+def test_forward_reads_an_inputs_shape_as_a_constant():
+    """rotary's `half = x.shape[-1] // 2` slices x at a number, not at data."""
+    c = extract_contract(CHAIN / "rotary.py")
+    views = [n for n in c.graph["nodes"] if n["op"] == "view"]
+    assert [tuple(n["shape"]) for n in views] == [(256, 64), (256, 64)]
+    assert not c.graph["problems"]

@@ -1,0 +1,55 @@
+"""`tile TASK` and `loop TASK` on a chain (issue 21 item 4): every kernel, or one with
+--kernel-index, ranked by the same pipeline the app and `scaffold` use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pypto_tui.cli import app
+from pypto_tui.design import Design, Pipeline, module_stages
+from pypto_tui.kb import get_kb
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+SWIGLU = FIX / "tasks_chain" / "swiglu.py"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "160"})
+
+
+def test_tile_on_a_chain_lists_every_kernel_with_the_designs_own_pick():
+    r = run("tile", str(SWIGLU), "--json", "--top", "3")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    stages = module_stages(Pipeline(get_kb(), Design(task=str(SWIGLU)))).stages
+    assert [k["index"] for k in doc["kernels"]] == [s.index for s in stages]
+    assert [k["ops"] for k in doc["kernels"]] == [s.ops for s in stages]
+    for k, s in zip(doc["kernels"], stages, strict=True):
+        assert tuple(k["recommended"]["tile"]) == s.pipeline.chosen_tile()
+
+
+def test_kernel_index_picks_one_and_an_index_past_the_end_is_refused():
+    one = json.loads(run("loop", str(SWIGLU), "--kernel-index", "0", "--json").stdout)
+    assert [k["index"] for k in one["kernels"]] == [0] and one["kernels"][0]["recommended"]["loop_count"] >= 1
+    r = run("tile", str(SWIGLU), "--kernel-index", "9")
+    assert r.exit_code == 2 and "is 4 kernels (0-3)" in r.output
+    r = run("tile", str(FIX / "tasks" / "softmax_rows.py"), "--kernel-index", "1")
+    assert r.exit_code == 2 and "is one kernel" in r.output
+    r = run("tile", "--shape", "64,64", "--kernel-index", "0")
+    assert r.exit_code == 2 and "picks a kernel of a task file" in r.output
+
+
+@pytest.mark.parametrize("task", ["tasks_conv/conv2d_depthwise.py", "tasks/softmax_rows.py"])
+def test_tile_task_recommends_what_the_app_uses(task):
+    """The depthwise conv's CLI ranked the input's shape while the app ranked the window tile."""
+    p = Pipeline(get_kb(), Design(task=str(FIX / task)))
+    doc = json.loads(run("tile", str(FIX / task), "--json").stdout)
+    assert tuple(doc["recommended"]["tile"]) == p.chosen_tile()
+    assert tuple(doc["shape"]) == tuple(p.needs().tiles[0].shape)
+    loop = json.loads(run("loop", str(FIX / task), "--json").stdout)
+    plan = p.loop_plan()
+    assert (loop["recommended"] or {}).get("loop_count") == (plan.recommended.loop_count if plan and plan.recommended else None)
