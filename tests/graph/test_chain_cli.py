@@ -52,4 +52,5 @@ def test_tile_task_recommends_what_the_app_uses(task):
     assert tuple(doc["shape"]) == tuple(p.needs().tiles[0].shape)
     loop = json.loads(run("loop", str(FIX / task), "--json").stdout)
     plan = p.loop_plan()
-    assert (loop["recommended"] or {}).get("loop_count") == (plan.recommended.loop_count if plan and plan.recommended else None)
+    want = plan.recommended.loop_count if plan and plan.recommended else None
+    assert (loop["recommended"] or {}).get("loop_count") == want

@@ -134,7 +134,7 @@ def test_a_transposed_input_is_the_matmuls_operand_layout_not_a_kernel():
     g = decompose(OpGraph.from_data(extract_contract(CHAIN / "bmm_scale_softmax.py").graph))
     mp = partition(g, fusion_rules(None))
     assert [[g.node(n).op for n in k.nodes] for k in mp.groups] == [["transpose", "bmm"], ["mul"], ["softmax"]]
-    src, reads, _ = stage_source(g, mp.groups[0].nodes, mp.groups[0].reads, mp.groups[0].writes, "t")
+    src, _reads, _ = stage_source(g, mp.groups[0].nodes, mp.groups[0].reads, mp.groups[0].writes, "t")
     # the input `k` is a parameter of the stage under a name the matmul's own locals do not take
     assert "def forward(self, k_in, q):" in src and "torch.bmm(q, k_in.transpose(1, 2))" in src
     c = extract_contract(src)
