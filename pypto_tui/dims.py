@@ -20,6 +20,7 @@ from typing import Any
 
 from pypto_tui.contract.model import Contract
 from pypto_tui.errors import InputError
+from pypto_tui.shapes import fmt_dims
 from pypto_tui.examples import StrategyRef, Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase, Strategy
@@ -294,6 +295,21 @@ def _keep(c: Contract) -> _Layout:
     kernel_shapes = [t.shape or () for t in c.tensor_inputs]
     return _Layout(kernel_shapes, [None] * len(c.inputs), axis_map, _kernel_reduce(axis_map, roles),
                    _primary_reduce(axis_map, roles), _output_kernel(c, shape, axis_map, roles))
+
+
+def _merge_kept(c: Contract) -> _Layout:
+    """The keep layout with each run of adjacent kept axes merged into one: a softmax over the
+    channels of (B, C, D, H, W) runs on (B, C, D*H*W), which a vec tile of 4 dims can tile (the
+    reduced axis and the order of every element along it are unchanged)."""
+    shape = _same_shapes(c)
+    roles = _roles(c, len(shape))
+    axis_map: list[list[int]] = []
+    for a, role in enumerate(roles):
+        if axis_map and role == "kept" and roles[axis_map[-1][-1]] == "kept":
+            axis_map[-1].append(a)
+        else:
+            axis_map.append([a])
+    return _apply(c, axis_map, "merging the kept axes")
 
 
 def _groups(c: Contract) -> _Layout:
@@ -638,6 +654,18 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
                        dtype=c.operands[0].dtype if c.operands else None, findings=findings,
                        merge_reason=merge_conditions(c)[1] if _multi_axis(c) else "")
     assert chosen is not None
+    if (chosen.reshape == "keep" and layout.kernel_shapes and len(layout.kernel_shapes[0]) > kb.limits.max_vec_rank
+            and c.family != "matmul"):
+        try:
+            merged_layout = _merge_kept(c)
+        except (_NotApplicable, InputError, ValueError):
+            merged_layout = None
+        if merged_layout is not None and len(merged_layout.kernel_shapes[0]) <= kb.limits.max_vec_rank:
+            layout = merged_layout
+            findings.append(rule_finding(kb, "P3.rank-strategy", (
+                f"rank {len(_same_shapes(c))} exceeds the vec tile's {kb.limits.max_vec_rank} dims: forward merges "
+                f"each run of kept axes, {' x '.join(str(g) for g in layout.axis_map)} -> "
+                f"{fmt_dims(layout.kernel_shapes[0])}"), "info"))
     findings.extend(rank_strategy(c, kb, chosen, recommended))
     merged = [g for g in layout.axis_map if len(g) > 1]
     merged_reduce = chosen.reshape == "merge_reduce"

@@ -409,6 +409,16 @@ class Builder:
         """A kernel on one input in its own layout: forward asserts the rank, makes the input
         contiguous, reads its dims, calls the kernel and returns the output as it is."""
         self.add_kernel(spec)
+        plan = self.ctx.dims
+        if plan.reshape == "keep" and plan.forward_reshape and plan.forward_reshape[0] is not None:
+            # kept axes merged in forward (a rank-5 softmax over channels): the kernel sees the
+            # merged layout, the caller gets the input's own shape back
+            self.assert_rank(x, sum(len(g) for g in plan.axis_map))
+            xn = self.prepare(x, self.reshape_args(x, plan.axis_map), "merged")
+            self.unpack_dims(xn, dims)
+            self.call_kernel(spec, [xn])
+            self.forward.result = self.expr("out.reshape({x}.shape)", x=name(x))
+            return
         self.assert_rank(x, len(dims))
         xn = self.prepare(x, None, "")
         self.unpack_dims(xn, dims)

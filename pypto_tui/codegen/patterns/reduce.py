@@ -31,7 +31,7 @@ def _loop_axis_ok(b: Builder, axis: int, what: str) -> None:
 
 def _prepare_input(b: Builder, x: str) -> str:
     dims = b.ctx.dims
-    if dims.reshape == "merge_reduce" and dims.forward_reshape and dims.forward_reshape[0] is not None:
+    if dims.reshape in ("merge_reduce", "keep") and dims.forward_reshape and dims.forward_reshape[0] is not None:
         return b.prepare(x, b.reshape_args(x, dims.axis_map), "merged")
     return b.prepare(x, None, "")
 
