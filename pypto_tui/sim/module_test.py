@@ -83,6 +83,22 @@ def _largest(graph: Any) -> int:
     return max((math.prod(s) for s in shapes if s), default=0)
 
 
+def _window_work(stages: ModuleStages) -> int:
+    """The largest tensor a conv or pool kernel builds for itself (its prepared input, zero-inserted
+    for a transposed conv), measured as the single-kernel test measures it: KernelBench level 2
+    task 3 (a transposed 3-D conv) ran its worker out of its address space at sizes whose graph
+    tensors were all within the limit."""
+    from pypto_tui.sim.verification import _full_shapes, _measure
+
+    largest = 0
+    for s in stages.stages:
+        try:
+            largest = max(largest, _measure(s.pipeline)(_full_shapes(s.pipeline)))
+        except (InputError, ValueError):
+            continue
+    return largest
+
+
 def _store(source: str, name: str) -> Path:
     """The shrunk task, stored by its content under the result cache (the worker runs it as the
     baseline; the cache key hashes its text, not its path)."""
@@ -152,7 +168,8 @@ class _Search:
             stages = module_stages(p)
             if (not graph.get("problems") and _structure(graph) == self.structure and stages is not None
                     and not stages.refused and [s.ops for s in stages.stages] == [s.ops for s in self.full.stages]):
-                found = Candidate(dict(values), p, stages, _largest(graph), _problems(self.keeps, stages))
+                found = Candidate(dict(values), p, stages, max(_largest(graph), _window_work(stages)),
+                                  _problems(self.keeps, stages))
         except (InputError, ValueError, OSError):
             found = None
         self.tried[key] = found
