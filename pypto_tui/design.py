@@ -50,6 +50,10 @@ STEPS = ("contract", "dims", "tiles", "loops", "kernel")
 DESIGN_VERSION = 1
 
 
+KERNEL_DECISIONS = ("strategy", "tile", "loop_count", "loop_tail", "cube")
+"""The decisions each kernel of a chain takes for itself (the Dimensions, Tiles and Loops steps')."""
+
+
 @dataclass
 class Design:
     """Decisions only; everything derivable is recomputed by the Pipeline."""
@@ -68,6 +72,11 @@ class Design:
     dynamic_axis: int | None = None
     step: str = "contract"
     version: int = DESIGN_VERSION
+    # A chain the planner splits into kernels: which kernel the Dimensions, Tiles and Loops steps
+    # show, and each kernel's own decisions ({"1": {"tile": [...], "loop_count": 4}}; the fields
+    # above hold a single-kernel task's).
+    kernel: int = 0
+    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +101,13 @@ class Design:
         if d.dynamic_axis is not None and (isinstance(d.dynamic_axis, bool) or not isinstance(d.dynamic_axis, int)
                                            or d.dynamic_axis < -1):
             raise InputError(f"design file: dynamic_axis must be an axis number, -1 or null, got {d.dynamic_axis!r}")
+        if isinstance(d.kernel, bool) or not isinstance(d.kernel, int) or d.kernel < 0:
+            raise InputError(f"design file: kernel must be a kernel number >= 0, got {d.kernel!r}")
+        if not isinstance(d.kernels, dict) or not all(
+                isinstance(k, str) and k.isdigit() and isinstance(v, dict) and set(v) <= set(KERNEL_DECISIONS)
+                for k, v in d.kernels.items()):
+            raise InputError("design file: kernels must map kernel numbers to their decisions "
+                             f"({', '.join(KERNEL_DECISIONS)})")
         if d.loop_tail not in (None, *TAIL_PREFERENCES):
             raise InputError(f"design file: loop_tail must be one of {', '.join(TAIL_PREFERENCES)}, "
                              f"got {d.loop_tail!r}")
@@ -416,7 +432,8 @@ def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
     single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
     if single.supported or pipeline.contract().supported:
         return single  # a task the level-1 reader takes keeps the level-1 answer, refusals included
-    module = pipeline._memo("module_kernel", plan, lambda: module_kernel(pipeline))
+    decided = json.dumps(pipeline.design.kernels, sort_keys=True, default=str)
+    module = pipeline._memo("module_kernel", (plan, decided), lambda: module_kernel(pipeline))
     return module if module is not None else single
 
 
@@ -482,7 +499,8 @@ def module_stages(pipeline: Pipeline) -> ModuleStages | None:
     """Every kernel of the task's module plan designed as a task of its own (contract/stages.py, the
     level-1 steps). None when the graph is one kernel (the level-1 answer stands)."""
     plan = pipeline.kernel_plan()
-    return pipeline._memo("module_stages", plan, lambda: _module_stages(pipeline))
+    key = (plan, json.dumps(pipeline.design.kernels, sort_keys=True, default=str))
+    return pipeline._memo("module_stages", key, lambda: _module_stages(pipeline))
 
 
 def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
@@ -521,6 +539,9 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         if not stage_contract.supported:
             return ModuleStages(refused=f"kernel {g.index} ({ops}): {stage_contract.reason}")
         stage_pipeline = _StagePipeline(pipeline.kb, stage_contract, pipeline.design.flavour)
+        decided = pipeline.design.kernels.get(str(g.index))
+        if decided:
+            stage_pipeline = stage_pipeline.with_design(**{k: v for k, v in decided.items() if k in KERNEL_DECISIONS})
         try:
             gen = kernel_of(stage_pipeline)
         except InputError as exc:

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Header, ProgressBar, Static
+from textual.widgets import Button, Footer, Header, ProgressBar, Select, Static
 
 from pypto_tui.design import STEPS
 from pypto_tui.errors import InputError
@@ -57,6 +57,7 @@ class StepScreen(Screen[None]):
 
     STEP: ClassVar[str] = "contract"
     RUN_LABEL: ClassVar[str | None] = None
+    KERNEL_PICKER: ClassVar[bool] = False  # the step shows one kernel of a chain at a time
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "next", "Next", priority=True),
@@ -83,6 +84,8 @@ class StepScreen(Screen[None]):
         yield StepIndicator(id="steps")
         with Vertical(id="body", classes=f"body-{self.STEP}"):
             yield Static("", id="stale-banner", classes="banner")
+            if self.KERNEL_PICKER:
+                yield Select[int]([], id="kernel-picker", compact=True, allow_blank=True, prompt="kernel")
             yield from self.compose_body()
         with Horizontal(id="work"):
             yield ProgressBar(id="work-bar", show_eta=False)
@@ -113,12 +116,38 @@ class StepScreen(Screen[None]):
 
     def safe_refresh(self) -> None:
         try:
+            if self.KERNEL_PICKER:
+                self._sync_kernel_picker()
             self.refresh_step()
         except Exception as exc:
             self.set_status(describe_error(exc), "error")
 
     def refresh_step(self) -> None:
         """Recompute from the pipeline and show it (cached steps cost nothing)."""
+
+    _picker_sig: Any = None
+
+    def _sync_kernel_picker(self) -> None:
+        """One entry per kernel of a chain (hidden for a task of one kernel)."""
+        picker = self.query_one("#kernel-picker", Select)
+        stages = self.session.kernels()
+        picker.display = bool(stages)
+        options = [(f"kernel {s.index} of {len(stages)}: {s.ops} ({s.kernel.pattern})", s.index) for s in stages]
+        sig = (tuple(options), self.session.design.kernel)
+        if sig == self._picker_sig:
+            return
+        self._picker_sig = sig
+        with self.prevent(Select.Changed):
+            picker.set_options(options)
+            if stages:
+                picker.value = min(self.session.design.kernel, len(stages) - 1)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id != "kernel-picker" or not isinstance(event.value, int):
+            return
+        event.stop()
+        self.session.set_kernel(event.value)
+        self.safe_refresh()
 
     def sync_frame(self) -> None:
         """Indicator, stale banner and subtitle. Runs on every change (each keystroke in a tile

@@ -214,6 +214,10 @@ class ContractScreen(StepScreen):
             self._set_form(Static(f"✗ {err}", classes="field-error", markup=False))
             self.set_status(err or "", "error")
             return
+        stages = self.session.kernels()
+        if stages:
+            self._show_chain(contract, stages)
+            return
         structure = (d.task, tuple((i.name, i.kind) for i in contract.inputs),
                      tuple(dict(contract.init_params)), tuple(sorted(self._extra_keys(contract))),
                      _has_reduction(contract), _has_direction(contract))
@@ -222,6 +226,32 @@ class ContractScreen(StepScreen):
             self._build_form(contract)
         self._show_values(contract)
         self._show_state(contract)
+
+    def _show_chain(self, contract: Any, stages: tuple[Any, ...]) -> None:
+        """A chain of operators: its graph and the kernels the planner makes of it, instead of the
+        one-operator form (whose fields a chain does not have)."""
+        graph = contract.graph or {}
+        lines = [Content.styled(f"forward as a graph of {len(graph.get('nodes', ()))} operators", "bold")]
+        for n in graph.get("nodes", ()):
+            reads = ", ".join(n["inputs"])
+            lines.append(Content(f"\n  {n['id']:<5} {n['op']:<16} ({reads}) -> {dims_text(n.get('shape'))} "
+                                 f"{n.get('dtype') or ''}  [{n['role']}]"))
+        lines.append(Content.styled(f"\n\nplanned as {len(stages)} kernels (the pack's fusion rules)", "bold"))
+        for st in stages:
+            why = st.rule or "its own kernel"
+            lines.append(Content(f"\n  kernel {st.index}: {st.ops}  ({st.kernel.pattern}; {why})"))
+        d_task = self.session.design.task
+        signature = ("chain", d_task, tuple(st.ops for st in stages))
+        if signature != self._structure:
+            self._structure = signature
+            self._set_form(Static(Content.assemble(*lines), id="chain-view", markup=False))
+        head = Content.assemble((Path(contract.task_path).name if contract.task_path else str(d_task), "bold"), "\n",
+                                f"a chain of operators, output {dims_text(graph.get('output_shape'))}\n",
+                                (f"{len(stages)} kernels in one module: each gets its own dimensions, tiles and "
+                                 "loops (pick the kernel at the top of those steps)", "$text-success"))
+        self.query_one("#unknowns", Static).update(head)
+        self.query_one("#contract-findings", FindingsList).show(())
+        self.set_status(f"a chain of {len(stages)} kernels: ctrl+n for kernel 0's dimension plan", "ok")
 
     def _extra_keys(self, contract: Any) -> set[str]:
         """Unknown fields that have no row of their own get a generic one."""
@@ -506,6 +536,8 @@ class ContractScreen(StepScreen):
             self._commit(self.focused)
         if self.contract is None:
             return "the contract could not be read: see the message in the form"
+        if not self.contract.supported and self.session.kernels():
+            return None  # a chain: its kernels' contracts are complete
         if self.errors:
             return f"fix the refused value(s): {', '.join(sorted(self.errors))}"
         if self.contract.unknown:

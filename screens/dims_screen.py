@@ -45,6 +45,7 @@ class DimsScreen(StepScreen):
     """The dimension plan and its alternatives (Enter or click picks one)."""
 
     STEP = "dims"
+    KERNEL_PICKER = True
     CSS_PATH = "dims_screen.tcss"
     AUTO_FOCUS = "#dims-alts"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -75,7 +76,7 @@ class DimsScreen(StepScreen):
         super().on_mount()
 
     def refresh_step(self) -> None:
-        pipe = self.session.pipeline
+        pipe = self.session.step_pipeline
         plan, err = attempt(pipe.dims)
         self.plan = plan
         box = self.query_one("#dims-plan", Static)
@@ -134,7 +135,7 @@ class DimsScreen(StepScreen):
         table = self.query_one("#dims-alts", DataTable)
         table.clear()
         self._alt_ids = {}
-        pipe = self.session.pipeline
+        pipe = self.session.step_pipeline
         contract = pipe.contract()
         default = attempt(lambda: plan_dims(contract, self.session.kb, None))[0]
         default_id = default.strategy if default is not None else None
@@ -176,5 +177,5 @@ class DimsScreen(StepScreen):
     def next_blocked(self) -> str | None:
         if self.plan is None:
             return "no dimension plan: fix the contract first"
-        _, gerr = attempt(self.session.pipeline.geometry)
+        _, gerr = attempt(self.session.step_pipeline.geometry)
         return gerr

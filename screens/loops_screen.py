@@ -106,6 +106,7 @@ class LoopsScreen(SimRunner, StepScreen):
     """Loop need and reason, candidate table (recommended ★, chosen ▶), chart, findings."""
 
     STEP = "loops"
+    KERNEL_PICKER = True
     CSS_PATH = "loops_screen.tcss"
     AUTO_FOCUS = "#loop-table"
     RUN_LABEL = "Simulate loop counts"
@@ -155,7 +156,7 @@ class LoopsScreen(SimRunner, StepScreen):
 
     # ------------------------------------------------------------------ refresh
     def refresh_step(self) -> None:
-        plan, err = attempt(self.session.pipeline.loop_plan)
+        plan, err = attempt(self.session.step_pipeline.loop_plan)
         self.plan = plan
         need = self.query_one("#need-text", Static)
         if plan is None:
@@ -169,7 +170,7 @@ class LoopsScreen(SimRunner, StepScreen):
             self._plan_key = key
             self._times = {}
             self._sweep_lines = []
-        choice, cerr = attempt(self.session.pipeline.loop_choice)
+        choice, cerr = attempt(self.session.step_pipeline.loop_choice)
         view = self.view = loop_view(self.session.kb, plan, choice, cerr)
         need.update(Content.assemble((view.headline, "bold"), f": {view.reason}\n",
                                      (f"shape {dims_text(plan.shape)}, tile {dims_text(plan.tile)}, {view.axis_label}, "
@@ -181,7 +182,7 @@ class LoopsScreen(SimRunner, StepScreen):
         self.query_one("#loop-table", DataTable).border_title = table_title(plan.ranking)
         self._pack_pick = self._pack_recommendation(plan)
         with self.prevent(Input.Changed):
-            self.query_one("#custom-count", Input).value = str(self.session.design.loop_count or "")
+            self.query_one("#custom-count", Input).value = str(self.session.step_pipeline.design.loop_count or "")
         self._fill_table(plan, view.chosen)
         self._draw_chart(plan)
         self._show_findings(None)
@@ -212,10 +213,10 @@ class LoopsScreen(SimRunner, StepScreen):
         """The row key of the pack's own pick. With a loop count chosen, the plan puts that count
         first as its "recommended" one; the ★ must stay on the pack's pick (never move onto the
         user's row, an ERROR one included), so that pick is planned without the choice."""
-        if self.session.design.loop_count is None:
+        if self.session.step_pipeline.design.loop_count is None:
             return _key(plan.recommended) if plan.recommended else None
         try:
-            why = self.session.pipeline.needs().loop_why
+            why = self.session.step_pipeline.needs().loop_why
             own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why,
                              unit=plan.unit, max_chunk=plan.max_chunk)
         except Exception:
@@ -348,7 +349,7 @@ class LoopsScreen(SimRunner, StepScreen):
     def sim_results(self, report: Any) -> None:
         """The µs column and the cost curve (rule O2's U shape), with both verdicts in words."""
         self._times.update({int(r.value): r.e2e_us for r in report.rows if r.measured})
-        self._sweep_lines = [*sweep_summary(report), *roofline_summary(self.session.pipeline, report)]
+        self._sweep_lines = [*sweep_summary(report), *roofline_summary(self.session.step_pipeline, report)]
         self._table_sig = self._chart_sig = None
         self.safe_refresh()
         cost = report.best_by_cost

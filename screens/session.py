@@ -10,6 +10,7 @@ rule. Plain Python (no Textual), so it is tested without an app.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import STEPS, Design, Pipeline
+from pypto_tui.design import KERNEL_DECISIONS, STEPS, Design, Pipeline, module_stages
 from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, get_kb
@@ -105,6 +106,12 @@ def _field_problem(d: Design) -> str | None:
     if d.loop_count is not None and (isinstance(d.loop_count, bool) or not isinstance(d.loop_count, int)
                                      or not 0 <= d.loop_count <= MAX_DIM):
         return "'loop_count' must be a whole number"
+    for index, decided in d.kernels.items():
+        kernel = Design(tile=decided.get("tile"), loop_count=decided.get("loop_count"), cube=decided.get("cube"),
+                        strategy=decided.get("strategy"), loop_tail=decided.get("loop_tail"))
+        problem = _field_problem(kernel)
+        if problem:
+            return f"kernel {index}: {problem}"
     if d.cube is not None:
         if not isinstance(d.cube, dict):
             return "'cube' must be an object"
@@ -316,9 +323,40 @@ class Session:
         self.stale_reason.pop(step, None)
         self._notify(step)
 
+    # ------------------------------------------------------------------ a chain's kernels
+    def kernels(self) -> tuple[Any, ...]:
+        """The kernels of a chain the planner splits (design.module_stages' stages), or () for a
+        task of one kernel (or one that cannot be read: the Contract step says why)."""
+        try:
+            if self.pipeline.contract().supported:
+                return ()
+            designed = module_stages(self.pipeline)
+        except Exception:
+            return ()
+        return designed.stages if designed is not None and not designed.refused else ()
+
+    @property
+    def step_pipeline(self) -> Pipeline:
+        """The pipeline the Dimensions, Tiles and Loops steps show: the task's, or the chosen
+        kernel's of a chain (its own contract, with its own decisions applied)."""
+        stages = self.kernels()
+        if not stages:
+            return self.pipeline
+        return stages[min(self.design.kernel, len(stages) - 1)].pipeline
+
+    def set_kernel(self, index: int) -> None:
+        """Show another kernel of the chain in the Dimensions, Tiles and Loops steps."""
+        if index == self.design.kernel:
+            return
+        self.design.kernel = index
+        self._commit("kernel")
+
     # ------------------------------------------------------------------ edits
     def change(self, step: str, mutate: Callable[[Design], None]) -> bool:
-        """Apply one decision; later finished steps go stale. Returns whether anything changed."""
+        """Apply one decision; later finished steps go stale. Returns whether anything changed.
+        On a chain, the Dimensions, Tiles and Loops steps' decisions are the shown kernel's own."""
+        if step in ("dims", "tiles", "loops") and self.kernels():
+            mutate = _for_the_kernel(mutate)
         before = self.design.to_json()
         old_shape = self._shape() if step in ("contract", "dims") else None
         mutate(self.design)
@@ -423,6 +461,20 @@ class Session:
 
     def snapshot(self) -> dict[str, Any]:
         return json.loads(self.design.to_json())
+
+
+def _for_the_kernel(mutate: Callable[[Design], None]) -> Callable[[Design], None]:
+    """A step's edit of the design's decisions, applied to the shown kernel's decisions instead."""
+    def apply(d: Design) -> None:
+        key = str(d.kernel)
+        proxy = Design(**copy.deepcopy(d.kernels.get(key, {})))
+        mutate(proxy)
+        decided = {k: getattr(proxy, k) for k in KERNEL_DECISIONS if getattr(proxy, k) is not None}
+        kernels = {k: v for k, v in d.kernels.items() if k != key}
+        if decided:
+            kernels[key] = decided
+        d.kernels = dict(sorted(kernels.items(), key=lambda kv: int(kv[0])))
+    return apply
 
 
 def load_session(path: Path) -> Design:

@@ -52,6 +52,7 @@ class TilesScreen(SimRunner, StepScreen):
     """Tile fields with live checks, the findings and their rules, the ranked candidates."""
 
     STEP = "tiles"
+    KERNEL_PICKER = True
     CSS_PATH = "tiles_screen.tcss"
     AUTO_FOCUS = None  # the tile fields are built per shape: focused in _build_fields
     RUN_LABEL = "Simulate tile candidates"
@@ -108,8 +109,8 @@ class TilesScreen(SimRunner, StepScreen):
 
     # ------------------------------------------------------------------ refresh
     def refresh_step(self) -> None:
-        geometry, err = attempt(self.session.pipeline.geometry)
-        needs = attempt(self.session.pipeline.needs)[0] if geometry is not None else None
+        geometry, err = attempt(self.session.step_pipeline.geometry)
+        needs = attempt(self.session.step_pipeline.needs)[0] if geometry is not None else None
         what = "kernel shape"
         if geometry is not None and needs is not None and needs.tiles and needs.tiles[0].shape != geometry.shape:
             # the pattern tiles another tensor than the kernel's input (a conv's column buffer)
@@ -122,8 +123,8 @@ class TilesScreen(SimRunner, StepScreen):
             self.query_one("#tile-fields").remove_children()
             self.set_status(err or "no geometry", "error")
             return
-        self._plan, perr = attempt(lambda: self.session.pipeline.tile_plan())
-        choices = attempt(self.session.pipeline.tile_choices)[0] if self._plan is not None else None
+        self._plan, perr = attempt(lambda: self.session.step_pipeline.tile_plan())
+        choices = attempt(self.session.step_pipeline.tile_choices)[0] if self._plan is not None else None
         self._choice = choices[0] if choices else None
         tile = self._choice.tile if self._choice is not None else None
         if geometry != self._geometry:
@@ -201,7 +202,7 @@ class TilesScreen(SimRunner, StepScreen):
 
     def _fill_table(self) -> None:
         plan = self._plan
-        sig = (id(plan), self.session.pipeline.chosen_tile() if plan is not None else None,
+        sig = (id(plan), self.session.step_pipeline.chosen_tile() if plan is not None else None,
                tuple(sorted(self._times.items())))
         if sig == self._table_sig:
             return  # unchanged: rebuilding the table would repaint it for nothing
@@ -210,7 +211,7 @@ class TilesScreen(SimRunner, StepScreen):
         table.clear()
         if plan is None:
             return
-        chosen = self.session.pipeline.chosen_tile()
+        chosen = self.session.step_pipeline.chosen_tile()
         for c in plan.candidates:
             e = c.evaluation
             mark = ("▶" if e.tile == chosen else "") + ("★" if plan.recommended is c else "")
@@ -285,7 +286,7 @@ class TilesScreen(SimRunner, StepScreen):
              "warn": "the tile works but breaks a rule of thumb (see the findings)",
              "info": "tile OK", "ok": "tile OK"}[lvl], "error" if lvl == "error" else lvl)
         tile = list(ev.tile)
-        if self.session.design.tile != tile:
+        if self.session.step_pipeline.design.tile != tile:
             # With no decision stored, the tile step's own choice is on screen: keep it undecided.
             rec = choice.tile if choice is not None and choice.source != "user" else None
 
@@ -332,7 +333,7 @@ class TilesScreen(SimRunner, StepScreen):
             d.tile = None
 
         self.session.change("tiles", clear)
-        self._choice = (attempt(self.session.pipeline.tile_choices)[0] or (None,))[0]
+        self._choice = (attempt(self.session.step_pipeline.tile_choices)[0] or (None,))[0]
         self._set_fields(self._choice.tile if self._choice is not None else self._plan.recommended.tile)
         self.evaluate()
         self._fill_table()
@@ -345,8 +346,8 @@ class TilesScreen(SimRunner, StepScreen):
             return
         # The cube tiles the kernel will use: the design's, else the tile step's choice. Shown, never
         # written into the design until the user edits a field.
-        choice, _ = attempt(self.session.pipeline.cube_choice)
-        cube = self.session.design.cube or (
+        choice, _ = attempt(self.session.step_pipeline.cube_choice)
+        cube = self.session.step_pipeline.design.cube or (
             {"m": list(choice.evaluation.m), "k": list(choice.evaluation.k), "n": list(choice.evaluation.n)}
             if choice is not None else {"m": [16, 16], "k": [16, 16], "n": [16, 16]})
         with self.prevent(Input.Changed):
@@ -373,7 +374,7 @@ class TilesScreen(SimRunner, StepScreen):
         err.update(f"L0A {ev.l0a_bytes} B · L0B {ev.l0b_bytes} B · L0C {ev.l0c_bytes} B · "
                    f"L1 {ev.l1_bytes} B · {ev.tasks} cube tasks")
         self.query_one("#cube-findings", FindingsList).show(ev.findings)
-        if record and self.session.design.cube != parts:
+        if record and self.session.step_pipeline.design.cube != parts:
             def set_cube(d: Design) -> None:
                 d.cube = parts
 
@@ -402,7 +403,7 @@ class TilesScreen(SimRunner, StepScreen):
         self._table_sig = None
         self._fill_table()
         box = self.query_one("#sim-report", Static)
-        box.update("\n".join([*sweep_summary(report), *roofline_summary(self.session.pipeline, report)]))
+        box.update("\n".join([*sweep_summary(report), *roofline_summary(self.session.step_pipeline, report)]))
         box.display = True
         cost = report.best_by_cost
         self.set_status(f"simulated {report.simulations} candidate(s)"

@@ -1,0 +1,59 @@
+"""A chain in the app (issue 21 item 4): the Contract step shows the graph and its kernels, the
+Dimensions, Tiles and Loops steps show one kernel at a time (a picker above them), a tile typed
+for a kernel is that kernel's own decision, and the Kernel step shows the module that uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Select
+
+from pypto_tui.design import Design, kernel_of
+from pypto_tui.screens.app import PyptoApp
+from pypto_tui.screens.contract_screen import ContractScreen
+from pypto_tui.screens.dims_screen import DimsScreen
+from pypto_tui.screens.kernel_screen import KernelScreen
+from pypto_tui.screens.loops_screen import LoopsScreen
+from pypto_tui.screens.tiles_screen import TilesScreen
+
+SWIGLU = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_chain" / "swiglu.py"
+
+
+async def _next(pilot, app, ui, expect):
+    await pilot.press("ctrl+n")
+    await ui.settle(pilot, app)
+    assert isinstance(app.screen, expect), str(app.screen.query_one("#status").render())
+    return app.screen
+
+
+async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
+    app = PyptoApp(task=str(SWIGLU), blink=False, state=state, trust_task_code=True)
+    app.animation_level = "none"
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        contract = app.screen
+        assert isinstance(contract, ContractScreen)
+        view = str(contract.query_one("#chain-view").render())
+        assert "planned as 4 kernels" in view and "kernel 1: swish" in view
+        assert contract.next_blocked() is None  # a chain has no one-operator fields to fill
+        dims = await _next(pilot, app, ui, DimsScreen)
+        picker = dims.query_one("#kernel-picker", Select)
+        assert picker.display and picker.value == 0
+        assert app.session.step_pipeline.contract().family == "matmul"
+        tiles = await _next(pilot, app, ui, TilesScreen)
+        picker = tiles.query_one("#kernel-picker", Select)
+        picker.value = 1  # the swish kernel
+        await ui.settle(pilot, app)
+        assert app.session.design.kernel == 1
+        assert app.session.step_pipeline.contract().family == "elementwise"
+        await ui.type_into(pilot, app, "#tile-0", "8192")
+        await ui.settle(pilot, app)
+        assert app.session.design.kernels == {"1": {"tile": [8192]}}
+        assert app.session.design.tile is None  # the task's own field stays a single kernel's
+        await _next(pilot, app, ui, LoopsScreen)
+        kernel = await _next(pilot, app, ui, KernelScreen)
+        assert "TILE_SHAPE_K1 = (8192,)" in kernel.source
+        assert kernel_of(app.session.pipeline).source == kernel.source
+        # the decision is part of the design: saved and read back, it gives the same module
+        again = Design.from_dict(app.session.design.to_dict())
+        assert again.kernels == {"1": {"tile": [8192]}} and again.kernel == 1
