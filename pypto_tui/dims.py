@@ -20,10 +20,10 @@ from typing import Any
 
 from pypto_tui.contract.model import Contract
 from pypto_tui.errors import InputError
-from pypto_tui.shapes import fmt_dims
 from pypto_tui.examples import StrategyRef, Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase, Strategy
+from pypto_tui.shapes import fmt_dims
 
 Shape = tuple[int, ...]
 MERGEABLE = ("sum", "nansum", "mean", "max", "min", "amax", "amin", "prod", "logsumexp", "var", "std")
