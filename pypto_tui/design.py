@@ -492,6 +492,7 @@ class ModuleStages:
     stages: tuple[Stage, ...] = ()
     prelude: tuple[str, ...] = ()
     output: str = ""
+    after: tuple[tuple[int, str], ...] = ()  # forward statements right after kernel i (views of its output)
     refused: str = ""
 
 
@@ -517,16 +518,31 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
     local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
     prelude: list[str] = []
-    for vid in mp.views:  # views of inputs: forward takes them (shape-only steps)
-        n = graph.node(vid)
-        text = local.get(n.inputs[0]) or param_text.get(n.inputs[0], n.inputs[0])
-        for step in n.attrs.get("steps", ()):
-            s = V.step_of(step)
-            if s.kind not in ("unsqueeze", "reshape"):
-                return ModuleStages(refused=f"forward would copy data for the view {n.spelling} ({s.kind}) of an input")
-            text += V.torch_text(s)
-        local[vid] = f"v_{vid}"
-        prelude.append(f"v_{vid} = {text}")
+    after: list[tuple[int, str]] = []
+    pending = list(mp.views)
+
+    def take_views(done: int) -> str:
+        """Forward's statements for the views whose tensor exists once kernel `done` ran (-1: the
+        inputs); "" or why a view cannot be taken."""
+        for vid in list(pending):
+            n = graph.node(vid)
+            source = n.inputs[0]
+            if source not in local and source not in param_text:
+                continue  # its kernel has not run yet
+            text = local.get(source) or param_text[source]
+            for step in n.attrs.get("steps", ()):
+                s = V.step_of(step)
+                if s.kind not in ("unsqueeze", "reshape"):
+                    return f"forward would copy data for the view {n.spelling} ({s.kind})"
+                text += V.torch_text(s)
+            local[vid] = f"v_{vid}"
+            (prelude.append(f"v_{vid} = {text}") if done < 0 else after.append((done, f"v_{vid} = {text}")))
+            pending.remove(vid)
+        return ""
+
+    why = take_views(-1)
+    if why:
+        return ModuleStages(refused=why)
     stages: list[Stage] = []
     for g in mp.groups:
         ops = ", ".join(graph.node(n).op for n in g.nodes)
@@ -552,7 +568,12 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         out = f"t_{arg_name(g.writes)}"
         local[g.writes] = out
         stages.append(Stage(g.index, ops, stage_pipeline, gen, args, out, tuple(modules), g.rule or ""))
-    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output])
+        why = take_views(g.index)
+        if why:
+            return ModuleStages(refused=why)
+    if pending or mp.output not in local:
+        return ModuleStages(refused=f"forward cannot take the view(s) {', '.join(pending)} in order")
+    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output], tuple(after))
 
 
 def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
@@ -593,7 +614,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
            + "\n".join(summaries))
     try:
         code = compose(stages, calls, designed.output, doc, sig.init_source, body, sig.forward_source,
-                       list(designed.prelude), shared)
+                       list(designed.prelude), shared, designed.after)
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))

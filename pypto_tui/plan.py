@@ -389,7 +389,7 @@ class ModulePlan:
     groups: tuple[KernelGroup, ...]
     output: str
     intermediates: tuple[str, ...]
-    views: tuple[str, ...] = ()  # view nodes forward takes on an input itself (no kernel)
+    views: tuple[str, ...] = ()  # view nodes forward takes itself (of an input, or of a kernel's output)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kernels": [{"name": g.name, "anchor": g.anchor, "nodes": list(g.nodes), "reads": list(g.reads),
@@ -447,6 +447,18 @@ def _logsumexp(graph: Any, n: Any) -> list[Any]:
     return parts
 
 
+FREE_VIEW_STEPS = ("unsqueeze", "reshape")
+
+
+def _free_view(n: Any) -> bool:
+    """A view torch makes without copying (an unsqueeze or reshape of a contiguous tensor): forward
+    takes it between two kernels, and the next kernel reads the viewed tensor as an input."""
+    from pypto_tui.ops import views as V
+
+    steps = n.attrs.get("steps", ())
+    return bool(steps) and all(V.step_of(s).kind in FREE_VIEW_STEPS for s in steps)
+
+
 def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
     """Split an OpGraph into kernels, in the graph's (topological) order.
 
@@ -474,6 +486,9 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
         producers = [group_of[i] for i in n.inputs if i in group_of]
         if n.role == "view" and not producers:
             views.append(n.id)  # forward takes it on the input
+            continue
+        if n.role == "view" and _free_view(n):
+            views.append(n.id)  # forward takes it on the kernel's output (a free reshape between kernels)
             continue
         users = consumers.get(n.id, [])
         if (n.op == "transpose" and not producers and n.inputs and n.inputs[0] not in nodes and len(users) == 1

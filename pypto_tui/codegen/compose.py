@@ -59,13 +59,14 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
 
 def compose(stages: Sequence[str], calls: Sequence[tuple[str, Sequence[str]]], result: str, doc: str,
             init_params: str, init_body: str, forward_params: str, prelude: Sequence[str] = (),
-            shared: Sequence[str] = ()) -> str:
+            shared: Sequence[str] = (), after: Sequence[tuple[int, str]] = ()) -> str:
     """The merged module.
 
     `stages`: each kernel's generated module source, in plan order; `calls[i]` = (the local the
     forward keeps stage i's output in, the expressions it passes); `result`: the local forward
     returns; `init_body`: Model.__init__'s body (without `super().__init__()` it is added);
-    `prelude`: forward statements before the first stage (views of inputs)."""
+    `prelude`: forward statements before the first stage (views of inputs); `after`: (i, statement)
+    run right after stage i (views of its output)."""
     header: list[cst.BaseStatement] = []
     seen: dict[str, str] = {}  # statement code -> first stage's name for it
     body: list[cst.BaseStatement] = []
@@ -106,6 +107,7 @@ def compose(stages: Sequence[str], calls: Sequence[tuple[str, Sequence[str]]], r
     lines += [f"        {p}" for p in prelude]
     for i, (local, args) in enumerate(calls):
         lines.append(f"        {local} = self._k{i}({', '.join(args)})")
+        lines += [f"        {stmt}" for k, stmt in after if k == i]
     lines.append(f"        return {result}")
     model = list(cst.parse_module("\n".join(lines) + "\n").body)
     docstring = list(cst.parse_module(f'"""{doc}"""\n').body)

@@ -72,8 +72,13 @@ def _structure(graph: Any) -> list[Any]:
     """The graph without its sizes: the ops, their wiring and every attribute that is not a size."""
     sizes = {"in_channels", "out_channels", "num_features", "num_channels", "in_features", "out_features",
              "normalized_shape", "embed_dim"}
-    nodes = [(n["op"], list(n["inputs"]), {k: v for k, v in n["attrs"].items() if k not in sizes})
-             for n in graph.get("nodes", ())]
+    def attrs(n: Any) -> dict[str, Any]:
+        out = {k: v for k, v in n["attrs"].items() if k not in sizes}
+        if "steps" in out:  # a reshape's sizes follow the task's; its kind and axes do not
+            out["steps"] = [{k: v for k, v in dict(step).items() if k != "shape"} for step in out["steps"]]
+        return out
+
+    nodes = [(n["op"], list(n["inputs"]), attrs(n)) for n in graph.get("nodes", ())]
     values = [(v["id"], v["kind"], v.get("value")) for v in graph.get("values", ())]
     return [nodes, values, graph.get("output")]
 

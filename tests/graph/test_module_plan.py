@@ -158,3 +158,16 @@ def test_forward_reads_an_inputs_shape_as_a_constant():
     views = [n for n in c.graph["nodes"] if n["op"] == "view"]
     assert [tuple(n["shape"]) for n in views] == [(256, 64), (256, 64)]
     assert not c.graph["problems"]
+
+
+def test_a_view_of_a_kernels_output_is_a_free_reshape_in_forward_between_kernels(kb):
+    """KernelBench level 2's `unsqueeze(x @ W.T + b, 1)` before a pool (tasks 28, 55, 98) matched no
+    pattern as one kernel; forward views the output and the pool's kernel reads the view."""
+    g = decompose(OpGraph.from_data(extract_contract(CHAIN / "linear_unsqueeze_maxpool.py").graph))
+    mp = partition(g, fusion_rules(None))
+    assert [g.node(v).op for v in mp.views] == ["view", "view"]
+    assert all(v not in k.nodes for k in mp.groups for v in mp.views)
+    src = kernel_of(Pipeline(kb, Design(task=str(CHAIN / "linear_unsqueeze_maxpool.py")))).source
+    calls = [ln.strip() for ln in src.split("def forward(self, x):")[-1].splitlines() if ln.strip()]
+    assert calls[:4] == ["t_n0m = self._k0(x, self.proj.weight)", "t_n0 = self._k1(t_n0m, self.proj.bias)",
+                         "v_n1 = t_n0.unsqueeze(1)", "t_n2 = self._k2(v_n1)"]
