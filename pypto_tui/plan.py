@@ -400,13 +400,26 @@ class ModulePlan:
 def decompose(graph: Any) -> Any:
     """The graph with each biased `linear` split into the product and an `add` of the bias (the
     add keeps the linear's id, so its readers are unchanged): the product is the anchor, the bias
-    an elementwise op the fusion rules place like any other."""
+    an elementwise op the fusion rules place like any other. logsumexp becomes its composition, and
+    a global average pool (adaptive, every output size 1) the mean over the spatial axes."""
     from dataclasses import replace
 
     out = []
+    consts: list[Any] = []
     for n in graph.nodes:
         if n.op == "logsumexp":
             out += _logsumexp(graph, n)
+            continue
+        if n.op == "batch_norm" and len(graph.shape_of(n.inputs[0]) or ()) == 2:
+            parts, new = _batch_norm_rows(n)
+            out += parts
+            consts += new
+            continue
+        if n.op == "adaptive_avg_pool" and _global(n, graph):
+            # global average pooling: the mean over every spatial axis, kept as size 1
+            rank = len(graph.shape_of(n.inputs[0]))
+            out.append(replace(n, op="mean", role="reduction",
+                               attrs={"dim": tuple(range(2, rank)), "keepdim": True}))
             continue
         if n.op == "linear" and len(n.inputs) == 3:
             product = replace(n, id=f"{n.id}m", inputs=n.inputs[:2], attrs={**n.attrs, "bias": False})
@@ -414,7 +427,50 @@ def decompose(graph: Any) -> Any:
                                      spelling=f"{n.spelling} bias")]
         else:
             out.append(n)
-    return replace(graph, nodes=tuple(out))
+    return replace(graph, nodes=tuple(out), values=(*graph.values, *consts))
+
+
+def _batch_norm_rows(n: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
+    means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then
+    (x - m) * rsqrt(v + eps) * weight + bias. The (B, C, S) pattern has no spatial axis here; each
+    part is a kernel the level-1 patterns write. The last node keeps the id."""
+    from dataclasses import replace
+
+    from pypto_tui.contract.graph import Value
+
+    x = n.inputs[0]
+    nid = n.id
+    rows = (1, *n.shape[1:])
+    eps = Value(f"{nid}_eps", "const", (), "fp32", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
+    two = Value(f"{nid}_two", "const", (), "fp32", 2.0, "BatchNorm variance")
+
+    def part(suffix: str, op: str, role: str, inputs: tuple[str, ...], attrs: dict[str, Any], shape: Any) -> Any:
+        return replace(n, id=f"{nid}{suffix}", op=op, role=role, inputs=inputs, attrs=attrs, shape=shape)
+
+    parts = [part("_mean", "mean", "reduction", (x,), {"dim": 0, "keepdim": True}, rows),
+             part("_dev", "sub", "elementwise", (x, f"{nid}_mean"), {}, n.shape),
+             part("_sq", "pow", "elementwise", (f"{nid}_dev", two.id), {}, n.shape),
+             part("_var", "mean", "reduction", (f"{nid}_sq",), {"dim": 0, "keepdim": True}, rows),
+             part("_veps", "add", "elementwise", (f"{nid}_var", eps.id), {}, rows),
+             part("_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, rows),
+             part("_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
+    if n.attrs.get("affine", True) and len(n.inputs) >= 3:
+        parts += [part("_scaled", "mul", "elementwise", (f"{nid}_norm", n.inputs[1]), {}, n.shape),
+                  part("", "add", "elementwise", (f"{nid}_scaled", n.inputs[2]), {}, n.shape)]
+    else:
+        parts[-1] = replace(parts[-1], id=nid)
+    return parts, (eps, two)
+
+
+def _global(n: Any, graph: Any) -> bool:
+    """An adaptive average pool whose every output size is 1 (a global average pool)."""
+    size = n.attrs.get("output_size")
+    shape = graph.shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None or len(shape) < 3:
+        return False
+    sizes = size if isinstance(size, tuple | list) else (size,) * (len(shape) - 2)
+    return len(sizes) == len(shape) - 2 and all(s == 1 for s in sizes)
 
 
 def _logsumexp(graph: Any, n: Any) -> list[Any]:
@@ -512,8 +568,27 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
         rule = by_anchor.get(n.role) if is_anchor else chain_rule
         decided.append(rule.id if rule is not None else "")
     out = graph.output
+
+    def used_outside(ids: list[str]) -> list[str]:
+        inside = set(ids)
+        return [nid for nid in ids if nid == out or any(nid in nodes[m].inputs for m in nodes if m not in inside)]
+
+    def split(ids: list[str]) -> list[list[str]]:
+        """A chain that would write two values (one a later kernel also reads) is cut after the
+        first of them: each kernel writes one tensor."""
+        outside = used_outside(ids)
+        if len(outside) <= 1:
+            return [ids]
+        cut = ids.index(outside[0]) + 1
+        return split(ids[:cut]) + split(ids[cut:])
+
+    chunks: list[tuple[list[str], str | None, str]] = []
+    for ids, anchor, rule_id in zip(members, anchors, decided, strict=True):
+        for k, part in enumerate(split(ids)):
+            chunks.append((part, anchor if k == 0 else None,
+                           rule_id if k == 0 else (chain_rule.id if chain_rule is not None else "")))
     groups = []
-    for g, ids in enumerate(members):
+    for g, (ids, anchors_g, decided_g) in enumerate(chunks):
         inside = set(ids)
         reads: list[str] = []
         for nid in ids:
@@ -521,13 +596,12 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
                 if i not in inside and i not in reads:
                     reads.append(i)
         writes = ids[-1]
-        used_outside = [nid for nid in ids if nid == out or any(
-            nid in nodes[m].inputs for m in nodes if m not in inside)]
-        if len(used_outside) > 1:
-            raise InputError(f"kernel {g} would write {len(used_outside)} values ({', '.join(used_outside)}); "
+        outside = used_outside(ids)
+        if len(outside) > 1:
+            raise InputError(f"kernel {g} would write {len(outside)} values ({', '.join(outside)}); "
                              "a kernel writes one")
-        if used_outside:
-            writes = used_outside[0]
-        groups.append(KernelGroup(g, anchors[g], tuple(ids), tuple(reads), writes, decided[g]))
+        if outside:
+            writes = outside[0]
+        groups.append(KernelGroup(g, anchors_g, tuple(ids), tuple(reads), writes, decided_g))
     inter = tuple(grp.writes for grp in groups if grp.writes != out)
     return ModulePlan(tuple(groups), out, inter, tuple(views))

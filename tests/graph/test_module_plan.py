@@ -171,3 +171,36 @@ def test_a_view_of_a_kernels_output_is_a_free_reshape_in_forward_between_kernels
     calls = [ln.strip() for ln in src.split("def forward(self, x):")[-1].splitlines() if ln.strip()]
     assert calls[:4] == ["t_n0m = self._k0(x, self.proj.weight)", "t_n0 = self._k1(t_n0m, self.proj.bias)",
                          "v_n1 = t_n0.unsqueeze(1)", "t_n2 = self._k2(v_n1)"]
+
+
+def test_global_average_pooling_is_the_mean_over_the_spatial_axes():
+    from pypto_tui.contract.graph import OpNode, Value
+
+    g = OpGraph((Value("x", "input", (2, 4, 6, 8), "fp32"),),
+                (OpNode("p", "adaptive_avg_pool", "pool", ("x",), {"output_size": 1, "nd": 2}, (2, 4, 1, 1),
+                        "fp32", "F.adaptive_avg_pool2d"),), "p")
+    (mean,) = decompose(g).nodes
+    assert (mean.op, mean.role, mean.attrs, mean.shape) == ("mean", "reduction", {"dim": (2, 3), "keepdim": True},
+                                                            (2, 4, 1, 1))
+    kept = OpGraph(g.values, (replace_attrs(g.nodes[0], {"output_size": (2, 2), "nd": 2}),), "p")
+    assert decompose(kept).nodes[0].op == "adaptive_avg_pool"  # a pool to 2 x 2 is no mean
+
+
+def replace_attrs(node, attrs):
+    from dataclasses import replace
+
+    return replace(node, attrs=attrs)
+
+
+def test_batchnorm_on_rows_is_its_training_composition_and_each_kernel_writes_one_tensor():
+    g = decompose(OpGraph.from_data(extract_contract(CHAIN / "linear_batchnorm1d.py").graph))
+    ops = [n.op for n in g.nodes]
+    assert ops[ops.index("mean"):] == ["mean", "sub", "pow", "mean", "add", "rsqrt", "mul", "mul", "add"]
+    assert g.nodes[-1].id == "n1" and g.value("n1_eps").value == 1e-5
+    mp = partition(g, fusion_rules(None))
+    # (x - m) is read by the square and by the normalisation: the chain is cut after it
+    assert [[g.node(n).op for n in k.nodes] for k in mp.groups][2:5] == [["mean"], ["sub"], ["pow"]]
+    for k in mp.groups:
+        inside = set(k.nodes)
+        outside = [n for n in k.nodes if n == mp.output or any(n in m.inputs for m in g.nodes if m.id not in inside)]
+        assert len(outside) <= 1 and (not outside or outside[0] == k.writes)
