@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, load_pack
+
+# Property tests assert properties, not speed: on a loaded CI machine an example missed hypothesis's
+# default 200 ms deadline (test_evaluation_matches_direct_formulas), a failure that says nothing.
+settings.register_profile("pypto-tui", deadline=None)
+settings.load_profile("pypto-tui")
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
