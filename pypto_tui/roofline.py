@@ -240,6 +240,19 @@ def roofline(c: Contract, kb: KnowledgeBase) -> Roofline:
     return bound(w, kb.roofline)
 
 
+def chained(parts: Sequence[Roofline]) -> Roofline:
+    """The roofline of kernels run one after another (a chain's module): every kernel's bytes,
+    intermediates included, and its operations, added up. Each part's own bound is still its own
+    (sim --json lists them under `roofline_kernels`)."""
+    if not parts:
+        raise InputError("no kernels to add up")
+    work = Work(sum(r.work.bytes for r in parts), sum(r.work.vector_ops for r in parts),
+                sum(r.work.cube_macs for r in parts), parts[0].work.dtype,
+                (f"the sum over {len(parts)} kernels, each reading its inputs and writing its output",))
+    return Roofline(work, sum(r.memory_us for r in parts), sum(r.vector_us for r in parts),
+                    sum(r.cube_us for r in parts), parts[0].chip)
+
+
 def try_roofline(c: Contract, kb: KnowledgeBase) -> tuple[Roofline | None, str]:
     """The roofline, or None and why not (for displays that show either)."""
     try:

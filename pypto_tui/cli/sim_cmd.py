@@ -96,6 +96,10 @@ def sim(
     if kernel is not None:
         doc["kernel"] = str(kernel)
     bound, why_not = try_roofline(p.contract(), p.kb)
+    if bound is None and job is None:
+        bound, per_kernel = _module_roofline(p)
+        if per_kernel:
+            doc["roofline_kernels"] = per_kernel
     reports = []
     with workers_end_with_us(), SweepBar("simulating", enabled=not json_out) as bar:
         if sweep is None:
@@ -121,6 +125,29 @@ def sim(
     else:
         _show_sim(doc, reports)
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+
+
+def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """A chain's roofline: each kernel's own (its contract), and their sum (roofline.chained);
+    (None, []) when the task is no chain or a kernel has none."""
+    from pypto_tui.design import module_stages
+    from pypto_tui.roofline import chained, try_roofline
+
+    try:
+        designed = module_stages(p)
+    except InputError:
+        return None, []
+    if designed is None or designed.refused:
+        return None, []
+    parts = []
+    for s in designed.stages:
+        r, _ = try_roofline(s.pipeline.contract(), p.kb)
+        if r is None:
+            return None, []
+        parts.append((s, r))
+    per = [{"index": s.index, "ops": s.ops, "roofline_us": r.roofline_us, "bound": r.bound, "bytes": r.work.bytes}
+           for s, r in parts]
+    return chained([r for _, r in parts]), per
 
 
 def _add_roofline(doc: dict[str, Any], bound: Any, why_not: str) -> None:

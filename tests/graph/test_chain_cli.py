@@ -54,3 +54,23 @@ def test_tile_task_recommends_what_the_app_uses(task):
     plan = p.loop_plan()
     want = plan.recommended.loop_count if plan and plan.recommended else None
     assert (loop["recommended"] or {}).get("loop_count") == want
+
+
+def test_a_chains_roofline_adds_up_its_kernels():
+    """sim's roofline for a chain: each kernel's own, and the sum of their bytes, operations and
+    bounds (the intermediates each kernel writes and the next reads are counted)."""
+    from pypto_tui.cli.sim_cmd import _module_roofline
+    from pypto_tui.roofline import try_roofline
+
+    p = Pipeline(get_kb(), Design(task=str(FIX / "tasks_chain" / "rmsnorm_linear.py")))
+    total, per = _module_roofline(p)
+    stages = module_stages(p).stages
+    parts = [try_roofline(s.pipeline.contract(), p.kb)[0] for s in stages]
+    assert [k["index"] for k in per] == [s.index for s in stages] and all(parts)
+    assert total.work.bytes == sum(r.work.bytes for r in parts)
+    assert total.memory_us == pytest.approx(sum(r.memory_us for r in parts))
+    assert total.roofline_us == max(total.memory_us, total.vector_us, total.cube_us)
+    # the intermediate between the norm's kernels and the projection is read and written
+    x_bytes = 128 * 256 * 4
+    assert total.work.bytes > 2 * x_bytes + 256 * 512 * 4 + 128 * 512 * 4
+    assert _module_roofline(Pipeline(get_kb(), Design(task=str(FIX / "tasks" / "softmax_rows.py")))) == (None, [])
