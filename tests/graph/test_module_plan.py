@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import tiered
 
 from pypto_tui.contract.extract import extract_contract
 from pypto_tui.contract.graph import OpGraph
@@ -92,12 +93,14 @@ def test_a_level1_task_keeps_its_one_kernel(kb):
 
 
 @pytest.mark.sim
-def test_gemm_epilogue_modules_verify_against_torch(kb, tmp_path):
+@pytest.mark.parametrize("task", tiered(["gemm_scale_leaky_relu.py", "linear_residual_clamp.py"],
+                                        {"gemm_scale_leaky_relu.py"}))
+def test_gemm_epilogue_modules_verify_against_torch(kb, tmp_path, task):
     import json
     import subprocess
     import sys
 
-    for name in ("gemm_scale_leaky_relu.py", "linear_residual_clamp.py"):
+    for name in (task,):
         k = kernel_of(Pipeline(kb, Design(task=str(EXTRA / name))))
         assert k.supported, k.reason
         path = tmp_path / f"k_{name}"

@@ -178,6 +178,12 @@ def _spawning_task(tmp_path: Path, slow: bool) -> Path:
     return task
 
 
+def _default_signals() -> None:
+    """The child starts with SIGINT at its default, as from a terminal: an ignored SIGINT is
+    inherited across exec (in CI one pytest worker had it ignored, and the child never ended)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch==2.13.0")
 @pytest.mark.parametrize("ending", ["normal", "SIGTERM", "SIGHUP", "SIGINT", "SIGKILL"])
@@ -188,7 +194,8 @@ def test_contract_run_leaves_nothing_behind(tmp_path: Path, ending: str) -> None
     task = _spawning_task(tmp_path, slow=ending != "normal")
     env = {**os.environ, "PYPTO_TUI_TEST_MARK": marker, "TMPDIR": str(temp), "NO_COLOR": "1"}
     proc = subprocess.Popen([PYPTO_TUI, "contract", str(task), "--run", "--timeout", "100", "--json"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            preexec_fn=_default_signals)
     if ending == "normal":
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0 and json.loads(out)["selfcheck"]["status"] == "agree"

@@ -16,7 +16,7 @@ EXTRA = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra"
 
 
 @pytest.mark.parametrize("task", tiered(["softmax_rank5_channels.py", "amin_rank5_depth.py"],
-                                        {"softmax_rank5_channels.py"}))
+                                        set()))  # CI: the codegen tests; level 2's 6, 13, 24 verify
 def test_rank5_merged_kernels_verify(kb, task):
     report = verify(Pipeline(kb, Design(task=str(EXTRA / task))), cache=False)
     assert report.passed and report.design_kept, report.reason

@@ -180,10 +180,15 @@ def test_an_interrupted_batch_kills_its_workers_and_starts_no_more(tmp_path: Pat
         os.kill(os.getpid(), signal.SIGINT)  # a real signal: it wakes the main thread's wait
 
     threading.Thread(target=stop_soon, daemon=True).start()
+    # Ctrl+C's own handler, whatever an earlier test in this worker process left behind (in CI, one
+    # worker's SIGINT no longer raised: the batch ran to its 60 s sleeps and the test failed)
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request_restore = lambda: signal.signal(signal.SIGINT, saved)  # noqa: E731
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         runner.run_many([job(f"j{i}", src=f"X = {i}") for i in range(5)], jobs=2, cache=False, python=py,
                         status=interrupt)
+    request_restore()
     assert time.perf_counter() - t0 < 20
     assert len(started) == 2 and runner.live_workers() == []
     time.sleep(0.2)
