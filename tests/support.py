@@ -4,6 +4,7 @@ importlib mode keeps conftest files themselves out of reach of `import`)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 LINT_PROBES = Path(__file__).resolve().parent / "lint" / "probes"
+PYPTO_TUI = str(Path(sys.executable).with_name("pypto-tui"))  # the console script of this environment
 
 
 def tiered(names: Iterable[str], in_ci: set[str]) -> list[Any]:

@@ -12,8 +12,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # `import hostile` (shared with benchmarks/fuzz_cli.py)
 
 import hostile  # noqa: E402
-
-PYPTO_TUI = str(Path(sys.executable).with_name("pypto-tui"))
+from support import PYPTO_TUI  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PYPTO_TUI
 from hostile import MODEL_HEAD, MODEL_TAIL
+from support import PYPTO_TUI
 
 from pypto_tui import procgroup
 
