@@ -22,6 +22,7 @@ from pypto_tui.errors import InputError
 from pypto_tui.fileio import write_atomic
 from pypto_tui.kb import KnowledgeBase
 from pypto_tui.plan import (
+    FREE_VIEW_STEPS,
     CubeChoice,
     DynamicAxis,
     Geometry,
@@ -151,6 +152,10 @@ class Pipeline:
         self.kb = kb
         self.design = design
         self._cache: dict[str, tuple[Any, Any]] = {}
+
+    def with_design(self, **changes: Any) -> Pipeline:
+        """The same design with some decisions changed (a tile, a loop count), as a fresh pipeline."""
+        return Pipeline(self.kb, replace(self.design, **changes))
 
     def _memo(self, step: str, key: Any, compute: Callable[[], T]) -> T:
         hit = self._cache.get(step)
@@ -432,8 +437,7 @@ def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
     single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
     if single.supported or pipeline.contract().supported:
         return single  # a task the level-1 reader takes keeps the level-1 answer, refusals included
-    decided = json.dumps(pipeline.design.kernels, sort_keys=True, default=str)
-    module = pipeline._memo("module_kernel", (plan, decided), lambda: module_kernel(pipeline))
+    module = pipeline._memo("module_kernel", (plan, _kernel_decisions(pipeline)), lambda: module_kernel(pipeline))
     return module if module is not None else single
 
 
@@ -448,7 +452,7 @@ class _StagePipeline(Pipeline):
         return self._given
 
     def with_design(self, **changes: Any) -> _StagePipeline:
-        """The same kernel with some decisions given (a tile, a loop count, cube tiles)."""
+        """The same kernel (its given contract) with some decisions changed."""
         other = _StagePipeline(self.kb, self._given, self.design.flavour)
         other.design = replace(other.design, **changes)
         return other
@@ -499,9 +503,13 @@ class ModuleStages:
 def module_stages(pipeline: Pipeline) -> ModuleStages | None:
     """Every kernel of the task's module plan designed as a task of its own (contract/stages.py, the
     level-1 steps). None when the graph is one kernel (the level-1 answer stands)."""
-    plan = pipeline.kernel_plan()
-    key = (plan, json.dumps(pipeline.design.kernels, sort_keys=True, default=str))
+    key = (pipeline.kernel_plan(), _kernel_decisions(pipeline))
     return pipeline._memo("module_stages", key, lambda: _module_stages(pipeline))
+
+
+def _kernel_decisions(pipeline: Pipeline) -> str:
+    """The chain's per-kernel decisions as a memo key (the kernel plan does not hold them)."""
+    return json.dumps(pipeline.design.kernels, sort_keys=True, default=str)
 
 
 def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
@@ -532,11 +540,14 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
             text = local.get(source) or param_text[source]
             for step in n.attrs.get("steps", ()):
                 s = V.step_of(step)
-                if s.kind not in ("unsqueeze", "reshape"):
+                if s.kind not in FREE_VIEW_STEPS:
                     return f"forward would copy data for the view {n.spelling} ({s.kind})"
                 text += V.torch_text(s)
             local[vid] = f"v_{vid}"
-            (prelude.append(f"v_{vid} = {text}") if done < 0 else after.append((done, f"v_{vid} = {text}")))
+            if done < 0:
+                prelude.append(f"v_{vid} = {text}")
+            else:
+                after.append((done, f"v_{vid} = {text}"))
             pending.remove(vid)
         return ""
 

@@ -595,13 +595,8 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
             for i in nodes[nid].inputs:
                 if i not in inside and i not in reads:
                     reads.append(i)
-        writes = ids[-1]
-        outside = used_outside(ids)
-        if len(outside) > 1:
-            raise InputError(f"kernel {g} would write {len(outside)} values ({', '.join(outside)}); "
-                             "a kernel writes one")
-        if outside:
-            writes = outside[0]
+        outside = used_outside(ids)  # at most one: split() cut the chain after each earlier one
+        writes = outside[0] if outside else ids[-1]
         groups.append(KernelGroup(g, anchors_g, tuple(ids), tuple(reads), writes, decided_g))
     inter = tuple(grp.writes for grp in groups if grp.writes != out)
     return ModulePlan(tuple(groups), out, inter, tuple(views))

@@ -106,10 +106,8 @@ def _field_problem(d: Design) -> str | None:
     if d.loop_count is not None and (isinstance(d.loop_count, bool) or not isinstance(d.loop_count, int)
                                      or not 0 <= d.loop_count <= MAX_DIM):
         return "'loop_count' must be a whole number"
-    for index, decided in d.kernels.items():
-        kernel = Design(tile=decided.get("tile"), loop_count=decided.get("loop_count"), cube=decided.get("cube"),
-                        strategy=decided.get("strategy"), loop_tail=decided.get("loop_tail"))
-        problem = _field_problem(kernel)
+    for index, decided in d.kernels.items():  # Design.from_dict allowed only KERNEL_DECISIONS keys
+        problem = _field_problem(Design(**decided))
         if problem:
             return f"kernel {index}: {problem}"
     if d.cube is not None:

@@ -35,16 +35,16 @@ FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator fa
 
 
 def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[no-untyped-def]
-    """[(label, pipeline)] for a task: its one kernel, or its module's kernels (one with
-    --kernel-index). The pipelines are the design's own, so the tile and loop recommended here are
-    the ones the app and `scaffold` use."""
+    """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels as
+    (index, ops) (one with --kernel-index). The pipelines are the design's own, so the tile and
+    loop recommended here are the ones the app and `scaffold` use."""
     from pypto_tui.design import Design, Pipeline, module_stages
 
     p = Pipeline(kb, Design(task=str(task)))
     if p.contract().supported:
         if kernel_index not in (None, 0):
             raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
-        return [("", p)]
+        return [(None, p)]
     designed = module_stages(p)
     if designed is None:
         p.geometry()  # says why there is no kernel shape
@@ -57,7 +57,23 @@ def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[n
             raise InputError(f"--kernel-index {kernel_index}: {task.name} is {len(stages)} kernels "
                              f"(0-{len(stages) - 1}); drop the option to see them all")
         stages = (stages[kernel_index],)
-    return [(f"kernel {s.index} ({s.ops})", s.pipeline) for s in stages]
+    return [((s.index, s.ops), s.pipeline) for s in stages]
+
+
+def _emit(shown, json_out: bool, to_dict, show, failed: bool) -> None:  # type: ignore[no-untyped-def]
+    """`shown`: [(kernel, result)]. One kernel: its result's document as it always was; a chain's
+    kernels: {"kernels": [{index, ops, ...}]} and a table under each kernel's heading."""
+    if json_out:
+        emit_json(to_dict(shown[0][1]) if len(shown) == 1 and shown[0][0] is None else {"kernels": [
+            {"index": kernel[0], "ops": kernel[1], **to_dict(result)} for kernel, result in shown]})
+    else:
+        for kernel, result in shown:
+            if kernel is not None:
+                from pypto_tui.cli import views
+
+                views.heading(f"kernel {kernel[0]} ({kernel[1]})")
+            show(result)
+    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
 
 
 def _costs(task: Path | None, family: str | None, shape, dtype: str, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
@@ -113,6 +129,8 @@ def tile(
     json_out: JsonOption = False,
 ) -> None:
     """Evaluate a tile (--tile) or rank the candidate tiles for a shape (rules P4, O1)."""
+    from pypto_tui.tiles import evaluate_tile, rank_candidates
+
     pack = load_kb(kb)
     want_candidates = (tile is None) if candidates is None else candidates
     if tile is None and not want_candidates:
@@ -125,55 +143,45 @@ def tile(
                          "or --reduce-dim)")
     shp, dt, rd, _why = _geometry(task, shape, dtype, reduce_dim, pack)
     pack.dtype_bytes(dt)
-    plan, evaluation = _rank(pack, shp, dt, rd, tile, top, want_candidates,
-                             *(_costs(task, family, shp, dt, rd, pack) if want_candidates else (None, "")))
-    _emit_tiles([("", plan, evaluation)], json_out)
-
-
-def _rank(pack, shp, dt, rd, tile, top, want_candidates, costs, why, plan=None):  # type: ignore[no-untyped-def]
-    from pypto_tui.tiles import evaluate_tile, rank_candidates
-
-    evaluation = evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None
-    if want_candidates and plan is None:
+    plan = None
+    if want_candidates:
+        costs, why = _costs(task, family, shp, dt, rd, pack)
         plan = rank_candidates(pack, shp, dt, rd, top=top, estimate=costs.tile if costs else None,
                                estimate_decides=costs.tiles.estimate_decides if costs else None,
                                ranking_note=costs.tiles.why if costs else "",
                                estimate_note=costs.note if costs else why)
-    return plan, evaluation
+    _emit_tiles([(None, (plan, evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None))], json_out)
 
 
 def _tile_task(task: Path, pack, tile, top, want_candidates, kernel_index, json_out):  # type: ignore[no-untyped-def]
     """`tile TASK`: each kernel's main tile ranked exactly as the design's tile step ranks it."""
+    from pypto_tui.tiles import evaluate_tile
+
     shown = []
-    for label, p in _task_pipelines(task, pack, kernel_index):
+    for kernel, p in _task_pipelines(task, pack, kernel_index):
         role = p.needs().tiles[0]
         plan = p.tile_plan(top=top) if want_candidates else None
-        _plan, evaluation = _rank(pack, role.shape, role.dtype, role.reduce_dim, tile, top, False, None, "")
-        shown.append((label, plan, evaluation))
+        evaluation = evaluate_tile(pack, role.shape, role.dtype, tile, role.reduce_dim) if tile is not None else None
+        shown.append((kernel, (plan, evaluation)))
     _emit_tiles(shown, json_out)
 
 
 def _emit_tiles(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
-    """One kernel: the plan as before. Several: {"kernels": [{index, ops, ...plan}]}, a table each."""
-    failed = any(has_error(e.findings) if e else (p is None or p.recommended is None) for _, p, e in shown)
-    docs = []
-    for label, plan, evaluation in shown:
+    def to_dict(result):  # type: ignore[no-untyped-def]
+        plan, evaluation = result
         doc = plan.to_dict() if plan else {
             "shape": list(evaluation.shape), "dtype": evaluation.dtype, "reduce_dim": evaluation.reduce_dim,
             "candidates": [], "recommended": None}
         doc["evaluation"] = evaluation.to_dict() if evaluation else None
-        docs.append((label, doc))
-    if json_out:
-        emit_json(docs[0][1] if len(docs) == 1 and not docs[0][0] else {"kernels": [
-            {"index": int(label.split()[1]), "ops": label.split("(", 1)[1].rstrip(")"), **doc} for label, doc in docs]})
-    else:
+        return doc
+
+    def show(result):  # type: ignore[no-untyped-def]
         from pypto_tui.cli import views
 
-        for label, plan, evaluation in shown:
-            if label:
-                views.heading(label)
-            views.show_tiles(plan, evaluation)
-    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+        views.show_tiles(*result)
+
+    failed = any(has_error(e.findings) if e else (p is None or p.recommended is None) for _, (p, e) in shown)
+    _emit(shown, json_out, to_dict, show, failed)
 
 
 @handles_input_errors
@@ -223,45 +231,36 @@ def loop(
     plan = plan_loops(pack, shp, dt, tile_dims, axis, loop_count, why, price, costs.note if costs else why_not,
                       estimate_decides=costs.loops.estimate_decides if costs else None,
                       ranking_note=costs.loops.why if costs else "")
-    _emit_loops([("", plan)], json_out)
+    _emit_loops([(None, plan)], json_out)
 
 
 def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out):  # type: ignore[no-untyped-def]
     """`loop TASK`: each kernel's loop planned exactly as the design's loop step plans it (its loop
     axis, unit and chunk limits), for its recommended tile or --tile."""
-    from dataclasses import replace
-
-    from pypto_tui.design import Pipeline
-
     changes: dict[str, object] = {}
     if tile is not None:
         changes["tile"] = list(parse_dims(tile, "tile"))
     if loop_count is not None:
         changes["loop_count"] = loop_count
     shown = []
-    for label, p in _task_pipelines(task, pack, kernel_index):
+    for kernel, p in _task_pipelines(task, pack, kernel_index):
         if changes:
-            p = p.with_design(**changes) if hasattr(p, "with_design") else Pipeline(pack, replace(p.design, **changes))
+            p = p.with_design(**changes)
         plan = p.loop_plan()
         if plan is None:
             p.tile_plan()  # an impossible shape says why here
             p.tile_choices()
-            raise InputError(f"{label or task.name}: no legal tile, so no loop to plan: pick one with --tile")
-        shown.append((label, plan))
+            where = f"kernel {kernel[0]} ({kernel[1]})" if kernel is not None else task.name
+            raise InputError(f"{where}: no legal tile, so no loop to plan: pick one with --tile")
+        shown.append((kernel, plan))
     _emit_loops(shown, json_out)
 
 
 def _emit_loops(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
-    failed = any(plan.recommended is None or has_error(plan.recommended.findings) for _, plan in shown)
-    if json_out:
-        emit_json(shown[0][1].to_dict() if len(shown) == 1 and not shown[0][0] else {"kernels": [
-            {"index": int(label.split()[1]), "ops": label.split("(", 1)[1].rstrip(")"), **plan.to_dict()}
-            for label, plan in shown]})
-    else:
+    def show(plan):  # type: ignore[no-untyped-def]
         from pypto_tui.cli import views
 
-        for label, plan in shown:
-            if label:
-                views.heading(label)
-            views.show_loops(plan)
-    raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+        views.show_loops(plan)
+
+    failed = any(plan.recommended is None or has_error(plan.recommended.findings) for _, plan in shown)
+    _emit(shown, json_out, lambda plan: plan.to_dict(), show, failed)

@@ -12,6 +12,7 @@ is read with libcst and never executed here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -19,12 +20,7 @@ from pypto_tui.errors import InputError
 
 
 def _int_value(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        try:
-            return int(node.value.replace("_", ""), 0)
-        except ValueError:
-            return None
-    return None
+    return node.evaluated_value if isinstance(node, cst.Integer) else None
 
 
 def _targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]] | None:
@@ -58,56 +54,54 @@ def _parse(source: str) -> cst.Module:
         raise InputError(f"the task file does not parse ({exc.message}): fix it before verifying") from None
 
 
-def _bindings(module: cst.Module) -> dict[str, tuple[int, int | None]]:
-    """Each module-level name's last plain binding: (statement index, its whole number or None)."""
-    last: dict[str, tuple[int, int | None]] = {}
+class _Binding(NamedTuple):
+    statement: int            # the module-level statement that binds the name last
+    value: int | None         # the whole number bound there, or None
+    chain: tuple[str, ...]    # the names a chained `a = b = 128` binds with it (one value for all)
+
+
+def _bindings(module: cst.Module) -> dict[str, _Binding]:
+    """Each module-level name's last plain binding."""
+    last: dict[str, _Binding] = {}
     for index, stmt in enumerate(module.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for small in stmt.body:
             if isinstance(small, cst.Assign):
-                for name, value in _targets(small) or _chained(small) or []:
-                    last[name] = (index, _int_value(value))
+                chained = _chained(small)
+                chain = tuple(n for n, _ in chained) if chained else ()
+                for name, value in _targets(small) or chained or []:
+                    last[name] = _Binding(index, _int_value(value), chain or (name,))
             elif isinstance(small, cst.AugAssign | cst.AnnAssign) and isinstance(small.target, cst.Name):
-                last[small.target.value] = (index, None)
+                last[small.target.value] = _Binding(index, None, (small.target.value,))
     return last
+
+
+def _sizes(last: dict[str, _Binding]) -> dict[str, int]:
+    return {k: b.value for k, b in last.items() if b.value is not None and b.value >= 2}
 
 
 def size_constants(source: str) -> dict[str, int]:
     """Module-level names whose last binding is one whole number >= 2 (the value the task's
     functions see when they run)."""
-    return {k: v for k, (_, v) in _bindings(_parse(source)).items() if v is not None and v >= 2}
+    return _sizes(_bindings(_parse(source)))
 
 
 def size_groups(source: str) -> list[tuple[str, ...]]:
     """The size constants as units that change together: `height = width = 128` binds one value to
     both names, so they take one size; every other constant is a unit of its own."""
-    module = _parse(source)
-    last = _bindings(module)
-    sizes = {k for k, (_, v) in last.items() if v is not None and v >= 2}
-    groups: dict[str, tuple[str, ...]] = {}
-    for index, stmt in enumerate(module.body):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Assign) and len(small.targets) > 1:
-                names = tuple(n for n, _ in _chained(small) or [] if n in sizes and last[n][0] == index)
-                for n in names:
-                    groups[n] = names
-    out: list[tuple[str, ...]] = []
-    for name in sizes:
-        unit = groups.get(name, (name,))
-        if unit not in out:
-            out.append(unit)
-    return sorted(out)
+    last = _bindings(_parse(source))
+    sizes = _sizes(last)
+    return sorted({tuple(m for m in last[n].chain if m in sizes and last[m].statement == last[n].statement)
+                   for n in sizes})
 
 
 class _Rewrite(cst.CSTTransformer):
     """Rewrites each named constant's last binding (earlier ones are overwritten when the file runs)."""
 
-    def __init__(self, values: Mapping[str, int], last: Mapping[str, tuple[int, int | None]]) -> None:
+    def __init__(self, values: Mapping[str, int], last: Mapping[str, _Binding]) -> None:
         self.values = values
-        self.where = {name: last[name][0] for name in values}
+        self.where = {name: last[name].statement for name in values}
         self.index = -1
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -150,7 +144,7 @@ def with_sizes(source: str, values: Mapping[str, int]) -> str:
     """The task's source with the named size constants set to `values` (nothing else changes)."""
     module = _parse(source)
     last = _bindings(module)
-    known = {k for k, (_, v) in last.items() if v is not None and v >= 2}
+    known = _sizes(last)
     for name, value in values.items():
         if name not in known:
             raise InputError(f"{name} is not a size constant of the task file (one of: {', '.join(sorted(known))})")

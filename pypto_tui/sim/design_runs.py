@@ -134,7 +134,7 @@ def kernel_source(pipeline: Pipeline) -> str:
 
 def variant(pipeline: Pipeline, **changes: Any) -> Pipeline:
     """The same design with some decisions changed (a tile, a loop count), as a fresh pipeline."""
-    return Pipeline(pipeline.kb, replace(pipeline.design, **changes))
+    return pipeline.with_design(**changes)
 
 
 def cost_job(pipeline: Pipeline, label: str) -> J.SimJob:

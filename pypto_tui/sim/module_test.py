@@ -58,13 +58,11 @@ class ModuleTest:
     notes: list[str] = field(default_factory=list)
 
 
-def _constants(gen: Any) -> dict[str, Any]:
-    return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
-
-
 def _design_constants(gen: Any, tile_name: str | None) -> dict[str, Any]:
     """The constants that carry a kernel's design: its main tile and its cube tiles (a conv's window
     tile follows the image, as in the single-kernel check)."""
+    from pypto_tui.sim.verification import _constants
+
     return {k: v for k, v in _constants(gen).items() if k == tile_name or k in ("CUBE_M", "CUBE_K", "CUBE_N")}
 
 
@@ -107,20 +105,19 @@ def _window_work(stages: ModuleStages) -> int:
 def _store(source: str, name: str) -> Path:
     """The shrunk task, stored by its content under the result cache (the worker runs it as the
     baseline; the cache key hashes its text, not its path)."""
+    from pypto_tui.fileio import write_atomic
     from pypto_tui.sim.cache import cache_root
 
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     path = cache_root() / "tasks" / digest / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(source, encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, source, force=True)  # another worker may have written the same text
     return path
 
 
 def stage_keeps(stages: ModuleStages) -> list[StageKeep]:
-    from pypto_tui.sim.verification import _tile_constant, design_to_keep
+    from pypto_tui.sim.verification import _constants, _tile_constant, design_to_keep
 
     out = []
     for s in stages.stages:
@@ -284,7 +281,7 @@ def _with_full_designs(keeps: list[StageKeep], stages: ModuleStages) -> ModuleSt
     keeps its iterations and tail, given explicitly (nothing re-planned at the smaller sizes)."""
     out = []
     for k, s in zip(keeps, stages.stages, strict=True):
-        if k.keep is None or not hasattr(s.pipeline, "with_design"):
+        if k.keep is None:
             out.append(s)
             continue
         changes: dict[str, Any] = {}
