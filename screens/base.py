@@ -85,7 +85,8 @@ class StepScreen(Screen[None]):
         with Vertical(id="body", classes=f"body-{self.STEP}"):
             yield Static("", id="stale-banner", classes="banner")
             if self.KERNEL_PICKER:
-                yield Select[int]([], id="kernel-picker", compact=True, allow_blank=True, prompt="kernel")
+                # no blank entry: a chain always has a chosen kernel (the one option is replaced on sync)
+                yield Select[int]([("kernel 0", 0)], id="kernel-picker", compact=True, allow_blank=False)
             yield from self.compose_body()
         with Horizontal(id="work"):
             yield ProgressBar(id="work-bar", show_eta=False)
@@ -137,14 +138,17 @@ class StepScreen(Screen[None]):
         if sig == self._picker_sig:
             return
         self._picker_sig = sig
+        if not stages:
+            return  # hidden; a Select without a blank entry cannot be left with no options
         with self.prevent(Select.Changed):
             picker.set_options(options)
-            if stages:
-                picker.value = min(self.session.design.kernel, len(stages) - 1)
+            picker.value = min(self.session.design.kernel, len(stages) - 1)
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id != "kernel-picker" or not isinstance(event.value, int):
             return
+        if self._picker_sig is None or event.value != event.select.value:
+            return  # the placeholder's value at mount, or a value the sync has since replaced
         event.stop()
         self.session.set_kernel(event.value)
         self.safe_refresh()

@@ -116,14 +116,11 @@ class KernelScreen(StepScreen):
                 findings += lint
                 lint_note = f"lint: {len(lint)} finding(s)" if lint else "lint: clean"
         self.query_one("#lint", FindingsList).show(findings)
-        pipe = self.session.pipeline
-        tile = pipe.chosen_tile()
-        loop = attempt(pipe.chosen_loop_count)[0]
         pattern = kernel.pattern
         lines = [
             f"{'supported' if supported else 'NOT supported'}{': ' + reason if reason else ''}"
             + (f" · pattern {pattern}" if pattern and supported else ""),
-            f"tile {tile}" + (f", loop_count {loop}" if loop else ", no loop"),
+            *self._design_lines(),
             f"flavour {self.session.design.flavour or self.session.kb.default_flavour}",
         ]
         if source:
@@ -141,6 +138,19 @@ class KernelScreen(StepScreen):
             self.set_status(reason or "the generator cannot scaffold this task", "warn")
         else:
             self.set_status("e exports the module, c copies it, ctrl+r verifies it", "ok")
+
+    def _design_lines(self) -> list[str]:
+        """The tile and loop of each kernel: a chain's module has one pair per kernel (the task's
+        own pipeline has no tile of its own then, so one line would say 'tile None')."""
+        stages = self.session.kernels()
+        pipes = [(f"K{s.index} {s.ops}: ", s.pipeline) for s in stages] or [("", self.session.pipeline)]
+        lines = []
+        for label, pipe in pipes:
+            tile = attempt(pipe.chosen_tile)[0]
+            loop = attempt(pipe.chosen_loop_count)[0]
+            lines.append(f"{label}tile {tile if tile is not None else '(none: the pattern sets its own)'}"
+                         + (f", loop_count {loop}" if loop else ", no loop"))
+        return lines
 
     @on(FindingsList.Selected)
     def _finding_selected(self, event: FindingsList.Selected) -> None:

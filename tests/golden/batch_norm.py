@@ -83,17 +83,15 @@ def create_batch_norm_kernel(batch, channels, spatial, eps):
             off = ci * BASIC_BATCH
             x_chunk = pypto.view(x, [batch, BASIC_BATCH, spatial], [0, off, 0])  # pypto-lint: ignore[lint.loop_axis]  C.norm-loop: BatchNorm loops along the channel axis
             mean = pypto.sum(pypto.sum(x_chunk, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
-            mean_sq = pypto.sum(pypto.sum(x_chunk * x_chunk, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
-            rstd = pypto.rsqrt(mean_sq - mean * mean + eps)
-            shift = mean * rstd * (-1.0)
-            pypto.assemble(x_chunk * pypto.expand_clone(rstd, [1, BASIC_BATCH, spatial]) + pypto.expand_clone(shift, [1, BASIC_BATCH, spatial]), [0, off, 0], out)
+            centred = x_chunk - pypto.expand_clone(mean, [1, BASIC_BATCH, spatial])
+            var = pypto.sum(pypto.sum(centred * centred, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
+            pypto.assemble(centred * pypto.expand_clone(pypto.rsqrt(var + eps), [1, BASIC_BATCH, spatial]), [0, off, 0], out)
         if TAIL > 0:
             x_tail = pypto.view(x, [batch, TAIL, spatial], [0, TAIL_OFFSET, 0])  # pypto-lint: ignore[lint.loop_axis]  C.norm-loop: BatchNorm loops along the channel axis
             mean = pypto.sum(pypto.sum(x_tail, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
-            mean_sq = pypto.sum(pypto.sum(x_tail * x_tail, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
-            rstd = pypto.rsqrt(mean_sq - mean * mean + eps)
-            shift = mean * rstd * (-1.0)
-            pypto.assemble(x_tail * pypto.expand_clone(rstd, [1, TAIL, spatial]) + pypto.expand_clone(shift, [1, TAIL, spatial]), [0, TAIL_OFFSET, 0], out)
+            centred = x_tail - pypto.expand_clone(mean, [1, TAIL, spatial])
+            var = pypto.sum(pypto.sum(centred * centred, 2, keepdim=True), 0, keepdim=True) * INV_COUNT
+            pypto.assemble(centred * pypto.expand_clone(pypto.rsqrt(var + eps), [1, TAIL, spatial]), [0, TAIL_OFFSET, 0], out)
 
     return _for_this_machine(batch_norm_kernel)
 

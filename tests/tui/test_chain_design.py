@@ -39,6 +39,7 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         dims = await _next(pilot, app, ui, DimsScreen)
         picker = dims.query_one("#kernel-picker", Select)
         assert picker.display and picker.value == 0
+        assert picker._allow_blank is False and len(picker._options) == 4  # one entry per kernel, no blank
         assert app.session.step_pipeline.contract().family == "matmul"
         tiles = await _next(pilot, app, ui, TilesScreen)
         picker = tiles.query_one("#kernel-picker", Select)
@@ -54,6 +55,8 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         kernel = await _next(pilot, app, ui, KernelScreen)
         assert "TILE_SHAPE_K1 = (8192,)" in kernel.source
         assert kernel_of(app.session.pipeline).source == kernel.source
+        summary = str(kernel.query_one("#kernel-summary").render())
+        assert "K1 swish: tile (8192,)" in summary and "tile None" not in summary  # each kernel's own tile
         # the decision is part of the design: saved and read back, it gives the same module
         again = Design.from_dict(app.session.design.to_dict())
         assert again.kernels == {"1": {"tile": [8192]}} and again.kernel == 1

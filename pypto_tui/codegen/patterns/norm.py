@@ -1,7 +1,7 @@
 """Pattern C: normalisations, each with the layout and loop the documents give it (C.norm-loop).
 
 - GroupNorm / InstanceNorm / LayerNorm: forward reshapes to (rows, hidden) (groups: rows =
-  N * G); statistics per row with var = E[x^2] - mean^2; the loop runs along the rows.
+  N * G); statistics per row in two passes (mean, then the mean square of x - mean); the loop runs along the rows.
 - RMSNorm over the channel axis: (B, C, S); mean of squares over axis 1; the loop runs along B.
 - BatchNorm (training-mode statistics): (B, C, S); per channel over B and S; the loop runs
   along the channel axis, as the documents prescribe (the view's offset moves axis 1, so the
@@ -114,7 +114,7 @@ def _row_norm(b: Builder) -> None:
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=["rows", "hidden"], scalars=[eps],
         inputs=[TensorParam(x, ("rows", "hidden"), ctx.dtype)],
         output=TensorParam("out", ("rows", "hidden"), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
-        doc=f"Pattern C (C.norm-loop): {c.op} per row of (rows, hidden); var = E[x^2] - mean^2; "
+        doc=f"Pattern C (C.norm-loop): {c.op} per row of (rows, hidden); two-pass variance; "
             "affine weight 1 / bias 0 (nn defaults at init) are the identity.",
     )
     b.add_kernel(spec)
