@@ -148,14 +148,20 @@ class Pipeline:
     and `kernel_plan` freezes the decisions for code generation.
     """
 
-    def __init__(self, kb: KnowledgeBase, design: Design) -> None:
+    def __init__(self, kb: KnowledgeBase, design: Design, *, fuse: bool = True) -> None:
         self.kb = kb
         self.design = design
+        self.fuse = fuse  # False: a chain's every operator is a kernel of its own (the unfused plan)
         self._cache: dict[str, tuple[Any, Any]] = {}
 
     def with_design(self, **changes: Any) -> Pipeline:
         """The same design with some decisions changed (a tile, a loop count), as a fresh pipeline."""
-        return Pipeline(self.kb, replace(self.design, **changes))
+        return Pipeline(self.kb, replace(self.design, **changes), fuse=self.fuse)
+
+    def unfused(self) -> Pipeline:
+        """The same task planned with no fusion rule: every operator of a chain is a kernel of its
+        own, writing its intermediate to global memory for the next (what fusion is priced against)."""
+        return Pipeline(self.kb, self.design, fuse=False)
 
     def _memo(self, step: str, key: Any, compute: Callable[[], T]) -> T:
         hit = self._cache.get(step)
@@ -459,8 +465,8 @@ class _StagePipeline(Pipeline):
 
 
 def module_plan_of(pipeline: Pipeline) -> Any:
-    """The task's graph split into kernels (plan.partition with the pack's fusion rules), or None
-    when the graph is one kernel or absent."""
+    """The task's graph split into kernels (plan.partition with the pack's fusion rules, or none for an
+    unfused pipeline), or None when the graph is one kernel or absent."""
     from pypto_tui.contract.graph import OpGraph
     from pypto_tui.plan import decompose, fusion_rules, partition
 
@@ -470,7 +476,8 @@ def module_plan_of(pipeline: Pipeline) -> Any:
     graph = decompose(OpGraph.from_data(c.graph))
     if graph.problems or graph.output is None or len(graph.ops) < 2:
         return None
-    mp = partition(graph, fusion_rules(getattr(pipeline.kb, "path", None)))
+    rules = fusion_rules(getattr(pipeline.kb, "path", None)) if pipeline.fuse else ()
+    mp = partition(graph, rules)
     return (graph, mp) if len(mp.groups) > 1 else None
 
 
@@ -503,7 +510,7 @@ class ModuleStages:
 def module_stages(pipeline: Pipeline) -> ModuleStages | None:
     """Every kernel of the task's module plan designed as a task of its own (contract/stages.py, the
     level-1 steps). None when the graph is one kernel (the level-1 answer stands)."""
-    key = (pipeline.kernel_plan(), _kernel_decisions(pipeline))
+    key = (pipeline.kernel_plan(), _kernel_decisions(pipeline), pipeline.fuse)
     return pipeline._memo("module_stages", key, lambda: _module_stages(pipeline))
 
 

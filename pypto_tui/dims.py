@@ -23,6 +23,7 @@ from pypto_tui.errors import InputError
 from pypto_tui.examples import StrategyRef, Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase, Strategy
+from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import fmt_dims
 
 Shape = tuple[int, ...]
@@ -172,9 +173,9 @@ def _output_kernel(c: Contract, kernel: Shape, axis_map: Sequence[Sequence[int]]
     out = c.output_shape
     if out is None:
         return kernel
-    if c.family == "scan":  # a scan keeps its rank; an exclusive scan's axis grows by its zero slice
+    if traits(c.family).output_keeps_rank:  # a scan keeps its rank; an exclusive scan's axis grows by its zero slice
         return tuple(out)
-    if math.prod(out) == math.prod(kernel) and c.family in ("elementwise", "norm", "softmax", "scan"):
+    if math.prod(out) == math.prod(kernel) and traits(c.family).output_in_kernel_layout:
         return kernel
     if not out:
         return (1,)
@@ -207,7 +208,7 @@ def _apply(c: Contract, axis_map: list[list[int]], what: str) -> _Layout:
 
 
 def _flatten(c: Contract) -> _Layout:
-    if c.family == "elementwise" and (c.op_args.get("views") is not None or _shapes_differ(c)):
+    if traits(c.family).broadcasts and (c.op_args.get("views") is not None or _shapes_differ(c)):
         return _broadcast_groups(c)
     shape = _same_shapes(c)
     return _apply(c, [list(range(len(shape)))], "flattening")
@@ -284,7 +285,7 @@ def _broadcast_groups(c: Contract) -> _Layout:
 
 
 def _keep(c: Contract) -> _Layout:
-    if c.family == "matmul":
+    if traits(c.family).operand_layout:
         return _matmul(c)
     shapes = [t.shape for t in c.operands]
     if any(s is None for s in shapes):
@@ -366,7 +367,7 @@ def merge_conditions(c: Contract) -> tuple[bool, str]:
     if axes != list(range(axes[0], axes[-1] + 1)):
         return False, (f"axes {axes} are not adjacent: merging them needs a permutation, not a reshape "
                        "(O3 condition 1)")
-    if c.family != "reduction" or c.op_args.get("fused") or c.op_args.get("operand_expr"):
+    if not traits(c.family).merges_reduce_axes or c.op_args.get("fused") or c.op_args.get("operand_expr"):
         return False, "the partial reductions feed other computations (O3 condition 2)"
     if (c.op or r.op) not in MERGEABLE:
         return False, (f"{c.op} over merged axes would change its result (an index into the merged axis is "
@@ -398,7 +399,7 @@ def _merge_reduce(c: Contract) -> _Layout:
 def _matmul(c: Contract) -> _Layout:
     if c.op == "diag_matmul":
         return _diag_scaling(c)
-    if c.family != "matmul" or c.op not in ("matmul", "bmm") or len(c.operands) < 2:
+    if not traits(c.family).operand_layout or c.op not in ("matmul", "bmm") or len(c.operands) < 2:
         raise _NotApplicable("the matmul layout is for matmul and bmm")
     A, B = c.operands[0], c.operands[1]
     if A.shape is None or B.shape is None:
@@ -587,7 +588,7 @@ def rank_strategy(c: Contract, kb: KnowledgeBase, chosen: Strategy | None,
                              "kernel shapes by hand")]
     if recommended is None or chosen.id == recommended.id:
         return []
-    if c.family == "elementwise" and chosen.reshape != "flatten":
+    if traits(c.family).broadcasts and chosen.reshape != "flatten":
         return [rule_finding(kb, "P3.flatten-elementwise", f"'{chosen.id}' keeps elementwise work at a higher rank; "
                              f"flatten to 1-D ('{recommended.id}'): there is no data dependence, and the loop depends "
                              "only on auto_tiles")]
@@ -601,7 +602,7 @@ def rank_strategy(c: Contract, kb: KnowledgeBase, chosen: Strategy | None,
 @cites("O3.merge-reduce-axes", "CL.merge-evaluated")
 def merge_reduce(c: Contract, kb: KnowledgeBase, merged: bool) -> list[Finding]:
     """O3: was merging the reduce axes evaluated, and why was it done or not?"""
-    if not _multi_axis(c) or c.family != "reduction":
+    if not _multi_axis(c) or not traits(c.family).merges_reduce_axes:
         return []
     ok, reason = merge_conditions(c)
     if merged:
@@ -655,7 +656,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
                        merge_reason=merge_conditions(c)[1] if _multi_axis(c) else "")
     assert chosen is not None
     if (chosen.reshape == "keep" and layout.kernel_shapes and len(layout.kernel_shapes[0]) > kb.limits.max_vec_rank
-            and c.family != "matmul"):
+            and not traits(c.family).operand_layout):
         try:
             merged_layout = _merge_kept(c)
         except (_NotApplicable, InputError, ValueError):
@@ -672,7 +673,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     findings.extend(merge_reduce(c, kb, merged_reduce))
     if layout.merge_reason:
         merge_reason = layout.merge_reason
-    elif _multi_axis(c) and c.family == "reduction":
+    elif _multi_axis(c) and traits(c.family).merges_reduce_axes:
         merge_reason = merge_conditions(c)[1]
     elif merged and c.reduction is not None:
         merge_reason = (f"the '{chosen.reshape}' reshape lays the statistics' axes out as "
@@ -704,7 +705,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
                                     + (f", reduce axis {layout.reduce_axis}" if layout.reduce_axis is not None else ""),
                                     "info"))
     max_rank = kb.limits.max_vec_rank
-    if kernel_rank is not None and kernel_rank > max_rank and c.family != "matmul":
+    if kernel_rank is not None and kernel_rank > max_rank and not traits(c.family).operand_layout:
         findings.append(rule_finding(kb, "P3.rank-strategy", f"kernel rank {kernel_rank} exceeds the vec tile's "
                                      f"{max_rank} dims: merge axes in forward (pick a strategy that reshapes)"))
     return DimPlan(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, has_error
+from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import Shape
 from pypto_tui.vocabulary import LoopWhy, TailStrategy
 
@@ -141,7 +142,7 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
     """Which tensor the tile applies to: the first kernel input (the output for a matmul)."""
     tensors = [i for i in contract.inputs if i.kind == "tensor"]
     dtype = (tensors[0].dtype if tensors and tensors[0].dtype else "fp32")
-    if contract.family == "matmul":
+    if traits(contract.family).operand_layout:
         shapes = dims.kernel_shapes
         out = tuple(dims.output_kernel_shape or ())
         if len(shapes) >= 2 and shapes[0] and shapes[1] and len(out) >= 2:
@@ -151,7 +152,7 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
     if not dims.kernel_shapes or dims.kernel_shapes[0] is None:
         raise InputError("the dimension plan has no kernel shape: fill the contract's unknown shapes first")
     shape = tuple(dims.kernel_shapes[0])
-    why: LoopWhy = "reduce" if (contract.family in ("loss", "norm") and len(shape) == 1) else "auto"
+    why: LoopWhy = "reduce" if (traits(contract.family).whole_axis_loop and len(shape) == 1) else "auto"
     return Geometry(shape, dtype, dims.reduce_axis, why)
 
 

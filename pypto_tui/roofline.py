@@ -26,6 +26,7 @@ from typing import Any
 from pypto_tui.contract.model import Contract, Input
 from pypto_tui.errors import InputError
 from pypto_tui.kb import KnowledgeBase, RooflineProfile
+from pypto_tui.ops.roles import traits
 
 BOUNDS = ("memory", "vector", "cube")
 # Bytes per element for dtypes a pack's limits may not list (an argmax's int64 output, a mask).
@@ -135,7 +136,7 @@ def _conv(c: Contract, x: Input, out: Sequence[int], counted: list[str]) -> tupl
     rank = len(shape) - 2
     taps = math.prod(_ints(a.get("kernel_size", 1), rank))
     n_out = math.prod(out)
-    if c.family == "pool":
+    if traits(c.family).strided_cost:
         counted.append(f"pool: {taps} taps per output element on the vector units")
         return 0, float(n_out * taps), 0.0
     cin, cout, groups = int(a.get("in_channels", shape[1])), int(a.get("out_channels", 1)), int(a.get("groups", 1))

@@ -66,6 +66,9 @@ def sim(
     kernel: Annotated[Path | None, typer.Option("--kernel", help="Price this kernel module (any file that defines "
                                                 "ModelNew with Model's __init__ signature) instead of the generated "
                                                 "one: every kernel it launches is timed.", show_default=False)] = None,
+    fusion: Annotated[str, typer.Option("--fusion", help="A chain's plan: chosen (the pack's fusion rules), "
+                                        "unfused (every operator a kernel of its own), or compare (both, with "
+                                        "chosen / unfused).")] = "chosen",
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -84,7 +87,15 @@ def sim(
     if kernel is not None and (tile or loop_count or sweep):
         raise InputError("--tile, --loop-count and --sweep choose the generated kernel's design; with --kernel the "
                          "kernel file decides: drop them")
+    if fusion not in ("chosen", "unfused", "compare"):
+        raise InputError(f"--fusion {fusion!r}: use chosen, unfused or compare")
+    if fusion != "chosen" and (kernel is not None or sweep):
+        raise InputError("--fusion prices the generated module's plans: drop --kernel and --sweep")
     p = _pipeline(task, kb, tile, loop_count)
+    if fusion != "chosen":
+        _require_chain(p)
+    if fusion == "unfused":
+        p = p.unfused()
     job = R.kernel_file_job(p, kernel) if kernel is not None else None
     _require_sim()
     from pypto_tui.cli.progress import SweepBar, workers_end_with_us
@@ -102,7 +113,9 @@ def sim(
             doc["roofline_kernels"] = per_kernel
     reports = []
     with workers_end_with_us(), SweepBar("simulating", enabled=not json_out) as bar:
-        if sweep is None:
+        if fusion == "compare":
+            doc["result"], doc["fusion"] = _compare_fusion(p, jobs, timeout, not no_cache, bar)
+        elif sweep is None:
             r = run_one(job or R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
                         progress=bar.tick, status=bar.stage, cache=not no_cache)
             doc["result"] = r.to_json() if hasattr(r, "to_json") else r.__dict__
@@ -117,7 +130,8 @@ def sim(
     _add_roofline(doc, bound, why_not)
     failed = False
     if sweep is None:
-        failed = doc["result"].get("status") != "ok"
+        failed = doc["result"].get("status") != "ok" or doc.get("fusion", {}).get("unfused", {}).get("status",
+                                                                                                  "ok") != "ok"
     else:
         failed = not any(x.best_by_cost for x in reports)
     if json_out:
@@ -125,6 +139,36 @@ def sim(
     else:
         _show_sim(doc, reports)
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
+
+
+def _require_chain(p: Any) -> None:
+    """--fusion compares plans of a chain: a task of one kernel has only one plan."""
+    from pypto_tui.design import module_plan_of
+
+    if module_plan_of(p) is None and module_plan_of(p.unfused()) is None:
+        raise InputError("--fusion: this task is one kernel (no chain of operators to fuse or split); drop --fusion")
+
+
+def _compare_fusion(p: Any, jobs: int, timeout: float, cache: bool, bar: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The chosen plan and the unfused one (every operator a kernel, each intermediate written and
+    read back through global memory, which the simulated time of each kernel includes), priced on the
+    same simulator: (the chosen plan's result, the `fusion` document)."""
+    from pypto_tui.design import module_plan_of
+    from pypto_tui.sim import design_runs as R
+    from pypto_tui.sim.runner import run_many
+
+    plans = {"chosen": p, "unfused": p.unfused()}
+    results = run_many([R.cost_job(q, name) for name, q in plans.items()], jobs=jobs, timeout_s=timeout,
+                       progress=bar.tick, status=bar.stage, cache=cache)
+    doc: dict[str, Any] = {}
+    for (name, q), r in zip(plans.items(), results, strict=True):
+        planned = module_plan_of(q)
+        doc[name] = {"status": r.status, "e2e_us": r.e2e_us, "kernels": len(planned[1].groups) if planned else 1,
+                     "kernel_us": [k.get("e2e_us") for k in r.kernels], "reason": r.reason or r.error}
+    a, b = doc["chosen"]["e2e_us"], doc["unfused"]["e2e_us"]
+    doc["ratio"] = a / b if a and b else None
+    chosen = results[0]
+    return (chosen.to_json() if hasattr(chosen, "to_json") else chosen.__dict__), doc
 
 
 def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:
@@ -183,6 +227,22 @@ def _roofline_line(doc: dict[str, Any], us: float | None) -> Any:
     return Text(line, style="bold" if ratio is None or ratio < 2 else "bold yellow")
 
 
+def _show_fusion(fusion: dict[str, Any] | None) -> None:
+    from rich.text import Text
+
+    from pypto_tui.cli.render import console
+
+    if not fusion:
+        return
+    for name in ("chosen", "unfused"):
+        f = fusion[name]
+        each = ", ".join(f"{u:.2f}" for u in f["kernel_us"] if u is not None)
+        total = f"{f['e2e_us']:.2f} µs" if f["e2e_us"] is not None else f"{f['status']}: {f['reason']}"
+        console.print(Text(f"{name} plan: {f['kernels']} kernel(s), {total}" + (f" ({each} µs)" if each else "")))
+    if fusion.get("ratio") is not None:
+        console.print(Text(f"chosen / unfused = {fusion['ratio']:.2f}", style="bold"))
+
+
 def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -202,6 +262,7 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
                 for i, k in enumerate(kernels, 1):
                     console.print(Text(f"  kernel {i}: {k['e2e_us']:.2f} µs, {k['tasks']} tasks"))
             console.print(_roofline_line(doc, r.get("e2e_us")))
+            _show_fusion(doc.get("fusion"))
         else:
             console.print(Text(f"{r.get('status')}: {r.get('reason') or r.get('error')}", style="bold red"))
         return

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pypto_tui.ops.roles import traits
 from pypto_tui.plan import Needs, TileRole
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) 
     role = TileRole("main", "TILE_SHAPE", g.shape, g.dtype, g.reduce_dim, live_buffers=data.live_buffers,
                     min_rows=data.min_rows)
     axis = data.loop_axis if data.loop_axis is not None and data.loop_axis < len(g.shape) else 0
-    return Needs((role,), g.matmul if c.family == "matmul" else None, axis, g.why, data.loop_note if axis else "")
+    cube = g.matmul if traits(c.family).operand_layout else None
+    return Needs((role,), cube, axis, g.why, data.loop_note if axis else "")
 
 
 @dataclass(frozen=True)

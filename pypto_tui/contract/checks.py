@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pypto_tui.contract.model import Contract
 from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
+from pypto_tui.ops.roles import traits
 
 if TYPE_CHECKING:
     from pypto_tui.kb import KnowledgeBase
@@ -69,9 +70,9 @@ def check_operator(contract: Contract, kb: KnowledgeBase | None = None) -> list[
         first = (c.op_args.get("operands") or ("input",))[0]
         msg += (f": the first argument is {'log(' + first + ')' if tf == 'log' else tf or 'already log-probabilities'}"
                 f", so the op is {c.direction}, whatever the names say")
-    elif c.family == "matmul" and c.op_args.get("transpose_b"):
+    elif traits(c.family).operand_layout and c.op_args.get("transpose_b"):
         msg += ": the right operand is used transposed (b_trans)"
-    elif c.family == "matmul" and c.op_args.get("transpose_a"):
+    elif traits(c.family).operand_layout and c.op_args.get("transpose_a"):
         msg += ": the left operand is used transposed"
     out = [rule_finding(kb, "P0.api-semantics", msg, "info")]
     if not c.supported:
@@ -109,7 +110,7 @@ def check_reduction(contract: Contract, kb: KnowledgeBase | None = None) -> list
     if r.inner_axes:
         parts.insert(0, f"per sample {r.inner_op} over axes {list(r.inner_axes)}, then")
     out = [rule_finding(kb, "P0.reduction-contract", ", ".join(parts) + f"; output shape {c.output_shape}", "info")]
-    if len(r.axes) > 1 and c.family == "reduction":
+    if len(r.axes) > 1 and traits(c.family).merges_reduce_axes:
         out.append(rule_finding(kb, "CL.has-reduce-axis", f"{len(r.axes)} reduce axes: PyPTO reduces one axis at a "
                                 "time (see the dimension plan, O3)", "info"))
     return out

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import fmt_dims
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ WINDOW_FIELDS: dict[str, tuple[str, ...]] = {
 
 def window_fields(c: Contract) -> tuple[str, ...]:
     """The op_args keys a form shows for the contract's conv or pool (empty for other ops)."""
-    kind = kind_of(c) if c.family in ("conv", "pool") else None
+    kind = kind_of(c) if traits(c.family).window else None
     return WINDOW_FIELDS.get(kind or "", ())
 
 
@@ -423,7 +424,7 @@ def derive_window(c: Contract, ops: list[Input], out: Any) -> None:
 # ------------------------------------------------------------------------------------ smaller test shapes
 def kept_sizes(c: Contract) -> set[int]:
     """Sizes a conv's module is built for (its input channels): a test at smaller shapes keeps them."""
-    if c.family != "conv" or not c.operands or not c.operands[0].shape or len(c.operands[0].shape) < 3:
+    if not traits(c.family).channels_fixed or not c.operands or not c.operands[0].shape or len(c.operands[0].shape) < 3:
         return set()
     return {c.operands[0].shape[1]}
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites
+from pypto_tui.ops.roles import traits
 from pypto_tui.procgroup import run_in_group
 
 RUNNER = Path(__file__).resolve().parent / "baseline_runner.py"
@@ -93,13 +94,13 @@ def norm_bound_to_channels(contract: Any) -> bool:
     """Is this a norm whose module is built for its channels, axis 1 (a batch or group norm, an
     affine instance norm)?"""
     a = contract.op_args
-    return contract.family == "norm" and (
+    return traits(contract.family).sizes_in_init and (
         contract.op in ("batch_norm", "group_norm") or (contract.op == "instance_norm" and bool(a.get("affine"))))
 
 
 def normalized_sizes(contract: Any) -> set[int]:
     """The sizes a norm's `normalized_shape` names (none for other operators)."""
-    ns = contract.op_args.get("normalized_shape") if contract.family == "norm" else None
+    ns = contract.op_args.get("normalized_shape") if traits(contract.family).sizes_in_init else None
     if ns is None:
         return set()
     return {ns} if isinstance(ns, int) else set(ns)
@@ -113,7 +114,7 @@ def _keep_values(contract: Any) -> set[int]:
     if norm_bound_to_channels(contract) and len(shape) > 1:
         keep.add(shape[1])
     keep.update(normalized_sizes(contract))
-    if contract.family == "norm":  # a size passed to a norm's __init__ may be baked into a module
+    if traits(contract.family).sizes_in_init:  # a size passed to a norm's __init__ may be baked into a module
         keep.update(v for v in contract.init_params.values() if isinstance(v, int) and not isinstance(v, bool))
     from pypto_tui.contract.conv import kept_sizes
 

@@ -19,6 +19,7 @@ from typing import Any
 from pypto_tui.design import Pipeline
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
+from pypto_tui.ops.roles import traits
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import scaled
 from pypto_tui.sim.design_runs import Progress, Status, init_args, input_specs, variant
@@ -195,7 +196,7 @@ def _elementwise_operands(pipeline: Pipeline) -> bool:
     """Operands of one shape meet element by element (no matmul pairs one's rows with another's
     columns), so their axes shrink by position."""
     try:
-        return pipeline.geometry().matmul is None and pipeline.contract().family not in ("matmul", "attention")
+        return pipeline.geometry().matmul is None and not traits(pipeline.contract().family).cube
     except InputError:
         return False
 
@@ -213,7 +214,7 @@ def _tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scale
 def _window_input(pipeline: Pipeline) -> Any | None:
     """The input a conv or pool runs its windows over (None for every other family)."""
     c = pipeline.contract()
-    if c.family not in ("conv", "pool") or not c.operands:
+    if not traits(c.family).window or not c.operands:
         return None
     return c.operands[0]
 
@@ -224,7 +225,7 @@ def _channels_by_position(pipeline: Pipeline, keep_values: set[int]) -> tuple[se
     So does a norm built for its channels (KernelBench 33: batch 64 = channels 64 held the test
     input at 67M elements to keep the design); a size its normalized shape names stays kept by value."""
     c = pipeline.contract()
-    if c.family == "norm":
+    if traits(c.family).sizes_in_init:
         from pypto_tui.contract.selfcheck import norm_bound_to_channels, normalized_sizes
 
         x = c.operands[0] if c.operands else None
@@ -233,7 +234,7 @@ def _channels_by_position(pipeline: Pipeline, keep_values: set[int]) -> tuple[se
         channels = x.shape[1]
         return (keep_values if channels in normalized_sizes(c) else keep_values - {channels}), {(x.name, 1)}
     x = _window_input(pipeline)
-    if x is None or c.family != "conv" or not x.shape or len(x.shape) < 3:
+    if x is None or not traits(c.family).channels_fixed or not x.shape or len(x.shape) < 3:
         return keep_values, set()
     from pypto_tui.contract.conv import kept_sizes
 
