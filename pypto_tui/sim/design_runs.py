@@ -203,7 +203,9 @@ def _forecast(kind: str, sizes: Sequence[timings.Size], planned: int, upper: boo
     # the median candidate rather than by all of them.
     chosen = casts if not upper else [ordered[len(ordered) // 2]] * planned
     width, note = timings.jobs_for(jobs, max(f.rss_mb for f in casts))
-    seconds = sum(f.wall_s for f in chosen) / width
+    busy, busy_note = timings.load_factor(width)
+    seconds = sum(f.wall_s for f in chosen) / width * busy
+    note = "; ".join(n for n in (note, busy_note) if n)
     return SweepForecast(kind, planned, upper, seconds, width, casts[0].basis, note)
 
 
