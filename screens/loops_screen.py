@@ -23,7 +23,7 @@ from pypto_tui.design import Design
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, worst
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.loops import LoopCandidate, LoopPlan, plan_loops
+from pypto_tui.loops import LoopCandidate, LoopPlan
 from pypto_tui.loops import candidate as loop_candidate
 from pypto_tui.plan import LoopChoice
 from pypto_tui.screens.base import StepScreen, attempt
@@ -209,19 +209,25 @@ class LoopsScreen(SimRunner, StepScreen):
         loop_count 1 when no loop runs."""
         return self.view.chosen if self.view is not None and self.plan is not None else None
 
+    _own_pick: tuple[Any, str | None] | None = None
+
     def _pack_recommendation(self, plan: LoopPlan) -> str | None:
         """The row key of the pack's own pick. With a loop count chosen, the plan puts that count
         first as its "recommended" one; the ★ must stay on the pack's pick (never move onto the
         user's row, an ERROR one included), so that pick is planned without the choice."""
-        if self.session.step_pipeline.design.loop_count is None:
+        pipe = self.session.step_pipeline
+        if pipe.design.loop_count is None:
             return _key(plan.recommended) if plan.recommended else None
-        try:
-            why = self.session.step_pipeline.needs().loop_why
-            own = plan_loops(self.session.kb, plan.shape, plan.dtype, plan.tile, plan.axis, None, why,
-                             unit=plan.unit, max_chunk=plan.max_chunk)
-        except Exception:
-            return None
-        return _key(own.recommended) if own.recommended else None
+        # the pack's own plan, priced as the pipeline prices it (ranking = auto: the estimate's
+        # pick); re-planning with plan_loops alone gave the documents' pick, a row not shown
+        base = pipe.with_design(loop_count=None, loop_tail=None)
+        sig = (id(pipe.kb), base.design.to_json())
+        if self._own_pick is not None and self._own_pick[0] == sig:
+            return self._own_pick[1]  # a fresh pipeline re-reads the task: once per design, not per key
+        own, _ = attempt(base.loop_plan)
+        pick = _key(own.recommended) if own is not None and own.recommended else None
+        self._own_pick = (sig, pick)
+        return pick
 
     def _fill_table(self, plan: LoopPlan, chosen: LoopCandidate | None) -> None:
         sig = (id(plan), _key(chosen) if chosen else None, tuple(sorted(self._times.items())), self._pack_pick)

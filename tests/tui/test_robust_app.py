@@ -219,7 +219,7 @@ async def test_loop_star_stays_on_the_packs_pick(make_app, ui) -> None:
         await ui.type_into(pilot, app, "#custom-count", "1")  # 1: an ERROR row (4096 tiles per pass)
         await ui.settle(pilot, app)
         m = marks()
-        assert m["1"] == "▶" and "▶" not in m[pick]  # the star did not move onto the chosen ERROR row
+        assert m["1"] == "▶" and m[pick] == "★"  # the star stays on the pack's pick, not on the chosen ERROR row
 
 
 async def test_rule_browser_filters_as_you_type(make_app, ui) -> None:
