@@ -221,7 +221,7 @@ class LoopsScreen(SimRunner, StepScreen):
         # the pack's own plan, priced as the pipeline prices it (ranking = auto: the estimate's
         # pick); re-planning with plan_loops alone gave the documents' pick, a row not shown
         base = pipe.with_design(loop_count=None, loop_tail=None)
-        sig = (id(pipe.kb), base.design.to_json())
+        sig = (id(pipe.kb), base.design.to_json(), plan.shape, plan.tile, plan.axis)  # a chain's kernels share a design
         if self._own_pick is not None and self._own_pick[0] == sig:
             return self._own_pick[1]  # a fresh pipeline re-reads the task: once per design, not per key
         own, _ = attempt(base.loop_plan)
