@@ -112,3 +112,73 @@ def test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks(tmp_p
     assert set(before) <= set(after)  # the finished ones kept their rows: not run again
     again = suite("--db", str(db), "--resume")
     assert again.returncode == 2 and "no unfinished" in again.stderr
+
+
+SLOW_TASK = '''import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    time.sleep(300)  # the baseline never gets its inputs while the suite runs
+    return [torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _task_commands(marker: str) -> list[int]:
+    """Live processes with `marker` in their command line: the task's verify command on the worker
+    and whatever it started (the baseline runner that sleeps in get_inputs)."""
+    found = []
+    for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmd.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(marker.encode() in a for a in argv) and int(cmd.parent.name) != os.getpid():
+            found.append(int(cmd.parent.name))
+    return found
+
+
+@pytest.mark.sim
+def test_ctrl_c_on_a_dask_suite_stops_the_commands_on_the_workers(tmp_path: Path) -> None:
+    """Ctrl+C (SIGINT) to `verify DIR --scheduler`: the suite ends, says the run was interrupted, and
+    the task command running on a worker is stopped; the workers stay up for the next suite."""
+    distributed = pytest.importorskip("distributed")
+    folder = tmp_path / "slow_suite"
+    folder.mkdir()
+    (folder / "sleepy_relu.py").write_text(SLOW_TASK)
+    db = tmp_path / "runs.sqlite"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = subprocess.Popen([sys.executable, "-m", "pypto_tui", "verify", str(folder), "--db", str(db),
+                                 "--scheduler", cluster.scheduler_address, "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 120
+        while not _task_commands("sleepy_relu") and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        running = _task_commands("sleepy_relu")
+        assert running, proc.stderr.read() if proc.poll() is not None else "no task command started"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0 and "Traceback" not in err, err
+        deadline = time.monotonic() + 30
+        while _task_commands("sleepy_relu") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _task_commands("sleepy_relu")  # stopped on the worker, not left to sleep out its 300 s
+        with distributed.Client(cluster.scheduler_address, timeout=20) as client:
+            assert len(client.scheduler_info()["workers"]) == 1  # the worker itself stays up
+    with sqlite3.connect(db, timeout=30) as conn:
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
