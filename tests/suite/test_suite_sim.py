@@ -172,7 +172,7 @@ def test_ctrl_c_on_a_dask_suite_stops_the_commands_on_the_workers(tmp_path: Path
         running = _task_commands("sleepy_relu")
         assert running, proc.stderr.read() if proc.poll() is not None else "no task command started"
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        _out, err = proc.communicate(timeout=60)
         assert proc.returncode != 0 and "Traceback" not in err, err
         deadline = time.monotonic() + 30
         while _task_commands("sleepy_relu") and time.monotonic() < deadline:
