@@ -11,7 +11,7 @@ task's init arguments, and it may declare the design constants pypto-tui exports
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto_tui.errors import InputError
@@ -25,6 +25,7 @@ class KernelFile:
     source: str
     tile: tuple[int, ...] | None      # TILE_SHAPE, when the module declares one
     loop_count: int | None            # LOOP_COUNT, when the module declares one
+    constants: dict[str, object] = field(default_factory=dict)  # every module-level NAME = literal
 
 
 def _literal(node: ast.expr) -> object:
@@ -40,6 +41,14 @@ def _constants(tree: ast.Module) -> dict[str, object]:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             out[stmt.targets[0].id] = _literal(stmt.value)
     return out
+
+
+def module_constants(source: str) -> dict[str, object]:
+    """A module's top-level `NAME = literal` constants (a generated module's per-kernel tiles)."""
+    try:
+        return {k: v for k, v in _constants(ast.parse(source)).items() if v is not None}
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
 
 
 def _init_arity(cls: ast.ClassDef) -> tuple[int, int | None]:
@@ -83,4 +92,5 @@ def read_kernel_file(path: Path, init_args: int) -> KernelFile:
     tile_ok = isinstance(tile, tuple | list) and bool(tile) and all(
         isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in tile)
     loop_ok = isinstance(loop, int) and not isinstance(loop, bool) and loop > 0
-    return KernelFile(p, source, tuple(tile) if tile_ok else None, loop if loop_ok else None)  # type: ignore[arg-type]
+    return KernelFile(p, source, tuple(tile) if tile_ok else None, loop if loop_ok else None,  # type: ignore[arg-type]
+                      {k: v for k, v in consts.items() if v is not None})

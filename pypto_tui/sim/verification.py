@@ -23,7 +23,7 @@ from pypto_tui.ops.roles import traits
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import scaled
 from pypto_tui.sim.design_runs import Progress, Status, init_args, input_specs, variant
-from pypto_tui.sim.kernel_file import KernelFile, read_kernel_file
+from pypto_tui.sim.kernel_file import KernelFile, module_constants, read_kernel_file
 from pypto_tui.sim.passes import PASS_FIELDS
 
 SCALES = ("small", "full")
@@ -550,6 +550,10 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
     report = VerifyReport(False, False, "", scale=scale, kernel=str(kernel),
                           tile=_list(kfile.tile), loop_count=kfile.loop_count,
                           design_tile=_list(kfile.tile), design_loop_count=kfile.loop_count)
+    if scale == "small" and not pipeline.contract().supported:
+        chain = _module_kernel_verify(pipeline, kfile, report, memory_limit_mb, criterion)
+        if chain is not None:
+            return chain
     if scale == "full":
         shapes = _full_shapes(pipeline)
     else:
@@ -561,6 +565,46 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
     report.supported = True
     job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name, criterion, report)
     return PreparedVerify(job, report, test)
+
+
+def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyReport, memory_limit_mb: int | None,
+                          criterion: Criterion) -> PreparedVerify | None:
+    """A kernel file for a chain: run it at the sizes the generated module is tested at (the task's
+    size constants shrunk as far as every kernel's design allows). The test keeps the file's design
+    when its per-kernel constants (TILE_SHAPE_K0, CUBE_M_K1, LOOP_COUNT_K2, ...) are the generated
+    module's; every one that differs is named, since those sizes were chosen for the generated
+    design. None when the task is no chain."""
+    from pypto_tui.design import kernel_of, module_stages
+    from pypto_tui.sim.module_test import module_test
+
+    try:
+        designed = module_stages(pipeline)
+        if designed is None or designed.refused:
+            return None
+        full_gen = kernel_of(pipeline)
+        found = module_test(pipeline, designed)
+        shapes = _full_shapes(found.pipeline)
+    except InputError:
+        return None
+    ours = module_constants(full_gen.source)
+    theirs = kfile.constants
+    differ = sorted(k for k in ours.keys() & theirs.keys()
+                    if _normal(ours[k]) != _normal(theirs[k]) and k[:1].isupper())
+    report.kernels = max(len(designed.stages), 1)
+    report.sizes = {n: list(v) for n, v in found.sizes.items()}
+    report.notes = list(found.notes) + [
+        f"the kernel file's {k} = {theirs[k]!r} is not the generated module's {ours[k]!r}: the test sizes keep the "
+        "generated design, so this kernel's may not be kept; --scale full verifies it as written" for k in differ]
+    report.design_kept = found.kept and not differ
+    report.shapes = {k: list(v) for k, v in shapes.items()}
+    report.supported = True
+    job = _job(found.pipeline, kfile.source, str(found.pipeline.design.task), memory_limit_mb, kfile.path.name,
+               criterion, report)
+    return PreparedVerify(job, report, found.pipeline)
+
+
+def _normal(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple | list) else v
 
 
 def _declared_design(pipeline: Pipeline, kfile: KernelFile) -> scaled.DesignToKeep | None:
