@@ -207,9 +207,24 @@ def _apply(c: Contract, axis_map: list[list[int]], what: str) -> _Layout:
                    _primary_reduce(axis_map, roles), _output_kernel(c, kernel, axis_map, roles))
 
 
+def _row_local(c: Contract) -> bool:
+    """Does the expression call a kind that mixes positions along the last axis (rotate_half)?"""
+    from pypto_tui.contract import ir
+    from pypto_tui.ops import kind
+
+    data = c.op_args.get("expr")
+    if data is None:
+        return False
+    for n in ir.from_data(data).walk():
+        k = kind(n.name) if n.kind == "call" else None
+        if k is not None and k.row_local:
+            return True
+    return False
+
+
 def _flatten(c: Contract) -> _Layout:
-    if traits(c.family).broadcasts and (c.op_args.get("views") is not None or _shapes_differ(c)):
-        return _broadcast_groups(c)
+    if traits(c.family).broadcasts and (c.op_args.get("views") is not None or _shapes_differ(c) or _row_local(c)):
+        return _broadcast_groups(c, keep_last=_row_local(c))
     shape = _same_shapes(c)
     return _apply(c, [list(range(len(shape)))], "flattening")
 
@@ -249,11 +264,12 @@ def _thaw(value: Any) -> Any:
     return value
 
 
-def _broadcast_groups(c: Contract) -> _Layout:
+def _broadcast_groups(c: Contract, keep_last: bool = False) -> _Layout:
     """An elementwise expression whose operands broadcast (`A.unsqueeze(1) * B`): the output's axes
     merged into as few kernel axes as keep every operand either whole or of size 1 on each of them.
     pypto widens one axis at a time, so the kernel widens each operand axis by axis; with every
-    operand whole this is the 1-D flattening."""
+    operand whole this is the 1-D flattening. `keep_last`: the last axis is a kernel axis of its own
+    (an expression with a row-local kind such as rotate_half reads across it)."""
     from pypto_tui.ops.base import OpError, broadcast
 
     operands, widened = broadcast_operands(c)
@@ -270,7 +286,7 @@ def _broadcast_groups(c: Contract) -> _Layout:
             groups[-1].append(i)
             continue
         status = tuple(p[i] == out[i] for p in padded.values())
-        if groups and status == last:
+        if groups and status == last and not (keep_last and i == rank - 1):
             groups[-1].append(i)
         else:
             groups.append([i])

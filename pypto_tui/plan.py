@@ -516,6 +516,38 @@ def _free_view(n: Any) -> bool:
     return bool(steps) and all(V.step_of(s).kind in FREE_VIEW_STEPS for s in steps)
 
 
+Groups = tuple[list[list[str]], list[str | None], list[str]]
+
+
+def _merge_chains(members: list[list[str]], anchors: list[str | None], decided: list[str], group_of: dict[str, int],
+                  consumers: dict[str, list[str]], out: str | None) -> Groups:
+    """Elementwise chains that only a later chain reads become part of it: `q * cos` and
+    `rotate_half(q) * sin` start apart (neither reads the other) and meet in their sum, which
+    joined the later one; the earlier then wrote an intermediate the later read straight back.
+    Moving a chain to the position of its only reader keeps every kernel reading earlier ones only
+    (what it reads was written before it, and no kernel in between reads it)."""
+    changed = True
+    while changed:
+        changed = False
+        for g, ids in enumerate(members):
+            if anchors[g] is not None or not ids or out in ids:
+                continue
+            inside = set(ids)
+            users = {group_of.get(u, -1) for nid in ids for u in consumers.get(nid, []) if u not in inside}
+            if len(users) != 1:
+                continue
+            h = users.pop()
+            if h <= g or anchors[h] is not None:
+                continue
+            members[h] = ids + members[h]
+            for nid in ids:
+                group_of[nid] = h
+            members[g] = []
+            changed = True
+    keep = [i for i, ids in enumerate(members) if ids]
+    return [members[i] for i in keep], [anchors[i] for i in keep], [decided[i] for i in keep]
+
+
 def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
     """Split an OpGraph into kernels, in the graph's (topological) order.
 
@@ -524,8 +556,9 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
     elementwise chain or an anchor whose fusion rule takes it as an epilogue, and starts a kernel
     of its own otherwise. Joining only the last-formed producer's kernel keeps the kernels in an
     order where each reads only earlier ones. A view of a task input alone needs no kernel, and a
-    transpose of a task input that only a matmul reads is that matmul's operand layout (the
-    matmul pattern reads a transposed operand: `bmm(q, k.transpose(1, 2))`)."""
+    transpose that only a matmul reads is that matmul's operand layout (the
+    matmul pattern reads a transposed operand: `bmm(q, k.transpose(1, 2))`), a task input's or an earlier
+    kernel's output (rotary keys: `q_rot @ k_rot.transpose(0, 1)`)."""
     by_anchor = {r.anchor: r for r in rules}
     chain_rule = by_anchor.get("elementwise")
     group_of: dict[str, int] = {}
@@ -548,8 +581,7 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
             views.append(n.id)  # forward takes it on the kernel's output (a free reshape between kernels)
             continue
         users = consumers.get(n.id, [])
-        if (n.op == "transpose" and not producers and n.inputs and n.inputs[0] not in nodes and len(users) == 1
-                and nodes[users[0]].role == "matmul"):
+        if n.op == "transpose" and n.inputs and len(users) == 1 and nodes[users[0]].role == "matmul":
             prologue.setdefault(users[0], []).append(n.id)  # the matmul reads the operand transposed
             continue
         if n.role in ("elementwise", "view") and producers:
@@ -569,6 +601,8 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
         rule = by_anchor.get(n.role) if is_anchor else chain_rule
         decided.append(rule.id if rule is not None else "")
     out = graph.output
+    if chain_rule is not None:  # without it (the unfused plan) every elementwise op stays a kernel
+        members, anchors, decided = _merge_chains(members, anchors, decided, group_of, consumers, out)
 
     def used_outside(ids: list[str]) -> list[str]:
         inside = set(ids)

@@ -21,6 +21,7 @@ from pypto_tui.contract.graph import OpGraph, build_graph
 from pypto_tui.contract.model import Contract, Input, freeze
 from pypto_tui.contract.reader import TaskFacts, read_task
 from pypto_tui.contract.recognise import recognise
+from pypto_tui.contract.rope import fold_rotate_half
 from pypto_tui.contract.values import TensorSpec, Unknown, find_unknown, plain
 from pypto_tui.errors import InputError, TaskFileError
 from pypto_tui.fileio import read_text
@@ -136,13 +137,14 @@ def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, 
         attributes[k] = ({"type": "unknown", "reason": v.reason} if isinstance(v, Unknown) else plain(v))
 
     dynamic_axes, dynamic_problem = declared_dynamic_axes(facts.env, inputs)
-    rec = recognise(facts.root, {i.name: i for i in inputs})
+    root = fold_rotate_half(facts.root, {i.name: tuple(i.shape) for i in inputs if i.shape is not None})
+    rec = recognise(root, {i.name: i for i in inputs})
     unknown.update(rec.unknown)
     if rec.family == "unknown":
         unknown["family"] = rec.reason
         unknown["op"] = rec.reason
     try:
-        graph = build_graph(facts.root, inputs)
+        graph = build_graph(root, inputs)
     except (RecursionError, ValueError, TypeError, KeyError, IndexError) as exc:  # OpError is a ValueError
         graph = OpGraph((), (), None, (f"forward's graph could not be built: {exc}",))
     contract = Contract(

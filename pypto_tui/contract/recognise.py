@@ -32,7 +32,7 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {
 }
 # Functions allowed inside a generic elementwise expression.
 ELEMENTWISE_FUNCS = set(ACTIVATIONS) | {"maximum", "minimum", "where", "pow", "float", "half",
-                                        "contiguous", "clone", "detach"}
+                                        "contiguous", "clone", "detach", "rotate_half"}
 REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std",
               "nansum", "max", "min")
 SCANS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")

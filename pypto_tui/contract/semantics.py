@@ -29,7 +29,9 @@ KERNEL_FUNCS = {"exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sigm
                 "contiguous", "clone", "detach",
                 # the activations pattern A writes inside an expression (codegen/activations.py)
                 "relu6", "leaky_relu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
-                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p", "gelu"}
+                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p", "gelu",
+                # rotary embeddings' halves of the last axis, a view-and-concat helper (contract/rope.py)
+                "rotate_half"}
 
 UNARY_FORMULA = {
     "relu": "max({x}, 0)",

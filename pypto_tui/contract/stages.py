@@ -170,6 +170,9 @@ def _torch(n: OpNode, a: list[str]) -> str:
             return a[0]
         raise Unsupported(f"{n.spelling}: dropout(p={at.get('p')}) in training mode (the module's default) zeroes "
                           "random elements, so no kernel can match the baseline; in eval mode it is the identity")
+    if op == "rotate_half" and n.shape:  # written out as PyTorch code does; the reader folds it back
+        h = n.shape[-1] // 2
+        return f"torch.cat((-({a[0]})[..., {h}:], ({a[0]})[..., :{h}]), dim=-1)"
     if op in TORCH_UNARY:
         return f"torch.{op}({a[0]}{_kw(at, ('min', 'max'))})"
     if op in F_UNARY:

@@ -30,6 +30,8 @@ class OpKind:
     - `role`: `elementwise` (fusable around an anchor), `view` (no arithmetic), or the anchor kind.
     - `pattern`: the codegen pattern id that writes an anchor's kernel (None: no kernel of its own).
     - `weights`: parameters a module creates in `__init__` (name -> shape function of its args).
+    - `row_local`: an elementwise kind that mixes positions along the last axis (rotate_half): its
+      kernel keeps that axis whole instead of flattening.
     """
 
     name: str
@@ -44,6 +46,7 @@ class OpKind:
     pattern: str | None = None
     weights: Callable[[Mapping[str, Any]], dict[str, Shape]] | None = None
     note: str = ""
+    row_local: bool = False
 
     @property
     def is_elementwise(self) -> bool:

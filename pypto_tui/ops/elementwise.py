@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpKind, Shape, broadcast, same_shape
+from pypto_tui.ops.base import OpError, OpKind, Shape, broadcast, same_shape
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -110,6 +110,23 @@ UNARY_KINDS = (
            functions=("dropout", "dropout1d", "dropout2d", "dropout3d")),
     _unary("identity", _identity, modules=("Identity",), methods=False, functions=()),
 )
+def _rotate_half(x: np.ndarray) -> np.ndarray:
+    h = x.shape[-1] // 2
+    return np.concatenate((-x[..., h:], x[..., :h]), axis=-1)
+
+
+def _rotate_half_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    s = tuple(shapes[0])
+    if not s or s[-1] % 2:
+        raise OpError(f"rotate_half needs an even last axis, got {s}")
+    return s
+
+
+# Rotary embeddings' rotate_half: the reader folds `cat((-x[..., h:], x[..., :h]), dim=-1)` (h half
+# of x's last axis) into one call, so the chain x * cos + rotate_half(x) * sin is one elementwise
+# kernel that keeps the last axis whole (contract/rope.py).
+UNARY_KINDS += (OpKind("rotate_half", "elementwise", _rotate_half_shape, _rotate_half, functions=("rotate_half",),
+                       row_local=True, note="[-x2, x1] over the halves of the last axis (rotary embeddings)"),)
 BINARY_KINDS = (
     _binary("add", np.add, ("add",)), _binary("sub", np.subtract, ("sub", "subtract")),
     _binary("mul", np.multiply, ("mul", "multiply")), _binary("div", np.true_divide, ("div", "divide", "true_divide")),

@@ -36,7 +36,7 @@ def test_kernel_index_picks_one_and_an_index_past_the_end_is_refused():
     one = json.loads(run("loop", str(SWIGLU), "--kernel-index", "0", "--json").stdout)
     assert [k["index"] for k in one["kernels"]] == [0] and one["kernels"][0]["recommended"]["loop_count"] >= 1
     r = run("tile", str(SWIGLU), "--kernel-index", "9")
-    assert r.exit_code == 2 and "is 4 kernels (0-3)" in r.output
+    assert r.exit_code == 2 and "is 3 kernels (0-2)" in r.output
     r = run("tile", str(FIX / "tasks" / "softmax_rows.py"), "--kernel-index", "1")
     assert r.exit_code == 2 and "is one kernel" in r.output
     r = run("tile", "--shape", "64,64", "--kernel-index", "0")

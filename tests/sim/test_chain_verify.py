@@ -18,6 +18,7 @@ from pypto_tui.sim.verification import finish_verify, prepare_verify
 pytestmark = pytest.mark.sim
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+# rotary.py is one kernel (test_rotary.py)
 CHAINS = {"gemm_scale_leaky_relu.py": ROOT / "tasks_extra",
           **{p.name: p.parent for p in sorted((ROOT / "tasks_chain").glob("*.py")) if p.name != "rotary.py"}}
 IN_CI = {"bmm_scale_softmax.py"}  # the GEMM epilogue: test_module_plan's verify --kernel; the rest: -m exhaustive

@@ -34,29 +34,29 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         contract = app.screen
         assert isinstance(contract, ContractScreen)
         view = str(contract.query_one("#chain-view").render())
-        assert "planned as 4 kernels" in view and "kernel 1: swish" in view
+        assert "planned as 3 kernels" in view and "kernel 2: swish, mul" in view
         assert contract.next_blocked() is None  # a chain has no one-operator fields to fill
         dims = await _next(pilot, app, ui, DimsScreen)
         picker = dims.query_one("#kernel-picker", Select)
         assert picker.display and picker.value == 0
-        assert picker._allow_blank is False and len(picker._options) == 4  # one entry per kernel, no blank
+        assert picker._allow_blank is False and len(picker._options) == 3  # one entry per kernel, no blank
         assert app.session.step_pipeline.contract().family == "matmul"
         tiles = await _next(pilot, app, ui, TilesScreen)
         picker = tiles.query_one("#kernel-picker", Select)
-        picker.value = 1  # the swish kernel
+        picker.value = 2  # the swish kernel (silu(x @ Wg) * (x @ Wu))
         await ui.settle(pilot, app)
-        assert app.session.design.kernel == 1
+        assert app.session.design.kernel == 2
         assert app.session.step_pipeline.contract().family == "elementwise"
         await ui.type_into(pilot, app, "#tile-0", "8192")
         await ui.settle(pilot, app)
-        assert app.session.design.kernels == {"1": {"tile": [8192]}}
+        assert app.session.design.kernels == {"2": {"tile": [8192]}}
         assert app.session.design.tile is None  # the task's own field stays a single kernel's
         await _next(pilot, app, ui, LoopsScreen)
         kernel = await _next(pilot, app, ui, KernelScreen)
-        assert "TILE_SHAPE_K1 = (8192,)" in kernel.source
+        assert "TILE_SHAPE_K2 = (8192,)" in kernel.source
         assert kernel_of(app.session.pipeline).source == kernel.source
         summary = str(kernel.query_one("#kernel-summary").render())
-        assert "K1 swish: tile (8192,)" in summary and "tile None" not in summary  # each kernel's own tile
+        assert "K2 swish, mul: tile (8192,)" in summary and "tile None" not in summary  # each kernel's own tile
         # the decision is part of the design: saved and read back, it gives the same module
         again = Design.from_dict(app.session.design.to_dict())
-        assert again.kernels == {"1": {"tile": [8192]}} and again.kernel == 1
+        assert again.kernels == {"2": {"tile": [8192]}} and again.kernel == 2

@@ -68,6 +68,8 @@ def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple
         if n.kind == "neg":
             return -conv(n.args[0], env)
         if n.kind == "call":
+            if n.name == "rotate_half" and len(n.args) == 1:
+                return _rotate_half(b, conv(n.args[0], env))
             if n.name in ("maximum", "minimum") and len(n.args) == 2:
                 return call(n.name, conv(n.args[0], env), conv(n.args[1], env))
             if n.name == "pow" and len(n.args) == 2:
@@ -91,6 +93,19 @@ def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple
         raise Unsupported(f"'{ir.render(n)}' in the expression has no pypto form")
 
     return lambda env: conv(root, env)
+
+
+def _rotate_half(b: Builder, x: Ex) -> Ex:
+    """`rotate_half(x)` through the module's trace-time helper (template rotate_half): views of the
+    halves of x's last axis and a concat. x must be a tensor the kernel reads whole along that axis
+    (the dimension step keeps it a kernel axis of its own)."""
+    import libcst as cst
+
+    if not x.tensor or not isinstance(x.node, cst.Name):
+        raise Unsupported("rotate_half of a computed value is not scaffolded: rotate a kernel input")
+    if not any(isinstance(h, cst.FunctionDef) and h.name.value == "rotate_half" for h in b.helpers):
+        b.helpers += b.tmpl("rotate_half")
+    return Ex.raw(cst.Call(cst.Name("rotate_half"), [cst.Arg(x.node)]), True)
 
 
 def _safe(key: str) -> str:
