@@ -40,7 +40,7 @@ def task_key(path: Path) -> tuple[int, str]:
 def at_bench_shape(p: Any, elements: int) -> tuple[Any, dict[str, list[int]]]:
     """The task's design at a reduced shape (re-planned there), and the shapes used."""
     from pypto_tui.design import Pipeline
-    from pypto_tui.sim.verification import reduced_shapes
+    from pypto_tui.sim.verify_shapes import reduced_shapes
 
     full = {i.name: list(i.shape) for i in p.contract().tensor_inputs if i.shape is not None}
     if not elements or max((math.prod(s) for s in full.values()), default=0) <= elements:

@@ -61,7 +61,7 @@ class ModuleTest:
 def _design_constants(gen: Any, tile_name: str | None) -> dict[str, Any]:
     """The constants that carry a kernel's design: its main tile and its cube tiles (a conv's window
     tile follows the image, as in the single-kernel check)."""
-    from pypto_tui.sim.verification import _constants
+    from pypto_tui.sim.verify_shapes import _constants
 
     return {k: v for k, v in _constants(gen).items() if k == tile_name or k in ("CUBE_M", "CUBE_K", "CUBE_N")}
 
@@ -91,7 +91,7 @@ def _window_work(stages: ModuleStages) -> int:
     for a transposed conv), measured as the single-kernel test measures it: KernelBench level 2
     task 3 (a transposed 3-D conv) ran its worker out of its address space at sizes whose graph
     tensors were all within the limit."""
-    from pypto_tui.sim.verification import _full_shapes, _measure
+    from pypto_tui.sim.verify_shapes import _full_shapes, _measure
 
     largest = 0
     for s in stages.stages:
@@ -117,7 +117,7 @@ def _store(source: str, name: str) -> Path:
 
 
 def stage_keeps(stages: ModuleStages) -> list[StageKeep]:
-    from pypto_tui.sim.verification import _constants, _tile_constant, design_to_keep
+    from pypto_tui.sim.verify_shapes import _constants, _tile_constant, design_to_keep
 
     out = []
     for s in stages.stages:

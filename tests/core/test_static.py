@@ -89,3 +89,36 @@ def test_ruff_is_clean():
     out = subprocess.run([_tool("ruff"), "check", "pypto_tui", "screens", "tests", "benchmarks"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:]
+
+
+CIRCLES = """
+import grimp
+g = grimp.build_graph("pypto_tui", exclude_type_checking_imports=True)
+seen = set()
+for m in sorted(g.modules):
+    for imp in g.find_modules_directly_imported_by(m):
+        if g.chain_exists(importer=imp, imported=m):
+            seen.add(" <-> ".join(sorted((m, imp))))
+print("\\n".join(sorted(seen)))
+"""
+
+
+def _circles(pythonpath: Path) -> list[str]:
+    """Pairs of modules that import each other, directly or through others, late imports included
+    (imports under TYPE_CHECKING are not run, so they are left out)."""
+    out = subprocess.run([sys.executable, "-c", CIRCLES], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(pythonpath)}, cwd=pythonpath)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return [line for line in out.stdout.splitlines() if line]
+
+
+def test_no_module_imports_itself_back():
+    """Issue 21: no import circles, within a layer too (module_test and verification were one)."""
+    assert _circles(ROOT) == []
+
+
+def test_a_late_import_back_is_a_circle(tree_copy: Path):
+    scaled = tree_copy / "pypto_tui" / "sim" / "scaled.py"
+    scaled.write_text(scaled.read_text() + "\n\ndef _late():\n    from pypto_tui.sim import verification\n"
+                      "    return verification\n")
+    assert "pypto_tui.sim.scaled <-> pypto_tui.sim.verify_shapes" in _circles(tree_copy)

@@ -14,7 +14,8 @@ from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.design_runs import cost_job, init_args, input_specs, sweep_tiles, variant
 from pypto_tui.sim.runner import run_many, run_one
-from pypto_tui.sim.verification import reduced_shapes, verify, verify_many
+from pypto_tui.sim.verification import verify, verify_many
+from pypto_tui.sim.verify_shapes import reduced_shapes
 
 TASKS = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 ALL = sorted(p.name for p in TASKS.glob("*.py"))

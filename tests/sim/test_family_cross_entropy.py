@@ -9,7 +9,8 @@ from family import pipe
 from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.verification import reduced_shapes, verify_many
+from pypto_tui.sim.verification import verify_many
+from pypto_tui.sim.verify_shapes import reduced_shapes
 
 CES = ["cross_entropy_7_classes.py", "cross_entropy_randint.py"]
 

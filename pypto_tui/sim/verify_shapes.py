@@ -1,0 +1,280 @@
+"""The shapes a verification runs at, and the design they must keep (issue 20).
+
+Reads the design pipeline for what the full-size kernel uses (its tile, loop, cube tiles: the
+generated module's own constants) and searches smaller input shapes that keep it; verification.py
+builds and judges the test, sim/module_test.py does the same search for a chain's size constants.
+Both import this module; it imports neither (the two used to import each other).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pypto_tui.design import Pipeline
+from pypto_tui.errors import InputError
+from pypto_tui.ops.roles import traits
+from pypto_tui.sim import scaled
+from pypto_tui.sim.design_runs import variant
+
+
+# ------------------------------------------------------------------------------ the design
+# Everything that reads the design pipeline for verification is in this section.
+def _full_shapes(pipeline: Pipeline) -> scaled.Shapes:
+    return {i.name: tuple(i.shape) for i in pipeline.contract().tensor_inputs if i.shape is not None}
+
+
+def _with_shapes(pipeline: Pipeline, shapes: scaled.Shapes, **changes: Any) -> Pipeline:
+    edits = dict(pipeline.design.contract_edits)
+    for name, s in shapes.items():
+        edits[f"inputs.{name}.shape"] = list(s)
+    return variant(pipeline, contract_edits=edits, **changes)
+
+
+def _geometry_at(pipeline: Pipeline, shapes: scaled.Shapes) -> Any:
+    """The kernel geometry at other input shapes (None when the design has none there). Built
+    from the pure steps directly: the shape search asks this hundreds of times."""
+    from pypto_tui.contract.edits import apply_edits
+    from pypto_tui.dims import plan_dims
+    from pypto_tui.plan import geometry_of
+
+    try:
+        c = apply_edits(pipeline.contract(), {f"inputs.{n}.shape": list(s) for n, s in shapes.items()})
+        return geometry_of(c, plan_dims(c, pipeline.kb, pipeline.design.strategy))
+    except (InputError, ValueError):
+        return None
+
+
+def _kernel(pipeline: Pipeline) -> Any:
+    from pypto_tui.design import kernel_of
+
+    return kernel_of(pipeline)
+
+
+def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
+    from pypto_tui.contract.selfcheck import _keep_values
+
+    c = pipeline.contract()
+    return _keep_values(c), c.op_args.get("num_groups") or c.attributes.get("num_groups")
+
+
+def _window_floors(pipeline: Pipeline) -> dict[int, int]:
+    """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py)."""
+    from pypto_tui.contract.conv import min_sizes
+
+    return min_sizes(pipeline.contract())
+
+
+def _constants(gen: Any) -> dict[str, Any]:
+    return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
+
+
+def _tile_constant(consts: dict[str, Any], tile: Sequence[int] | None) -> str | None:
+    """The constant that carries the design's vec tile (TILE_SHAPE, PHASE1_TILE_SHAPE, ...)."""
+    if tile is None:
+        return None
+    for name, value in consts.items():
+        if isinstance(value, list | tuple) and list(value) == list(tile):
+            return name
+    return "TILE_SHAPE" if "TILE_SHAPE" in consts else None
+
+
+def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignToKeep | None:
+    """What the full-size kernel uses, read from the generated module's own constants."""
+    try:
+        g = pipeline.geometry()
+        gen = gen if gen is not None else _kernel(pipeline)
+    except InputError:
+        return None
+    if not gen.supported:
+        return None
+    consts = _constants(gen)
+    tile_name = _tile_constant(consts, pipeline.chosen_tile())
+    tile = tuple(consts[tile_name]) if tile_name else None
+    loop = consts.get("LOOP_COUNT")
+    axis = ((gen.constants.get("LOOP_COUNT") or {}).get("numbers") or {}).get("axis", 0) if loop else 0
+    cube = tuple(max(consts[c]) for c in ("CUBE_M", "CUBE_K", "CUBE_N")) if all(
+        c in consts for c in ("CUBE_M", "CUBE_K", "CUBE_N")) else None
+    reduce_axis = g.reduce_dim if g.reduce_dim is not None else (0 if len(g.shape) == 1 and g.why == "reduce" else None)
+    roles = pipeline.needs().tiles
+    role = tuple(roles[0].shape) if roles else tuple(g.shape)
+    own = role if role != tuple(g.shape) else None
+    fits = tile is not None and len(tile) == len(own if own else g.shape)
+    return scaled.DesignToKeep(tuple(g.shape), tile if fits else None,
+                               int(loop) if loop else None, int(axis), g.matmul, cube,  # type: ignore[arg-type]
+                               reduce_axis, own)
+
+
+# ------------------------------------------------------------------------------ test shapes
+def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
+                   keep: scaled.DesignToKeep | None = None) -> scaled.Shapes:
+    """Smaller input shapes of the same rank; with `keep`, only as small as the design allows."""
+    keep_values, groups = _keep_values(pipeline)
+
+    def accept(shapes: scaled.Shapes) -> bool:
+        g = _geometry_at(pipeline, shapes)
+        if g is None or keep is None:
+            return g is not None
+        return not scaled.kept_problems(keep, g.shape, g.matmul, _tile_tensor_at(pipeline, keep, shapes))
+
+    keep_values, positions = _channels_by_position(pipeline, keep_values)
+    return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
+                                groups=groups, budget=budget, accept=accept if keep is not None else None,
+                                min_sizes=_window_floors(pipeline), measure=_measure(pipeline),
+                                keep_positions=positions, by_position=_elementwise_operands(pipeline))
+
+
+def _elementwise_operands(pipeline: Pipeline) -> bool:
+    """Operands of one shape meet element by element (no matmul pairs one's rows with another's
+    columns), so their axes shrink by position."""
+    try:
+        return pipeline.geometry().matmul is None and not traits(pipeline.contract().family).cube
+    except InputError:
+        return False
+
+
+def _tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scaled.Shapes) -> tuple[int, ...] | None:
+    """The tile's own tensor at other input shapes, when it is not the geometry (None otherwise)."""
+    if keep.tile_shape is None:
+        return None
+    try:
+        return tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+    except (InputError, ValueError, IndexError):
+        return None
+
+
+def _window_input(pipeline: Pipeline) -> Any | None:
+    """The input a conv or pool runs its windows over (None for every other family)."""
+    c = pipeline.contract()
+    if not traits(c.family).window or not c.operands:
+        return None
+    return c.operands[0]
+
+
+def _channels_by_position(pipeline: Pipeline, keep_values: set[int]) -> tuple[set[int], set[tuple[str, int]]]:
+    """A conv keeps its input channels (its module is built for them) by position, not by value: a
+    depth or width equal to the channel count still shrinks (KernelBench 73: depth 32, channels 32).
+    So does a norm built for its channels (KernelBench 33: batch 64 = channels 64 held the test
+    input at 67M elements to keep the design); a size its normalized shape names stays kept by value."""
+    c = pipeline.contract()
+    if traits(c.family).sizes_in_init:
+        from pypto_tui.contract.selfcheck import norm_bound_to_channels, normalized_sizes
+
+        x = c.operands[0] if c.operands else None
+        if x is None or not norm_bound_to_channels(c) or not x.shape or len(x.shape) < 3:
+            return keep_values, set()
+        channels = x.shape[1]
+        return (keep_values if channels in normalized_sizes(c) else keep_values - {channels}), {(x.name, 1)}
+    x = _window_input(pipeline)
+    if x is None or not traits(c.family).channels_fixed or not x.shape or len(x.shape) < 3:
+        return keep_values, set()
+    from pypto_tui.contract.conv import kept_sizes
+
+    return keep_values - kept_sizes(c), {(x.name, 1)}
+
+
+def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
+    """The size a test's budget bounds: the largest input, or for a conv or pool the largest tensor
+    its kernels touch (the prepared input, zero-inserted for a transposed conv, and the output).
+    KernelBench 81 (transposed, stride 5) ran out of 8 GiB in 16 s at an input of 0.5 M elements:
+    its zero-inserted input was 13 M."""
+    x = _window_input(pipeline)
+    if x is None:
+        return scaled.largest_input
+    from pypto_tui.contract.conv import WindowError, window_spec
+    from pypto_tui.window import plan_window
+
+    c = pipeline.contract()
+
+    def measure(shapes: scaled.Shapes) -> int:
+        size = scaled.largest_input(shapes)
+        if x.name not in shapes:
+            return size
+        try:
+            spec = window_spec(c, replace(x, shape=tuple(shapes[x.name])))
+            plan = plan_window(spec)
+        except (WindowError, ValueError):
+            return size
+        prepared = spec.batch * spec.in_channels * math.prod(a.prepared for a in plan.axes)
+        return max(size, prepared, math.prod(spec.output_shape))
+
+    return measure
+
+
+WINDOW_TEST_BATCH = 2  # images in a conv's or pool's test: two show the per-image offsets are right
+
+
+def _window_batch(pipeline: Pipeline, shapes: scaled.Shapes) -> scaled.Shapes:
+    """A conv or pool at test shapes runs WINDOW_TEST_BATCH images. Its loop runs images x blocks
+    of rows, and pass-verify's cost grows with iterations x tensor size, so every further image
+    only multiplies the time (KernelBench 64 at 16 images: over the 8 GiB cap); the batch is no
+    part of the tile or loop design, and a batch equal to the channel count would otherwise be
+    kept with the channels."""
+    x = _window_input(pipeline)
+    if x is None or x.name not in shapes or not shapes[x.name] or shapes[x.name][0] <= WINDOW_TEST_BATCH:
+        return shapes
+    return {**shapes, x.name: (WINDOW_TEST_BATCH, *shapes[x.name][1:])}
+
+
+def _relaxations(keep: scaled.DesignToKeep) -> list[scaled.DesignToKeep | None]:
+    """What is kept, in order of preference, when keeping everything needs shapes over the limit:
+    all of it, then the cube tiles without the loop (a matmul's tiles are its design; its loop only
+    splits M), then the tile alone, then nothing."""
+    out: list[scaled.DesignToKeep | None] = [keep]
+    if keep.cube and keep.loop_count:
+        out.append(replace(keep, loop_count=None))
+    if (keep.loop_count or keep.cube) and keep.tile:
+        out.append(replace(keep, loop_count=None, cube=None))
+    out.append(None)
+    return out
+
+
+def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
+                 ) -> tuple[scaled.Shapes, scaled.DesignToKeep | None, list[str]]:
+    """The test shapes, what of the design they keep, and, when that is not all of it, why."""
+    if keep is None:
+        return reduced_shapes(pipeline), None, []
+    first_size = 0
+    measure = _measure(pipeline)
+    for option in _relaxations(keep):
+        shapes = reduced_shapes(pipeline, keep=option)
+        size = measure(shapes)
+        first_size = first_size or size
+        if size <= keep.element_limit or option is None:
+            notes = [] if option is keep else [
+                f"keeping {keep.describe()} needs an input of {first_size} elements, over the verify limit of "
+                f"{keep.element_limit}, so the test shapes keep "
+                f"{option.describe() if option else 'none of it'}; `--scale full` verifies the design as chosen"]
+            return shapes, option, notes
+    raise AssertionError("unreachable: the last option keeps nothing")
+
+
+def _tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...]
+                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shape the main tile tiles, at full and at test size: the kernel geometry, or the
+    pattern's own tensor when its main tile is not the geometry's (a conv's column buffer)."""
+    role = pipeline.needs().tiles[0]
+    if tuple(role.shape) == tuple(full):
+        return full, test
+    return tuple(role.shape), tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+
+
+def _aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:
+    """A clamped tile's last dim rounded up to 32 bytes: it covers its whole axis, and a pattern's own
+    tensor may feed a concat, where 0.2.0 refuses an unaligned tile (HW.concat-reduce-align)."""
+    from pypto_tui.tiles import align_unit
+
+    unit = align_unit(pipeline.kb, pipeline.needs().tiles[0].dtype)
+    return (*tile[:-1], -(-tile[-1] // unit) * unit)
+
+
+def _fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool:
+    return len(tile) == len(test) and all(t <= s or t > f for t, f, s in zip(tile, full, test, strict=True))
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "none"
+    return str(tuple(v)) if isinstance(v, list | tuple) else str(v)
