@@ -4,18 +4,25 @@ The kernel keeps the input's rank (P3.rank-strategy) or, for a multi-axis reduct
 after the forward merged the adjacent reduce axes (O3.merge-reduce-axes); it then reduces one
 axis with one call (API.single-dim-reduce): `sum`, `amax`, `amin`, and `mean` as `sum * (1/count)`.
 keepdim is the baseline's (P2.keepdim-direct). A loop, when auto_tiles needs one, runs along
-axis 0, which must not be the reduced axis.
+axis 0, or along axis 1 when axis 0 is the reduced one (a reduction's loop never runs along its
+reduced axis: that would need an accumulator).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, mean, reduce
-from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
+from pypto_tui.plan import Needs
 
+COLUMNS_PRAGMA = ("# pypto-lint: ignore[lint.loop_axis]  a reduction over axis 0 loops along axis 1: chunks of "
+                  "columns, each reduced whole")
 _OPS = {"sum": "sum", "mean": "mean", "max": "amax", "amax": "amax", "min": "amin", "amin": "amin"}
 
 
@@ -34,6 +41,22 @@ def _prepare_input(b: Builder, x: str) -> str:
     if dims.reshape in ("merge_reduce", "keep") and dims.forward_reshape and dims.forward_reshape[0] is not None:
         return b.prepare(x, b.reshape_args(x, dims.axis_map), "merged")
     return b.prepare(x, None, "")
+
+
+def _reduction_loop_axis(axis: int, rank: int) -> int:
+    """Axis 0, unless the reduction is over it: then axis 1, each chunk of columns reduced whole
+    over axis 0 (a loop along the reduced axis would need an accumulator carried between
+    iterations). BatchNorm1d's batch mean over (B, F) is this case."""
+    return 1 if axis == 0 and rank >= 2 else 0
+
+
+def reduction_needs(c: Any, dims: Any, g: Any, kb: Any) -> Needs:
+    """The main tile and a loop along `_reduction_loop_axis` (the pack's `loop_axis` wins)."""
+    n = main_tile_needs(c, dims, g, kb)
+    if g.reduce_dim is None or kb.op_data(c.op).loop_axis is not None:
+        return n
+    axis = _reduction_loop_axis(g.reduce_dim, len(g.shape))
+    return replace(n, loop_axis=axis) if axis != n.loop_axis else n
 
 
 @cites("O1.contiguous-1kb", "O1.reduce-sweet-spot", "P2.keepdim-direct")
@@ -115,8 +138,9 @@ def build_reduction(b: Builder) -> None:
     loop = ctx.loop_count is not None
     merged = dims_plan.reshape == "merge_reduce"
     b.pattern = "reduction"
+    along = f", looping along axis {_reduction_loop_axis(axis, rank)}" if loop else ""
     b.summary = (f"{c.op} over axis {axis}" + (" (the merged reduce axes)" if merged else "")
-                 + f", keepdim={keepdim}" + (", looping along axis 0" if loop else ""))
+                 + f", keepdim={keepdim}" + along)
     assert ctx.main is not None
     tile = b.tile_constant(ctx.main, x, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
     prelude: list = []
@@ -134,17 +158,21 @@ def build_reduction(b: Builder) -> None:
     if not loop:
         body = b.tmpl("reduce", tile=tile, out=name("out"), value=value(Ex.name(x)))
     else:
-        _loop_axis_ok(b, axis, c.op or "the reduction")
+        la = _reduction_loop_axis(axis, rank)
+        if la == axis:
+            _loop_axis_ok(b, axis, c.op or "the reduction")
         out_rank = len(out_shape)
+        out_la = la if keepdim or la < axis else la - 1  # the loop's axis in the output
 
         def step(size: str, off: str, suffix: str) -> list:
             chunk = f"{x}_{suffix}"
-            return b.tmpl("reduce_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size),
-                                                      b.chunk_offsets(rank, 0, off)),
-                          value=value(Ex.name(chunk)), offsets=dims_list(b.chunk_offsets(out_rank, 0, off)),
+            return b.tmpl("reduce_step", views=b.view(chunk, x, b.chunk_shape(dims, la, size),
+                                                      b.chunk_offsets(rank, la, off),
+                                                      pragma=COLUMNS_PRAGMA if la else None),
+                          value=value(Ex.name(chunk)), offsets=dims_list(b.chunk_offsets(out_rank, out_la, off)),
                           out=name("out"))
 
-        loop_prelude, body = b.chunked_loop("d0", step, setup=b.tmpl("vec_setup", tile=tile))
+        loop_prelude, body = b.chunked_loop(dims[la], step, setup=b.tmpl("vec_setup", tile=tile))
         prelude += loop_prelude
     spec = KernelSpec(
         factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
@@ -164,5 +192,5 @@ def build_reduction(b: Builder) -> None:
 
 PATTERNS = (
     Pattern("softmax", ("softmax",), build_softmax),
-    Pattern("reduction", ("reduction",), build_reduction),
+    Pattern("reduction", ("reduction",), build_reduction, needs=reduction_needs),
 )
