@@ -86,7 +86,7 @@ class StepScreen(Screen[None]):
             yield Static("", id="stale-banner", classes="banner")
             if self.KERNEL_PICKER:
                 # no blank entry: a chain always has a chosen kernel (the one option is replaced on sync)
-                yield Select[int]([("kernel 0", 0)], id="kernel-picker", compact=True, allow_blank=False)
+                yield Select[int]([("kernel", -1)], id="kernel-picker", compact=True, allow_blank=False)
             yield from self.compose_body()
         with Horizontal(id="work"):
             yield ProgressBar(id="work-bar", show_eta=False)

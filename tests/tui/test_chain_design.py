@@ -40,6 +40,7 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         picker = dims.query_one("#kernel-picker", Select)
         assert picker.display and picker.value == 0
         assert picker._allow_blank is False and len(picker._options) == 3  # one entry per kernel, no blank
+        assert str(picker.query_one("#label").render()) == "kernel 0 of 3: linear (B)"  # not the placeholder
         assert app.session.step_pipeline.contract().family == "matmul"
         tiles = await _next(pilot, app, ui, TilesScreen)
         picker = tiles.query_one("#kernel-picker", Select)
