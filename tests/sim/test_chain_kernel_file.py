@@ -47,7 +47,7 @@ def test_an_exported_chain_module_verifies_as_a_kernel_file(kb, tmp_path: Path) 
     task = CHAINS / "swiglu.py"
     p = Pipeline(kb, Design(task=str(task)))
     prepared = prepare_kernel_verify(p, _export(task, tmp_path / "swiglu_kernel.py"))
-    assert prepared.job is not None and prepared.report.kernels == 4
+    assert prepared.job is not None and prepared.report.kernels == 3  # two GEMMs, then silu and the product
     report = finish_verify(prepared, run_one(prepared.job, cache=False))
     assert report.passed, report.reason
     assert not report.missing_passes and len(report.passes_checked) >= 7
