@@ -730,7 +730,7 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
             rec.op_args.update({"scalar": a.value if a.is_const else None,
                                 "scalar_input": a.name if ctx.is_scalar(a) else None, "scalar_side": "left"})
             return rec
-        if ctx.is_tensor(a) and ctx.is_tensor(b):
+        if ctx.is_tensor(a) and ctx.is_tensor(b) and a.name != b.name:  # `x + x` stays an expression of one input
             rec.op = n.name
             rec.op_args["operands"] = (a.name, b.name)
             return rec
