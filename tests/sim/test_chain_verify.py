@@ -25,15 +25,17 @@ IN_CI = {"bmm_scale_softmax.py"}  # the GEMM epilogue: test_module_plan's verify
 
 
 def plant(source: str) -> str:
-    """Noise of up to 0.01 on the last kernel's first input before it reads it: a wrong answer every
-    trial sees, between two kernels each of which is right on its own. (A scale or a shift is no
+    """Noise of up to 0.01 x (1 + |value|) on the last kernel's first input before it reads it: a
+    wrong answer every trial sees, between two kernels each of which is right on its own (relative,
+    so a large input such as logsumexp's sum of exponentials, whose log a fixed 0.01 hardly moves,
+    is hit too). (A scale or a shift is no
     bug before a norm, which divides it out: GroupNorm, BatchNorm and LayerNorm passed such plants.)"""
     calls = list(re.finditer(r"^( +)(t_\w+) = self\._k(\d+)\((\w+)", source, re.M))
     assert calls, "no kernel call"
     last = calls[-1]
     head = last.group(0)
     arg = last.group(4)
-    return source.replace(head, head[: -len(arg)] + f"{arg} + 0.01 * torch.rand_like({arg})", 1)
+    return source.replace(head, head[: -len(arg)] + f"{arg} + 0.01 * torch.rand_like({arg}) * (1 + {arg}.abs())", 1)
 
 
 @pytest.mark.parametrize("name", tiered(CHAINS, IN_CI))
