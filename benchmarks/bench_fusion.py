@@ -46,29 +46,21 @@ def passing(db: Path) -> set[str]:
 
 
 def measure(path: Path, kb: Any, jobs: int, timeout: float) -> dict[str, Any]:
-    from pypto_tui.design import Design, Pipeline, module_plan_of, module_stages
-    from pypto_tui.sim import design_runs as R
+    from pypto_tui.design import Design, Pipeline, module_stages
+    from pypto_tui.sim.design_runs import price_fusion
     from pypto_tui.sim.module_test import module_test
-    from pypto_tui.sim.runner import run_many
 
     p = Pipeline(kb, Design(task=str(path)))
     stages = module_stages(p)
     if stages is None or stages.refused:
         return {"task": path.name, "skipped": stages.refused if stages else "one kernel"}
     mt = module_test(p, stages)
-    test = mt.pipeline
-    plans = {"chosen": test, "unfused": test.unfused()}
     started = time.monotonic()
-    results = run_many([R.cost_job(q, name) for name, q in plans.items()], jobs=jobs, timeout_s=timeout, cache=True)
-    row: dict[str, Any] = {"task": path.name, "sizes": {k: v[1] for k, v in mt.sizes.items()},
-                           "wall_s": round(time.monotonic() - started, 1)}
-    for (name, q), r in zip(plans.items(), results, strict=True):
-        planned = module_plan_of(q)
-        row[name] = {"status": r.status, "e2e_us": r.e2e_us, "kernels": len(planned[1].groups) if planned else 1,
-                     "reason": (r.reason or r.error or "")[:200]}
-    a, b = row["chosen"]["e2e_us"], row["unfused"]["e2e_us"]
-    row["ratio"] = a / b if a and b else None
-    return row
+    _chosen, fusion = price_fusion(mt.pipeline, jobs=jobs, timeout_s=timeout, cache=True)
+    for plan in ("chosen", "unfused"):
+        fusion[plan]["reason"] = (fusion[plan]["reason"] or "")[:200]
+    return {"task": path.name, "sizes": {k: v[1] for k, v in mt.sizes.items()},
+            "wall_s": round(time.monotonic() - started, 1), **fusion}
 
 
 def main() -> None:

@@ -114,7 +114,9 @@ def sim(
     reports = []
     with workers_end_with_us(), SweepBar("simulating", enabled=not json_out) as bar:
         if fusion == "compare":
-            doc["result"], doc["fusion"] = _compare_fusion(p, jobs, timeout, not no_cache, bar)
+            chosen, doc["fusion"] = R.price_fusion(p, jobs=jobs, timeout_s=timeout, cache=not no_cache,
+                                                   progress=bar.tick, status=bar.stage)
+            doc["result"] = chosen.to_json() if hasattr(chosen, "to_json") else chosen.__dict__
         elif sweep is None:
             r = run_one(job or R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
                         progress=bar.tick, status=bar.stage, cache=not no_cache)
@@ -147,28 +149,6 @@ def _require_chain(p: Any) -> None:
 
     if module_plan_of(p) is None and module_plan_of(p.unfused()) is None:
         raise InputError("--fusion: this task is one kernel (no chain of operators to fuse or split); drop --fusion")
-
-
-def _compare_fusion(p: Any, jobs: int, timeout: float, cache: bool, bar: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The chosen plan and the unfused one (every operator a kernel, each intermediate written and
-    read back through global memory, which the simulated time of each kernel includes), priced on the
-    same simulator: (the chosen plan's result, the `fusion` document)."""
-    from pypto_tui.design import module_plan_of
-    from pypto_tui.sim import design_runs as R
-    from pypto_tui.sim.runner import run_many
-
-    plans = {"chosen": p, "unfused": p.unfused()}
-    results = run_many([R.cost_job(q, name) for name, q in plans.items()], jobs=jobs, timeout_s=timeout,
-                       progress=bar.tick, status=bar.stage, cache=cache)
-    doc: dict[str, Any] = {}
-    for (name, q), r in zip(plans.items(), results, strict=True):
-        planned = module_plan_of(q)
-        doc[name] = {"status": r.status, "e2e_us": r.e2e_us, "kernels": len(planned[1].groups) if planned else 1,
-                     "kernel_us": [k.get("e2e_us") for k in r.kernels], "reason": r.reason or r.error}
-    a, b = doc["chosen"]["e2e_us"], doc["unfused"]["e2e_us"]
-    doc["ratio"] = a / b if a and b else None
-    chosen = results[0]
-    return (chosen.to_json() if hasattr(chosen, "to_json") else chosen.__dict__), doc
 
 
 def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:

@@ -144,6 +144,29 @@ def cost_job(pipeline: Pipeline, label: str) -> J.SimJob:
                     cycles_per_us=float(pipeline.kb.chip.cycles_per_us))
 
 
+def price_fusion(pipeline: Pipeline, *, jobs: int = 2, timeout_s: float = 300.0, cache: bool = True,
+                 progress: Progress | None = None, status: Status | None = None) -> tuple[J.SimResult, dict[str, Any]]:
+    """A chain's chosen plan and its unfused plan (every operator a kernel, each intermediate written
+    and read back through global memory, which each kernel's simulated time includes), priced on the
+    same simulator: (the chosen plan's result, the `fusion` document `sim --fusion compare` prints
+    and bench_fusion.py tabulates: per plan its status, total and per-kernel µs and kernel count, and
+    chosen / unfused)."""
+    from pypto_tui.design import module_plan_of
+    from pypto_tui.sim.runner import run_many
+
+    plans = {"chosen": pipeline, "unfused": pipeline.unfused()}
+    results = run_many([cost_job(q, name) for name, q in plans.items()], jobs=jobs, timeout_s=timeout_s,
+                       progress=progress, status=status, cache=cache)
+    doc: dict[str, Any] = {}
+    for (name, q), r in zip(plans.items(), results, strict=True):
+        planned = module_plan_of(q)
+        doc[name] = {"status": r.status, "e2e_us": r.e2e_us, "kernels": len(planned[1].groups) if planned else 1,
+                     "kernel_us": [k.get("e2e_us") for k in r.kernels], "reason": r.reason or r.error}
+    a, b = doc["chosen"]["e2e_us"], doc["unfused"]["e2e_us"]
+    doc["ratio"] = a / b if a and b else None
+    return results[0], doc
+
+
 def kernel_file_job(pipeline: Pipeline, path: Any) -> J.SimJob:
     """A cost job for any kernel module on disk (`sim TASK --kernel FILE`): the file is read
     statically first (it must define ModelNew taking the task's init arguments), then compiled in
