@@ -138,7 +138,8 @@ def build_reduction(b: Builder) -> None:
     loop = ctx.loop_count is not None
     merged = dims_plan.reshape == "merge_reduce"
     b.pattern = "reduction"
-    along = f", looping along axis {_reduction_loop_axis(axis, rank)}" if loop else ""
+    la = ctx.loop.axis if ctx.loop is not None else 0  # the loop plan's axis (reduction_needs chose it)
+    along = f", looping along axis {la}" if loop else ""
     b.summary = (f"{c.op} over axis {axis}" + (" (the merged reduce axes)" if merged else "")
                  + f", keepdim={keepdim}" + along)
     assert ctx.main is not None
@@ -158,7 +159,6 @@ def build_reduction(b: Builder) -> None:
     if not loop:
         body = b.tmpl("reduce", tile=tile, out=name("out"), value=value(Ex.name(x)))
     else:
-        la = _reduction_loop_axis(axis, rank)
         if la == axis:
             _loop_axis_ok(b, axis, c.op or "the reduction")
         out_rank = len(out_shape)
