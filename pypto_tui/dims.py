@@ -223,8 +223,9 @@ def _row_local(c: Contract) -> bool:
 
 
 def _flatten(c: Contract) -> _Layout:
-    if traits(c.family).broadcasts and (c.op_args.get("views") is not None or _shapes_differ(c) or _row_local(c)):
-        return _broadcast_groups(c, keep_last=_row_local(c))
+    row_local = _row_local(c)
+    if traits(c.family).broadcasts and (c.op_args.get("views") is not None or _shapes_differ(c) or row_local):
+        return _broadcast_groups(c, keep_last=row_local)
     shape = _same_shapes(c)
     return _apply(c, [list(range(len(shape)))], "flattening")
 

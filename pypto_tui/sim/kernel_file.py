@@ -36,17 +36,22 @@ def _literal(node: ast.expr) -> object:
 
 
 def _constants(tree: ast.Module) -> dict[str, object]:
+    """Top-level `NAME = literal` assignments (a value that is no literal is left out)."""
     out: dict[str, object] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            out[stmt.targets[0].id] = _literal(stmt.value)
+            value = _literal(stmt.value)
+            if value is None:
+                out.pop(stmt.targets[0].id, None)  # rebound to something else: no longer a known constant
+            else:
+                out[stmt.targets[0].id] = value
     return out
 
 
 def module_constants(source: str) -> dict[str, object]:
     """A module's top-level `NAME = literal` constants (a generated module's per-kernel tiles)."""
     try:
-        return {k: v for k, v in _constants(ast.parse(source)).items() if v is not None}
+        return _constants(ast.parse(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
 
@@ -93,4 +98,4 @@ def read_kernel_file(path: Path, init_args: int) -> KernelFile:
         isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in tile)
     loop_ok = isinstance(loop, int) and not isinstance(loop, bool) and loop > 0
     return KernelFile(p, source, tuple(tile) if tile_ok else None, loop if loop_ok else None,  # type: ignore[arg-type]
-                      {k: v for k, v in consts.items() if v is not None})
+                      consts)
