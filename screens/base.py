@@ -147,8 +147,8 @@ class StepScreen(Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id != "kernel-picker" or not isinstance(event.value, int) or event.value < 0:
             return  # -1: the placeholder a task of one kernel keeps (its picker is hidden)
-        if self._picker_sig is None or event.value != event.select.value:
-            return  # the placeholder's value at mount, or a value the sync has since replaced
+        if event.value != event.select.value:
+            return  # a value the sync has since replaced
         event.stop()
         self.session.set_kernel(event.value)
         self.safe_refresh()
