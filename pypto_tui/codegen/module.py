@@ -14,6 +14,7 @@ from dataclasses import replace
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, comment_lines, dims_list, literal, name
+from pypto_tui.codegen.cse import share_repeats
 from pypto_tui.codegen.model_new import build_model_new, docstring
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.codegen.templates import fill_module, find_template
@@ -63,6 +64,7 @@ def build_factory(b: Builder, spec: KernelSpec) -> list[cst.BaseStatement]:
     """One factory: shapes and scalars as closure constants, returning the jit kernel (P1.static-shape).
     A dynamic dim is no factory parameter: the kernel reads it from its first tensor that has it."""
     spec = _dynamic(b, spec)
+    spec = replace(spec, body=share_repeats(spec.body, [t.name for t in (*spec.inputs, spec.output)]))
     kparams, long = _kernel_params(b, spec)
     repl: dict[str, object] = {
         "factory": name(spec.factory), "kernel": name(spec.kernel), "params": _params(spec.factory_params),
