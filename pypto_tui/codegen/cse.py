@@ -123,7 +123,8 @@ def _assigned(nodes: Sequence[cst.CSTNode]) -> set[str]:
     return out
 
 
-def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str], fresh: Iterator[str]) -> list[cst.SimpleStatementLine]:
+def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
+           fresh: Iterator[str]) -> list[cst.SimpleStatementLine]:
     """The statement preceded by `sharedN = <expr>` for every tensor expression it repeats (largest first, so
     a repeated composite is bound whole and its own repeats are then found inside its definition)."""
     small = stmt.body[0]
