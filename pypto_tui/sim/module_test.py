@@ -61,9 +61,9 @@ class ModuleTest:
 def _design_constants(gen: Any, tile_name: str | None) -> dict[str, Any]:
     """The constants that carry a kernel's design: its main tile and its cube tiles (a conv's window
     tile follows the image, as in the single-kernel check)."""
-    from pypto_tui.sim.verify_shapes import _constants
+    from pypto_tui.sim.verify_shapes import kernel_constants
 
-    return {k: v for k, v in _constants(gen).items() if k == tile_name or k in ("CUBE_M", "CUBE_K", "CUBE_N")}
+    return {k: v for k, v in kernel_constants(gen).items() if k == tile_name or k in ("CUBE_M", "CUBE_K", "CUBE_N")}
 
 
 def _structure(graph: Any) -> list[Any]:
@@ -91,12 +91,12 @@ def _window_work(stages: ModuleStages) -> int:
     for a transposed conv), measured as the single-kernel test measures it: KernelBench level 2
     task 3 (a transposed 3-D conv) ran its worker out of its address space at sizes whose graph
     tensors were all within the limit."""
-    from pypto_tui.sim.verify_shapes import _full_shapes, _measure
+    from pypto_tui.sim.verify_shapes import full_shapes, measure_elements
 
     largest = 0
     for s in stages.stages:
         try:
-            largest = max(largest, _measure(s.pipeline)(_full_shapes(s.pipeline)))
+            largest = max(largest, measure_elements(s.pipeline)(full_shapes(s.pipeline)))
         except (InputError, ValueError):
             continue
     return largest
@@ -117,12 +117,12 @@ def _store(source: str, name: str) -> Path:
 
 
 def stage_keeps(stages: ModuleStages) -> list[StageKeep]:
-    from pypto_tui.sim.verify_shapes import _constants, _tile_constant, design_to_keep
+    from pypto_tui.sim.verify_shapes import design_to_keep, kernel_constants, tile_constant_name
 
     out = []
     for s in stages.stages:
-        consts = _constants(s.kernel)
-        name = _tile_constant(consts, s.pipeline.chosen_tile())
+        consts = kernel_constants(s.kernel)
+        name = tile_constant_name(consts, s.pipeline.chosen_tile())
         out.append(StageKeep(design_to_keep(s.pipeline, s.kernel), name, _design_constants(s.kernel, name)))
     return out
 

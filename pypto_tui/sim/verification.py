@@ -25,17 +25,17 @@ from pypto_tui.sim.design_runs import Progress, Status, init_args, input_specs, 
 from pypto_tui.sim.kernel_file import KernelFile, module_constants, read_kernel_file
 from pypto_tui.sim.passes import PASS_FIELDS
 from pypto_tui.sim.verify_shapes import (
-    _aligned_last,
-    _constants,
-    _fits,
-    _fmt,
-    _full_shapes,
-    _geometry_at,
-    _kernel,
-    _tile_constant,
-    _tile_tensor_at,
-    _tiled_shapes,
-    _with_shapes,
+    aligned_last,
+    fmt_value,
+    full_shapes,
+    generated_kernel,
+    geometry_at,
+    kernel_constants,
+    tile_constant_name,
+    tile_fits,
+    tile_tensor_at,
+    tiled_shapes,
+    with_shapes,
 )
 from pypto_tui.sim.verify_shapes import design_to_keep as design_to_keep
 from pypto_tui.sim.verify_shapes import small_shapes as small_shapes
@@ -142,19 +142,19 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
         return module or PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
     report = VerifyReport(False, False, "", scale=scale)
     try:
-        full_gen = _kernel(pipeline)
+        full_gen = generated_kernel(pipeline)
         if not full_gen.supported:
             report.reason = full_gen.reason
             return PreparedVerify(None, report)
-        consts = _constants(full_gen)
-        tile_name = _tile_constant(consts, pipeline.chosen_tile())
+        consts = kernel_constants(full_gen)
+        tile_name = tile_constant_name(consts, pipeline.chosen_tile())
         report.design_tile = list(consts[tile_name]) if tile_name else None
         report.design_loop_count = consts.get("LOOP_COUNT")
         if tile_name is None and pipeline.design.tile:
             report.notes.append(f"the generated kernel sets no vec tile, so the tile asked for "
-                                f"{_fmt(pipeline.design.tile)} does not change it")
+                                f"{fmt_value(pipeline.design.tile)} does not change it")
         if scale == "full":
-            test, gen, shapes = pipeline, full_gen, _full_shapes(pipeline)
+            test, gen, shapes = pipeline, full_gen, full_shapes(pipeline)
         else:
             test, gen, shapes = _small_test(pipeline, full_gen, consts, tile_name, report)
     except InputError as exc:
@@ -165,7 +165,7 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
         report.reason = gen.reason
         return PreparedVerify(None, report)
     report.supported = True
-    test_consts = _constants(gen)
+    test_consts = kernel_constants(gen)
     report.tile = list(test_consts[tile_name]) if tile_name and tile_name in test_consts else None
     report.loop_count = test_consts.get("LOOP_COUNT")
     if scale == "full":
@@ -208,7 +208,7 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
             why = ("at the test sizes " + ", ".join(f"{n}={b}" for n, (_, b) in found.sizes.items())
                    if found.sizes else "at the task's sizes")
             report.changes = module_differences(full_gen.source, gen.source, why)
-        shapes = _full_shapes(test)
+        shapes = full_shapes(test)
     except InputError as exc:
         report.reason = str(exc)
         return PreparedVerify(None, report)
@@ -230,15 +230,15 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
     full_keep = design_to_keep(pipeline, full_gen)
     shapes, keep, notes = small_shapes(pipeline, full_keep)
     report.notes += notes
-    geometry = _geometry_at(pipeline, shapes)
+    geometry = geometry_at(pipeline, shapes)
     # The tile the full kernel sets (after any step-down the generator made), passed explicitly.
     tile = tuple(consts[tile_name]) if tile_name else pipeline.chosen_tile()
     if tile is not None and full_keep is not None and geometry is not None:
-        full_shape, test_shape = _tiled_shapes(pipeline, shapes, full_keep.shape, geometry.shape)
-        if len(tile) == len(full_shape) == len(test_shape) and not _fits(tile, full_shape, test_shape):
+        full_shape, test_shape = tiled_shapes(pipeline, shapes, full_keep.shape, geometry.shape)
+        if len(tile) == len(full_shape) == len(test_shape) and not tile_fits(tile, full_shape, test_shape):
             tile = tuple(min(t, s) for t, s in zip(tile, test_shape, strict=True))
             if full_shape != tuple(full_keep.shape):
-                tile = _aligned_last(pipeline, tile)
+                tile = aligned_last(pipeline, tile)
     cube = {k: list(consts[f"CUBE_{k.upper()}"]) for k in "mkn"} if keep is not None and keep.cube else None
     loop = pipeline.chosen_loop_count() or 1
     if keep is not None and keep.loop_count and geometry is not None:
@@ -250,17 +250,17 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
         fitted = tuple(tile) if tile is not None and len(tile) == len(full_keep.shape) else None
         relaxed = replace(full_keep, tile=fitted, cube=None, tile_shape=None)
         loop = scaled.loop_count_at(relaxed, geometry.shape, fewest=True) or min(loop, 2)
-    test = _with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,
+    test = with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,
                         cube=cube or pipeline.design.cube)
-    gen = _kernel(test)
+    gen = generated_kernel(test)
     if gen.supported:
         why = ("keeping it needs shapes over the verify limit (see notes)" if notes else
                f"at the test shapes {_fmt_shapes(shapes)}")
-        test_consts = _constants(gen)
+        test_consts = kernel_constants(gen)
         report.changes = module_differences(full_gen.source, gen.source, why)
         problems = ([] if full_keep is None or geometry is None else
                     scaled.kept_problems(full_keep, geometry.shape, geometry.matmul,
-                                         _tile_tensor_at(pipeline, full_keep, shapes)))
+                                         tile_tensor_at(pipeline, full_keep, shapes)))
         kept = full_keep is None or (keep == full_keep and geometry is not None and not problems)
         same = all(consts.get(n) == test_consts.get(n) for n in (tile_name, "CUBE_M", "CUBE_K", "CUBE_N") if n)
         report.design_kept = bool(kept and same)
@@ -309,12 +309,12 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
         if chain is not None:
             return chain
     if scale == "full":
-        shapes = _full_shapes(pipeline)
+        shapes = full_shapes(pipeline)
     else:
         declared = _declared_design(pipeline, kfile)
         shapes, kept, report.notes = small_shapes(pipeline, declared)
         report.design_kept = declared is None or kept == declared
-    test = _with_shapes(pipeline, shapes) if scale == "small" else pipeline
+    test = with_shapes(pipeline, shapes) if scale == "small" else pipeline
     report.shapes = {k: list(v) for k, v in shapes.items()}
     report.supported = True
     job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name, criterion, report)
@@ -337,7 +337,7 @@ def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyR
             return None
         full_gen = kernel_of(pipeline)
         found = module_test(pipeline, designed)
-        shapes = _full_shapes(found.pipeline)
+        shapes = full_shapes(found.pipeline)
     except InputError:
         return None
     ours = module_constants(full_gen.source)

@@ -22,18 +22,18 @@ from pypto_tui.sim.design_runs import variant
 
 # ------------------------------------------------------------------------------ the design
 # Everything that reads the design pipeline for verification is in this section.
-def _full_shapes(pipeline: Pipeline) -> scaled.Shapes:
+def full_shapes(pipeline: Pipeline) -> scaled.Shapes:
     return {i.name: tuple(i.shape) for i in pipeline.contract().tensor_inputs if i.shape is not None}
 
 
-def _with_shapes(pipeline: Pipeline, shapes: scaled.Shapes, **changes: Any) -> Pipeline:
+def with_shapes(pipeline: Pipeline, shapes: scaled.Shapes, **changes: Any) -> Pipeline:
     edits = dict(pipeline.design.contract_edits)
     for name, s in shapes.items():
         edits[f"inputs.{name}.shape"] = list(s)
     return variant(pipeline, contract_edits=edits, **changes)
 
 
-def _geometry_at(pipeline: Pipeline, shapes: scaled.Shapes) -> Any:
+def geometry_at(pipeline: Pipeline, shapes: scaled.Shapes) -> Any:
     """The kernel geometry at other input shapes (None when the design has none there). Built
     from the pure steps directly: the shape search asks this hundreds of times."""
     from pypto_tui.contract.edits import apply_edits
@@ -47,7 +47,7 @@ def _geometry_at(pipeline: Pipeline, shapes: scaled.Shapes) -> Any:
         return None
 
 
-def _kernel(pipeline: Pipeline) -> Any:
+def generated_kernel(pipeline: Pipeline) -> Any:
     from pypto_tui.design import kernel_of
 
     return kernel_of(pipeline)
@@ -67,11 +67,11 @@ def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     return min_sizes(pipeline.contract())
 
 
-def _constants(gen: Any) -> dict[str, Any]:
+def kernel_constants(gen: Any) -> dict[str, Any]:
     return {n: (v.get("value") if isinstance(v, dict) else v) for n, v in (gen.constants or {}).items()}
 
 
-def _tile_constant(consts: dict[str, Any], tile: Sequence[int] | None) -> str | None:
+def tile_constant_name(consts: dict[str, Any], tile: Sequence[int] | None) -> str | None:
     """The constant that carries the design's vec tile (TILE_SHAPE, PHASE1_TILE_SHAPE, ...)."""
     if tile is None:
         return None
@@ -85,13 +85,13 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
     """What the full-size kernel uses, read from the generated module's own constants."""
     try:
         g = pipeline.geometry()
-        gen = gen if gen is not None else _kernel(pipeline)
+        gen = gen if gen is not None else generated_kernel(pipeline)
     except InputError:
         return None
     if not gen.supported:
         return None
-    consts = _constants(gen)
-    tile_name = _tile_constant(consts, pipeline.chosen_tile())
+    consts = kernel_constants(gen)
+    tile_name = tile_constant_name(consts, pipeline.chosen_tile())
     tile = tuple(consts[tile_name]) if tile_name else None
     loop = consts.get("LOOP_COUNT")
     axis = ((gen.constants.get("LOOP_COUNT") or {}).get("numbers") or {}).get("axis", 0) if loop else 0
@@ -114,15 +114,15 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
     keep_values, groups = _keep_values(pipeline)
 
     def accept(shapes: scaled.Shapes) -> bool:
-        g = _geometry_at(pipeline, shapes)
+        g = geometry_at(pipeline, shapes)
         if g is None or keep is None:
             return g is not None
-        return not scaled.kept_problems(keep, g.shape, g.matmul, _tile_tensor_at(pipeline, keep, shapes))
+        return not scaled.kept_problems(keep, g.shape, g.matmul, tile_tensor_at(pipeline, keep, shapes))
 
     keep_values, positions = _channels_by_position(pipeline, keep_values)
-    return scaled.reduce_shapes(_window_batch(pipeline, _full_shapes(pipeline)), keep_values=keep_values,
+    return scaled.reduce_shapes(_window_batch(pipeline, full_shapes(pipeline)), keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
-                                min_sizes=_window_floors(pipeline), measure=_measure(pipeline),
+                                min_sizes=_window_floors(pipeline), measure=measure_elements(pipeline),
                                 keep_positions=positions, by_position=_elementwise_operands(pipeline))
 
 
@@ -135,12 +135,12 @@ def _elementwise_operands(pipeline: Pipeline) -> bool:
         return False
 
 
-def _tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scaled.Shapes) -> tuple[int, ...] | None:
+def tile_tensor_at(pipeline: Pipeline, keep: scaled.DesignToKeep, shapes: scaled.Shapes) -> tuple[int, ...] | None:
     """The tile's own tensor at other input shapes, when it is not the geometry (None otherwise)."""
     if keep.tile_shape is None:
         return None
     try:
-        return tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+        return tuple(with_shapes(pipeline, shapes).needs().tiles[0].shape)
     except (InputError, ValueError, IndexError):
         return None
 
@@ -175,7 +175,7 @@ def _channels_by_position(pipeline: Pipeline, keep_values: set[int]) -> tuple[se
     return keep_values - kept_sizes(c), {(x.name, 1)}
 
 
-def _measure(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
+def measure_elements(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
     """The size a test's budget bounds: the largest input, or for a conv or pool the largest tensor
     its kernels touch (the prepared input, zero-inserted for a transposed conv, and the output).
     KernelBench 81 (transposed, stride 5) ran out of 8 GiB in 16 s at an input of 0.5 M elements:
@@ -237,7 +237,7 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
     if keep is None:
         return reduced_shapes(pipeline), None, []
     first_size = 0
-    measure = _measure(pipeline)
+    measure = measure_elements(pipeline)
     for option in _relaxations(keep):
         shapes = reduced_shapes(pipeline, keep=option)
         size = measure(shapes)
@@ -251,17 +251,17 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
     raise AssertionError("unreachable: the last option keeps nothing")
 
 
-def _tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...]
+def tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...]
                   ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape the main tile tiles, at full and at test size: the kernel geometry, or the
     pattern's own tensor when its main tile is not the geometry's (a conv's column buffer)."""
     role = pipeline.needs().tiles[0]
     if tuple(role.shape) == tuple(full):
         return full, test
-    return tuple(role.shape), tuple(_with_shapes(pipeline, shapes).needs().tiles[0].shape)
+    return tuple(role.shape), tuple(with_shapes(pipeline, shapes).needs().tiles[0].shape)
 
 
-def _aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:
+def aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:
     """A clamped tile's last dim rounded up to 32 bytes: it covers its whole axis, and a pattern's own
     tensor may feed a concat, where 0.2.0 refuses an unaligned tile (HW.concat-reduce-align)."""
     from pypto_tui.tiles import align_unit
@@ -270,11 +270,11 @@ def _aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:
     return (*tile[:-1], -(-tile[-1] // unit) * unit)
 
 
-def _fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool:
+def tile_fits(tile: Sequence[int], full: Sequence[int], test: Sequence[int]) -> bool:
     return len(tile) == len(test) and all(t <= s or t > f for t, f, s in zip(tile, full, test, strict=True))
 
 
-def _fmt(v: Any) -> str:
+def fmt_value(v: Any) -> str:
     if v is None:
         return "none"
     return str(tuple(v)) if isinstance(v, list | tuple) else str(v)
