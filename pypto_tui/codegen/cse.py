@@ -18,22 +18,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import libcst as cst
 
 PREFIX = "shared"
 # pypto calls that are statements or settings, never values to share
 NOT_VALUES = frozenset({"loop", "set_vec_tile_shapes", "set_cube_tile_shapes", "assemble", "set_pass_options"})
-
-
-def _bare(node: cst.BaseExpression) -> cst.BaseExpression:
-    if getattr(node, "lpar", None):
-        return node.with_changes(lpar=[], rpar=[])
-    return node
-
-
-def _key(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(_bare(node))  # type: ignore[arg-type]
 
 
 def _pypto_call(node: cst.CSTNode) -> str | None:
@@ -45,130 +36,155 @@ def _pypto_call(node: cst.CSTNode) -> str | None:
     return None
 
 
-class _Reads(cst.CSTVisitor):
+class _Numbering:
+    """Value numbering of one statement: every subexpression gets the number of its structure
+    (parentheses ignored), so equal subtrees share a number, in one pass over the tree (a fused
+    chain's statement can hold thousands of nodes; comparing source text pairwise took a minute)."""
+
     def __init__(self, tensors: frozenset[str]) -> None:
         self.tensors = tensors
-        self.found = False
+        self.number: dict[int, int] = {}  # id(node) -> value number
+        self.values: dict[tuple[object, ...], int] = {}
+        self.first: list[cst.BaseExpression] = []  # value number -> its first node
+        self.reads: list[bool] = []  # value number -> reads a tensor
+        self.candidate: list[bool] = []
+        self.uses: Counter[int] = Counter()  # value number -> how many parents (or the statement) use it
+        self.order: list[int] = []  # value numbers, children before parents
 
-    def visit_Name(self, node: cst.Name) -> bool:
-        if node.value in self.tensors:
-            self.found = True
-        return False
+    def value(self, node: cst.BaseExpression) -> int:
+        """The number of `node`, numbering its children first; one use of each child is counted per
+        distinct parent value, so a value is shared when two different expressions (or two slots of
+        one) need it."""
+        known = self.number.get(id(node))
+        if known is not None:
+            return known
+        children: list[int] = []
+        if isinstance(node, cst.BinaryOperation):
+            children = [self.value(node.left), self.value(node.right)]
+            key: tuple[object, ...] = ("bin", type(node.operator).__name__, *children)
+        elif isinstance(node, cst.UnaryOperation):
+            children = [self.value(node.expression)]
+            key = ("un", type(node.operator).__name__, *children)
+        elif isinstance(node, cst.Call) and _pypto_call(node) is not None:
+            children = [self.value(a.value) for a in node.args]
+            words = tuple((a.keyword.value if a.keyword else None, a.star) for a in node.args)
+            key = ("call", _pypto_call(node), words, *children)
+        else:
+            key = ("leaf", cst.Module([]).code_for_node(node.with_changes(lpar=[], rpar=[])
+                                                        if getattr(node, "lpar", None) else node))
+        n = self.values.get(key)
+        if n is None:
+            n = len(self.first)
+            self.values[key] = n
+            self.first.append(node)
+            fn = _pypto_call(node)
+            reads = (isinstance(node, cst.Name) and node.value in self.tensors) or fn is not None \
+                or any(self.reads[c] for c in children)
+            self.reads.append(reads)
+            self.candidate.append(
+                (isinstance(node, cst.BinaryOperation | cst.UnaryOperation) and reads)
+                or (fn is not None and fn not in NOT_VALUES))
+            self.uses.update(children)
+            self.order.append(n)
+        self.number[id(node)] = n
+        return n
 
-    def visit_Call(self, node: cst.Call) -> bool:
-        if _pypto_call(node) is not None:
-            self.found = True
-        return not self.found
 
+class _Walk(cst.CSTVisitor):
+    """Number every outermost expression of the statement (calls' receivers, arguments, values)."""
 
-def _reads_tensor(node: cst.CSTNode, tensors: frozenset[str]) -> bool:
-    v = _Reads(tensors)
-    node.visit(v)
-    return v.found
-
-
-def _is_candidate(node: cst.CSTNode, tensors: frozenset[str]) -> bool:
-    if isinstance(node, cst.BinaryOperation | cst.UnaryOperation):
-        return _reads_tensor(node, tensors)
-    fn = _pypto_call(node)
-    return fn is not None and fn not in NOT_VALUES
-
-
-class _Collect(cst.CSTVisitor):
-    def __init__(self, tensors: frozenset[str]) -> None:
-        self.tensors = tensors
-        self.counts: Counter[str] = Counter()
-        self.nodes: dict[str, cst.BaseExpression] = {}
+    def __init__(self, numbering: _Numbering) -> None:
+        self.numbering = numbering
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseExpression) and _is_candidate(node, self.tensors):
-            k = _key(node)
-            self.counts[k] += 1
-            self.nodes.setdefault(k, node)
+        if isinstance(node, cst.BinaryOperation | cst.UnaryOperation) or _pypto_call(node) is not None:
+            self.numbering.uses[self.numbering.value(node)] += 1  # type: ignore[arg-type]
+            return False
         return True
 
 
 class _Replace(cst.CSTTransformer):
-    def __init__(self, key: str, to: str) -> None:
-        self.key, self.to = key, to
+    """Each occurrence of a shared value -> its name (except the definition being written)."""
+
+    def __init__(self, numbering: _Numbering, names: dict[int, str], keep: int | None = None) -> None:
+        self.numbering, self.names, self.keep = numbering, names, keep
+
+    def _named(self, node: cst.CSTNode) -> int | None:
+        n = self.numbering.number.get(id(node))
+        return n if n is not None and n != self.keep and n in self.names else None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return self._named(node) is None  # a named value is replaced whole: skip its insides
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
-        if isinstance(original, cst.BinaryOperation | cst.UnaryOperation | cst.Call) and _key(original) == self.key:
-            return cst.Name(self.to)
+        n = self._named(original)
+        if n is not None:
+            return cst.Name(self.names[n])
         return updated
 
 
-def _names(nodes: Sequence[cst.CSTNode]) -> set[str]:
-    seen: set[str] = set()
+class _Bound(cst.CSTVisitor):
+    """Every name the body uses (so a new one never clashes) and every name it assigns (the kernel's
+    locals, tensors unless proven otherwise), in one walk."""
 
-    class V(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            seen.add(node.value)
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.assigned: set[str] = set()
 
-    for n in nodes:
-        n.visit(V())
-    return seen
+    def visit_Name(self, node: cst.Name) -> None:
+        self.used.add(node.value)
 
-
-def _assigned(nodes: Sequence[cst.CSTNode]) -> set[str]:
-    out: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, cst.Name):
-                out.add(node.target.value)
-
-    for n in nodes:
-        n.visit(V())
-    return out
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self.assigned.add(node.target.value)
 
 
 def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
            fresh: Iterator[str]) -> list[cst.SimpleStatementLine]:
-    """The statement preceded by `sharedN = <expr>` for every tensor expression it repeats (largest first, so
-    a repeated composite is bound whole and its own repeats are then found inside its definition)."""
-    small = stmt.body[0]
-    defs: list[tuple[str, cst.BaseExpression]] = []
-    while True:
-        seen = _Collect(tensors)
-        small.visit(seen)
-        for _, rhs in defs:
-            rhs.visit(seen)
-        repeated = [k for k, n in seen.counts.items() if n >= 2]
-        if not repeated:
-            break
-        best = max(repeated, key=len)
-        to = next(fresh)
-        rewrite = _Replace(best, to)
-        defs = [(n, rhs.visit(rewrite)) for n, rhs in defs]  # type: ignore[misc]
-        defs.append((to, _bare(seen.nodes[best])))
-        small = small.visit(rewrite)  # type: ignore[assignment]
-    if not defs:
+    """The statement preceded by `sharedN = <expr>` for every tensor expression it uses twice or more,
+    children defined before the values that use them."""
+    numbering = _Numbering(tensors)
+    stmt.visit(_Walk(numbering))
+    shared = [n for n in numbering.order if numbering.candidate[n] and numbering.uses[n] >= 2]
+    if not shared:
         return [stmt]
-    # a later (smaller) definition can only appear inside earlier ones: define it first
-    lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(n))], rhs)]) for n, rhs in reversed(defs)]
+    names = {n: next(fresh) for n in shared}
+    lines = []
+    for n in shared:
+        node = numbering.first[n]
+        rhs = cast(cst.BaseExpression, node.visit(_Replace(numbering, names, keep=n)))
+        rhs = rhs.with_changes(lpar=[], rpar=[]) if getattr(rhs, "lpar", None) else rhs
+        lines.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(names[n]))], rhs)]))
     lines[0] = lines[0].with_changes(leading_lines=stmt.leading_lines)
-    return [*lines, stmt.with_changes(body=[small], leading_lines=[])]
+    body = stmt.with_changes(leading_lines=[]).visit(_Replace(numbering, names))
+    return [*lines, body]  # type: ignore[list-item]
 
 
-class _Statements(cst.CSTTransformer):
-    def __init__(self, tensors: frozenset[str], fresh: Iterator[str]) -> None:
-        self.tensors, self.fresh = tensors, fresh
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine) -> cst.BaseStatement | cst.FlattenSentinel:
-        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr | cst.Assign):
-            return updated
-        out = _split(updated, self.tensors, self.fresh)
-        return out[0] if len(out) == 1 else cst.FlattenSentinel(out)
+def _block(body: Sequence[cst.BaseStatement], tensors: frozenset[str],
+           fresh: Iterator[str]) -> list[cst.BaseStatement]:
+    """Each simple statement split (see `_split`); compound statements (the kernel's loops) recursively."""
+    out: list[cst.BaseStatement] = []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            if len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr | cst.Assign):
+                out += _split(stmt, tensors, fresh)
+            else:
+                out.append(stmt)
+        elif isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
+            block = stmt.body  # type: ignore[attr-defined]
+            out.append(stmt.with_changes(body=block.with_changes(body=_block(block.body, tensors, fresh))))
+        else:
+            out.append(stmt)
+    return out
 
 
 def share_repeats(body: Sequence[cst.BaseStatement], tensor_params: Sequence[str]) -> list[cst.BaseStatement]:
     """`body` with every repeated tensor subexpression of a statement computed once (see the module doc)."""
-    if not body:
-        return list(body)
-    taken = _names(body) | set(tensor_params)
-    tensors = frozenset(set(tensor_params) | _assigned(body))
+    bound = _Bound()
+    for stmt in body:
+        stmt.visit(bound)
+    taken = bound.used | set(tensor_params)
+    tensors = frozenset(set(tensor_params) | bound.assigned)
 
     def fresh() -> Iterator[str]:
         i = 0
@@ -178,5 +194,4 @@ def share_repeats(body: Sequence[cst.BaseStatement], tensor_params: Sequence[str
             if n not in taken:
                 yield n
 
-    module = cst.Module(body=list(body)).visit(_Statements(tensors, fresh()))
-    return list(module.body)
+    return _block(body, tensors, fresh())
