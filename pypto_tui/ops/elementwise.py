@@ -66,7 +66,7 @@ def _where_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return broadcast(shapes)
 
 
-UNARY_KINDS = (
+UNARY_KINDS: tuple[OpKind, ...] = (
     _unary("relu", lambda x: np.maximum(x, 0.0), modules=("ReLU",)),
     _unary("relu6", lambda x: np.clip(x, 0.0, 6.0), modules=("ReLU6",)),
     _unary("leaky_relu", lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x), ("negative_slope",),
