@@ -99,6 +99,10 @@ _LEADING_TAGS = re.compile(r"^(?:\[[^\]]*\]:?)+\s*")
 _UNWINDING = re.compile(
     r"(?:^Run pass\b|^Global \w+ failed$|failed[.!]?$|\bcannot find\b|^op: |\[Backtrace\])", re.IGNORECASE
 )
+# pypto's cost model runs its own plotting scripts after a simulation (draw_pipe_swim_lane.py,
+# print_swim_lane.py: matplotlib, pandas, plotly) and logs an ERROR when they fail, which they do
+# wherever those packages are absent, on every kernel, before the error that stopped the compile.
+_SIDE_SCRIPT = re.compile(r"^cmd error: python3? \S*/scripts/\w+\.py\b")
 
 
 def plog_error_messages(lines: Iterable[str]) -> list[str]:
@@ -116,10 +120,11 @@ def plog_error_messages(lines: Iterable[str]) -> list[str]:
 
 def pick_reason(messages: Sequence[str]) -> str | None:
     """The first message that states a cause, else the first message, else None."""
-    for msg in messages:
+    stated = [m for m in messages if not _SIDE_SCRIPT.search(m)] or list(messages)
+    for msg in stated:
         if not _UNWINDING.search(msg):
             return msg
-    return messages[0] if messages else None
+    return stated[0] if stated else None
 
 
 def plog_files(log_root: str | Path) -> list[Path]:

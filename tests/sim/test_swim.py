@@ -81,6 +81,19 @@ def test_reason_is_the_first_specific_error(tmp_path: Path) -> None:
     assert (swim.compile_error_reason(tmp_path) or "").endswith("not matched the output shape size 2.")
 
 
+def test_the_cost_models_plotting_script_failures_are_not_the_reason() -> None:
+    # measured (level-2 task 51, pypto 0.2.0): the plog of a compile refused for its unified buffer
+    # opens with the failures of the plotting scripts the cost model runs after every kernel
+    script = "/site-packages/pypto/lib/scripts/"
+    msgs = [f"cmd error: python3 {script}draw_pipe_swim_lane.py /tmp/o/_simulate.pipe.swim.json",
+            f"cmd error: python3 {script}print_swim_lane.py /tmp/o/_simulate.swim.json -t",
+            "OP WHERE_TT[10067] in/output total size [209056] exceeds MEM_UB size [196608]!",
+            "WHERE_TT[10067] checkOpBufferSize failed! [FuncMagic:323][OpMagic:10067][Backtrace]:.",
+            "Run pass [OoOSchedule] failed."]
+    assert swim.pick_reason(msgs) == msgs[2]
+    assert swim.pick_reason(msgs[:2]) == msgs[0]  # nothing else logged: still a reason
+
+
 def test_only_unwinding_lines_still_give_a_reason() -> None:
     assert swim.pick_reason(["Run pass <X> failed."]) == "Run pass <X> failed."
     assert swim.pick_reason([]) is None
