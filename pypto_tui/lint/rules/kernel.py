@@ -127,6 +127,21 @@ def create_kernel(r, c, dim):
                 if pypto.is_loop_begin(i):
                     out.move(pypto.sum(pypto.view(x, [8, C], [0, 0]), 1, keepdim=True))
         """),
+        # trace-time arithmetic on the axis (a negative dim made positive) builds no second kernel
+        # body (PyPTO's quant_layer_norm, models/deepseek_v32_exp, hicann/pypto 883e7dfb)
+        _k("""\
+            actual_dim = dim + 2 if dim < 0 else dim
+            out.move(pypto.sum(x, actual_dim, keepdim=True))
+        """),
+        # a branch whose arms call no pypto op chooses a view, not a kernel per dim
+        # (PyPTO's _get_bias_view_3d, python/tests/st/operation/matmul)
+        _k("""\
+            if bias.dim == 2:
+                b = bias[0:1, 0:C]
+            else:
+                b = bias[0, 0:1, 0:C]
+            out.move(x + b)
+        """),
     )
     INVALID = (
         Invalid("""\
@@ -157,7 +172,7 @@ def create_kernel(r, c, dim):
         if isinstance(parent, cst.If) and parent.orelse is node:
             return  # an elif: the chain was reported at its `if`
         named = _dim_name(node.test)
-        if named is None:
+        if named is None or not _calls_pypto(node):
             return
         self.report(node, f"branch on `{named}` inside a jit kernel: generate one kernel per fixed dim "
                           "(one factory per axis), not branches in one kernel")
@@ -171,6 +186,23 @@ def _dim_name(test: cst.BaseExpression) -> str | None:
         if name.value in _DIM_NAMES:
             return name.value
     return None
+
+
+def _calls_pypto(node: cst.If | cst.IfExp) -> bool:
+    """Whether an arm of the branch calls a pypto op (a kernel body per dim); an arm that only does
+    arithmetic or picks a view is trace-time Python."""
+    arms: list[cst.CSTNode] = [node.body]
+    if node.orelse is not None:
+        arms.append(node.orelse)
+    for arm in arms:
+        for n in _walk(arm):
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
+                root = n.func.value
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if (isinstance(root, cst.Name) and root.value == "pypto") or n.func.attr.value == "move":
+                    return True
+    return False
 
 
 def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]
