@@ -75,12 +75,16 @@ class TileSite:
     governed: tuple[cst.CSTNode, ...] = ()
     """The nodes that run under the tile: after its call in the source of its function, up to
     the next set_vec_tile_shapes (read once here, asked several questions by the rules)."""
+    read: list[TensorShape] | None = None
+    """The same-rank tensors the governed nodes name, when any is known: the ones the tile is
+    clipped to (PyPTO's gated delta rule sets (128, 128, 128) over [l, 1, d] views of a
+    [b, n, d] input: 128 x 1 x 128 after clipping, not 128 x n x 128)."""
 
     def clipped_prod(self) -> int:
         """prod(tile) with each entry clipped to the largest same-rank tensor's size there (the
         compiler clips a tile to its tensor)."""
         worst = math.prod(self.tile)
-        shapes = [t.shape for t in self.same_rank if t.shape is not None]
+        shapes = [t.shape for t in (self.read or self.same_rank) if t.shape is not None]
         if not shapes:
             return worst
         return max(math.prod(d if s is None else min(d, s) for d, s in zip(self.tile, shape, strict=True))
@@ -94,6 +98,36 @@ class TileSite:
         """The last tile entry covers the whole last axis of every same-rank tensor."""
         lasts = [t.shape[-1] for t in self.same_rank if t.shape is not None and t.shape[-1] is not None]
         return bool(lasts) and len(lasts) == len(self.same_rank) and self.tile[-1] >= max(lasts)
+
+
+def _read_under(info: ModuleInfo, k: KernelInfo, governed: tuple[cst.CSTNode, ...], same: list[TensorShape],
+                rank: int) -> list[TensorShape] | None:
+    """The tensors of the tile's rank that the nodes under it compute on (parameters, and locals whose
+    shape the kernel states), or None when none of them is known. A tensor only viewed or assembled
+    into is not one: a view takes a part of it, which is what the tile covers."""
+    passed: set[cst.CSTNode] = set()
+    for n in governed:  # governed is every node, flattened
+        if info.pypto_call(n, "view") is not None:
+            src = call_arg(n, 0, "input")  # type: ignore[arg-type]
+            passed.update([src] if src is not None else [])
+        elif isinstance(n, cst.Subscript):  # `t[i, j]` / `t[a:b]`: a view as well
+            passed.add(n.value)
+        elif info.pypto_call(n, "assemble") is not None:
+            dst = call_arg(n, 2, "out")  # type: ignore[arg-type]
+            passed.update([dst] if dst is not None else [])
+    parents = info.tree.parents
+
+    def reads(n: cst.CSTNode) -> bool:  # not a keyword's name (`query=...`) nor an attribute's (`.key`)
+        p = parents.get(n)
+        return not ((isinstance(p, cst.Arg) and p.keyword is n) or (isinstance(p, cst.Attribute) and p.attr is n))
+
+    names = {n.value for n in governed if isinstance(n, cst.Name) and n not in passed and reads(n)}
+    found = [t for t in same if t.name and t.name in names]
+    for name in sorted(names):
+        shape = k.shape_env.get(name)
+        if shape is not None and len(shape) == rank and not any(t.name == name for t in found):
+            found.append(TensorShape(name, rank, tuple(shape), None, k.node))
+    return found or None
 
 
 class _TileRule(LintRule):
@@ -120,7 +154,7 @@ class _TileRule(LintRule):
                         and t.name}
         dtype = max(declared, key=lambda d: (sizes[d], d)) if declared else None
         return TileSite(tile, k, same, k.ranks() if k else set(), sizes[dtype] if dtype else None, dtype, used,
-                        governed)
+                        governed, _read_under(self.info, k, governed, same, len(tile)) if k is not None else None)
 
     def _governed(self, node: cst.Call, k: KernelInfo) -> Iterator[cst.CSTNode]:
         """TileSite.governed, in source order."""
@@ -277,6 +311,21 @@ class LiteralTiles(_TileRule):
             pypto.set_vec_tile_shapes(16, 1024)
             out.move(pypto.exp(x))
             """),
+        # a tile is clipped to the tensors it governs: (128, 128, 128) over [64, 1, 128] views of a
+        # (256, 8, 128) input holds 64 x 1 x 128 (PyPTO's gated delta rule, models/qwen3_next)
+        example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(key: pypto.Tensor((256, 8, 128), pypto.DT_FP32), out: pypto.Tensor((256, 128), pypto.DT_FP32)):
+                for i in pypto.loop(4):
+                    key_view = pypto.view(key, [64, 1, 128], [i * 64, 2, 0])
+                    pypto.set_vec_tile_shapes(128, 128, 128)
+                    key_2d = pypto.reshape(key_view, [64, 128])
+                    pypto.set_vec_tile_shapes(64, 128)
+                    pypto.assemble(key_2d * 2.0, [i * 64, 0], out)
+            """),
         # a 1-D tile for the flat view of a 2-D input
         _k("(4096, 4096)", "8192", """\
             flat = pypto.view(x, [4096 * 4096], [0])
@@ -307,6 +356,20 @@ class LiteralTiles(_TileRule):
             out.move(pypto.exp(x) + tot * 0.0)
             """), line=6, rule="P4.last-dim-align", message="NPU code generator"),
         Invalid(_k("(64, 32768)", "1, 32768"), line=6, rule="P4.tile-budget"),
+        # ... and still over the budget when the view it governs is large: 64 x 8 x 128
+        Invalid(example("""\
+            import pypto
+
+
+            @pypto.frontend.jit
+            def kernel(key: pypto.Tensor((256, 8, 128), pypto.DT_FP32), out: pypto.Tensor((256, 128), pypto.DT_FP32)):
+                for i in pypto.loop(4):
+                    key_view = pypto.view(key, [64, 8, 128], [i * 64, 0, 0])
+                    pypto.set_vec_tile_shapes(128, 128, 128)
+                    key_2d = pypto.reshape(pypto.sum(key_view, 1), [64, 128])
+                    pypto.set_vec_tile_shapes(64, 128)
+                    pypto.assemble(key_2d * 2.0, [i * 64, 0], out)
+            """), line=8, rule="P4.tile-budget", message="65536"),
         Invalid(_k("(1024, 2048, 8)", "1, 2, 1, 2, 8", "out.move(x)\n"), line=6, rule="P4.vec-rank-max"),
         Invalid(_k("(16384, 4096)", "1, 4096", "out.move(x * 2.0)\n"), line=6, rule="P4.auto-tiles",
                 message="16384"),
