@@ -130,6 +130,12 @@ class LoopAxis(_LoopRule):
                 chunk = pypto.view(flat, [M * N // 8], [i * (M * N // 8)])
                 pypto.assemble(pypto.exp(chunk), [i * (M // 8), 0], out)
         """),
+        # the axes before the moved one are 1 long: each chunk is contiguous
+        _k("""\
+            for j in pypto.loop(4):
+                row = pypto.view(x, [1, 1024], [0, j * 1024])
+                pypto.assemble(pypto.exp(row), [0, j * 1024], out)
+        """),
         # constant inner offsets are fine
         _k("""\
             for i in pypto.loop(M // B):
@@ -165,7 +171,7 @@ class LoopAxis(_LoopRule):
             i for i, el in enumerate(offsets.elements)
             if any(n.value in names for n in iter_load_names(el.value))
         ]
-        if not axes or 0 in axes:
+        if not axes or 0 in axes or self._leading_ones(node, min(axes)):
             return
         which = ", ".join(str(a) for a in axes)
         self.report(
@@ -173,6 +179,15 @@ class LoopAxis(_LoopRule):
             f"the pypto.loop index moves axis {which} of this view, not axis 0: chunks along an inner "
             "axis are strided; loop along the outermost axis (reshape in forward if needed)",
         )
+
+
+    def _leading_ones(self, view: cst.Call, axis: int) -> bool:
+        """Every axis of the view before `axis` is 1 long: the chunk the index moves is contiguous
+        (PyPTO's compressor views [1, s1] at [0, pos] of a cache index)."""
+        shape = call_arg(view, 1, "shape")
+        if not isinstance(shape, cst.List | cst.Tuple) or len(shape.elements) <= axis:
+            return False
+        return all(self.info.const_value(el.value, self.info.scope_of(view)) == 1 for el in shape.elements[:axis])
 
 
 class ViewConstant(_LoopRule):
