@@ -26,7 +26,7 @@ from pypto_tui.kb import KnowledgeBase
 from pypto_tui.loops import choose_loop, plan_loops
 from pypto_tui.plan import Needs, TileRole
 from pypto_tui.shapes import Shape, auto_tiles
-from pypto_tui.tiles import held_bytes
+from pypto_tui.tiles import role_held_bytes
 from pypto_tui.vocabulary import LoopWhy, TailPreference
 
 
@@ -74,7 +74,7 @@ def design_costs(kb: KnowledgeBase, family: str | None, op: str | None, needs: N
     axis, loop_why = needs.loop_axis, needs.loop_why
 
     def tile_cost(tile: Shape) -> float | None:
-        if held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows) > kb.chip.ub_bytes:
+        if role_held_bytes(kb, tile, role) > kb.chip.ub_bytes:
             return None
         count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail, op)
         return est.us(Point(role.shape, itemsize, axes, tile, axis, count))

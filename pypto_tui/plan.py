@@ -180,6 +180,9 @@ class TileRole:
     live_buffers: int = 1
     min_rows: int = 1
     strict_align: bool = False  # the role's ops (concat, reductions) refuse an unaligned last tile dim
+    # the role's ops select with pypto.where (exact GELU's erf branches, torch.where): its mask and
+    # scratch count in the unified buffer (tiles.held_bytes)
+    select_mask: bool = False
     # the smallest tile per axis the role's ops take (an axis gathered by index_select needs 2: at 1,
     # pass-verify cannot run the GATHER at Pass_04, HW.gather-tile); None: no floor
     min_tile: Shape | None = None

@@ -300,11 +300,33 @@ def check_sweet_spot(kb: KnowledgeBase, shape: Shape, tile: Shape, rd: int | Non
     return None
 
 
-def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> int:
+# Scratch the select of pypto 0.2.0 (`pypto.where` of two tensors, WHERE_TT) allocates beside its operands:
+# measured on KernelBench level-2 task 51 (the exact GELU of its last kernel, tile (2048, 8) fp32): "WHERE_TT
+# in/output total size [209056] exceeds MEM_UB size [196608]" with a <12448 x DT_UINT8> temporary output.
+WHERE_SCRATCH_BYTES = 12448
+
+
+def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1,
+               select_mask: bool = False) -> int:
     """Bytes an op chain holds in the unified buffer: `live_buffers` copies of the tile, whose leading
-    axes count as at least `min_rows` rows when the op pads them (cumsum's 16-row transpose blocks)."""
+    axes count as at least `min_rows` rows when the op pads them (cumsum's 16-row transpose blocks).
+
+    `select_mask`: the chain selects with `pypto.where`, which holds two value tiles, its boolean mask
+    (one byte an element, each row padded to the 32-byte alignment, so a narrow tile's mask is as large
+    as a value tile) and a scratch buffer (WHERE_SCRATCH_BYTES). 2 x 65536 + 2048 x 32 + 12448 = 209056
+    B for (2048, 8) fp32, the compiler's own count; a (16384,) tile holds 159904 B and builds."""
     rows = max(math.prod(tile[:-1]), min_rows)
-    return rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
+    held = rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
+    if select_mask:
+        align = kb.limits.last_dim_align_bytes
+        mask = rows * (-(-tile[-1] // align) * align)
+        held = max(held, 2 * rows * tile[-1] * kb.dtype_bytes(dtype) + mask + WHERE_SCRATCH_BYTES)
+    return held
+
+
+def role_held_bytes(kb: KnowledgeBase, tile: Shape, role: Any) -> int:
+    """held_bytes for a pattern's TileRole (its dtype, live buffers, padded rows and select mask)."""
+    return held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows, role.select_mask)
 
 
 @examples(valid=[ex(tile=(1, 1, 8192), dtype="fp32", live_buffers=4, users=False),
@@ -315,17 +337,19 @@ def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, mi
                       message="at least 16 rows")])
 @cites("O1.ub-step-down")
 def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, users: bool,
-                       min_rows: int = 1) -> Finding | None:
+                       min_rows: int = 1, select_mask: bool = False) -> Finding | None:
     """An op chain that holds `live_buffers` tile-sized buffers at once must fit them all in the
     unified buffer. A tile the user chose is kept and warned about; the pack's own pick is stepped
     down by `step_down` (this finding then says so, at info)."""
-    held = held_bytes(kb, tile, dtype, live_buffers, min_rows)
+    held = held_bytes(kb, tile, dtype, live_buffers, min_rows, select_mask)
     cap = kb.chip.ub_bytes
     if held <= cap:
         return None
     ladder = " -> ".join(map(str, kb.ladders.ub_step_down))
     what = f"tile {fmt_dims(tile)}: {live_buffers} live buffers" + (f" of at least {min_rows} rows" if min_rows > 1
                                                                     else "")
+    if select_mask and held > held_bytes(kb, tile, dtype, live_buffers, min_rows):
+        what = f"tile {fmt_dims(tile)}: a where's two value tiles, its 32-byte-aligned mask and scratch"
     if users:
         return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer; step "
                             f"prod(tile) down {ladder}", "warn")
@@ -333,7 +357,8 @@ def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers:
                         f"{ladder}", "info")
 
 
-def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1) -> Shape:
+def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1,
+              select_mask: bool = False) -> Shape:
     """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
     ladder and the op chain's buffers fit the unified buffer."""
     new = list(tile)
@@ -348,11 +373,11 @@ def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min
     for target in kb.ladders.ub_step_down:
         while math.prod(new) > target and halve():
             pass
-        if held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) <= kb.chip.ub_bytes:
+        if held_bytes(kb, tuple(new), dtype, live_buffers, min_rows, select_mask) <= kb.chip.ub_bytes:
             return tuple(new)
     # Below the ladder's last rung: an op that pads its rows (cumsum's 16-row blocks) can still
     # overflow at the smallest rung; keep halving until the measured buffers fit.
-    while held_bytes(kb, tuple(new), dtype, live_buffers, min_rows) > kb.chip.ub_bytes and halve():
+    while held_bytes(kb, tuple(new), dtype, live_buffers, min_rows, select_mask) > kb.chip.ub_bytes and halve():
         pass
     return tuple(new)
 
@@ -632,19 +657,22 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
             tile, note = _one_on_the_loop_axis(kb, role, plan.recommended, loop_axis)
     requested: Shape | None = None
     extra: list[Finding] = []
-    if role.live_buffers > 1 or role.min_rows > 1:
-        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user", min_rows=role.min_rows)
+    if role.live_buffers > 1 or role.min_rows > 1 or role.select_mask:
+        f = check_ub_step_down(kb, tile, role.dtype, role.live_buffers, users=source == "user", min_rows=role.min_rows,
+                               select_mask=role.select_mask)
         if f is not None:
             extra.append(f)
             if source != "user":
-                held = held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows)
+                held = role_held_bytes(kb, tile, role)
                 requested = tile
-                tile = fill_padded_rows(kb, step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows),
-                                        role.shape, role.min_rows)
+                tile = fill_padded_rows(kb, step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows,
+                                                      role.select_mask), role.shape, role.min_rows)
                 source = "stepped-down"
                 each = math.prod(requested) * kb.dtype_bytes(role.dtype)
                 size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"
                         if role.min_rows > 1 else
+                        f"a where's two value tiles, its 32-byte-aligned mask and scratch, {held} B"
+                        if held > held_bytes(kb, requested, role.dtype, role.live_buffers) else
                         f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B")
                 note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
                         f"{kb.chip.ub_bytes} B of unified buffer")

@@ -26,12 +26,31 @@ if TYPE_CHECKING:
 NeedsFn = Callable[["Contract", "DimPlan", "Geometry", "KnowledgeBase"], Needs]
 
 
+SELECTING = frozenset({"gelu", "where"})  # ops the kernel writes with pypto.where (activations._gelu_exact)
+
+
+def selects(c: Contract) -> bool:
+    """Whether the kernel's op, or a call in its expression, is written with pypto.where."""
+    if c.op in SELECTING:
+        return True
+    stack: list[Any] = [c.op_args.get("expr")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("k") == "call" and node.get("n") in SELECTING:
+                return True
+            stack.extend(node.get("a") or ())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return False
+
+
 def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
     """The common case: one vec tile on the main kernel tensor, the loop along the axis the pack
     gives the op (ops.toml `loop_axis`, else the outermost), a matmul's M x K x N for the cube."""
     data = kb.op_data(c.op)
     role = TileRole("main", "TILE_SHAPE", g.shape, g.dtype, g.reduce_dim, live_buffers=data.live_buffers,
-                    min_rows=data.min_rows)
+                    min_rows=data.min_rows, select_mask=selects(c))
     axis = data.loop_axis if data.loop_axis is not None and data.loop_axis < len(g.shape) else 0
     cube = g.matmul if traits(c.family).operand_layout else None
     return Needs((role,), cube, axis, g.why, data.loop_note if axis else "")

@@ -31,7 +31,7 @@ from pypto_tui.kb import CostFit
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import timings
 from pypto_tui.sim.sweep import SweepResult, estimate_guided_sweep, guided_sweep_batched
-from pypto_tui.tiles import held_bytes
+from pypto_tui.tiles import role_held_bytes
 
 Progress = Callable[[int, int, J.SimResult], None]
 Status = Callable[[J.SimJob, str], None]
@@ -352,7 +352,7 @@ def sweep_tiles(pipeline: Pipeline, *, budget: int = 8, challengers: int = 2, jo
     # down; 0.2.0 may compile it but leaves a pass unverifiable), so it is no candidate here either.
     role, kb = pipeline.needs().tiles[0], pipeline.kb
     held = [c for c in plan.candidates if c.qualified
-            and held_bytes(kb, c.tile, role.dtype, role.live_buffers, role.min_rows) > kb.chip.ub_bytes]
+            and role_held_bytes(kb, c.tile, role) > kb.chip.ub_bytes]
     qualified = [c for c in plan.candidates if c.qualified and c not in held]
     rejected = sorted((c for c in plan.candidates if not c.qualified and not c.evaluation.waste_axes),
                       key=lambda c: (c.evaluation.reduce_segments or 1, -c.evaluation.prod, c.rank))[:challengers]

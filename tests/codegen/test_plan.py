@@ -102,3 +102,28 @@ def test_a_loop_past_the_ladders_end_keeps_every_iteration_within_the_tile_limit
     assert loop is not None and loop.count == 512
     assert loop.candidate.auto_tiles_per_iter <= kb.limits.max_auto_tiles
     assert any(f.rule == "O2.loop-log-scale" and "512" in f.message for f in loop.findings)
+
+
+def test_a_where_counts_its_padded_mask_and_scratch_and_a_narrow_tile_steps_down(kb):
+    """pypto 0.2.0 refused level-2 task 51's last kernel (an exact GELU on (2048, 2) fp32) at tile (2048, 8):
+    "WHERE_TT in/output total size [209056] exceeds MEM_UB size [196608]". The model reproduces that
+    count, keeps the wide tiles a where builds with, and steps the narrow one down."""
+    from pypto_tui.plan import TileRole
+    from pypto_tui.tiles import choose_tile, held_bytes
+
+    assert held_bytes(kb, (2048, 8), "fp32", 1, select_mask=True) == 209056
+    assert held_bytes(kb, (16384,), "fp32", 1, select_mask=True) <= kb.chip.ub_bytes  # standalone GELU's tile
+    assert held_bytes(kb, (16, 1024), "fp32", 1, select_mask=True) <= kb.chip.ub_bytes
+    assert held_bytes(kb, (2048, 8), "fp32", 1) <= kb.chip.ub_bytes  # without the mask it looked fine
+    role = TileRole("main", "TILE_SHAPE", (2048, 2), "fp32", None, select_mask=True)
+    choice = choose_tile(kb, role, user_tile=None)
+    assert choice is not None and held_bytes(kb, choice.tile, "fp32", 1, select_mask=True) <= kb.chip.ub_bytes
+    # the task: a GELU over a narrow tensor selects, so its kernel's tile is stepped down
+    task = FIX / "tasks_extra" / "narrow_gelu.py"
+    k = kernel_of(Pipeline(kb, Design(task=str(task))))
+    assert k.supported, k.reason
+    import re
+
+    tile = tuple(int(v) for v in re.search(r"TILE_SHAPE = \(([^)]*)\)", k.source).group(1).split(",") if v.strip())
+    assert held_bytes(kb, tile, "fp32", 1, select_mask=True) <= kb.chip.ub_bytes, tile
+    assert tile == (1024, 8) and "a where's two value tiles" in k.source  # stepped down from (2048, 8)
