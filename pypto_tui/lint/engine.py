@@ -26,7 +26,7 @@ from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
 from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
-from pypto_tui.lint.profile import lint_settings
+from pypto_tui.lint.profile import LintSettings, VersionProfile, lint_settings, release_key
 from pypto_tui.lint.release import AUTO, infer_release
 from pypto_tui.lint.rules import ALL_RULES
 from pypto_tui.source_bounds import MAX_BYTES, SourceTooComplex, check_source
@@ -267,7 +267,39 @@ def _run(
             if fix is not None:
                 fixes.append(fix)
     findings.sort(key=lambda f: (f.line, f.col, f.check, f.rule, f.message))
+    newer = _newer_for(findings, settings, release) if auto else None
+    if newer is not None:
+        # the module writes what this release refuses and the next accepts (builtin min() of a
+        # symbolic value, a loop without cond...): that is what it is written for, as a newer name
+        # would say; the user can still lint it for the older release with --pypto
+        prefix = _REFUSED_BY[release.pypto]
+        lines_of: dict[str, list[int]] = {}
+        for f in findings:
+            if f.rule.startswith(prefix):
+                lines_of.setdefault(f.rule, []).append(f.line)
+        used = [f"{rule} (line{'s' if len(ls) > 1 else ''} {', '.join(map(str, sorted(set(ls))[:3]))}"
+                f"{', ...' if len(set(ls)) > 3 else ''})" for rule, ls in sorted(lines_of.items())]
+        rerun = _run(source, path, kb, flavour, task_source, checks, task_init=task_init, pypto=newer.pypto,
+                     strict=strict)
+        rerun.why = (f"pypto {newer.pypto}: it writes {'; '.join(used)}, which {release.pypto} refuses and "
+                     f"{newer.pypto} accepts (--pypto {release.pypto} checks it for {release.pypto})")
+        return rerun
     return _Run(findings, fixes, wrapper.module, release.pypto, why, len(info.kernels))
+
+
+# per release, the id prefix of the rules for constructs it refuses and the next release accepts
+# (V020.*: measured with pypto 0.2.0)
+_REFUSED_BY = {"0.2.0": "V020."}
+
+
+def _newer_for(findings: list[LintFinding], settings: LintSettings, release: VersionProfile) -> VersionProfile | None:
+    """The next release after `release` when the module writes constructs `release` refuses, else None."""
+    prefix = _REFUSED_BY.get(release.pypto)
+    if prefix is None or not any(f.rule.startswith(prefix) for f in findings):
+        return None
+    later = sorted((p for p in settings.profiles.values() if release_key(p.pypto) > release_key(release.pypto)),
+                   key=lambda p: release_key(p.pypto))
+    return later[0] if later else None
 
 
 def _pair(rule: LintRule) -> list[tuple[LintFinding, Fix | None]]:

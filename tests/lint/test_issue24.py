@@ -228,3 +228,31 @@ def test_ub_capacity_counts_the_live_buffers_of_a_looped_op() -> None:
     fits = {f.rule for f in lint_source(src.replace("set_vec_tile_shapes(16, 4096)", "set_vec_tile_shapes(8, 4096)"),
                                         pypto="auto")}
     assert "HW.ub-capacity" not in fits
+
+
+def test_auto_reads_a_construct_only_a_newer_release_accepts_as_that_release(tmp_path: pytest.TempPathFactory) -> None:
+    """builtin min() of a symbolic value is refused by 0.2.0 and accepted from 0.2.1 on: code that writes
+    it is written for 0.2.1 (26 files of hicann/pypto 883e7dfb, linted as 0.2.0 errors before)."""
+    src = textwrap.dedent("""\
+        import pypto
+
+
+        @pypto.frontend.jit
+        def kernel(x: pypto.Tensor([pypto.DYNAMIC, 512], pypto.DT_FP32),
+                   out: pypto.Tensor([pypto.DYNAMIC, 512], pypto.DT_FP32)):
+            pypto.set_vec_tile_shapes(8, 512)
+            rows = x.shape[0]
+            first = max(rows, 16)
+            out.move(pypto.exp(x) * 1.0 + first * 0.0)
+        """)
+    path = tmp_path / "minmax.py"  # type: ignore[operator]
+    path.write_text(src)
+    assert "V020.builtin-minmax" in _rules(src, pypto="0.2.0")
+    assert "V020.builtin-minmax" not in _rules(src, pypto="auto")
+    doc = json.loads(CliRunner().invoke(app, ["lint", str(path), "--json"]).stdout)
+    facts = doc["files"][str(path)]
+    assert facts["pypto"] == "0.2.1" and "V020.builtin-minmax (line 9)" in facts["why"]
+    assert "--pypto 0.2.0" in facts["why"]
+    # the user can still ask for 0.2.0
+    r = CliRunner().invoke(app, ["lint", str(path), "--pypto", "0.2.0"])
+    assert r.exit_code == 1 and "V020.builtin-minmax" in r.stdout
