@@ -10,6 +10,7 @@ one-shots, which know the family only when given a task file or --family.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pypto_tui.estimate import (
@@ -79,8 +80,9 @@ def design_costs(kb: KnowledgeBase, family: str | None, op: str | None, needs: N
         count = planned_count(kb, est, role, tile, axis, loop_why, loop_count, tail, op)
         return est.us(Point(role.shape, itemsize, axes, tile, axis, count))
 
-    return DesignCosts(tile_cost, None, est.describe(), est, op, rank_decision(kb, est.fit, "tiles"),
-                       rank_decision(kb, est.fit, "loops"))
+    elements = math.prod(role.shape)
+    return DesignCosts(tile_cost, None, est.describe(), est, op, rank_decision(kb, est.fit, "tiles", elements),
+                       rank_decision(kb, est.fit, "loops", elements))
 
 
 def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape, axis: int, why: LoopWhy,
@@ -90,7 +92,7 @@ def planned_count(kb: KnowledgeBase, est: Estimator, role: TileRole, tile: Shape
     if requested is None and auto_tiles(role.shape, tile) <= kb.limits.max_auto_tiles and why == "auto":
         return None  # no loop is needed (P6.avoid-loops): the planner's answer, without planning
     # Only a pack that ranks by the estimate lets the price choose the loop; else the documents do.
-    decides = rank_decision(kb, est.fit, "loops").estimate_decides
+    decides = rank_decision(kb, est.fit, "loops", math.prod(role.shape)).estimate_decides
     price = loop_cost(kb, est, role, tile, axis, op) if decides else None
     plan = plan_loops(kb, role.shape, role.dtype, tile, axis, requested, why, price, estimate_decides=decides)
     choice = choose_loop(kb, plan, requested, tail, why)

@@ -181,7 +181,14 @@ NO_DECISION = RankDecision(False)
 SWEEP_WORDS = {"tiles": "tile", "loops": "loop-count"}
 
 
-def rank_decision(kb: KnowledgeBase, fit: CostFit | None, sweep: str) -> RankDecision:
+# How far below the smallest tensor a fit was measured on (CostFit.elements) the estimate may still rank.
+# A fit is a line in log(elements) plus per-task terms; above its data, throughput dominates and its picks
+# held (level 1's 1-2G-element norms verify with them), but far below it the fixed costs of a launch and a
+# task that it never saw dominate: a 4096-element norm, 64x below the norm fit's smallest, was mispicked.
+RANGE_SLACK = 8
+
+
+def rank_decision(kb: KnowledgeBase, fit: CostFit | None, sweep: str, elements: int | None = None) -> RankDecision:
     """`ranking = "estimate"`: the estimate decides wherever it has a fit; "rules": the documents'
     order always; "auto": the estimate for a family whose measured picks on this kind of sweep
     (estimate.toml [fit.X.picks.tiles|loops]: pick time / exhaustive optimum) beat the documents',
@@ -192,6 +199,12 @@ def rank_decision(kb: KnowledgeBase, fit: CostFit | None, sweep: str) -> RankDec
     if ranking == "estimate":
         return RankDecision(True, "the pack ranks by the estimate (ranking = \"estimate\")")
     word = SWEEP_WORDS.get(sweep, sweep)
+    lo_hi = fit.elements
+    if elements is not None and lo_hi is not None and elements < lo_hi[0] / RANGE_SLACK:
+        # measured: the norm fit (tensors of 262144-67108864 elements) picked (4, 128) for a (32, 128) bf16
+        # RMSNorm, 3.42 us in SIM, where the documents' (32, 128) takes 1.53 us (benchmarks/bench_peers.py)
+        return RankDecision(False, f"the documents' order decides: {elements} elements is far below the "
+                                   f"{lo_hi[0]}-{lo_hi[1]} the '{fit.name}' estimate was measured on")
     rec = fit.picks.get(sweep)
     if rec is None or rec.sweeps == 0:
         return RankDecision(False, f"the documents' order decides: the '{fit.name}' estimate's {word} picks were "

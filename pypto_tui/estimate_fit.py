@@ -181,6 +181,7 @@ def fit(samples: Sequence[Sample], name: str, pypto: str, cores: int,
         error=round(float(np.std(res)), 4), worst=round(float(np.max(np.abs(res))), 4),
         samples=len(kept), tasks=d.tasks, elements_per_task=k, tile_overhead=overhead,
         loop_error=round(loop_error, 4), pick_error=round(pick_error, 4),
+        elements=(round(math.exp(float(d.size.min()))), round(math.exp(float(d.size.max())))),
     )
 
 
@@ -254,6 +255,7 @@ def estimate_toml(fits: Mapping[str, CostFit], ranking: str, note: str) -> str:
                 f"pick_error = {f.pick_error}",
                 f"worst = {f.worst}", f"samples = {f.samples}",
                 "tasks = [" + ", ".join(_toml_str(t) for t in f.tasks) + "]",
+                *([f"elements = [{f.elements[0]}, {f.elements[1]}]"] if f.elements else []),
                 f"[fit.{name}.coefficients]"]
         out += [f"{k} = {v}" for k, v in f.coefficients.items()]
         for sweep, rec in sorted(f.picks.items()):  # measured picks travel with the fit they score

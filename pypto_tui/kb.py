@@ -242,6 +242,8 @@ class CostFit:
     loop_error: float = 0.0         # the spread among runs that differ only in the loop count (0: use error)
     pick_error: float = 0.0         # the spread among runs near their task's fastest (0: use error)
     picks: Mapping[str, PickRecord] = field(default_factory=dict)  # per sweep ("tiles", "loops"): measured picks
+    # the smallest and largest tensor (elements) among the runs fitted: outside it the estimate extrapolates
+    elements: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -852,8 +854,21 @@ def _parse_estimate(r: _Reader) -> EstimateData:
         fits[name] = CostFit(name, f.text("pypto"), values, num("intercept", signed=True), num("size", signed=True),
                              num("error"), num("worst"), samples, f.strs("tasks", required=False),
                              num("elements_per_task"), num("tile_overhead"), num("loop_error"),
-                             num("pick_error"), _parse_picks(f))
+                             num("pick_error"), _parse_picks(f), _parse_range(f))
     return EstimateData(ranking, fits, head.text("note", required=False))
+
+
+def _parse_range(f: _Reader) -> tuple[int, int] | None:
+    """[fit.X] `elements = [smallest, largest]`: the tensor sizes the fit was measured on (optional)."""
+    if "elements" not in f.table:
+        return None
+    v = f.table["elements"]
+    f.mark("elements")
+    whole = isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v)
+    if not whole or len(v) != 2 or v[0] > v[1]:
+        raise f.fail("elements", f"must be [smallest, largest] tensor sizes in elements (whole numbers >= 1), "
+                                 f"got {v!r}")
+    return int(v[0]), int(v[1])
 
 
 def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:

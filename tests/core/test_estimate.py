@@ -186,6 +186,7 @@ def test_a_reduction_over_tiles_filling_half_the_buffer_is_handed_out_a_task_per
 def test_the_fit_recovers_a_known_model_and_its_error():
     f = fit(_made_up_runs(), "softmax", "0.2.0", 48)
     assert f.samples == len(_made_up_runs()) and len(f.tasks) == 3
+    assert f.elements == (16 * 16384, 16 * 16384)  # the tensors measured: what the ranking trusts it on
     assert f.error < 0.05 and f.worst < 0.15
 
     est = __import__("pypto_tui.estimate", fromlist=["Estimator"]).Estimator(f, 48)
