@@ -470,24 +470,35 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
     except _TaskInputsFailed as exc:
         result.status, result.passed = J.ERROR, False
         result.error = f"the task is broken: {exc}"
+        result.reason = _in_trial(job, result, result.error)
     except _KernelFailed as wrapped:
         cause = wrapped.__cause__ or wrapped
         result.compile_s = round(timing.compile_s, 3)
         if _is_oom(cause):
             result.status = J.CRASHED
             result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+            result.reason = _in_trial(job, result, result.error)
             return
         result.status = J.COMPILE_ERROR
         result.error = _describe(cause)
-        result.reason = swim.compile_error_reason(work / "log") or result.error
+        result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
     except Exception as exc:
         if _is_oom(exc):
             result.status = J.CRASHED
             result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+            result.reason = _in_trial(job, result, result.error)
             return
         result.status = J.ERROR
         result.error = f"could not {stage}: {_describe(exc)}{_where(exc, files)}"
-        result.reason = swim.compile_error_reason(work / "log")
+        result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
+
+
+def _in_trial(job: J.SimJob, result: J.SimResult, reason: str) -> str:
+    """The failure's own reason, naming the trial when an earlier one finished. Without it the
+    reason left by a passing first trial ("all 838656 elements within atol ...") stood for a second
+    trial that ran out of memory (KernelBench level-1 task 85, measured)."""
+    done = result.trials_run or 0
+    return f"trial {done + 1} of {job.trials}: {reason}" if done and job.trials > 1 else reason
 
 
 def _read_cost(job: J.SimJob, work: Path, result: J.SimResult) -> None:

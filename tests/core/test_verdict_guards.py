@@ -69,3 +69,24 @@ def test_written_out_norms_are_told_apart(kb, tmp_path: Path, expr: str, op: str
     c = extract_contract(task, kb)
     assert c.supported, c.reason
     assert (c.family, c.op) == ("norm", op)
+
+
+def test_a_later_trials_failure_is_the_reason_not_the_earlier_trials_pass() -> None:
+    """KernelBench level-1 task 85 (full run, 2026-12-02): trial 1 passed, trial 2 ran out of memory, and
+    the FAIL line read "all 838656 elements within atol ..." (trial 1's reason). The worker now states
+    each failure itself, naming the trial; verify's report takes that reason for a crash."""
+    from dataclasses import replace as _replace
+
+    from pypto_tui.sim import jobs as J
+    from pypto_tui.sim.verification import PreparedVerify, VerifyReport, finish_verify
+    from pypto_tui.sim.worker import _in_trial
+
+    job = J.SimJob(kind="verify", kernel_source="", inputs=(), label="t", task_file="task.py", trials=2)
+    first_passed = J.SimResult(kind="verify", status=J.CRASHED, label="t", trials_run=1,
+                               reason="all 838656 elements within atol 0.0001", error="out of memory")
+    said = _in_trial(job, first_passed, "out of memory under the worker's limit of 8192 MB")
+    assert said == "trial 2 of 2: out of memory under the worker's limit of 8192 MB"
+    assert _in_trial(job, _replace(first_passed, trials_run=None), "refused") == "refused"
+    report = finish_verify(PreparedVerify(job, VerifyReport(supported=True, passed=False, reason="")),
+                           _replace(first_passed, reason=said))
+    assert not report.passed and report.reason == said
