@@ -324,9 +324,17 @@ def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, mi
     return held
 
 
-def role_held_bytes(kb: KnowledgeBase, tile: Shape, role: Any) -> int:
+def role_held_bytes(kb: KnowledgeBase, tile: Shape, role: TileRole) -> int:
     """held_bytes for a pattern's TileRole (its dtype, live buffers, padded rows and select mask)."""
     return held_bytes(kb, tile, role.dtype, role.live_buffers, role.min_rows, role.select_mask)
+
+
+WHERE_HOLDS = "a where's two value tiles, its 32-byte-aligned mask and scratch"
+
+
+def _where_binds(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int, held: int) -> bool:
+    """Whether `held` (with a select mask) is the where's count rather than the live buffers' (what to name)."""
+    return held > held_bytes(kb, tile, dtype, live_buffers, min_rows)
 
 
 @examples(valid=[ex(tile=(1, 1, 8192), dtype="fp32", live_buffers=4, users=False),
@@ -348,8 +356,8 @@ def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers:
     ladder = " -> ".join(map(str, kb.ladders.ub_step_down))
     what = f"tile {fmt_dims(tile)}: {live_buffers} live buffers" + (f" of at least {min_rows} rows" if min_rows > 1
                                                                     else "")
-    if select_mask and held > held_bytes(kb, tile, dtype, live_buffers, min_rows):
-        what = f"tile {fmt_dims(tile)}: a where's two value tiles, its 32-byte-aligned mask and scratch"
+    if select_mask and _where_binds(kb, tile, dtype, live_buffers, min_rows, held):
+        what = f"tile {fmt_dims(tile)}: {WHERE_HOLDS}"
     if users:
         return rule_finding(kb, "O1.ub-step-down", f"{what} hold {held} B > the {cap} B unified buffer; step "
                             f"prod(tile) down {ladder}", "warn")
@@ -671,8 +679,8 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
                 each = math.prod(requested) * kb.dtype_bytes(role.dtype)
                 size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"
                         if role.min_rows > 1 else
-                        f"a where's two value tiles, its 32-byte-aligned mask and scratch, {held} B"
-                        if held > held_bytes(kb, requested, role.dtype, role.live_buffers) else
+                        f"{WHERE_HOLDS}, {held} B"
+                        if _where_binds(kb, requested, role.dtype, role.live_buffers, role.min_rows, held) else
                         f"{role.live_buffers} tile-sized buffers, {role.live_buffers} x {each} B")
                 note = (f"stepped down from {fmt_dims(requested)} (O1.ub-step-down): this op chain holds {size} > "
                         f"{kb.chip.ub_bytes} B of unified buffer")

@@ -344,7 +344,7 @@ class Session:
 
     def set_kernel(self, index: int) -> None:
         """Show another kernel of the chain in the Dimensions, Tiles and Loops steps."""
-        if index == self.design.kernel or index < 0:
+        if index == self.design.kernel:
             return
         self.design.kernel = index
         self._commit("kernel")

@@ -116,7 +116,7 @@ def sim(
         if fusion == "compare":
             chosen, doc["fusion"] = R.price_fusion(p, jobs=jobs, timeout_s=timeout, cache=not no_cache,
                                                    progress=bar.tick, status=bar.stage)
-            doc["result"] = chosen.to_json() if hasattr(chosen, "to_json") else chosen.__dict__
+            doc["result"] = chosen.to_json()
         elif sweep is None:
             r = run_one(job or R.cost_job(p, f"tile {p.chosen_tile()}"), jobs=jobs, timeout_s=timeout,
                         progress=bar.tick, status=bar.stage, cache=not no_cache)

@@ -49,7 +49,6 @@ class _Numbering:
         self.reads: list[bool] = []  # value number -> reads a tensor
         self.candidate: list[bool] = []
         self.uses: Counter[int] = Counter()  # value number -> how many parents (or the statement) use it
-        self.order: list[int] = []  # value numbers, children before parents
 
     def value(self, node: cst.BaseExpression) -> int:
         """The number of `node`, numbering its children first; one use of each child is counted per
@@ -59,16 +58,17 @@ class _Numbering:
         if known is not None:
             return known
         children: list[int] = []
+        fn = _pypto_call(node)
         if isinstance(node, cst.BinaryOperation):
             children = [self.value(node.left), self.value(node.right)]
             key: tuple[object, ...] = ("bin", type(node.operator).__name__, *children)
         elif isinstance(node, cst.UnaryOperation):
             children = [self.value(node.expression)]
             key = ("un", type(node.operator).__name__, *children)
-        elif isinstance(node, cst.Call) and _pypto_call(node) is not None:
+        elif fn is not None and isinstance(node, cst.Call):
             children = [self.value(a.value) for a in node.args]
             words = tuple((a.keyword.value if a.keyword else None, a.star) for a in node.args)
-            key = ("call", _pypto_call(node), words, *children)
+            key = ("call", fn, words, *children)
         else:
             key = ("leaf", cst.Module([]).code_for_node(node.with_changes(lpar=[], rpar=[])
                                                         if getattr(node, "lpar", None) else node))
@@ -77,15 +77,13 @@ class _Numbering:
             n = len(self.first)
             self.values[key] = n
             self.first.append(node)
-            fn = _pypto_call(node)
             reads = (isinstance(node, cst.Name) and node.value in self.tensors) or fn is not None \
                 or any(self.reads[c] for c in children)
             self.reads.append(reads)
             self.candidate.append(
                 (isinstance(node, cst.BinaryOperation | cst.UnaryOperation) and reads)
                 or (fn is not None and fn not in NOT_VALUES))
-            self.uses.update(children)
-            self.order.append(n)
+            self.uses.update(children)  # numbers are given children first: range(len(first)) is a topological order
         self.number[id(node)] = n
         return n
 
@@ -145,7 +143,7 @@ def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
     children defined before the values that use them."""
     numbering = _Numbering(tensors)
     stmt.visit(_Walk(numbering))
-    shared = [n for n in numbering.order if numbering.candidate[n] and numbering.uses[n] >= 2]
+    shared = [n for n in range(len(numbering.first)) if numbering.candidate[n] and numbering.uses[n] >= 2]
     if not shared:
         return [stmt]
     names = {n: next(fresh) for n in shared}

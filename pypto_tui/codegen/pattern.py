@@ -31,18 +31,12 @@ SELECTING = frozenset({"gelu", "where"})  # ops the kernel writes with pypto.whe
 
 def selects(c: Contract) -> bool:
     """Whether the kernel's op, or a call in its expression, is written with pypto.where."""
+    from pypto_tui.contract import ir
+
     if c.op in SELECTING:
         return True
-    stack: list[Any] = [c.op_args.get("expr")]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("k") == "call" and node.get("n") in SELECTING:
-                return True
-            stack.extend(node.get("a") or ())
-        elif isinstance(node, list | tuple):
-            stack.extend(node)
-    return False
+    data = c.op_args.get("expr")
+    return data is not None and any(n.kind == "call" and n.name in SELECTING for n in ir.from_data(data).walk())
 
 
 def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:

@@ -475,22 +475,24 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         cause = wrapped.__cause__ or wrapped
         result.compile_s = round(timing.compile_s, 3)
         if _is_oom(cause):
-            result.status = J.CRASHED
-            result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
-            result.reason = _in_trial(job, result, result.error)
+            _out_of_memory(job, result)
             return
         result.status = J.COMPILE_ERROR
         result.error = _describe(cause)
         result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
     except Exception as exc:
         if _is_oom(exc):
-            result.status = J.CRASHED
-            result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
-            result.reason = _in_trial(job, result, result.error)
+            _out_of_memory(job, result)
             return
         result.status = J.ERROR
         result.error = f"could not {stage}: {_describe(exc)}{_where(exc, files)}"
         result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
+
+
+def _out_of_memory(job: J.SimJob, result: J.SimResult) -> None:
+    result.status = J.CRASHED
+    result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+    result.reason = _in_trial(job, result, result.error)
 
 
 def _in_trial(job: J.SimJob, result: J.SimResult, reason: str) -> str:

@@ -172,10 +172,18 @@ def create_kernel(r, c, dim):
         if isinstance(parent, cst.If) and parent.orelse is node:
             return  # an elif: the chain was reported at its `if`
         named = _dim_name(node.test)
-        if named is None or not _calls_pypto(node):
+        if named is None or not self._calls_pypto(node):
             return
         self.report(node, f"branch on `{named}` inside a jit kernel: generate one kernel per fixed dim "
                           "(one factory per axis), not branches in one kernel")
+
+    def _calls_pypto(self, node: cst.If | cst.IfExp) -> bool:
+        """Whether an arm of the branch calls a pypto op or writes an output (a kernel body per dim);
+        an arm that only does arithmetic or picks a view is trace-time Python."""
+        arms = [node.body] if node.orelse is None else [node.body, node.orelse]
+        return any(self.info.pypto_call(n) is not None
+                   or (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "move")
+                   for arm in arms for n in _walk(arm))
 
 
 def _dim_name(test: cst.BaseExpression) -> str | None:
@@ -186,23 +194,6 @@ def _dim_name(test: cst.BaseExpression) -> str | None:
         if name.value in _DIM_NAMES:
             return name.value
     return None
-
-
-def _calls_pypto(node: cst.If | cst.IfExp) -> bool:
-    """Whether an arm of the branch calls a pypto op (a kernel body per dim); an arm that only does
-    arithmetic or picks a view is trace-time Python."""
-    arms: list[cst.CSTNode] = [node.body]
-    if node.orelse is not None:
-        arms.append(node.orelse)
-    for arm in arms:
-        for n in _walk(arm):
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute):
-                root = n.func.value
-                while isinstance(root, cst.Attribute):
-                    root = root.value
-                if (isinstance(root, cst.Name) and root.value == "pypto") or n.func.attr.value == "move":
-                    return True
-    return False
 
 
 def _walk(node: cst.CSTNode):  # type: ignore[no-untyped-def]

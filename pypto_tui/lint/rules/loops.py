@@ -180,7 +180,6 @@ class LoopAxis(_LoopRule):
             "axis are strided; loop along the outermost axis (reshape in forward if needed)",
         )
 
-
     def _leading_ones(self, view: cst.Call, axis: int) -> bool:
         """Every axis of the view before `axis` is 1 long: the chunk the index moves is contiguous
         (PyPTO's compressor views [1, s1] at [0, pos] of a cache index)."""
