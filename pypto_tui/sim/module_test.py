@@ -42,7 +42,7 @@ class StageKeep:
 class Candidate:
     values: dict[str, int]
     pipeline: Pipeline
-    stages: ModuleStages
+    stages: ModuleStages | None   # None for a single kernel's task
     measure: int
     problems: list[str]
 
@@ -72,6 +72,8 @@ def _structure(graph: Any) -> list[Any]:
              "normalized_shape", "embed_dim"}
     def attrs(n: Any) -> dict[str, Any]:
         out = {k: v for k, v in n["attrs"].items() if k not in sizes}
+        if out.get("groups", 1) > 1 and out.get("groups") == n["attrs"].get("in_channels"):
+            out["groups"] = "depthwise"  # one group per channel at any channel count
         if "steps" in out:  # a reshape's sizes follow the task's; its kind and axes do not
             out["steps"] = [{k: v for k, v in dict(step).items() if k != "shape"} for step in out["steps"]]
         return out
@@ -143,7 +145,9 @@ def _problems(keeps: list[StageKeep], stages: ModuleStages) -> list[str]:
 
 
 class _Search:
-    def __init__(self, pipeline: Pipeline, full: ModuleStages) -> None:
+    """Candidate sizes of a module's task file, each judged by whether every kernel keeps its design."""
+
+    def __init__(self, pipeline: Pipeline, full: ModuleStages | None) -> None:
         c = pipeline.contract()
         if not c.task_path:
             raise InputError("a module is verified at smaller sizes of its task file: give the task as a file")
@@ -151,7 +155,7 @@ class _Search:
         self.name = Path(c.task_path).name
         self.source = Path(c.task_path).read_text(encoding="utf-8")
         self.structure = _structure(c.graph or {})
-        self.keeps = stage_keeps(full)
+        self.keeps = stage_keeps(full) if full is not None else []
         self.full = full
         self.tried: dict[tuple[tuple[str, int], ...], Candidate | None] = {}
 
@@ -165,17 +169,46 @@ class _Search:
         try:
             path = _store(with_sizes(self.source, values), self.name)
             p = Pipeline(self.pipeline.kb, replace(self.pipeline.design, task=str(path), contract_edits={}))
-            c = p.contract()
-            graph = c.graph or {}
-            stages = module_stages(p)
-            if (not graph.get("problems") and _structure(graph) == self.structure and stages is not None
-                    and not stages.refused and [s.ops for s in stages.stages] == [s.ops for s in self.full.stages]):
-                found = Candidate(dict(values), p, stages, max(_largest(graph), _window_work(stages)),
-                                  _problems(self.keeps, stages))
+            graph = p.contract().graph or {}
+            if not graph.get("problems") and _structure(graph) == self.structure:
+                found = self.judge(values, p, graph)
         except (InputError, ValueError, OSError):
             found = None
         self.tried[key] = found
         return found
+
+    def judge(self, values: dict[str, int], p: Pipeline, graph: Any) -> Candidate | None:
+        assert self.full is not None
+        stages = module_stages(p)
+        if stages is None or stages.refused or [s.ops for s in stages.stages] != [s.ops for s in self.full.stages]:
+            return None
+        return Candidate(dict(values), p, stages, max(_largest(graph), _window_work(stages)),
+                         _problems(self.keeps, stages))
+
+
+class _KernelSearch(_Search):
+    """Candidate sizes of a one-kernel task: the kernel keeps the full-size design `keep` at the
+    candidate's own shapes (its geometry, its tile's tensor, its loop and cube tiles)."""
+
+    def __init__(self, pipeline: Pipeline, keep: scaled.DesignToKeep) -> None:
+        super().__init__(pipeline, None)
+        c = pipeline.contract()
+        self.keep = keep
+        self.kind = (c.family, c.op)
+        self.gemms = _conv_gemms(c) if keep.cube and keep.matmul is None else []
+
+    def judge(self, values: dict[str, int], p: Pipeline, graph: Any) -> Candidate | None:
+        from pypto_tui.sim.verify_shapes import full_shapes, measure_elements, tile_tensor_at
+
+        c = p.contract()
+        if (c.family, c.op) != self.kind or not c.supported:
+            return None
+        shapes = full_shapes(p)
+        g = p.geometry()
+        problems = scaled.kept_problems(self.keep, g.shape, g.matmul, tile_tensor_at(p, self.keep, shapes))
+        if self.gemms and self.keep.cube:
+            problems += _cube_problems(self.gemms, _conv_gemms(c), self.keep.cube)
+        return Candidate(dict(values), p, None, max(_largest(graph), measure_elements(p)(shapes)), problems)
 
 
 def _order(groups: list[tuple[str, ...]], values: dict[str, int], batch: int | None) -> list[tuple[str, ...]]:
@@ -252,6 +285,7 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
         notes.append(f"keeping every kernel's design needs a tensor of {kept_at} elements, over the verify limit "
                      f"of {limit}; `--scale full` verifies the design as chosen")
     notes += [f"not kept: {p}" for p in best.problems]
+    assert best.stages is not None  # a module's candidates always carry their stages
     test_stages = _with_full_designs(search.keeps, best.stages)
     kernel = compose_module(best.pipeline, test_stages)
     for k, s in zip(search.keeps, test_stages.stages, strict=True):
@@ -262,6 +296,67 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
                          "at the task's")
     sizes = {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
     return ModuleTest(best.pipeline, kernel, sizes, kept, notes)
+
+
+def _conv_gemms(c: Any) -> list[tuple[int, int]]:
+    """The (K, N) of each matmul a conv runs on the cube: its window (input channels per group x
+    kernel taps, output channels per group), and a depthwise-separable conv's pointwise stage."""
+    from pypto_tui.contract.conv import WindowError, window_spec
+
+    try:
+        spec = window_spec(c)
+    except (WindowError, ValueError, InputError):
+        return []
+    groups = max(spec.groups, 1)
+    out = [(spec.in_channels // groups * math.prod(spec.kernel), spec.out_channels // groups)]
+    if spec.pointwise is not None:
+        out.append((spec.pointwise.in_channels, spec.pointwise.out_channels))
+    return out
+
+
+def _cube_problems(full: list[tuple[int, int]], new: list[tuple[int, int]], cube: tuple[int, int, int]) -> list[str]:
+    """Smaller channels keep the L1 cube tiles of the conv's matmuls as a plain matmul keeps them
+    (scaled.kept_problems): whole tiles along K and N, and two along K where the task has two."""
+    if len(full) != len(new):
+        return ["the conv's matmuls change"]
+    _, k, n = cube
+    problems = []
+    for (fk, fn), (nk, nn) in zip(full, new, strict=True):
+        found = (scaled.whole_tiles(fk, nk, k, "K"), scaled.two_tiles(fk, nk, k, "K"),
+                 scaled.whole_tiles(fn, nn, n, "N"))
+        problems += [p for p in found if p]
+    return problems
+
+
+def kernel_task_at_sizes(pipeline: Pipeline, keep: scaled.DesignToKeep
+                         ) -> tuple[Pipeline, dict[str, tuple[int, int]]] | None:
+    """A one-kernel task rewritten at smaller size constants that still keep `keep` (the full-size
+    design), or None when none does (or the task has no size constants, or an edited contract).
+
+    Why: shrinking a task's input tensors cannot reach a size the module fixes in `__init__` (a
+    norm's features, a conv's channels) nor tell apart two sizes that happen to be equal (N = M =
+    4096 in KernelBench 12), so a design that needs one long axis could only be kept at tens of
+    millions of elements. The task's own constants change each size on its own, and the baseline's
+    weights follow."""
+    from pypto_tui.contract.task_sizes import size_constants, size_groups
+
+    if pipeline.design.contract_edits:
+        return None
+    try:
+        search = _KernelSearch(pipeline, keep)
+        values = size_constants(search.source)
+    except (InputError, OSError):
+        return None
+    start = search.evaluate(values) if values else None
+    if start is None or start.problems:
+        return None
+    first = pipeline.contract().tensor_inputs
+    batch = first[0].shape[0] if first and first[0].shape else None
+    best = _shrink(search, start, _order(size_groups(search.source), values, batch), keep=True,
+                   budget=scaled.VERIFY_ELEMENTS)
+    if best is start:
+        return None
+    return best.pipeline, {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
 
 
 def _module_limit(keeps: list[scaled.DesignToKeep]) -> int:
@@ -313,4 +408,4 @@ def _with_full_designs(keeps: list[StageKeep], stages: ModuleStages) -> ModuleSt
     return replace(stages, stages=tuple(out))
 
 
-__all__ = ["ModuleTest", "module_test", "stage_keeps"]
+__all__ = ["ModuleTest", "kernel_task_at_sizes", "module_test", "stage_keeps"]

@@ -69,7 +69,7 @@ class DesignToKeep:
         return MAX_VERIFY_ELEMENTS if self.cube or self.matmul else MAX_VECTOR_VERIFY_ELEMENTS
 
 
-def _whole(full: int, new: int, step: int, what: str) -> str | None:
+def whole_tiles(full: int, new: int, step: int, what: str) -> str | None:
     """`new` keeps what `full` had with respect to `step`: at least one, a whole number if it was."""
     if step <= 1 or full < step:
         return None
@@ -80,7 +80,7 @@ def _whole(full: int, new: int, step: int, what: str) -> str | None:
     return None
 
 
-def _two(full: int, new: int, step: int, what: str) -> str | None:
+def two_tiles(full: int, new: int, step: int, what: str) -> str | None:
     """`new` keeps two tiles of `step` when `full` had two: the accumulation across tiles is tested."""
     if step <= 1 or full < 2 * step or new >= 2 * step:
         return None
@@ -103,7 +103,7 @@ def _loop_problems(keep: DesignToKeep, shape: tuple[int, ...], count: int) -> li
     if tail != full_tail:
         problems.append("the loop's tail would " + ("appear" if tail else "disappear"))
     step = (keep.cube[0] if keep.cube else 1) if keep.matmul else (keep.tile[ax] if keep.tile else 1)
-    p = _whole(full_batch, batch, step, "each loop iteration's")
+    p = whole_tiles(full_batch, batch, step, "each loop iteration's")
     if p:
         problems.append(p)
     return problems
@@ -139,11 +139,11 @@ def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, i
     tiled_full, tiled_new = (tuple(keep.tile_shape), tuple(tile_shape)) if own else (keep.shape, shape)  # type: ignore[arg-type]
     if keep.tile and len(keep.tile) == len(tiled_new) == len(tiled_full):
         for axis, (full, new, t) in enumerate(zip(tiled_full, tiled_new, keep.tile, strict=True)):
-            p = _whole(full, new, t, f"axis {axis}")
+            p = whole_tiles(full, new, t, f"axis {axis}")
             if p and not (looped and axis == keep.loop_axis and not own):
                 problems.append(p)
             if axis == keep.reduce_axis and not own:
-                p = _two(full, new, t, f"reduction axis {axis}")
+                p = two_tiles(full, new, t, f"reduction axis {axis}")
                 if p:
                     problems.append(p)
     test_count = count
@@ -160,10 +160,10 @@ def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, i
             m_full, m_new = ceil_div(m_full, count), ceil_div(m_new, max(test_count, 1))
         for what, full, new, t in zip(("M", "K", "N"), (m_full, *keep.matmul[1:]), (m_new, *matmul[1:]), keep.cube,
                                       strict=True):
-            p = _whole(full, new, t, what)
+            p = whole_tiles(full, new, t, what)
             if p:
                 problems.append(p)
-        p = _two(keep.matmul[1], matmul[1], keep.cube[1], "K")
+        p = two_tiles(keep.matmul[1], matmul[1], keep.cube[1], "K")
         if p:
             problems.append(p)
     return problems

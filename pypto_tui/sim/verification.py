@@ -31,6 +31,7 @@ from pypto_tui.sim.verify_shapes import (
     generated_kernel,
     geometry_at,
     kernel_constants,
+    measure_elements,
     tile_constant_name,
     tile_fits,
     tile_tensor_at,
@@ -170,7 +171,7 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     report.loop_count = test_consts.get("LOOP_COUNT")
     if scale == "full":
         report.design_kept = True
-    job = _job(test, gen.source, str(pipeline.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
+    job = _job(test, gen.source, str(test.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
                criterion, report)
     return PreparedVerify(job, report, test)
 
@@ -228,13 +229,23 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
     """The design at reduced shapes, with its own decisions passed explicitly (nothing re-planned
     behind the user's back), and the report's notes and changes."""
     full_keep = design_to_keep(pipeline, full_gen)
+    base: Pipeline = pipeline
+    sizes: dict[str, tuple[int, int]] = {}
     shapes, keep, notes = small_shapes(pipeline, full_keep)
+    size = measure_elements(pipeline)(shapes)
+    if full_keep is not None and (keep != full_keep or size > scaled.VERIFY_ELEMENTS):
+        resized = _at_smaller_sizes(pipeline, full_keep)
+        # Smaller constants when the shapes alone lose the design, or keep it only at a larger test
+        # (KernelBench 84, a depthwise conv kept at 128 channels, ran out of 8 GB; at 2 it is small).
+        if resized is not None and (keep != full_keep or measure_elements(resized[0])(resized[2][0]) < size):
+            base, sizes, (shapes, keep, notes) = resized
     report.notes += notes
-    geometry = geometry_at(pipeline, shapes)
+    report.sizes = {n: list(v) for n, v in sizes.items()}
+    geometry = geometry_at(base, shapes)
     # The tile the full kernel sets (after any step-down the generator made), passed explicitly.
     tile = tuple(consts[tile_name]) if tile_name else pipeline.chosen_tile()
     if tile is not None and full_keep is not None and geometry is not None:
-        full_shape, test_shape = tiled_shapes(pipeline, shapes, full_keep.shape, geometry.shape)
+        full_shape, test_shape = tiled_shapes(pipeline, shapes, full_keep.shape, geometry.shape, base)
         if len(tile) == len(full_shape) == len(test_shape) and not tile_fits(tile, full_shape, test_shape):
             tile = tuple(min(t, s) for t, s in zip(tile, test_shape, strict=True))
             if full_shape != tuple(full_keep.shape):
@@ -250,17 +261,18 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
         fitted = tuple(tile) if tile is not None and len(tile) == len(full_keep.shape) else None
         relaxed = replace(full_keep, tile=fitted, cube=None, tile_shape=None)
         loop = scaled.loop_count_at(relaxed, geometry.shape, fewest=True) or min(loop, 2)
-    test = with_shapes(pipeline, shapes, tile=list(tile) if tile else None, loop_count=loop,
-                        cube=cube or pipeline.design.cube)
+    test = with_shapes(base, shapes, tile=list(tile) if tile else None, loop_count=loop,
+                       cube=cube or pipeline.design.cube)
     gen = generated_kernel(test)
     if gen.supported:
         why = ("keeping it needs shapes over the verify limit (see notes)" if notes else
-               f"at the test shapes {_fmt_shapes(shapes)}")
+               f"at the test shapes {_fmt_shapes(shapes)}"
+               + "".join(f", {n}={b}" for n, (_, b) in sizes.items()))
         test_consts = kernel_constants(gen)
         report.changes = module_differences(full_gen.source, gen.source, why)
         problems = ([] if full_keep is None or geometry is None else
                     scaled.kept_problems(full_keep, geometry.shape, geometry.matmul,
-                                         tile_tensor_at(pipeline, full_keep, shapes)))
+                                         tile_tensor_at(base, full_keep, shapes)))
         kept = full_keep is None or (keep == full_keep and geometry is not None and not problems)
         same = all(consts.get(n) == test_consts.get(n) for n in (tile_name, "CUBE_M", "CUBE_K", "CUBE_N") if n)
         report.design_kept = bool(kept and same)
@@ -268,6 +280,22 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
             report.notes += [f"not kept: {p}" for p in problems] or [
                 "not kept: the generated kernel's tile or cube constants differ at the test shapes (see changes)"]
     return test, gen, shapes
+
+
+def _at_smaller_sizes(pipeline: Pipeline, full_keep: scaled.DesignToKeep
+                      ) -> tuple[Pipeline, dict[str, tuple[int, int]],
+                                 tuple[scaled.Shapes, scaled.DesignToKeep | None, list[str]]] | None:
+    """The task at smaller size constants when its input shapes alone cannot keep the design within
+    the verify limit (a size fixed in `__init__`, two equal sizes): the rewritten task, the constants
+    changed, and its test shapes. None when that keeps no more of the design."""
+    from pypto_tui.sim.module_test import kernel_task_at_sizes
+
+    found = kernel_task_at_sizes(pipeline, full_keep)
+    if found is None:
+        return None
+    base, sizes = found
+    shapes, keep, notes = small_shapes(base, full_keep)
+    return (base, sizes, (shapes, keep, notes)) if keep == full_keep else None
 
 
 def module_differences(delivered: str, checked: str, why: str) -> list[str]:

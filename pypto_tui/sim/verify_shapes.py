@@ -120,7 +120,10 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
         return not scaled.kept_problems(keep, g.shape, g.matmul, tile_tensor_at(pipeline, keep, shapes))
 
     keep_values, positions = _channels_by_position(pipeline, keep_values)
-    return scaled.reduce_shapes(_window_batch(pipeline, full_shapes(pipeline)), keep_values=keep_values,
+    start = _window_batch(pipeline, full_shapes(pipeline))
+    if keep is not None and start != full_shapes(pipeline) and not accept(start):
+        start = full_shapes(pipeline)  # the design's loop runs over the images: shrink them only as far as it allows
+    return scaled.reduce_shapes(start, keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=measure_elements(pipeline),
                                 keep_positions=positions, by_position=_elementwise_operands(pipeline))
@@ -251,14 +254,15 @@ def small_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None
     raise AssertionError("unreachable: the last option keeps nothing")
 
 
-def tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...]
-                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def tiled_shapes(pipeline: Pipeline, shapes: scaled.Shapes, full: tuple[int, ...], test: tuple[int, ...],
+                 base: Pipeline | None = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape the main tile tiles, at full and at test size: the kernel geometry, or the
-    pattern's own tensor when its main tile is not the geometry's (a conv's column buffer)."""
+    pattern's own tensor when its main tile is not the geometry's (a conv's column buffer).
+    `base` is the task `shapes` apply to when it is not `pipeline` (the task at smaller sizes)."""
     role = pipeline.needs().tiles[0]
     if tuple(role.shape) == tuple(full):
         return full, test
-    return tuple(role.shape), tuple(with_shapes(pipeline, shapes).needs().tiles[0].shape)
+    return tuple(role.shape), tuple(with_shapes(base or pipeline, shapes).needs().tiles[0].shape)
 
 
 def aligned_last(pipeline: Pipeline, tile: tuple[int, ...]) -> tuple[int, ...]:

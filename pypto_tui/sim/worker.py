@@ -467,6 +467,9 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
                 if job.trials > 1:
                     result.reason = f"trial {trial + 1} of {job.trials} (seed {seed}): {result.reason}"
                 return
+            del got, want, inputs, kernel_inputs, baseline_inputs
+            timing.provenance = None
+            _release_memory()
     except _TaskInputsFailed as exc:
         result.status, result.passed = J.ERROR, False
         result.error = f"the task is broken: {exc}"
@@ -493,6 +496,19 @@ def _out_of_memory(job: J.SimJob, result: J.SimResult) -> None:
     result.status = J.CRASHED
     result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
     result.reason = _in_trial(job, result, result.error)
+
+
+def _release_memory() -> None:
+    """Between trials, hand the finished trial's memory back before the next one allocates its own:
+    its tensors, the interpreter's garbage cycles, and the heap pages glibc keeps. KernelBench
+    level-1 task 85 passed its first trial at 7.2 GB and ran out of a 10.5 GB cap in its second."""
+    import contextlib
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: the collector's work is all there is
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _in_trial(job: J.SimJob, result: J.SimResult, reason: str) -> str:

@@ -317,3 +317,143 @@ def test_a_batch_norm_keeps_its_channels_by_position_so_an_equal_batch_still_shr
     assert report.supported, report.reason
     n, c, *_ = report.shapes["x"]
     assert c == 64 and n < 64
+
+
+SIZED_TASK = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self{params}):
+        super().__init__()
+        {init}
+
+    def forward(self, {args}):
+        return {forward}
+
+
+{constants}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return [{init_args}]
+"""
+
+
+def _sized_task(tmp_path: Path, name: str = "t.py", *, init: str = "pass", forward: str, constants: str,
+                inputs: str, args: str = "x", params: str = "", init_args: str = "") -> Path:
+    path = tmp_path / name
+    path.write_text(SIZED_TASK.format(params=params, init=init, args=args, forward=forward, constants=constants,
+                                      inputs=inputs, init_args=init_args), encoding="utf-8")
+    return path
+
+
+def test_a_norm_built_for_its_channels_keeps_its_design_at_fewer_channels(kb, tmp_path: Path) -> None:
+    """KernelBench 33 and 34: the channels are fixed by `__init__`, so shrinking x alone needed 2M and
+    3M elements to keep the tile and its two reduction tiles, over the limit. The task's constants
+    shrink the channels too, and the baseline's weights follow."""
+    task = _sized_task(tmp_path, params=", features: int", init="self.bn = nn.BatchNorm2d(num_features=features)",
+                       forward="self.bn(x)", constants="batch_size = 64\nfeatures = 64\ndim1 = 512\ndim2 = 512",
+                       inputs="torch.rand(batch_size, features, dim1, dim2)", init_args="features")
+    p = Pipeline(kb, Design(task=str(task)))
+    report = prepare_verify(p).report
+    assert report.supported and report.design_kept, (report.notes, report.changes)
+    assert report.sizes["features"][0] == 64 and 2 <= report.sizes["features"][1] < 64
+    assert math.prod(report.shapes["x"]) <= scaled.MAX_VECTOR_VERIFY_ELEMENTS
+    assert report.tile == report.design_tile  # the tile verified is the tile chosen
+    assert any("features=" in c for c in report.changes)  # the changed constant is named
+
+
+def test_a_verify_job_runs_the_task_at_its_smaller_constants(kb, tmp_path: Path) -> None:
+    """The baseline is the task's own code at the test's constants: its file is the rewritten task,
+    whose get_init_inputs gives the smaller channel count the kernel was built for."""
+    task = _sized_task(tmp_path, params=", features: int", init="self.bn = nn.BatchNorm2d(num_features=features)",
+                       forward="self.bn(x)", constants="batch_size = 64\nfeatures = 64\ndim1 = 512\ndim2 = 512",
+                       inputs="torch.rand(batch_size, features, dim1, dim2)", init_args="features")
+    prep = prepare_verify(Pipeline(kb, Design(task=str(task))))
+    assert prep.job is not None
+    rewritten = Path(prep.job.task_file)
+    assert rewritten != task and rewritten.name == task.name
+    assert f"features = {prep.report.sizes['features'][1]}" in rewritten.read_text(encoding="utf-8")
+    assert list(prep.job.init_args) == [prep.report.sizes["features"][1]]
+
+
+def test_two_equal_sizes_shrink_apart_through_their_own_constants(kb, tmp_path: Path) -> None:
+    """KernelBench 12 (`A.unsqueeze(1) * B` with N = M = 4096): equal sizes across inputs shrink
+    together, so keeping a tile 4096 wide kept 16M elements. N and M are separate constants."""
+    task = _sized_task(tmp_path, args="A, B", forward="A.unsqueeze(1) * B", constants="M = 4096\nN = 4096",
+                       inputs="torch.rand(N), torch.rand(N, M)")
+    p = Pipeline(kb, Design(task=str(task)))
+    report = prepare_verify(p).report
+    assert report.supported, report.reason
+    if p.chosen_tile()[-1] < 4096:
+        pytest.skip(f"the pack chose {p.chosen_tile()}, which keeps its design without the constants")
+    assert report.design_kept, report.notes
+    assert report.shapes["B"][1] == 4096 and report.shapes["B"][0] < 4096 and "N" in report.sizes
+
+
+def test_a_task_without_size_constants_still_says_the_design_is_too_big(kb, tmp_path: Path) -> None:
+    """Literal shapes leave nothing to rewrite: the limit and its note stand (see the LayerNorm test)."""
+    task = tmp_path / "layer_norm_big.py"
+    task.write_text(LAYER_NORM, encoding="utf-8")
+    report = prepare_verify(Pipeline(kb, Design(task=str(task)))).report
+    assert not report.design_kept and report.sizes == {}
+
+
+def test_a_conv_keeps_the_cube_tiles_of_its_matmul_when_its_channels_shrink() -> None:
+    """A conv's channels are its matmul's K (input channels per group x taps) and N: they shrink
+    only as far as the L1 cube tiles stay whole, with two K tiles where the task had two."""
+    from pypto_tui.sim.module_test import _cube_problems
+
+    cube = (64, 256, 64)
+    assert _cube_problems([(576, 128)], [(576, 64)], cube) == []
+    assert _cube_problems([(576, 128)], [(512, 128)], cube) == []             # two K tiles of 256 still
+    assert any("K 288 is less than two tiles" in p for p in _cube_problems([(576, 128)], [(288, 128)], cube))
+    assert any("K 144 is less than one tile" in p for p in _cube_problems([(576, 128)], [(144, 128)], cube))
+    assert any("N 32" in p for p in _cube_problems([(576, 128)], [(576, 32)], cube))
+    assert _cube_problems([(64, 32)], [(8, 4)], cube) == []                   # below one tile at full: free
+
+
+def test_a_depthwise_conv_shrinks_its_channels_and_groups_together(kb, tmp_path: Path) -> None:
+    """groups == in_channels is one structure at any channel count (KernelBench 86 kept 4M elements
+    when the channels could not change)."""
+    from pypto_tui.sim.module_test import _structure
+
+    def graph(channels: int) -> object:
+        task = _sized_task(tmp_path, f"dw{channels}.py", params=", c: int",
+                           init="self.conv = nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False)",
+                           forward="self.conv(x)", constants=f"channels = {channels}",
+                           inputs="torch.rand(2, channels, 64, 64)", init_args="channels")
+        return _structure(Pipeline(kb, Design(task=str(task))).contract().graph)
+
+    assert graph(64) == graph(8)
+    grouped = _sized_task(tmp_path, "g.py", params=", c: int", init="self.conv = nn.Conv2d(c, c, 3, groups=4)",
+                          forward="self.conv(x)", constants="channels = 64", inputs="torch.rand(2, channels, 64, 64)",
+                          init_args="channels")
+    assert _structure(Pipeline(kb, Design(task=str(grouped))).contract().graph) != graph(64)
+
+
+def test_smaller_constants_are_taken_when_the_shapes_alone_keep_the_design_only_larger(kb, tmp_path: Path) -> None:
+    """KernelBench 84 (a depthwise conv) kept its design at 128 channels and ran out of 8 GB; its
+    constants keep the same design at a smaller test, and the smaller one is verified."""
+    from pypto_tui.sim.verify_shapes import measure_elements, small_shapes
+
+    task = _sized_task(tmp_path, params=", c: int",
+                       init="self.conv = nn.Conv2d(c, c, 3, groups=c, bias=False)", forward="self.conv(x)",
+                       constants="batch_size = 16\nchannels = 128\nheight = 256\nwidth = 512",
+                       inputs="torch.rand(batch_size, channels, height, width)", init_args="channels")
+    p = Pipeline(kb, Design(task=str(task)))
+    from pypto_tui.design import kernel_of
+    from pypto_tui.sim.verify_shapes import design_to_keep
+
+    by_shapes, kept, _ = small_shapes(p, design_to_keep(p, kernel_of(p)))
+    report = prepare_verify(p).report
+    assert report.supported and report.design_kept, report.notes
+    if kept is None or measure_elements(p)(by_shapes) <= scaled.VERIFY_ELEMENTS:
+        pytest.skip("the shapes alone already reach the smallest test")
+    assert report.sizes, "no constant was made smaller"
+    assert math.prod(report.shapes["x"]) < math.prod(by_shapes["x"])
