@@ -208,6 +208,7 @@ class _KernelSearch(_Search):
         problems = scaled.kept_problems(self.keep, g.shape, g.matmul, tile_tensor_at(p, self.keep, shapes))
         if self.gemms and self.keep.cube:
             problems += _cube_problems(self.gemms, _conv_gemms(c), self.keep.cube)
+        problems += _window_room(c)
         return Candidate(dict(values), p, None, max(_largest(graph), measure_elements(p)(shapes)), problems)
 
 
@@ -296,6 +297,21 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
                          "at the task's")
     sizes = {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
     return ModuleTest(best.pipeline, kernel, sizes, kept, notes)
+
+
+def _window_room(c: Any) -> list[str]:
+    """A conv's or pool's spatial sizes keep room for two output positions, as the shapes' own
+    floors do (contract/conv.py min_sizes). KernelBench level-1 46 (avg pool 3-D, kernel 3,
+    stride 2) at depth 2 had one output position and pypto failed with 'F7A001! idx < size_'."""
+    from pypto_tui.contract.conv import WindowError, min_sizes, window_spec
+
+    try:
+        spatial = window_spec(c).spatial
+    except (WindowError, ValueError, InputError):
+        return []
+    floors = min_sizes(c)
+    return [f"spatial axis {i} {size} leaves room for fewer than two output positions (needs {floors[size]})"
+            for i, size in enumerate(spatial) if size < floors.get(size, 0)]
 
 
 def _conv_gemms(c: Any) -> list[tuple[int, int]]:

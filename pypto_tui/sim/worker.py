@@ -33,6 +33,7 @@ The current stage goes to `<work dir>/stage` (stages.py) for the progress displa
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -131,10 +132,26 @@ def point_env_at(work: Path) -> None:
     os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 
 
+M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+FEW_ARENAS = 2
+
+
+def few_malloc_arenas() -> None:
+    """At most FEW_ARENAS malloc arenas. glibc gives each new thread an arena that reserves 64 MB
+    of address space, and RLIMIT_AS counts reservations, not use: pypto's compiler threads ran
+    verify workers out of an 8 GB cap with 'Resource temporarily unavailable' (a thread that could
+    not start) far below 8 GB of resident memory (KernelBench level-2 tasks 3, 10, 36, 53, ...)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to tune
+        ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, FEW_ARENAS)
+
+
 def limit_memory(mb: int | None) -> None:
     """Cap the address space, so a runaway verify fails here instead of taking the machine."""
     if not mb:
         return
+    few_malloc_arenas()
     limit = int(mb) * 1024 * 1024
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
@@ -502,7 +519,6 @@ def _release_memory() -> None:
     """Between trials, hand the finished trial's memory back before the next one allocates its own:
     its tensors, the interpreter's garbage cycles, and the heap pages glibc keeps. KernelBench
     level-1 task 85 passed its first trial at 7.2 GB and ran out of a 10.5 GB cap in its second."""
-    import contextlib
     import ctypes
     import gc
 

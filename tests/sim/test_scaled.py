@@ -457,3 +457,22 @@ def test_smaller_constants_are_taken_when_the_shapes_alone_keep_the_design_only_
         pytest.skip("the shapes alone already reach the smallest test")
     assert report.sizes, "no constant was made smaller"
     assert math.prod(report.shapes["x"]) < math.prod(by_shapes["x"])
+
+
+def test_smaller_constants_keep_room_for_two_output_positions(kb, tmp_path: Path) -> None:
+    """KernelBench 46 (avg pool 3-D, kernel 3, stride 2, padding 1): its depth constant shrank to 2,
+    one output position, and pypto failed ('F7A001! idx < size_'). The constants keep the floors
+    the shapes keep."""
+    from pypto_tui.contract.conv import min_sizes, window_spec
+
+    task = _sized_task(tmp_path, init="self.pool = nn.AvgPool3d(kernel_size=3, stride=2, padding=1)",
+                       forward="self.pool(x)",
+                       constants="batch_size = 16\nchannels = 32\ndepth = 128\nheight = 128\nwidth = 256",
+                       inputs="torch.rand(batch_size, channels, depth, height, width)")
+    prep = prepare_verify(Pipeline(kb, Design(task=str(task))))
+    assert prep.test is not None
+    c = prep.test.contract()
+    spec = window_spec(c)
+    floors = min_sizes(c)
+    assert all(size >= floors.get(size, 0) for size in spec.spatial), (spec.spatial, floors)
+    assert all(o >= 2 for o in spec.output_shape[2:]), spec.output_shape
