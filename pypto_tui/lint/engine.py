@@ -26,6 +26,7 @@ from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, get_kb
 from pypto_tui.lint.analysis import ModuleInfo, fast_children, tree_of
 from pypto_tui.lint.base import Fix, LintContext, LintFinding, LintRule, run_batched
+from pypto_tui.lint.expected import as_expected
 from pypto_tui.lint.profile import LintSettings, VersionProfile, lint_settings, release_key
 from pypto_tui.lint.release import AUTO, infer_release
 from pypto_tui.lint.rules import ALL_RULES
@@ -267,7 +268,8 @@ def _run(
             if fix is not None:
                 fixes.append(fix)
     findings.sort(key=lambda f: (f.line, f.col, f.check, f.rule, f.message))
-    newer = _newer_for(findings, settings, release) if auto else None
+    findings, lowered = as_expected(findings, source)
+    newer = _newer_for([f for i, f in enumerate(findings) if i not in lowered], settings, release) if auto else None
     if newer is not None:
         # the module writes what this release refuses and the next accepts (builtin min() of a
         # symbolic value, a loop without cond...): that is what it is written for, as a newer name
