@@ -476,3 +476,25 @@ def test_smaller_constants_keep_room_for_two_output_positions(kb, tmp_path: Path
     floors = min_sizes(c)
     assert all(size >= floors.get(size, 0) for size in spec.spatial), (spec.spatial, floors)
     assert all(o >= 2 for o in spec.output_shape[2:]), spec.output_shape
+
+
+def test_a_module_test_still_shrinks_its_batch_once_a_design_is_given_up() -> None:
+    """KernelBench level-2 36 kept 16 images of a transposed conv chain's test after its conv's tile
+    was given up, and ran out of memory: the batch shrinks on, as far as no further kernel's design
+    is lost (here the tanh kernel's, below 8 images)."""
+    from pypto_tui.sim.module_test import Candidate, _kernels_given_up, _shrink
+
+    class Search:
+        def evaluate(self, values: dict[str, int]) -> Candidate:
+            problems = ["kernel 0 (conv_transpose): axis 2 64 is less than one tile of 16384"]
+            if values["batch_size"] < 8:
+                problems.append(f"kernel 4 (tanh): axis 0 {values['batch_size'] * 4} is less than one tile of 32")
+            return Candidate(dict(values), None, None, values["batch_size"] * values["height"], problems)  # type: ignore[arg-type]
+
+    search = Search()
+    start = search.evaluate({"batch_size": 128, "height": 64})
+    given_up = _kernels_given_up(start.problems)
+    assert given_up == {"kernel 0 (conv_transpose)"}
+    shrunk = _shrink(search, start, [("batch_size",)], keep=True, budget=16, given_up=given_up)  # type: ignore[arg-type]
+    assert shrunk.values["batch_size"] == 8
+    assert _shrink(search, start, [("batch_size",)], keep=True, budget=16).values["batch_size"] == 128  # type: ignore[arg-type]
