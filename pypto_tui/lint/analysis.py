@@ -860,13 +860,21 @@ class ModuleInfo:
                                             dtypes.pop() if len(dtypes) == 1 else None, p)
         return self._function_info(fn, self.scopes[fn], tparams, kinds, via)
 
-    def dtype_in(self, expr: cst.BaseExpression, k: KernelInfo) -> str | None:
-        """The declared dtype of a tensor expression that is a parameter or a view of one."""
+    def dtype_in(self, expr: cst.BaseExpression, k: KernelInfo, depth: int = 0) -> str | None:
+        """The declared dtype of a tensor expression that is a parameter or a view of one, also
+        through a local bound once to such a view (`block = pypto.view(x, ...)` handed to a helper
+        that sets its own tile: the helper's alignment check needs the dtype)."""
         if isinstance(expr, cst.Name) and expr.value in k.tensor_params:
             return k.tensor_params[expr.value].dtype
+        if isinstance(expr, cst.Name) and depth < MAX_HELPER_DEPTH:
+            owner, bindings = self.lookup(expr.value, k.scope)
+            if owner is k.scope and bindings is not None and len(bindings) == 1 and bindings[0].how == "assign" \
+                    and bindings[0].value is not None:
+                return self.dtype_in(bindings[0].value, k, depth + 1)
+            return None
         if isinstance(expr, cst.Call) and self.pypto_call(expr, "view") is not None:
             src = call_arg(expr, 0, "input")
-            return self.dtype_in(src, k) if src is not None else None
+            return self.dtype_in(src, k, depth + 1) if src is not None else None
         return None
 
     # -------------------------------------------------------------- shapes

@@ -404,6 +404,12 @@ class LoopTail(LintRule):
         """),
         # the ragged last block is handled with a valid_shape
         in_kernel(RAGGED_ROWS),
+        # unrolled over blocks of 16 that tile the 64 rows
+        in_kernel("""\
+            for i, n in pypto.loop_unroll(0, R // 16, 1, unroll_list=[4, 1]):
+                chunk = pypto.view(x, [n * 16, C], [i * 16, 0])
+                pypto.assemble(pypto.exp(chunk), [i * 16, 0], out)
+        """),
         # a dynamic row count: nothing to compare
         in_kernel("""\
             for i in pypto.loop(x.shape[0] // B):
@@ -424,22 +430,29 @@ class LoopTail(LintRule):
                 chunk = pypto.view(x, [B, C], [B * i, 0])
                 pypto.assemble(pypto.exp(chunk), [B * i, 0], out)
         """), line=11, message="8 past the end"),
+        # unrolled by 2 and 1: R // B = 2 blocks of 24 again, each trip's view n blocks long
+        Invalid(in_kernel("""\
+            for i, n in pypto.loop_unroll(0, R // B, 1, unroll_list=[2, 1]):
+                chunk = pypto.view(x, [n * B, C], [i * B, 0])
+                pypto.assemble(pypto.exp(chunk), [i * B, 0], out)
+        """), line=11, message="the last 16"),
     )
 
     @m.visit(m.For())
     def check_loop(self, node: cst.For) -> None:
-        if not self.info.is_pypto_loop(node) or not isinstance(node.target, cst.Name):
+        if not self.info.is_pypto_loop(node):
             return
+        names = self._targets(node)
         k = self.kernel_of(node)
         count = self._count(node)
-        if k is None or count is None:
+        if k is None or count is None or names is None:
             return
-        index = node.target.value
+        index, factor = names
         for view in iter_nodes(node.body):
             if not isinstance(view, cst.Call) or self.info.pypto_call(view, "view") is None or call_arg(
                     view, 99, "valid_shape") is not None:
                 continue
-            found = self._axis(view, index, k)
+            found = self._axis(view, index, factor, k)
             if found is None:
                 continue
             axis, block, size = found
@@ -457,8 +470,21 @@ class LoopTail(LintRule):
                                   f"divides {size}")
                 return
 
+    @staticmethod
+    def _targets(loop: cst.For) -> tuple[str, str | None] | None:
+        """(index, unroll factor) of `for i in pypto.loop(...)` or `for i, n in pypto.loop_unroll(...)`:
+        an unrolled loop's index still counts single blocks, and its views are `n` blocks long."""
+        if isinstance(loop.target, cst.Name):
+            return loop.target.value, None
+        if isinstance(loop.target, cst.Tuple) and len(loop.target.elements) == 2 and all(
+                isinstance(e.value, cst.Name) for e in loop.target.elements):
+            first, second = (e.value for e in loop.target.elements)
+            return first.value, second.value  # type: ignore[attr-defined]
+        return None
+
     def _count(self, loop: cst.For) -> int | None:
-        """The iteration count of `pypto.loop(n)` / `pypto.loop(0, n[, 1])` when it is a constant."""
+        """The iteration count of `pypto.loop(n)` / `pypto.loop(0, n[, 1])` (and of `loop_unroll`, in
+        blocks) when it is a constant."""
         call: cst.Call = loop.iter  # type: ignore[assignment]
         pos = [a.value for a in call.args if a.keyword is None and not a.star]
         scope = self.info.scope_of(loop)
@@ -471,32 +497,38 @@ class LoopTail(LintRule):
             return None
         return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
-    def _axis(self, view: cst.Call, index: str, k: KernelInfo) -> tuple[int, int, int] | None:
+    def _axis(self, view: cst.Call, index: str, factor: str | None,
+              k: KernelInfo) -> tuple[int, int, int] | None:
         """(axis, block, axis size) for a view whose offset on one axis is `index * block` and whose
-        shape there is `block`, on a source whose size there is known."""
+        shape there is `block` (or `factor * block` in an unrolled loop), on a source whose size
+        there is known."""
         src, shape_e, offs_e = call_arg(view, 0, "input"), call_arg(view, 1, "shape"), call_arg(view, 2, "offsets")
-        if src is None or not isinstance(offs_e, cst.List | cst.Tuple):
+        if src is None or not isinstance(offs_e, cst.List | cst.Tuple) or not isinstance(shape_e, cst.List | cst.Tuple):
             return None
         src_shape = self.info.shape_of(src, k)
-        shape = self.info.const_value(shape_e, k.scope) if shape_e is not None else None
-        if src_shape is None or not isinstance(shape, tuple) or len(shape) != len(src_shape):
-            return None
-        if len(offs_e.elements) != len(shape):
+        if src_shape is None or len(shape_e.elements) != len(src_shape) or len(offs_e.elements) != len(src_shape):
             return None
         for axis, el in enumerate(offs_e.elements):
-            off = el.value
-            if not isinstance(off, cst.BinaryOperation) or not isinstance(off.operator, cst.Multiply):
-                continue
-            sides = (off.left, off.right)
-            other = [s for s in sides if not (isinstance(s, cst.Name) and s.value == index)]
-            if len(other) != 1:
-                continue
-            block = self.info.const_value(other[0], k.scope)
+            block_e = self._times(el.value, index)
+            block = self.info.const_value(block_e, k.scope) if block_e is not None else None
             size = src_shape[axis]
-            if isinstance(block, int) and not isinstance(block, bool) and block > 0 and shape[axis] == block \
-                    and isinstance(size, int):
+            if not isinstance(block, int) or isinstance(block, bool) or block <= 0 or not isinstance(size, int):
+                continue
+            extent = shape_e.elements[axis].value
+            if factor is not None and self._times(extent, factor) is not None:
+                extent = self._times(extent, factor)  # type: ignore[assignment]
+            if self.info.const_value(extent, k.scope) == block:
                 return axis, block, size
         return None
+
+    @staticmethod
+    def _times(expr: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+        """`other` when `expr` is `name * other` or `other * name`."""
+        if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Multiply):
+            return None
+        sides = (expr.left, expr.right)
+        other = [s for s in sides if not (isinstance(s, cst.Name) and s.value == name)]
+        return other[0] if len(other) == 1 else None
 
 
 # pypto's scalar helpers: on values the trace knows they fold to a constant

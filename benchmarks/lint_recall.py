@@ -1,0 +1,281 @@
+"""Recall of `pypto-tui lint` on classic pitfalls planted one at a time in correct expert kernels.
+
+    .venv/bin/python benchmarks/lint_recall.py [--json OUT.json] [--pypto 0.2.0|0.2.1|auto]
+
+Issue 24 measured the lint this way: take kernels written the way PyPTO's own authors write them
+(`tests/lint/expert/*.py`, each of which lints clean), plant one pitfall, lint, and count whether
+the rule that names it fires at its severity. The plants are written out by hand below, one small
+edit per kernel and pitfall, so each is a change a person could make and a reader can check; a
+pitfall that cannot be planted in a kernel without rewriting it (a cube tile in a vector kernel, a
+loop tail in a kernel that already handles its tail with `valid_shape`) is not counted for it.
+
+Severities follow authority (the pack's rules): what pypto 0.2.0 refuses or computes wrongly is an
+error; the rule documents' advice is a warning by default and, for nesting, reported only with
+`--strict`. The table prints caught / planted per pitfall for the default and the strict setting.
+`tests/lint/test_lint_recall.py` runs the same plants and requires every one caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERT = ROOT / "tests" / "lint" / "expert"
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    """A class of mistake, the rule that must name it, and the level it must have."""
+
+    name: str
+    rules: tuple[str, ...]  # any of these names it (a reduction's alignment has its own id)
+    level: str  # the level by default; "strict" means reported only with --strict
+    strict_level: str
+
+
+PITFALLS = {
+    p.name: p
+    for p in (
+        Pitfall("missing tile shapes", ("API.tiles-before-ops",), "error", "error"),
+        Pitfall("cube tile not a multiple of 16", ("B.matmul-cube-tiles",), "error", "error"),
+        Pitfall("tile over budget", ("P4.tile-budget",), "warn", "error"),
+        Pitfall("tile over the unified buffer", ("HW.ub-capacity",), "error", "error"),
+        Pitfall("in-kernel reshape", ("P2.no-kernel-reshape",), "warn", "error"),
+        Pitfall("last tile dim under 32 bytes", ("P4.last-dim-align", "HW.concat-reduce-align"), "error", "error"),
+        Pitfall("misspelled pyto.", ("API.known-module",), "error", "error"),
+        Pitfall("loop count leaves a tail", ("P6.loop-tail",), "error", "error"),
+        Pitfall("loop inside a loop", ("P6.no-nested-loops",), "strict", "error"),
+    )
+}
+
+
+def drop_tile_calls(src: str) -> str:
+    """Every `set_vec_tile_shapes` / `set_cube_tile_shapes` line removed."""
+    out = re.sub(r"^[ \t]*pypto\.set_(?:vec|cube)_tile_shapes\(.*\)[ \t]*\n", "", src, flags=re.M)
+    if out == src:
+        raise PlantError("no tile call to remove")
+    return out
+
+
+def nest_first_loop(src: str) -> str:
+    """The first `for ... in pypto.loop(...)` wrapped in a one-trip outer `pypto.loop`: the body is
+    the same, the loop is now inside a loop."""
+    lines = src.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        found = re.match(r"^([ \t]*)for .* in pypto\.loop\(", line)
+        if not found:
+            continue
+        indent = found.group(1)
+        end = i + 1
+        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(indent + " ")):
+            end += 1
+        body = ["    " + x if x.strip() else x for x in lines[i:end]]
+        return "".join([*lines[:i], f"{indent}for outer in pypto.loop(1):\n", *body, *lines[end:]])
+    raise PlantError("no pypto.loop to nest")
+
+
+class PlantError(ValueError):
+    """A plant whose text is not in the kernel: the kernel changed and the plant must follow."""
+
+
+def replace_once(src: str, old: str, new: str) -> str:
+    if src.count(old) != 1:
+        raise PlantError(f"{old!r} occurs {src.count(old)} times, not once")
+    return src.replace(old, new)
+
+
+def edits(*pairs: tuple[str, str]):
+    def plant(src: str) -> str:
+        for old, new in pairs:
+            src = replace_once(src, old, new)
+        return src
+    return plant
+
+
+# kernel stem -> pitfall name -> the edit. Sizes in comments are what the edit makes.
+PLANTS = {
+    "blocked_exp": {
+        "missing tile shapes": drop_tile_calls,
+        # blocks of 64 x 512 under a (64, 512) tile: 32768 elements, 128 KiB a buffer
+        "tile over budget": edits(("BR, BC = 32, 256", "BR, BC = 64, 512"), ("(16, BC)", "(64, BC)")),
+        "in-kernel reshape": edits(("[i * BR, j * BC])\n", "[i * BR, j * BC])\n"
+                                    "            block = pypto.reshape(block, [BR * BC])\n")),
+        "last tile dim under 32 bytes": edits(("(16, BC)", "(16, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(block)", "pyto.exp(block)")),
+        # 64 rows in blocks of 24: two trips cover 48
+        "loop count leaves a tail": edits(("BR, BC = 32, 256", "BR, BC = 24, 256")),
+    },
+    "exp_any_rank": {
+        "missing tile shapes": drop_tile_calls,
+        "tile over budget": edits(("set_vec_tile_shapes(16, 512)", "set_vec_tile_shapes(16, 2048)"),
+                                  ("[16, 512], [b * 16, 0], valid_shape=[valid, 512]",
+                                   "[16, 2048], [b * 16, 0], valid_shape=[valid, 2048]")),
+        "tile over the unified buffer": edits(("set_vec_tile_shapes(16, 512)", "set_vec_tile_shapes(16, 4096)"),
+                                              ("[16, 512], [b * 16, 0], valid_shape=[valid, 512]",
+                                               "[16, 4096], [b * 16, 0], valid_shape=[valid, 4096]")),
+        "in-kernel reshape": edits(("valid_shape=[valid, 512])\n", "valid_shape=[valid, 512])\n"
+                                    "        block = pypto.reshape(block, [16 * 512])\n")),
+        "last tile dim under 32 bytes": edits(("(16, 512)", "(16, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(block)", "pyto.exp(block)")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "exp_reshape_tail": {
+        "missing tile shapes": drop_tile_calls,
+        "last tile dim under 32 bytes": edits(("pypto.set_vec_tile_shapes(8, C)\n        flat",
+                                               "pypto.set_vec_tile_shapes(8, 4)\n        flat")),
+        "misspelled pyto.": edits(("pypto.exp(flat)", "pyto.exp(flat)")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "exp_shared_tile": {
+        "missing tile shapes": drop_tile_calls,
+        # the whole (32, 1024) input under the shared (64, 1024) tile: clipped to 32768 elements
+        "tile over budget": edits(("SHAPE = (8, 1024)", "SHAPE = (32, 1024)")),
+        "in-kernel reshape": edits(("out.move(pypto.exp(x))",
+                                    "out.move(pypto.reshape(pypto.exp(pypto.reshape(x, [8 * 1024])), [8, 1024]))")),
+        "last tile dim under 32 bytes": edits(("SHARED_TILE = (64, 1024)", "SHARED_TILE = (64, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(x)", "pyto.exp(x)")),
+    },
+    "halves_from_shape": {
+        "missing tile shapes": drop_tile_calls,
+        "in-kernel reshape": edits(("half = pypto.view(x, [rows, width], [0, p * width])\n",
+                                    "half = pypto.view(x, [rows, width], [0, p * width])\n"
+                                    "        half = pypto.reshape(half, [rows * width])\n")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(16, width)", "set_vec_tile_shapes(16, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(half)", "pyto.exp(half)")),
+    },
+    "layer_norm_unrolled": {
+        "missing tile shapes": drop_tile_calls,
+        # rows of 4096 features under a (8, 4096) tile
+        "tile over budget": edits(("R, C = 64, 512", "R, C = 64, 4096")),
+        "in-kernel reshape": edits(("        mean = ", "        part = pypto.reshape(part, [n * ROWS * C])\n"
+                                    "        mean = ")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(ROWS, C)", "set_vec_tile_shapes(ROWS, 4)")),
+        "misspelled pyto.": edits(("pypto.rsqrt(", "pyto.rsqrt(")),
+        # 64 rows in blocks of 24 (unrolled 4 and 1): two trips cover 48
+        "loop count leaves a tail": edits(("ROWS = 8\n", "ROWS = 24\n")),
+    },
+    "matmul_m_loop": {
+        "missing tile shapes": drop_tile_calls,
+        "cube tile not a multiple of 16": edits(("[64, 64], [64, 128, 256]", "[64, 72], [64, 128, 256]")),
+        "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
+        # 128 rows in blocks of 48: two trips cover 96
+        "loop count leaves a tail": edits(("MB = 64\n", "MB = 48\n")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "relu_narrow_rows": {
+        "missing tile shapes": drop_tile_calls,
+        # 8192 rows of 4 under a (8192, 4) tile
+        "tile over budget": edits(("set_vec_tile_shapes(512, C)", "set_vec_tile_shapes(8192, C)"),
+                                  ("R, C = 4096, 4", "R, C = 8192, 4")),
+        "in-kernel reshape": edits(("out.move(pypto.relu(x))",
+                                    "out.move(pypto.reshape(pypto.relu(pypto.reshape(x, [R * C])), [R, C]))")),
+        "misspelled pyto.": edits(("pypto.relu(x)", "pyto.relu(x)")),
+    },
+    "rms_norm_helpers": {
+        "missing tile shapes": drop_tile_calls,
+        "tile over budget": edits(("R, C = 64, 512", "R, C = 64, 2048")),
+        "in-kernel reshape": edits(("    ms = pypto.sum(", "    block = pypto.reshape(block, [ROWS * C])\n"
+                                    "    ms = pypto.sum(")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(ROWS, C)", "set_vec_tile_shapes(ROWS, 4)")),
+        "misspelled pyto.": edits(("pypto.rsqrt(", "pyto.rsqrt(")),
+        # 64 rows in blocks of 24: two trips cover 48
+        "loop count leaves a tail": edits(("ROWS = 16\n", "ROWS = 24\n")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "softmax_dynamic_rows": {
+        "missing tile shapes": drop_tile_calls,
+        "tile over budget": edits(("COLS = 512\n", "COLS = 4096\n")),
+        "in-kernel reshape": edits(("    peak = pypto.amax(", "    block = pypto.reshape(block, [BLOCK * COLS])\n"
+                                    "    peak = pypto.amax(")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(8, COLS)", "set_vec_tile_shapes(8, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(", "pyto.exp(")),
+        "loop inside a loop": nest_first_loop,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kernel: str
+    pitfall: str
+    default_level: str | None  # the planted rule's level by default (None: not reported)
+    strict_level: str | None
+    clean_before: bool  # the rule was silent on the correct kernel
+
+    @property
+    def caught(self) -> bool:
+        want = PITFALLS[self.pitfall]
+        default_ok = self.default_level is None if want.level == "strict" else self.default_level == want.level
+        return self.clean_before and default_ok and self.strict_level == want.strict_level
+
+
+def _level(findings, rules: tuple[str, ...]) -> str | None:
+    levels = {f.level for f in findings if f.rule in rules}
+    for level in ("error", "warn", "info"):
+        if level in levels:
+            return level
+    return None
+
+
+def measure(pypto: str = "0.2.0") -> list[Outcome]:
+    """Every plant linted by default and with --strict."""
+    sys.path.insert(0, str(ROOT))
+    from pypto_tui.kb import get_kb
+    from pypto_tui.lint import lint_source
+
+    kb = get_kb()
+    out = []
+    for stem, plants in PLANTS.items():
+        path = EXPERT / f"{stem}.py"
+        clean = path.read_text(encoding="utf-8")
+        for name, plant in plants.items():
+            rule = PITFALLS[name].rules
+            broken = plant(clean)
+            before = lint_source(clean, str(path), kb, pypto=pypto, strict=True)
+            out.append(Outcome(
+                stem, name,
+                _level(lint_source(broken, str(path), kb, pypto=pypto, strict=False), rule),
+                _level(lint_source(broken, str(path), kb, pypto=pypto, strict=True), rule),
+                _level(before, rule) is None,
+            ))
+    return out
+
+
+def table(outcomes: list[Outcome]) -> str:
+    rows = ["| pitfall | rule | caught / planted | default level | strict level |", "|---|---|---|---|---|"]
+    for name, p in PITFALLS.items():
+        mine = [o for o in outcomes if o.pitfall == name]
+        if not mine:
+            continue
+        caught = sum(o.caught for o in mine)
+        default = p.level if p.level != "strict" else "(not reported)"
+        rules = ", ".join(f"`{r}`" for r in p.rules)
+        rows.append(f"| {name} | {rules} | {caught}/{len(mine)} | {default} | {p.strict_level} |")
+    missed = [o for o in outcomes if not o.caught]
+    for o in missed:
+        rows.append(f"\nMISSED {o.kernel} / {o.pitfall}: default {o.default_level}, strict {o.strict_level}, "
+                    f"silent on the correct kernel: {o.clean_before}")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pypto", default="0.2.0")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    outcomes = measure(args.pypto)
+    print(table(outcomes))
+    total = sum(o.caught for o in outcomes)
+    print(f"\n{total}/{len(outcomes)} plants caught at their severity (pypto {args.pypto})")
+    if args.json:
+        args.json.write_text(json.dumps([o.__dict__ | {"caught": o.caught} for o in outcomes], indent=1))
+    return 0 if total == len(outcomes) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
