@@ -5,6 +5,8 @@ kills and stage relays stay as they are.
 One zygote per process that runs jobs, started on the first job and kept for the next ones (a
 suite, a sweep, the app's repeated verifies). If it cannot start, or dies, jobs fall back to a
 fresh interpreter each, as before; `PYPTO_TUI_WARM_WORKERS=0` asks for that fallback always.
+When PYPTO_TUI_SHARED_ZYGOTE names a suite's shared zygote (zygote.listen), the process connects
+to it instead of starting its own; if it cannot, it starts its own as above.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +26,7 @@ from pathlib import Path
 from pypto_tui.procgroup import PARENT_ENV
 
 WARM_ENV = "PYPTO_TUI_WARM_WORKERS"
+SHARED_ENV = "PYPTO_TUI_SHARED_ZYGOTE"
 _START_TIMEOUT_S = 120.0
 
 
@@ -51,13 +55,70 @@ class WarmChild:
             os.kill(self.pid, signal.SIGKILL)
 
 
-class _Zygote:
+class _Pipes:
+    """A zygote of our own, spoken to over its stdin and stdout."""
+
     def __init__(self, env: Mapping[str, str]) -> None:
         # OpenBLAS (numpy's) starts a thread pool at import; with one thread it starts none, and
         # the zygote must stay single-threaded to fork safely. Numpy's share of a job is small.
         self.proc = subprocess.Popen([sys.executable, "-m", "pypto_tui.sim.zygote"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**env, "OPENBLAS_NUM_THREADS": "1"}, start_new_session=True)
+        self.pid = self.proc.pid
+        assert self.proc.stdout is not None
+        self.lines = self.proc.stdout
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class _Shared:
+    """A suite's zygote, spoken to over a Unix socket; its pid comes with its `ready`."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
+        self.pid = 0
+        self.lines = self.sock.makefile("rb")
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:  # the zygote kills this command's workers and waits for the next
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.lines.close()
+        self.sock.close()
+
+
+def _channel(env: Mapping[str, str]) -> _Pipes | _Shared:
+    path = os.environ.get(SHARED_ENV, "")
+    if path:
+        with contextlib.suppress(OSError):
+            return _Shared(path)
+    return _Pipes({k: v for k, v in env.items() if k != SHARED_ENV})
+
+
+class _Zygote:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.channel = _channel(env)
         self.lock = threading.Lock()
         self.next_id = 0
         self.waiting: dict[int, tuple[threading.Event, list[int]]] = {}
@@ -67,26 +128,14 @@ class _Zygote:
         self.alive = True
         threading.Thread(target=self._read, name="pypto-tui-zygote", daemon=True).start()
 
+    @property
+    def shared(self) -> bool:
+        return isinstance(self.channel, _Shared)
+
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            word, *rest = raw.decode(errors="replace").split()
-            if word == "ready":
-                self.ready.set()
-            elif word == "started" and len(rest) == 2:
-                with self.lock:
-                    event, box = self.waiting.pop(int(rest[0]), (None, []))
-                box.append(int(rest[1]))
-                if event is not None:
-                    event.set()
-            elif word == "exit" and len(rest) == 2:
-                pid, status = int(rest[0]), int(rest[1])
-                with self.lock:
-                    child = self.children.pop(pid, None)
-                    if child is None:
-                        self.early[pid] = status
-                if child is not None:
-                    child._exited(status)
+        with contextlib.suppress(OSError, ValueError):  # a socket closed under us ends the same way
+            for raw in self.channel.lines:
+                self._line(raw)
         with self.lock:  # the zygote is gone: its children are gone too (it killed them, or they it)
             self.alive = False
             orphans = list(self.children.values())
@@ -97,6 +146,27 @@ class _Zygote:
         self.ready.set()
         for child in orphans:
             child._exited(-signal.SIGKILL)
+
+    def _line(self, raw: bytes) -> None:
+        word, *rest = raw.decode(errors="replace").split()
+        if word == "ready":
+            if rest and rest[0].isdigit():
+                self.channel.pid = int(rest[0])
+            self.ready.set()
+        elif word == "started" and len(rest) == 2:
+            with self.lock:
+                event, box = self.waiting.pop(int(rest[0]), (None, []))
+            box.append(int(rest[1]))
+            if event is not None:
+                event.set()
+        elif word == "exit" and len(rest) == 2:
+            pid, status = int(rest[0]), int(rest[1])
+            with self.lock:
+                child = self.children.pop(pid, None)
+                if child is None:
+                    self.early[pid] = status
+            if child is not None:
+                child._exited(status)
 
     def spawn(self, argv: list[str], stderr_path: Path, env: Mapping[str, str]) -> WarmChild | None:
         """Fork a worker for `argv` (`python -m pypto_tui.sim.worker JOB RESULT`), or None when
@@ -110,12 +180,11 @@ class _Zygote:
             self.next_id += 1
             rid = self.next_id
             self.waiting[rid] = (event, box)
+            child_env = {k: v for k, v in env.items() if k != SHARED_ENV}
             request = {"id": rid, "job": argv[-2], "result": argv[-1], "stderr": str(stderr_path),
-                       "cwd": os.getcwd(), "env": {**env, PARENT_ENV: str(self.proc.pid)}}
+                       "cwd": os.getcwd(), "env": {**child_env, PARENT_ENV: str(self.channel.pid)}}
             try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-                self.proc.stdin.flush()
+                self.channel.send(json.dumps(request).encode() + b"\n")
             except (OSError, ValueError):
                 self.waiting.pop(rid, None)
                 return None
@@ -133,14 +202,7 @@ class _Zygote:
         return child
 
     def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        self.channel.close()
 
 
 _LOCK = threading.Lock()

@@ -15,6 +15,7 @@ from typing import Any
 from pypto_tui.suite import task_exec
 from pypto_tui.suite.capacity import Capacity, MemoryGate
 from pypto_tui.suite.task_exec import TaskSpec
+from pypto_tui.suite.warm_slots import shared_zygotes
 
 POLL_S = 0.5
 OnDone = Callable[[dict[str, Any]], None]
@@ -36,20 +37,29 @@ class LocalPool:
         return f"local pool: {self.capacity.describe()}"
 
     def run(self, specs: Sequence[TaskSpec], needs_mb: Sequence[float], on_done: OnDone) -> None:
+        slots = min(self.capacity.workers, len(specs))
+        with shared_zygotes(slots, task_exec.child_env()) as envs:
+            self._run(specs, needs_mb, on_done, envs)
+
+    def _run(self, specs: Sequence[TaskSpec], needs_mb: Sequence[float], on_done: OnDone,
+             envs: list[dict[str, str]]) -> None:
         gate = MemoryGate(self.capacity.budget_mb)
         queue = list(zip(specs, needs_mb, strict=True))
-        running: dict[Future[dict[str, Any]], tuple[TaskSpec, float]] = {}
+        running: dict[Future[dict[str, Any]], tuple[TaskSpec, float, dict[str, str]]] = {}
         pool = ThreadPoolExecutor(max_workers=self.capacity.workers, thread_name_prefix="suite-task")
         try:
             while queue or running:
                 while queue and len(running) < self.capacity.workers and gate.fits(queue[0][1]):
                     spec, need = queue.pop(0)
                     gate.take(need)
-                    running[pool.submit(task_exec.run_task, spec)] = (spec, need)
+                    slot = envs.pop() if envs else {}
+                    running[pool.submit(task_exec.run_task, spec, slot)] = (spec, need, slot)
                 done, _ = wait(list(running), timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    spec, need = running.pop(fut)
+                    spec, need, slot = running.pop(fut)
                     gate.give_back(need)
+                    if slot:
+                        envs.append(slot)
                     on_done(_result(fut, spec))
         except BaseException:
             # Interrupted (Ctrl+C, SIGTERM turned into SystemExit, an error writing a record): every

@@ -110,8 +110,9 @@ def stop_all(refuse_new: bool = True) -> int:
     return _LIVE.stop(refuse_new)
 
 
-def run_task(spec: TaskSpec) -> dict[str, Any]:
-    """Run one task command to its end; the TaskRow as a plain dict (it crosses to Dask)."""
+def run_task(spec: TaskSpec, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run one task command to its end; the TaskRow as a plain dict (it crosses to Dask). `env`:
+    what the slot adds to the command's environment (its shared zygote, warm_slots.py)."""
     started = now_iso()
     with tempfile.TemporaryDirectory(prefix="pypto-tui-suite-") as tmp:
         work = Path(tmp)
@@ -119,7 +120,7 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
         family, design = describe(Path(task_path), spec.kb)
         argv = [sys.executable, "-m", "pypto_tui", spec.command, task_path, "--json", *args]
         t0 = time.perf_counter()
-        rc, out, err = _run(argv, work, spec.cwd if Path(spec.cwd).is_dir() else tmp, spec.time_limit_s)
+        rc, out, err = _run(argv, work, spec.cwd if Path(spec.cwd).is_dir() else tmp, spec.time_limit_s, env or {})
         wall = time.perf_counter() - t0
     row = classify(spec, rc, out, err)
     row.family, row.design = family, {**design, **row.design}
@@ -141,7 +142,7 @@ def _materialise(spec: TaskSpec, work: Path) -> tuple[str, list[str]]:
     return swap.get(spec.task.path, spec.task.path), [swap.get(a, a) for a in spec.args]
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -149,7 +150,8 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], work: Path, cwd: str, limit_s: float) -> tuple[int | None, str, str]:
+def _run(argv: list[str], work: Path, cwd: str, limit_s: float,
+         env: dict[str, str]) -> tuple[int | None, str, str]:
     """(exit status or None at the time limit, stdout, stderr). The child leads a new session and
     dies with us (leash.py); at the limit it gets SIGTERM (it stops its compiler workers), then
     its whole group SIGKILL."""
@@ -158,8 +160,8 @@ def _run(argv: list[str], work: Path, cwd: str, limit_s: float) -> tuple[int | N
     out_path, err_path = work / "stdout.json", work / "stderr.log"
     leash = [sys.executable, "-m", "pypto_tui.suite.leash", str(os.getpid()), "--", *argv]
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(leash, cwd=cwd, env=_child_env(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
+        proc = subprocess.Popen(leash, cwd=cwd, env={**child_env(), **env}, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=True)
         _LIVE.add(proc)
         rc: int | None
         try:
