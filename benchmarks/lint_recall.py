@@ -167,6 +167,64 @@ PLANTS = {
         "loop count leaves a tail": edits(("MB = 64\n", "MB = 48\n")),
         "loop inside a loop": nest_first_loop,
     },
+    "matmul_b_trans": {
+        "missing tile shapes": drop_tile_calls,
+        # kL0 = 40: not a multiple of the cube's 16 elements
+        "cube tile not a multiple of 16": edits(("[64, 256], [64, 128]", "[40, 200], [64, 128]")),
+        "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
+    },
+    "bmm_batch_loop": {
+        "missing tile shapes": drop_tile_calls,
+        # nL0 = 56
+        "cube tile not a multiple of 16": edits(("[64, 128], [64, 64])", "[64, 128], [56, 56])")),
+        "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "matmul_relu_epilogue": {
+        "missing tile shapes": drop_tile_calls,
+        # nL0 = 120
+        "cube tile not a multiple of 16": edits(("[64, 256], [128, 128]", "[64, 256], [120, 120]")),
+        # a (128, 256) fp32 vec tile: 32768 elements
+        "tile over budget": edits(("set_vec_tile_shapes(64, 128)", "set_vec_tile_shapes(128, 256)")),
+        # a (128, 512) fp32 tile: 256 KiB a buffer
+        "tile over the unified buffer": edits(("set_vec_tile_shapes(64, 128)", "set_vec_tile_shapes(128, 512)")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(64, 128)", "set_vec_tile_shapes(64, 4)")),
+        "misspelled pyto.": edits(("pypto.relu(", "pyto.relu(")),
+    },
+    "attention_scores": {
+        "missing tile shapes": drop_tile_calls,
+        # kL0 = 24
+        "cube tile not a multiple of 16": edits(("[32, 32], [64, 64]", "[24, 24], [64, 64]")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(1, 1, 64, 64)", "set_vec_tile_shapes(1, 1, 64, 4)")),
+        "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
+    },
+    "matmul_n_loop": {
+        "missing tile shapes": drop_tile_calls,
+        # nL0 = 120
+        "cube tile not a multiple of 16": edits(("[128, 256])", "[120, 240])")),
+        "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
+        # 1024 weight rows in blocks of 384: two trips cover 768
+        "loop count leaves a tail": edits(("NB = 256\n", "NB = 384\n")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "matmul_k_chunks": {
+        "missing tile shapes": drop_tile_calls,
+        # kL0 = 72
+        "cube tile not a multiple of 16": edits(("[64, 256], [128, 128]", "[72, 216], [128, 128]")),
+        "tile over budget": edits(("set_vec_tile_shapes(64, 256)", "set_vec_tile_shapes(128, 256)")),
+        "misspelled pyto.": edits(("pypto.zeros(", "pyto.zeros(")),
+        # K = 1024 in chunks of 384: two trips cover 768
+        "loop count leaves a tail": edits(("KB = 256\n", "KB = 384\n")),
+        "loop inside a loop": nest_first_loop,
+    },
+    "linear_bias_relu": {
+        "missing tile shapes": drop_tile_calls,
+        # nL0 = 100
+        "cube tile not a multiple of 16": edits(("[64, 128], [128, 128])", "[64, 128], [100, 100])")),
+        "tile over budget": edits(("set_vec_tile_shapes(64, 256)", "set_vec_tile_shapes(128, 256)")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(64, 256)", "set_vec_tile_shapes(64, 4)")),
+        "misspelled pyto.": edits(("pypto.relu(", "pyto.relu(")),
+    },
     "relu_narrow_rows": {
         "missing tile shapes": drop_tile_calls,
         # 8192 rows of 4 under a (8192, 4) tile

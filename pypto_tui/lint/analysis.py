@@ -875,6 +875,9 @@ class ModuleInfo:
         if isinstance(expr, cst.Call) and self.pypto_call(expr, "view") is not None:
             src = call_arg(expr, 0, "input")
             return self.dtype_in(src, k, depth + 1) if src is not None else None
+        if isinstance(expr, cst.Call) and self.pypto_call(expr, "matmul") is not None:
+            # the result's dtype is the one the call asks for, whatever the operands are (fp16 in, fp32 out)
+            return self.dtype_of(call_arg(expr, 2, "out_dtype"), k.scope)
         return None
 
     # -------------------------------------------------------------- shapes

@@ -1,9 +1,11 @@
 """The lint on kernels written the way PyPTO's own authors write them (tests/lint/expert/).
 
-Ten correct kernels (dynamic rows with valid_shape, loop_unroll factors in view shapes, nested
+Seventeen correct kernels (dynamic rows with valid_shape, loop_unroll factors in view shapes, nested
 block loops, cube tiles with a 3-entry k, helpers that set the tile, an in-kernel reshape with
 valid_shape, `[DYNAMIC, ...]` shapes, a whole-axis inner tile, a tile shared across shapes, sizes
-from `x.shape`) must lint clean for both releases; each broken twin in expert/broken/ must be
+from `x.shape`; and seven more matmuls: B or A read transposed, a batch loop, a K-chunk loop that
+accumulates in the output, a loop over weight rows, a rank-4 attention score, vector epilogues with
+a broadcast bias) must lint clean for both releases; each broken twin in expert/broken/ must be
 caught with the rule its header names (`# expert-set: expect=RULE [pypto=RELEASE]`), and a twin
 of a release-specific trap must be quiet for the other release. `test_expert_set_compiler.py`
 checks on the real compiler that the correct ones verify and the twins really fail.
@@ -39,7 +41,7 @@ def _show(findings: list) -> str:
 
 
 def test_the_set_is_complete() -> None:
-    assert len(GOOD) == 10 and len(BROKEN) >= 16
+    assert len(GOOD) == 17 and len(BROKEN) >= 23
     twins = {p.stem.split("__")[0] for p in BROKEN}
     assert twins == {p.stem for p in GOOD}, "every correct kernel has at least one broken twin"
 

@@ -36,9 +36,10 @@ CASES = [(stem, name) for stem, plants in recall.PLANTS.items() for name in plan
 
 def test_every_pitfall_of_the_issue_is_planted_in_several_kernels() -> None:
     counts = {name: sum(name in plants for plants in recall.PLANTS.values()) for name in recall.PITFALLS}
-    # the cube tile and the unified buffer have one kernel each that can hold them
-    assert all(n >= 4 for name, n in counts.items() if name not in (
-        "cube tile not a multiple of 16", "tile over the unified buffer")), counts
+    # the issue planted the cube tile in eight kernels; the unified buffer fits only where a tile can
+    # outgrow it without outgrowing its tensor
+    assert counts["cube tile not a multiple of 16"] >= 8, counts
+    assert all(n >= 4 for name, n in counts.items() if name != "tile over the unified buffer"), counts
     assert set(counts) == set(recall.PITFALLS) and min(counts.values()) >= 1
     assert set(recall.PLANTS) == {p.stem for p in recall.EXPERT.glob("*.py")}
 

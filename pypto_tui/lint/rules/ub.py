@@ -39,6 +39,20 @@ def _k(body: str) -> str:
     return in_kernel(body, BARE)
 
 
+# fp16 operands, an fp32 result, and a vector epilogue on it (tests/lint/expert/matmul_relu_epilogue.py)
+_MM_EPILOGUE = """\
+import pypto
+
+
+@pypto.frontend.jit
+def mm(a: pypto.Tensor((128, 256), pypto.DT_FP16), b: pypto.Tensor((256, 512), pypto.DT_FP16),
+       c: pypto.Tensor((128, 512), pypto.DT_FP32)):
+    pypto.set_cube_tile_shapes([64, 128], [64, 256], [128, 128])
+    pypto.set_vec_tile_shapes({tile})
+    c.move(pypto.relu(pypto.matmul(a, b, pypto.DT_FP32)) * 0.5)
+"""
+
+
 class UbEstimate(LintRule):
     CHECK = "lint.ub_estimate"
     RULE = "HW.ub-capacity"
@@ -59,8 +73,12 @@ class UbEstimate(LintRule):
             pypto.set_vec_tile_shapes(32, C)
             out.move(x - pypto.amax(x, 1, keepdim=True))
         """),
+        # the epilogue's tiles are fp32 (the matmul's out_dtype), 128 KiB each
+        _MM_EPILOGUE.format(tile="64, 512"),
     )
     INVALID = (
+        # the same epilogue on (128, 512) fp32 tiles: 256 KiB (measured: expert/broken/matmul_relu_epilogue__ub_overflow)
+        Invalid(_MM_EPILOGUE.format(tile="128, 512"), line=9, col=12, message="fp32 (its input)"),
         Invalid(_k("""\
             pypto.set_vec_tile_shapes(64, C)
             out.move(pypto.exp(x) + x * 0.0)
@@ -128,7 +146,7 @@ class UbEstimate(LintRule):
             return
         self._reported.add(stmt)
         why = (f"`{cst.Module([]).code_for_node(live[0])}` is still needed after it, so it holds its inputs and its "
-               "output" if len(live) == len(inputs) else f"its {len(held)} inputs")
+               "output" if len(live) == len(inputs) else "its input" if len(held) == 1 else f"its {len(held)} inputs")
         self.report(op, f"this op holds ~{need} B with tile {fmt_dims(tile)} {dtype} ({why}) > {cap} B of unified "
                         "buffer: 0.2.0 refuses it ('exceeds MEM_UB size'); shrink the tile")
 
