@@ -211,3 +211,52 @@ def test_contract_run_leaves_nothing_behind(tmp_path: Path, ending: str) -> None
     _cleanup(alive)
     assert alive == []
     assert glob.glob(str(temp / "pypto-tui-selfcheck-*")) == []
+
+
+# ------------------------------------------------------------------------- verify and sim (the compiler)
+HAS_PYPTO = importlib.util.find_spec("pypto") is not None
+
+
+@pytest.mark.sim
+@pytest.mark.skipif(not (HAS_TORCH and HAS_PYPTO), reason="needs the [sim] extra (pypto==0.2.0, CPU torch)")
+@pytest.mark.parametrize(("command", "ending"), [
+    ("verify", "normal"), ("verify", "SIGHUP"), ("verify", "SIGTERM"),
+    ("sim", "SIGHUP"), ("sim", "SIGKILL"),
+])
+def test_verify_and_sim_leave_no_task_process_behind(tmp_path: Path, command: str, ending: str) -> None:
+    """verify runs the task's code inside a compiler worker forked from the warm parent: whatever it
+    starts (a child, a new-session child, an orphan) ends with the command, after a PASS and on each
+    signal. sim runs no task code, but its compiler worker must not outlive it either."""
+    marker = f"{command}-{ending}-{os.getpid()}"
+    task = _spawning_task(tmp_path, slow=ending != "normal")
+    env = {**os.environ, "PYPTO_TUI_TEST_MARK": marker, "PYPTO_TUI_CACHE_DIR": str(tmp_path / "cache"),
+           "NO_COLOR": "1"}
+    for name in ("PYPTO_TUI_SHARED_ZYGOTE", "PYPTO_TUI_WORKER"):
+        env.pop(name, None)
+    proc = subprocess.Popen([PYPTO_TUI, command, str(task), "--no-cache", "--timeout", "200", "--json"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            preexec_fn=_default_signals)
+
+    def started() -> bool:
+        """verify imports the task (its children say so by the "ready" file); sim never runs task code,
+        so what must end with it is the compiler worker it started."""
+        if command == "verify":
+            return (tmp_path / "ready").exists()
+        return any(pid != proc.pid for pid in _marked(marker))
+
+    if ending == "normal":
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert json.loads(out)["passed"] is True
+    else:
+        deadline = time.monotonic() + 120
+        while not started() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert started(), proc.stderr.read() if proc.poll() is not None else "nothing started"
+        time.sleep(0.5)  # the task's children (or the worker's imports) are under way
+        proc.send_signal(getattr(signal, ending))
+        proc.communicate(timeout=60)
+        assert proc.returncode in (128 + getattr(signal, ending), -getattr(signal, ending))
+    alive = _settle(marker, 15)
+    _cleanup(alive)
+    assert alive == []
