@@ -91,8 +91,8 @@ def table(rows: list[dict[str, object]]) -> str:
         out.append(f"| {b} | " + " | ".join(cells) + " |")
     good = sum(bool(r["ok"]) for r in rows)
     worst = max(float(r["seconds"]) for r in rows)  # type: ignore[arg-type]
-    out.append(f"\n{good}/{len(rows)} cells refused with the bomb's file and line (exit 2; a folder export: its row, exit 1);"
-               f" slowest {worst:.2f} s")
+    out.append(f"\n{good}/{len(rows)} cells refused with the bomb's file and line (exit 2; a folder export: its row,"
+               f" exit 1); slowest {worst:.2f} s")
     return "\n".join(out)
 
 

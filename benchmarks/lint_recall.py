@@ -195,7 +195,8 @@ PLANTS = {
         "missing tile shapes": drop_tile_calls,
         # kL0 = 24
         "cube tile not a multiple of 16": edits(("[32, 32], [64, 64]", "[24, 24], [64, 64]")),
-        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(1, 1, 64, 64)", "set_vec_tile_shapes(1, 1, 64, 4)")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(1, 1, 64, 64)",
+                                                "set_vec_tile_shapes(1, 1, 64, 4)")),
         "misspelled pyto.": edits(("pypto.matmul(", "pyto.matmul(")),
     },
     "matmul_n_loop": {

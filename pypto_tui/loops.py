@@ -86,7 +86,7 @@ class LoopPlan:
 @examples(valid=[ex(shape=(16, 256), tile=(16, 256), why="auto")],
           invalid=[ex(shape=(67108864,), tile=(8192,), why="auto", message="auto_tiles 8192 > 2048"),
                    ex(shape=(4096, 4096), tile=(128, 128), why="matmul", message="loop along M")])
-@cites("P6.avoid-loops")
+@cites("P6.avoid-loops", "POOL.depth-slices")
 def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto",
               chunk: tuple[int, int] | None = None) -> tuple[bool, str, Finding]:
     """Whether a loop is needed, and the reason in words (the documents' reasons, in order).
@@ -106,6 +106,10 @@ def loop_need(kb: KnowledgeBase, shape: Shape, tile: Shape, why: Why = "auto",
     if why == "reduce":
         msg = "a reduce axis too long for one pass: accumulate chunk results over a loop"
         return True, msg, rule_finding(kb, "P6.avoid-loops", msg, "info")
+    if why == "slices":
+        msg = ("one output slice per iteration along the loop axis: its offset is a scalar in each view, so no "
+               "gather along it")
+        return True, msg, rule_finding(kb, "POOL.depth-slices", msg, "info")
     msg = f"auto_tiles {n} <= {cap}: no loop needed (a loop only adds scheduling work)"
     return False, msg, rule_finding(kb, "P6.avoid-loops", msg, "ok")
 
@@ -218,7 +222,7 @@ def divisor_near(total: int, loop_count: int) -> int | None:
     return best[1] if best else None
 
 
-@cites("P6.avoid-loops", "O2.loop-log-scale", "SIM.cost-estimate")
+@cites("P6.avoid-loops", "O2.loop-log-scale", "SIM.cost-estimate", "POOL.depth-slices")
 def plan_loops(
     kb: KnowledgeBase,
     shape: Sequence[int],
@@ -261,6 +265,8 @@ def plan_loops(
             raise InputError(f"--loop-count {loop_count} must be a positive whole number")
         counts.append(loop_count)
     counts += [c for c in kb.ladders.loop_order if c not in counts and c <= total]
+    if why == "slices" and total not in counts:  # one unit per iteration (POOL.depth-slices)
+        counts.insert(0 if loop_count is None else 1, total)
 
     def at(count: int, tail: TailStrategy | None = None) -> LoopCandidate:
         return candidate(kb, shape, t, ax, count, tail, unit, max_chunk)
@@ -285,6 +291,8 @@ def plan_loops(
         recommended = cands[0]
     elif not needs:
         recommended = next((c for c in cands if c.loop_count == 1), None) or at(1)
+    elif why == "slices":
+        recommended = next(c for c in cands if c.loop_count == total)
     else:
         # Documents' order, skipping the end points unless nothing in the middle works.
         pool = [c for c in cands if c.loop_count != 1] or list(cands)
@@ -296,7 +304,7 @@ def plan_loops(
                        None)
     ranking = "rules"
     decides = ranks_by_estimate(kb) if estimate_decides is None else estimate_decides
-    if needs and loop_count is None and by_estimate is not None and decides:
+    if needs and loop_count is None and by_estimate is not None and decides and why != "slices":
         recommended, ranking = by_estimate, "estimate"
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
                     tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note,

@@ -16,7 +16,7 @@ FAMILIES: tuple[str, ...] = (
 
 # Why a loop exists (the loop planner's reason kinds, P6): auto_tiles over the limit, a matmul's M
 # loop, or a reduce axis too long for one pass.
-LoopWhy = Literal["auto", "matmul", "reduce"]
+LoopWhy = Literal["auto", "matmul", "reduce", "slices"]
 # How a loop's last chunk is handled (P6.loop-tail): no tail (one iteration or no loop), a count
 # whose BASIC_BATCH divides the axis, or full chunks plus one constant-shape tail view.
 TailStrategy = Literal["none", "divides", "main+tail"]

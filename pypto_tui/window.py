@@ -130,6 +130,12 @@ class WindowPlan:
         return self.spec.transposed
 
     @property
+    def depth_slices(self) -> bool:
+        """A 3-D pool strided along depth runs one output depth slice per block (POOL.depth-slices):
+        0.2.0's pass-verify loses its rows at a gather along the depth axis of the rank-4 views."""
+        return self.strategy == "pool-taps" and self.nd == 3 and self.axes[0].step > 1
+
+    @property
     def rows(self) -> int:
         """Output rows per item: the first spatial axis (the loop cuts it into blocks)."""
         return self.axes[0].out

@@ -208,3 +208,23 @@ def test_a_strided_window_axis_is_tiled_by_at_least_two(kb):
     user = choose_tile(kb, role, (1, 1, 64, 256))
     assert user is not None and user.tile == (1, 1, 64, 256)
     assert [f.level for f in user.findings if f.rule == "HW.gather-tile"] == ["warn"]
+
+
+def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
+    """POOL.depth-slices: 0.2.0 leaves no pass-verify row at a gather along the depth axis of the
+    rank-4 views, so the plan loops over output depth slices and gathers only H and W."""
+    from pypto_tui.design import kernel_of
+
+    dilated = plan_window(spec_of(kb, "maxpool3d_dilated.py"))
+    assert dilated.depth_slices and dilated.rows == 62  # floor((128 + 2 - 6 - 1) / 2) + 1
+    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).depth_slices
+    assert not plan_window(spec_of(kb, "maxpool2d_ceil.py")).depth_slices  # 2-D: its gathers verify
+    p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py")))
+    plan = p.loop_plan()
+    assert plan is not None and plan.needs_loop and plan.recommended is not None
+    assert plan.recommended.loop_count == 62 and plan.recommended.basic_batch == 1
+    assert any(f.rule == "POOL.depth-slices" for f in plan.findings)
+    code = kernel_of(p).source
+    assert "ROWS = 1\n" in code and "LOOP_COUNT = 62\n" in code
+    assert "pypto.index_select(win, 1," not in code  # the depth is never gathered
+    assert "pypto.index_select(win, 2, keep_h)" in code and "pypto.index_select(win, 3, keep_w)" in code

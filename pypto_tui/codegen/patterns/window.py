@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
          "CONV.pointwise-stage")
-POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "CONV.stride-view", "CONV.row-blocks",
-              "CONV.assemble-whole", "CONV.not-runnable")
+POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "CONV.stride-view",
+              "CONV.row-blocks", "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
 # pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
 # need only these besides their own parameters
@@ -101,7 +101,8 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     if plan.nd == 3:
         a = plan.axes
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
-            roles[0] = TileRole("window", "TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype, None,
+            depth = 1 if plan.depth_slices else plan.rows * a0.step
+            roles[0] = TileRole("window", "TILE", (1, depth, a[1].view, a[2].view), dtype, None,
                                 reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4))
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
@@ -127,6 +128,11 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
             f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
     # The columns (or the pointwise stage's block) are the matmul's right operand: their positions are
     # its inner axis (HW.matmul-inner-axis).
+    if plan.depth_slices:  # one output depth slice per iteration (POOL.depth-slices)
+        note = f"one output depth slice per iteration, repeated for {plan.repeat} item(s)"
+        shape = (1, plan.rows * a0.step, plan.axes[1].view, plan.axes[2].view)
+        return Needs(tuple(roles), cube, loop_axis, "slices", note, shape, unit, max_chunk,
+                     tuple(plan.rows_table()))
     return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
 
 
@@ -322,7 +328,7 @@ def _unravel(t: int, kernel: tuple[int, ...]) -> list[int]:
     return list(reversed(out))
 
 
-@cites("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail")
+@cites("CONV.row-blocks", "O2.loop-log-scale", "P6.loop-tail", "POOL.depth-slices")
 def _loop_constant(b: Builder, plan: WindowPlan) -> None:
     """LOOP_COUNT: blocks of output rows per item, as the loop step chose it (1: no loop needed)."""
     loop = b.ctx.loop
@@ -334,6 +340,14 @@ def _loop_constant(b: Builder, plan: WindowPlan) -> None:
                                 {"rows": rows, "basic_batch": rows, "iterations": plan.repeat}))
         return
     cand = loop.candidate
+    if plan.depth_slices:
+        lines = [f"LOOP_COUNT: one output depth slice per block (POOL.depth-slices): ROWS = 1, {rows} block(s); the "
+                 f"pypto.loop runs {plan.repeat} item(s) x {rows} = {plan.repeat * rows} iteration(s); the depth "
+                 "offset of each tap is a scalar, so no gather along depth."]
+        b.add_constant(Constant("LOOP_COUNT", rows, lines, ("CONV.row-blocks", "POOL.depth-slices"),
+                                {"rows": rows, "basic_batch": 1, "blocks": rows, "items": plan.repeat,
+                                 "iterations": plan.repeat * rows, "auto_tiles_per_iter": cand.auto_tiles_per_iter}))
+        return
     bb = cand.basic_batch
     blocks = cand.num_iters
     tail = (f"; the last block starts at row {rows - bb} (a full block shifted back: {bb - cand.tail} row(s) "
@@ -364,8 +378,9 @@ def _geometry_helper(b: Builder, plan: WindowPlan, nm: _Names, fn: str) -> Stmts
     doc = docstring(f"Sizes of {_op_name(s)} for these input dims (CONV.im2col, CONV.row-blocks): "
                     f"({', '.join(nm.geometry)}).", "    ")
     params = cst.Parameters(params=[cst.Param(name(d)) for d in _dims(plan.nd)])
+    block_rows = literal(1) if plan.depth_slices else _e(f"ceil_div({nm.o[0]}, LOOP_COUNT)")
     return b.tmpl("window_geometry", name=name(fn), params=params, doc=[doc], axes=axes, rows=name(nm.o[0]),
-                  returns=returns)
+                  block_rows=block_rows, returns=returns)
 
 
 def _unpack(nm: _Names, fn: str, dims: list[str]) -> Stmts:
@@ -447,7 +462,7 @@ def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: 
     (ch, 1, ROWS)), in the view's own rank."""
     nd = plan.nd
     steps = [nm.step(i) for i in range(nd)]
-    ext = [f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
+    ext = ["1" if plan.depth_slices else f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
         f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 else nm.o[i] for i in range(1, nd)]
     row = f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}"
     if nd == 1:
@@ -457,7 +472,7 @@ def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: 
     out: Stmts = [_set_tile(win4 if nd == 3 else win)]
     out += b.tmpl("window_view", dst=name("win"), src=name(src), shape=_list(shape), offsets=_list(offsets))
     for i in range(nd):
-        if steps[i] > 1:
+        if steps[i] > 1 and not (i == 0 and plan.depth_slices):  # a depth slice's offset is a scalar
             out += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(axes[i]),
                           index=name(_index_name(nm, i)))
     return out
@@ -472,7 +487,7 @@ def _indices(b: Builder, plan: WindowPlan, nm: _Names, rows_axis: bool = True) -
     out: Stmts = []
     for i in range(plan.nd):
         s = nm.step(i)
-        if s <= 1:
+        if s <= 1 or (i == 0 and plan.depth_slices):
             continue
         count = f"ROWS * {s}" if i == 0 and rows_axis else f"{nm.o[i]} * {s}"
         out += b.tmpl("window_index", tile=name("INDEX_TILE"), index=name(_index_name(nm, i)), count=_e(count),
@@ -740,5 +755,5 @@ def _needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
 
 
 PATTERNS = (
-    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:3]), needs=_needs),
+    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:4]), needs=_needs),
 )

@@ -77,7 +77,8 @@ class UbEstimate(LintRule):
         _MM_EPILOGUE.format(tile="64, 512"),
     )
     INVALID = (
-        # the same epilogue on (128, 512) fp32 tiles: 256 KiB (measured: expert/broken/matmul_relu_epilogue__ub_overflow)
+        # the same epilogue on (128, 512) fp32 tiles: 256 KiB
+        # (measured: expert/broken/matmul_relu_epilogue__ub_overflow)
         Invalid(_MM_EPILOGUE.format(tile="128, 512"), line=9, col=12, message="fp32 (its input)"),
         Invalid(_k("""\
             pypto.set_vec_tile_shapes(64, C)
