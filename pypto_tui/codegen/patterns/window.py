@@ -530,7 +530,8 @@ def _im2col_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any,
     if setup:
         setup.append(_set_tile(tile))
     if spec.transposed:
-        setup += b.tmpl("conv_transposed_weights", w=name("w"))
+        one_group = spec.groups == 1  # no concat of a single tensor (CONV.transposed)
+        setup += b.tmpl("conv_transposed_weights_one_group" if one_group else "conv_transposed_weights", w=name("w"))
         weights, w_shape = "wt", ["IN_CHANNELS", "OCG", "TAPS"]
     else:
         weights, w_shape = "w", ["OUT_CHANNELS", "CG * TAPS"]
