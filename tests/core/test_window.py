@@ -228,3 +228,15 @@ def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
     assert "ROWS = 1\n" in code and "LOOP_COUNT = 62\n" in code
     assert "pypto.index_select(win, 1," not in code  # the depth is never gathered
     assert "pypto.index_select(win, 2, keep_h)" in code and "pypto.index_select(win, 3, keep_w)" in code
+
+
+def test_a_one_group_transposed_conv_transposes_its_weights_whole(kb):
+    """CONV.transposed: with one group the weights are transposed whole, with no concat (0.2.0 reported
+    "F21001 cycle detected" at the one-tensor concat of level-1 70's design); groups keep the concat."""
+    from pypto_tui.design import kernel_of
+
+    one = kernel_of(Pipeline(kb, Design(task=str(CONV / "conv_transpose1d_dilated.py")))).source
+    assert "wt = pypto.reshape(pypto.transpose(w, 0, 1), [OCG, CG * TAPS])" in one
+    assert "per_group" not in one
+    grouped = kernel_of(Pipeline(kb, Design(task=str(CONV / "conv_transpose2d_strided.py")))).source
+    assert "pypto.concat(per_group, 0)" in grouped

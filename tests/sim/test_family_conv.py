@@ -22,6 +22,7 @@ CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
 # kind at more compile time and run with -m exhaustive (CI's 20 minutes on two cores do not hold
 # them all: the 29 exhaustive tests of this module and test_sim_build took 371 CPU-seconds).
 IN_CI = {"conv2d_grouped_strided.py", "conv2d_depthwise_separable.py", "conv_transpose2d_strided.py",
+         "conv_transpose1d_dilated.py",  # one group: its weights transposed whole (CONV.transposed)
          "avgpool1d_padded.py", "maxpool2d_ceil.py",
          "maxpool3d_dilated.py"}  # one depth slice per iteration (POOL.depth-slices); maxpool3d: -m exhaustive
 
