@@ -240,3 +240,13 @@ def test_a_one_group_transposed_conv_transposes_its_weights_whole(kb):
     assert "per_group" not in one
     grouped = kernel_of(Pipeline(kb, Design(task=str(CONV / "conv_transpose2d_strided.py")))).source
     assert "pypto.concat(per_group, 0)" in grouped
+
+
+def test_a_loop_count_asked_of_a_depth_slice_pool_is_named_not_silently_dropped(kb):
+    """The pool keeps one output slice per iteration whatever count is asked: the generated LOOP_COUNT
+    and a POOL.depth-slices finding say so."""
+    from pypto_tui.design import kernel_of
+
+    k = kernel_of(Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py"), loop_count=4)))
+    assert "LOOP_COUNT = 62\n" in k.source and "ROWS = 1\n" in k.source
+    assert "loop count 4 asked for; this pool takes one output slice per iteration" in k.source

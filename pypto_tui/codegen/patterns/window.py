@@ -29,7 +29,7 @@ from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
 from pypto_tui.contract.conv import WindowError, window_spec
 from pypto_tui.errors import InputError, Unsupported
-from pypto_tui.findings import cites
+from pypto_tui.findings import cites, rule_finding
 from pypto_tui.plan import Needs, TileRole
 from pypto_tui.window import STRATEGY_OF_ID, WindowPlan, plan_window
 
@@ -333,6 +333,21 @@ def _loop_constant(b: Builder, plan: WindowPlan) -> None:
     """LOOP_COUNT: blocks of output rows per item, as the loop step chose it (1: no loop needed)."""
     loop = b.ctx.loop
     rows = plan.rows
+    if plan.depth_slices:
+        count = loop.count if loop is not None else 1
+        lines = [f"LOOP_COUNT: one output slice per block (POOL.depth-slices): ROWS = 1, {rows} block(s); the "
+                 f"pypto.loop runs {plan.repeat} item(s) x {rows} = {plan.repeat * rows} iteration(s); each tap's "
+                 "offset along the first spatial axis is a scalar, so no gather along it."]
+        if count != rows:  # a count the user asked for: the pool keeps one slice per iteration
+            f = rule_finding(b.kb, "POOL.depth-slices", f"loop count {count} asked for; this pool takes one "
+                             f"output slice per iteration, so the kernel runs {rows} block(s)", "info")
+            lines.append(f"  info POOL.depth-slices: {f.message}")
+            b.findings.append(f)
+        b.add_constant(Constant("LOOP_COUNT", rows, lines, ("CONV.row-blocks", "POOL.depth-slices"),
+                                {"rows": rows, "basic_batch": 1, "blocks": rows, "items": plan.repeat,
+                                 "iterations": plan.repeat * rows,
+                                 **({"auto_tiles_per_iter": loop.candidate.auto_tiles_per_iter} if loop else {})}))
+        return
     if loop is None:
         lines = [f"LOOP_COUNT: 1 block of all {rows} output row(s) per item (P6.avoid-loops: no block loop needed); "
                  f"the pypto.loop runs over the {plan.repeat} item(s) (CONV.row-blocks)."]
@@ -340,14 +355,6 @@ def _loop_constant(b: Builder, plan: WindowPlan) -> None:
                                 {"rows": rows, "basic_batch": rows, "iterations": plan.repeat}))
         return
     cand = loop.candidate
-    if plan.depth_slices:
-        lines = [f"LOOP_COUNT: one output depth slice per block (POOL.depth-slices): ROWS = 1, {rows} block(s); the "
-                 f"pypto.loop runs {plan.repeat} item(s) x {rows} = {plan.repeat * rows} iteration(s); the depth "
-                 "offset of each tap is a scalar, so no gather along depth."]
-        b.add_constant(Constant("LOOP_COUNT", rows, lines, ("CONV.row-blocks", "POOL.depth-slices"),
-                                {"rows": rows, "basic_batch": 1, "blocks": rows, "items": plan.repeat,
-                                 "iterations": plan.repeat * rows, "auto_tiles_per_iter": cand.auto_tiles_per_iter}))
-        return
     bb = cand.basic_batch
     blocks = cand.num_iters
     tail = (f"; the last block starts at row {rows - bb} (a full block shifted back: {bb - cand.tail} row(s) "
