@@ -135,6 +135,11 @@ class WindowPlan:
         0.2.0's pass-verify loses its rows at a gather along the depth axis of the rank-4 views."""
         return self.strategy == "pool-taps" and self.nd == 3 and self.axes[0].step > 1
 
+    def gathers(self, i: int) -> bool:
+        """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided
+        axis but a depth slice's, whose offset is a scalar (POOL.depth-slices)."""
+        return self.axes[i].step > 1 and not (i == 0 and self.depth_slices)
+
     @property
     def rows(self) -> int:
         """Output rows per item: the first spatial axis (the loop cuts it into blocks)."""

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pypto_tui.dims import DimPlan
     from pypto_tui.kb import KnowledgeBase
     from pypto_tui.plan import Geometry
+    from pypto_tui.vocabulary import LoopWhy
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
@@ -98,14 +99,16 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         roles, loop_axis, unit = [columns, window], 2, plan.row_unit
     else:
         roles, unit = [window], a0.step
+    full_window = None
     if plan.nd == 3:
         a = plan.axes
+        full_window = (1, plan.rows * a0.step, a[1].view, a[2].view)
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
             depth = 1 if plan.depth_slices else plan.rows * a0.step
             roles[0] = TileRole("window", "TILE", (1, depth, a[1].view, a[2].view), dtype, None,
                                 reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4))
         else:
-            roles.append(TileRole("window4", "WINDOW4_TILE", (1, plan.rows * a0.step, a[1].view, a[2].view), dtype,
+            roles.append(TileRole("window4", "WINDOW4_TILE", full_window, dtype,
                                   None, reducing=False, min_tile=_gather_floor(plan, 4)))
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
@@ -128,20 +131,20 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
             f"{plan.items_per_image} {'group(s)' if plan.strategy == 'im2col' else 'channel(s)'})")
     # The columns (or the pointwise stage's block) are the matmul's right operand: their positions are
     # its inner axis (HW.matmul-inner-axis).
-    if plan.depth_slices:  # one output depth slice per iteration (POOL.depth-slices)
+    why: LoopWhy = "auto"
+    loop_shape = None
+    if plan.depth_slices:  # one output depth slice per iteration over the full window (POOL.depth-slices)
+        why, loop_shape = "slices", full_window
         note = f"one output depth slice per iteration, repeated for {plan.repeat} item(s)"
-        shape = (1, plan.rows * a0.step, plan.axes[1].view, plan.axes[2].view)
-        return Needs(tuple(roles), cube, loop_axis, "slices", note, shape, unit, max_chunk,
-                     tuple(plan.rows_table()))
-    return Needs(tuple(roles), cube, loop_axis, "auto", note, None, unit, max_chunk, tuple(plan.rows_table()))
+    return Needs(tuple(roles), cube, loop_axis, why, note, loop_shape, unit, max_chunk, tuple(plan.rows_table()))
 
 
 def _gather_floor(plan: WindowPlan, rank: int) -> tuple[int, ...] | None:
     """The window views' tile floor: 2 on every axis a stride is gathered along (HW.gather-tile).
     Spatial axis i is tile axis i + 1 (a 1-D signal's one axis is the last of three)."""
     floor = [1] * rank
-    for i, a in enumerate(plan.axes):
-        if a.step > 1:
+    for i in range(plan.nd):
+        if plan.gathers(i):
             floor[2 if plan.nd == 1 else i + 1] = 2
     return tuple(floor) if any(f > 1 for f in floor) else None
 
@@ -302,7 +305,7 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
         b.add_constant(Constant("GROUPS", s.groups, [], (rule,), {}))
         b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
         b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
-    if any(a.step > 1 for a in plan.axes):
+    if any(plan.gathers(i) for i in range(plan.nd)):
         rank = 4 if plan.nd == 3 else 3
         b.add_constant(Constant("INDEX_TILE", (1024, *([1] * (rank - 2)), 8),
                                 ["INDEX_TILE: the tile of the strided axes' kept positions (pypto.arange, 1-D: its "
@@ -479,7 +482,7 @@ def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: 
     out: Stmts = [_set_tile(win4 if nd == 3 else win)]
     out += b.tmpl("window_view", dst=name("win"), src=name(src), shape=_list(shape), offsets=_list(offsets))
     for i in range(nd):
-        if steps[i] > 1 and not (i == 0 and plan.depth_slices):  # a depth slice's offset is a scalar
+        if plan.gathers(i):
             out += b.tmpl("window_stride", dst=name("win"), src=name("win"), axis=literal(axes[i]),
                           index=name(_index_name(nm, i)))
     return out
@@ -493,9 +496,9 @@ def _indices(b: Builder, plan: WindowPlan, nm: _Names, rows_axis: bool = True) -
     """The kept positions of every strided axis (CONV.stride-view); axis 0 counts the block's rows."""
     out: Stmts = []
     for i in range(plan.nd):
-        s = nm.step(i)
-        if s <= 1 or (i == 0 and plan.depth_slices):
+        if not plan.gathers(i):
             continue
+        s = nm.step(i)
         count = f"ROWS * {s}" if i == 0 and rows_axis else f"{nm.o[i]} * {s}"
         out += b.tmpl("window_index", tile=name("INDEX_TILE"), index=name(_index_name(nm, i)), count=_e(count),
                       stride=literal(s))
