@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from pypto_tui.cli.common import Exit, JsonOption, emit_json, handles_input_errors
-from pypto_tui.errors import InputError
+from pypto_tui.errors import InputError, one_line
 
 runs_app = typer.Typer(help="The history of suite runs (verify DIR, sim DIR): list, show, compare.",
                        invoke_without_command=True)
@@ -28,14 +28,31 @@ def _open(db: Path | None) -> Any:
     path = db if db is not None else default_db_path()
     if not path.exists():
         raise InputError(f"{path}: no run history yet; `pypto-tui verify DIR` records one (or give --db FILE)")
-    return History.open(path)
+    return History.open_read(path)
+
+
+def _not_the_history(out: Path, option: str, db: Path) -> None:
+    """InputError when the report file `out` is the history itself (by name, symlink or hard link):
+    --force would replace the database with the report."""
+    import contextlib
+    import os
+
+    same = os.path.realpath(out) == os.path.realpath(db)
+    if not same:
+        with contextlib.suppress(OSError, ValueError):
+            a, b = os.stat(out), os.stat(db)
+            same = (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+    if same:
+        raise InputError(f"{option} {out} is the run history (--db {db}): a report never replaces it, even with "
+                         "--force; pick another file name")
 
 
 @runs_app.callback()
 @handles_input_errors
 def list_runs(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("--limit", help="Show this many runs, newest first.", min=1)] = 20,
+    limit: Annotated[int, typer.Option("--limit", help="Show this many runs, newest first.", min=1,
+                                       max=2**63 - 1)] = 20,
     db: DbOpt = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -53,14 +70,14 @@ def list_runs(
 
     from pypto_tui.cli.render import console
 
-    t = Table(title=f"runs in {h.path}", title_justify="left")
+    t = Table(title=one_line(f"runs in {h.path}"), title_justify="left")
     for col in ("run", "started", "command", "folder", "status", "passed", "recorded", "wall s", "commit"):
         t.add_column(col, no_wrap=col != "folder")
     for r in runs:
         c = counts[r.id]
-        t.add_row(str(r.id), r.started_at, r.command, r.folder, r.live_status(), str(c.get("pass", 0)),
-                  f"{sum(c.values())} / {r.total}", f"{r.wall_s:.1f}" if r.wall_s is not None else "-",
-                  r.tool_commit or "-")
+        t.add_row(str(r.id), one_line(str(r.started_at)), one_line(r.command), one_line(r.folder),
+                  one_line(r.live_status()), str(c.get("pass", 0)), f"{sum(c.values())} / {r.total}",
+                  f"{r.wall_s:.1f}" if r.wall_s is not None else "-", one_line(r.tool_commit or "-"))
     console.print(t)
 
 
@@ -81,6 +98,9 @@ def show(
     from pypto_tui.suite import report
 
     with _open(db) as h:
+        for path, option in ((html_out, "--html"), (md_out, "--markdown")):
+            if path is not None:
+                _not_the_history(path, option, h.path)
         info = h.resolve(run)
         rows = h.tasks(info.id)
     for path in (html_out, md_out):
@@ -107,12 +127,13 @@ def show(
     for col in ("task", "family", "verdict", "time s", "peak MB", "why"):
         t.add_column(col, no_wrap=col != "why")
     for r in rows:
-        t.add_row(r.name, r.family or "-", Text(r.verdict, style=STYLE.get(r.verdict, "")),
+        t.add_row(one_line(r.name), one_line(r.family or "-"),
+                  Text(one_line(r.verdict), style=STYLE.get(r.verdict, "")),
                   f"{r.wall_s or 0:.1f}", f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-",
-                  (r.errors or [""])[0][:200])
+                  one_line(str((r.errors or [""])[0]))[:200])
     console.print(t)
     for name in written:
-        typer.echo(f"wrote {name}", err=True)
+        typer.echo(f"wrote {one_line(name)}", err=True)
 
 
 @runs_app.command("diff")
@@ -149,11 +170,11 @@ def _show_diff(d: Any) -> None:
     for title, changes, style in sections:
         for c in changes:
             times = f"{c.before_s or 0:.1f} s -> {c.after_s or 0:.1f} s"
-            console.print(Text(f"{title}: {c.name} ({c.before} -> {c.after}, {times})"
-                               f"{': ' + c.why if c.why else ''}", style=style))
+            console.print(Text(one_line(f"{title}: {c.name} ({c.before} -> {c.after}, {times})"
+                                        f"{': ' + str(c.why) if c.why else ''}"), style=style))
     for name in d.only_in_a:
-        console.print(Text(f"only in run {d.a}: {name}", style="dim"))
+        console.print(Text(f"only in run {d.a}: {one_line(name)}", style="dim"))
     for name in d.only_in_b:
-        console.print(Text(f"only in run {d.b}: {name}", style="dim"))
+        console.print(Text(f"only in run {d.b}: {one_line(name)}", style="dim"))
     console.print(f"{len(d.newly_failing)} newly failing, {len(d.newly_passing)} newly passing, {len(d.slower)} "
                   f"slower, {len(d.faster)} faster, {d.unchanged} unchanged")

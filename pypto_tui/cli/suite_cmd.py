@@ -27,10 +27,13 @@ from pypto_tui.errors import InputError
 F = TypeVar("F", bound=Callable[..., Any])
 
 _FOLDER = "with a folder of tasks"
+MAX_WORKERS = 1024
+"""Most tasks run at once on one machine (each is a process of its own; a history stores the number)."""
 SUITE_PARAMS = (
     inspect.Parameter("workers", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=Annotated[
-        int | None, typer.Option("--workers", min=1, show_default=False, help=f"{_FOLDER}: tasks at once on this "
-                                 "machine (default: its cores, fewer when memory is short).")]),
+        int | None, typer.Option("--workers", min=1, max=MAX_WORKERS, show_default=False,
+                                 help=f"{_FOLDER}: tasks at once on this machine (default: its cores, fewer when "
+                                 "memory is short).")]),
     inspect.Parameter("scheduler", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=Annotated[
         str | None, typer.Option("--scheduler", metavar="ADDRESS", show_default=False, help=f"{_FOLDER}: run on "
                                  "this Dask scheduler's workers (tcp://HOST:8786; the [cluster] extra).")]),

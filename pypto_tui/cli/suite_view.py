@@ -16,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from pypto_tui.errors import one_line
+
 _err = Console(stderr=True, highlight=False)
 STYLE = {"pass": "green", "fail": "bold red", "unsupported": "yellow", "error": "bold red", "timeout": "bold red"}
 
@@ -25,12 +27,14 @@ class SuiteProgress:
 
     def __init__(self, title: str) -> None:
         self.live = _err.is_terminal
-        self.title = title
+        self.title = one_line(title)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("[green]{task.fields[passed]} passing[/] [red]{task.fields[failed]} "
                                             "failing[/]"), TimeElapsedColumn(), TextColumn("left"),
                                  TimeRemainingColumn(), console=_err, transient=True)
-        self.task = self.progress.add_task(title, total=None, passed=0, failed=0)
+        from rich.markup import escape
+
+        self.task = self.progress.add_task(escape(self.title), total=None, passed=0, failed=0)
         self.started = time.monotonic()
         self.done_before = 0
 
@@ -54,13 +58,13 @@ class SuiteProgress:
         if event.row is None:
             self.started, self.done_before = time.monotonic(), event.done
             resumed = f", {event.done} already recorded" if event.done else ""
-            self._line(f"pypto-tui: {self.title}: {event.total} task(s){resumed}; {event.note}")
+            self._line(f"pypto-tui: {self.title}: {event.total} task(s){resumed}; {one_line(str(event.note))}")
             self.progress.reset(self.task, total=event.total, completed=event.done, passed=event.passed,
                                 failed=event.failed)
             return
         r = event.row
-        why = f": {r.errors[0]}" if r.errors else ""
-        self._line(f"pypto-tui: [{event.done}/{event.total}{self._left(event)}] {r.verdict.upper()} {r.name} "
+        why = f": {one_line(str(r.errors[0]))}" if r.errors else ""
+        self._line(f"pypto-tui: [{event.done}/{event.total}{self._left(event)}] {r.verdict.upper()} {one_line(r.name)} "
                    f"({r.wall_s or 0:.1f} s){why}"[:400])
         self.progress.update(self.task, completed=event.done, passed=event.passed, failed=event.failed)
 
@@ -78,17 +82,19 @@ class SuiteProgress:
 def show_summary(result: Any) -> None:
     from pypto_tui.cli.render import console
 
-    t = Table(title=f"run {result.run.id}: {result.run.command} {result.run.folder}", title_justify="left")
+    t = Table(title=one_line(f"run {result.run.id}: {result.run.command} {result.run.folder}"), title_justify="left")
     for col in ("task", "family", "verdict", "time s", "peak MB", "why"):
         t.add_column(col, no_wrap=col != "why")
     for r in result.rows:
-        t.add_row(r.name, r.family or "-", Text(r.verdict, style=STYLE.get(r.verdict, "")),
+        t.add_row(one_line(r.name), one_line(r.family or "-"),
+                  Text(one_line(r.verdict), style=STYLE.get(r.verdict, "")),
                   f"{r.wall_s:.1f}" if r.wall_s is not None else "-",
-                  f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-", (r.errors or [""])[0][:200])
+                  f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb is not None else "-",
+                  one_line(str((r.errors or [""])[0]))[:200])
     console.print(t)
     tot = result.totals
     other = ", ".join(f"{n} {v}" for v, n in sorted(tot["by_verdict"].items()) if v != "pass")
     resumed = f" ({tot['resumed']} recorded before this resume)" if tot["resumed"] else ""
     console.print(f"{tot['passed']} of {tot['tasks']} passed{': ' + other if other else ''}{resumed}; "
                   f"{result.wall_s:.1f} s on the {result.pool} pool. History: run {result.run.id} in "
-                  f"{result.db_path} (pypto-tui runs show {result.run.id})")
+                  f"{one_line(str(result.db_path))} (pypto-tui runs show {result.run.id})", markup=False)

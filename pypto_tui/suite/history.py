@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -30,6 +31,9 @@ from pypto_tui.errors import InputError
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 60_000
+MAX_ROW_ID = 2**63 - 1
+"""The largest integer SQLite stores: no run number, `last-N` or `--limit` beyond it names anything."""
+MAX_PID = 2**31 - 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -211,6 +215,7 @@ class History:
                 for stmt in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                     conn.execute(stmt)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            _check_schema(conn, p)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise InputError(f"--db {p}: not a pypto-tui run history ({exc}); give another file") from None
@@ -219,8 +224,54 @@ class History:
             raise
         return cls(conn, p)
 
+    @classmethod
+    def open_read(cls, path: Path) -> History:
+        """The history opened for reading only (`runs`, `runs show`, `runs diff`): nothing is written,
+        not the schema and not the journal mode, so a read-only file, a read-only folder or an
+        immutable file can be read. A WAL history in a folder where SQLite cannot create its
+        shared-memory file is opened as immutable (what is committed to the file is read)."""
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"--db {p}: not a file; give the path of a pypto-tui run history")
+        uri = p.resolve().as_uri()
+        failure: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(f"{uri}?{flags}", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                                       isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as exc:
+                failure = exc
+                continue
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                _check_schema(conn, p)
+            except sqlite3.OperationalError as exc:  # cannot open (no -shm in a read-only folder): try the next
+                conn.close()
+                failure = exc
+                continue
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise InputError(f"--db {p}: not a pypto-tui run history ({exc}); give another file") from None
+            except InputError:
+                conn.close()
+                raise
+            return cls(conn, p)
+        raise InputError(f"--db {p}: cannot read it ({failure}); check its permissions, or give another file")
+
     def close(self) -> None:
         self.conn.close()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads of the file: a damaged page or row is one line naming the file, not an internal error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"--db {self.path}: the run history is damaged ({exc}); restore it from a copy or "
+                             "give another --db file") from None
+        except _Damaged as exc:
+            raise InputError(f"--db {self.path}: the run history is damaged ({exc}); restore it from a copy or "
+                             "give another --db file") from None
 
     def __enter__(self) -> History:
         return self
@@ -278,45 +329,55 @@ class History:
         args: tuple[Any, ...] = ()
         if limit is not None:
             sql += " LIMIT ?"
-            args = (limit,)
-        return [_run(r) for r in self.conn.execute(sql, args)]
+            args = (min(limit, MAX_ROW_ID),)
+        with self.reading():
+            return [_run(r) for r in self.conn.execute(sql, args)]
 
     def run(self, run_id: int) -> RunInfo:
-        r = self.conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if r is None:
+        if not 0 <= run_id <= MAX_ROW_ID:
             raise InputError(f"run {run_id} is not in {self.path}: `pypto-tui runs` lists the runs")
-        return _run(r)
+        with self.reading():
+            r = self.conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if r is None:
+                raise InputError(f"run {run_id} is not in {self.path}: `pypto-tui runs` lists the runs")
+            return _run(r)
 
     def resolve(self, ref: str) -> RunInfo:
         """A run named on the command line: its number, `last`, or `last-N` (N runs before the last)."""
         text = ref.strip().lower()
+        how = "use a run number, `last` or `last-N` (ASCII digits)"
         if text.startswith("last"):
             back = text[4:]
-            try:
-                n = int(back[1:]) if back.startswith("-") else (0 if not back else -1)
-            except ValueError:
-                n = -1
-            if n < 0:
-                raise InputError(f"run {ref!r}: use a run number, `last` or `last-N`")
+            if back and not (back.startswith("-") and _ascii_digits(back[1:])):
+                raise InputError(f"run {ref!r}: {how}")
+            n = int(back[1:]) if back else 0
+            if n > MAX_ROW_ID:
+                raise InputError(f"run {ref!r}: {self.path} holds fewer runs than that; `pypto-tui runs` lists them")
             rows = self.runs(limit=n + 1)
             if len(rows) <= n:
                 raise InputError(f"run {ref!r}: {self.path} holds only {len(rows)} run(s)")
             return rows[n]
-        if not text.isdigit():
-            raise InputError(f"run {ref!r}: use a run number, `last` or `last-N`")
+        if not _ascii_digits(text):
+            raise InputError(f"run {ref!r}: {how}")
         return self.run(int(text))
 
     def tasks(self, run_id: int) -> list[TaskRow]:
-        rows = self.conn.execute(f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE run_id = ? ORDER BY rowid",
-                                 (run_id,))
-        return [_task(r) for r in rows]
+        with self.reading():
+            rows = self.conn.execute(f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE run_id = ? ORDER BY rowid",
+                                     (run_id,))
+            return [_task(r) for r in rows]
 
     def finished_names(self, run_id: int) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT name FROM tasks WHERE run_id = ?", (run_id,))}
 
     def counts(self, run_id: int) -> dict[str, int]:
-        rows = self.conn.execute("SELECT verdict, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY verdict", (run_id,))
-        return dict(rows.fetchall())
+        with self.reading():
+            rows = self.conn.execute("SELECT verdict, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY verdict",
+                                     (run_id,))
+            counts = dict(rows.fetchall())
+            if not all(isinstance(v, str) for v in counts):
+                raise _Damaged("a task's verdict is not text")
+            return counts
 
     def resumable(self, command: str, folder: str) -> RunInfo | None:
         """The latest run of `command` over `folder` that did not finish."""
@@ -348,15 +409,77 @@ def _write(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+class _Damaged(Exception):
+    """A row whose values are not what pypto-tui writes (see `History.reading`)."""
+
+
+def _ascii_digits(text: str) -> bool:
+    """Only 0-9: `str.isdigit` also takes '²' and Arabic-Indic digits (int('١') is 1)."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+_TEXT = {"command", "folder", "started_at", "finished_at", "status", "scheduler", "host", "tool_version", "tool_commit",
+         "pypto_version", "pack_name", "pack_version", "criterion", "name", "path", "verdict", "family", "worker"}
+_REQUIRED = {"command", "folder", "started_at", "status", "scheduler", "id", "total"}
+_TASK_REQUIRED = {"run_id", "name", "path", "verdict"}
+_INTS = {"id", "total", "workers", "pid", "exit_code", "run_id"}
+_REALS = {"wall_s", "peak_rss_mb"}
+
+
+def _checked(d: dict[str, Any], where: str, required: set[str]) -> dict[str, Any]:
+    """`d` (one row) when every column holds what pypto-tui writes there; _Damaged naming the first that does not."""
+    for key, value in d.items():
+        if value is None:
+            if key in required:
+                raise _Damaged(f"{where}: {key} is empty")
+            continue
+        if key in _TEXT and not isinstance(value, str):
+            raise _Damaged(f"{where}: {key} holds {value!r:.40}, not text")
+        if key in _INTS and (not isinstance(value, int) or not 0 <= value <= MAX_ROW_ID
+                             or (key == "pid" and value > MAX_PID)):
+            raise _Damaged(f"{where}: {key} holds {value!r:.40}, not a count")
+        if key in _REALS and (not isinstance(value, int | float) or not math.isfinite(value) or value < 0):
+            raise _Damaged(f"{where}: {key} holds {value!r:.40}, not a finite number of seconds or MB")
+    return d
+
+
+def _json(d: dict[str, Any], key: str, kind: type[list[Any]] | type[dict[str, Any]], where: str) -> Any:
+    """Column `key` of row `d` decoded from JSON; _Damaged unless it is a `kind` (of strings for a list)."""
+    raw = d[key]
+    if raw is None or raw == "":
+        return kind()
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError, RecursionError):
+        raise _Damaged(f"{where}: {key} is not JSON") from None
+    if not isinstance(value, kind) or (kind is list and not all(isinstance(x, str) for x in value)):
+        raise _Damaged(f"{where}: {key} is not a JSON {'list of text' if kind is list else 'object'}")
+    return value
+
+
 def _run(r: tuple[Any, ...]) -> RunInfo:
-    d = dict(zip(RUN_COLUMNS, r, strict=True))
-    d["task_args"] = json.loads(d["task_args"] or "[]")
+    d = _checked(dict(zip(RUN_COLUMNS, r, strict=True)), f"run {r[0]!r:.40}", _REQUIRED)
+    d["task_args"] = _json(d, "task_args", list, f"run {d['id']}")
     return RunInfo(**d)
 
 
 def _task(r: tuple[Any, ...]) -> TaskRow:
     d = dict(zip(TASK_COLUMNS, r, strict=True))
-    d["errors"] = json.loads(d["errors"] or "[]")
-    d["design"] = json.loads(d["design"] or "{}")
-    d["record"] = json.loads(d["record"] or "{}")
+    d = _checked(d, f"run {d['run_id']!r:.40}, task {d['name']!r:.80}", _TASK_REQUIRED)
+    where = f"run {d['run_id']}, task {d['name']!r:.80}"
+    d["errors"] = _json(d, "errors", list, where)
+    d["design"] = _json(d, "design", dict, where)
+    d["record"] = _json(d, "record", dict, where)
     return TaskRow(**d)
+
+
+def _check_schema(conn: sqlite3.Connection, p: Path) -> None:
+    """InputError unless the file holds pypto-tui's tables (a foreign `runs` table is not a history)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise InputError(f"--db {p}: written by a newer pypto-tui (schema {version}); upgrade, or use another file")
+    for table, columns in (("runs", RUN_COLUMNS), ("tasks", TASK_COLUMNS)):
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not set(columns) <= have:
+            what = f"no {table} table" if not have else f"its {table} table is not pypto-tui's"
+            raise InputError(f"--db {p}: not a pypto-tui run history ({what}); give another file")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pypto_tui.errors import one_line
 from pypto_tui.suite.history import RunInfo, TaskRow
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "error": "#6a1b9a", "timeout": "#ef6c00", "unsupported": "#9e9d24"}
@@ -74,10 +75,10 @@ def time_chart_svg(rows: Sequence[TaskRow]) -> str:
     for i, r in enumerate(ordered):
         y = i * ROW_HEIGHT + 4
         w = max(1.0, BAR_WIDTH * (r.wall_s or 0.0) / top)
-        name = html.escape(r.name)
+        name = _html(r.name)
         parts.append(f'<text x="{TEXT_WIDTH - 6}" y="{y + 12}" text-anchor="end" font-size="12">{name}</text>')
         parts.append(f'<rect x="{TEXT_WIDTH}" y="{y}" width="{w:.1f}" height="{ROW_HEIGHT - 4}" '
-                     f'fill="{COLOURS.get(r.verdict, "#757575")}"><title>{name}: {r.verdict}, '
+                     f'fill="{COLOURS.get(r.verdict, "#757575")}"><title>{name}: {_html(r.verdict)}, '
                      f'{r.wall_s or 0:.1f} s</title></rect>')
         parts.append(f'<text x="{TEXT_WIDTH + w + 4:.1f}" y="{y + 12}" font-size="12">{r.wall_s or 0:.1f} s</text>')
     parts.append(f'<text x="{TEXT_WIDTH}" y="{height - 4}" font-size="11" fill="#555">seconds per task '
@@ -86,7 +87,7 @@ def time_chart_svg(rows: Sequence[TaskRow]) -> str:
 
 
 def to_html(run: RunInfo, rows: Sequence[TaskRow]) -> str:
-    e = html.escape
+    e = _html
     head = "\n".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in facts(run, rows))
     fams = "\n".join(f"<tr><td>{e(f.family)}</td><td>{f.passed} / {f.total}</td><td>{100 * f.share:.0f}%</td></tr>"
                      for f in family_rates(rows))
@@ -118,22 +119,29 @@ th {{ background: #f4f4f4; }}
 
 
 def to_markdown(run: RunInfo, rows: Sequence[TaskRow]) -> str:
-    lines = [f"# Run {run.id}: {run.command} over {_md(run.folder)}", ""]
+    lines = [f"# Run {run.id}: {_md(run.command)} over {_md(run.folder)}", ""]
     lines += [f"- **{k}**: {_md(v)}" for k, v in facts(run, rows)]
     lines += ["", "## Pass rate per family", "", "| family | passed | rate |", "|---|---|---|"]
     lines += [f"| {_md(f.family)} | {f.passed} / {f.total} | {100 * f.share:.0f}% |" for f in family_rates(rows)]
     lines += ["", "## Time per task", "", "```"]
     ordered = _slowest_first(rows)
     top = max((r.wall_s or 0.0 for r in ordered), default=0.0) or 1.0
-    width = max((len(r.name) for r in ordered), default=0)
+    names = {id(r): _code(r.name) for r in ordered}
+    width = max((len(n) for n in names.values()), default=0)
     for r in ordered:
         bar = "#" * max(1, round(40 * (r.wall_s or 0.0) / top))
-        lines.append(f"{r.name:<{width}} {bar} {r.wall_s or 0:.1f} s {'' if r.passed else r.verdict.upper()}".rstrip())
+        lines.append(f"{names[id(r)]:<{width}} {bar} {r.wall_s or 0:.1f} s "
+                     f"{'' if r.passed else _code(r.verdict.upper())}".rstrip())
     lines += ["```", "", "## Tasks", "", "| task | family | verdict | seconds | peak MB | design | why |",
               "|---|---|---|---|---|---|---|"]
-    lines += [f"| {_md(r.name)} | {_md(r.family or '-')} | {r.verdict} | {r.wall_s or 0:.1f} | "
+    lines += [f"| {_md(r.name)} | {_md(r.family or '-')} | {_md(r.verdict)} | {r.wall_s or 0:.1f} | "
               f"{_num(r.peak_rss_mb)} | {_md(_design(r))} | {_md('; '.join(r.errors))} |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def _html(text: object) -> str:
+    """Text for the page: control characters shown escaped, then HTML-escaped."""
+    return html.escape(one_line(str(text)))
 
 
 def _num(value: float | None) -> str:
@@ -155,5 +163,14 @@ def _design(r: TaskRow) -> str:
 
 
 def _md(text: str) -> str:
-    """One table cell: no line breaks, pipes escaped, HTML tags neutralised."""
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    """One table cell: no line breaks, control characters shown escaped, pipes escaped, HTML tags
+    neutralised."""
+    flat = one_line(" ".join(str(text).split()))
+    return flat.replace("|", "\\|").replace("`", "\\`").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code(text: str) -> str:
+    """A name inside the report's code block: one line (a line break would let a fence close the
+    block and the rest run as Markdown or HTML), control characters shown escaped, and no backtick
+    (a run of them is a fence)."""
+    return one_line(str(text)).replace("`", "'")
