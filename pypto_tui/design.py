@@ -508,8 +508,8 @@ class ModuleStages:
 
 
 def module_stages(pipeline: Pipeline) -> ModuleStages | None:
-    """Every kernel of the task's module plan designed as a task of its own (contract/stages.py, the
-    level-1 steps). None when the graph is one kernel (the level-1 answer stands)."""
+    """Every kernel of the task's module plan designed as a task of its own (its contract from its group
+    of the graph, contract/group.py, then the level-1 steps). None when the graph is one kernel."""
     key = (pipeline.kernel_plan(), _kernel_decisions(pipeline), pipeline.fuse)
     return pipeline._memo("module_stages", key, lambda: _module_stages(pipeline))
 
@@ -520,8 +520,7 @@ def _kernel_decisions(pipeline: Pipeline) -> str:
 
 
 def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
-    from pypto_tui.contract.extract import extract_contract
-    from pypto_tui.contract.stages import arg_name, stage_source
+    from pypto_tui.contract.group import arg_name, contract_of
     from pypto_tui.errors import Unsupported
     from pypto_tui.ops import views as V
 
@@ -565,11 +564,10 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     for g in mp.groups:
         ops = ", ".join(graph.node(n).op for n in g.nodes)
         try:
-            src, reads, modules = stage_source(graph, g.nodes, g.reads, g.writes,
-                                               f"Kernel {g.index} of {c.task_path}: {ops}.")
+            stage_contract, reads, modules = contract_of(graph, g, pipeline.kb,
+                                                         f"Kernel {g.index} of {c.task_path}: {ops}.")
         except Unsupported as exc:
             return ModuleStages(refused=f"kernel {g.index} ({ops}): {exc}")
-        stage_contract = extract_contract(src, pipeline.kb)
         if not stage_contract.supported:
             return ModuleStages(refused=f"kernel {g.index} ({ops}): {stage_contract.reason}")
         stage_pipeline = _StagePipeline(pipeline.kb, stage_contract, pipeline.design.flavour)

@@ -120,7 +120,13 @@ def declared_dynamic_axes(env: dict[str, Any], inputs: list[Input]) -> tuple[tup
 def extract_contract(path_or_source: str | os.PathLike[str], kb: Any = None, *, strict: bool = True) -> Contract:
     """Read a task file (a path, or its source text) into a checked Contract. Never executes it."""
     source, path = _load(path_or_source)
-    facts = read_task(source, path)
+    return contract_from_facts(read_task(source, path), kb, strict=strict)
+
+
+def contract_from_facts(facts: TaskFacts, kb: Any = None, *, strict: bool = True) -> Contract:
+    """The checked Contract of what a task computes, from the reader's facts: a task file's
+    (`extract_contract`) or a kernel group's of an operator graph (`contract.group`), one path."""
+    path = facts.path
     inputs, unknown = _inputs(facts, strict)
 
     init_params: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from support import tiered
 
 from pypto_tui.contract.extract import extract_contract
 from pypto_tui.contract.graph import OpGraph
-from pypto_tui.contract.stages import stage_source
+from pypto_tui.contract.group import contract_of
 from pypto_tui.design import Design, Pipeline, kernel_of, module_plan_of
 from pypto_tui.kb import get_kb
 from pypto_tui.plan import FusionRule, decompose, fusion_rules, partition
@@ -56,14 +56,39 @@ def test_kernels_read_only_earlier_kernels():
         assert all(written.get(r, -1) < g.index for r in g.reads), g
 
 
-def test_a_kernel_is_written_as_a_task_the_level1_reader_understands():
+def test_a_kernels_contract_comes_from_its_group_of_the_graph(kb):
     g = graph("gemm_scale_leaky_relu.py")
     mp = partition(g, fusion_rules(None))
-    src, reads, modules = stage_source(g, mp.groups[1].nodes, mp.groups[1].reads, mp.groups[1].writes, "t")
-    assert "return F.leaky_relu(((n0m + gemm_bias) * 2.0), negative_slope=0.1)" in src
-    assert reads == ["n0m", "gemm.bias"] and modules == []
-    c = extract_contract(src)
+    c, reads, modules = contract_of(g, mp.groups[1], kb, "t")
+    assert reads == ("n0m", "gemm.bias") and modules == ()
     assert (c.family, c.op, c.supported, c.output_shape) == ("elementwise", "expression", True, (64, 192))
+    assert [i.name for i in c.tensor_inputs] == ["n0m", "gemm_bias"]
+    assert c.formula is not None and "leaky_relu" in c.formula
+
+
+def test_a_one_operator_task_and_a_chains_kernel_take_the_same_contract_path(kb, monkeypatch):
+    """A task file's contract and a chain kernel's are both `contract_from_facts` of the reader's facts:
+    no kernel is written out as PyTorch text and parsed again."""
+    import pypto_tui.contract.extract as extract
+    import pypto_tui.contract.group as group
+    import pypto_tui.contract.reader as reader
+
+    calls: list[str | None] = []
+    real = extract.contract_from_facts
+
+    def spy(facts, *a, **k):
+        calls.append(facts.path)
+        return real(facts, *a, **k)
+
+    monkeypatch.setattr(extract, "contract_from_facts", spy)
+    monkeypatch.setattr(group, "contract_from_facts", spy)
+    parsed: list[int] = []
+    real_read = reader.read_task
+    monkeypatch.setattr(extract, "read_task", lambda src, path=None: parsed.append(1) or real_read(src, path))
+    k = kernel_of(Pipeline(kb, Design(task=str(EXTRA / "gemm_scale_leaky_relu.py"))))
+    assert k.supported and k.pattern == "module"
+    assert len(parsed) == 1  # the task file, once; never a kernel's text
+    assert calls[0] is not None and calls[0].endswith("gemm_scale_leaky_relu.py") and calls[1:] == [None, None]
 
 
 def test_a_module_of_two_kernels_for_a_gemm_and_its_epilogue(kb):
@@ -139,10 +164,9 @@ def test_a_transposed_input_is_the_matmuls_operand_layout_not_a_kernel():
     g = decompose(OpGraph.from_data(extract_contract(CHAIN / "bmm_scale_softmax.py").graph))
     mp = partition(g, fusion_rules(None))
     assert [[g.node(n).op for n in k.nodes] for k in mp.groups] == [["transpose", "bmm"], ["mul"], ["softmax"]]
-    src, _reads, _ = stage_source(g, mp.groups[0].nodes, mp.groups[0].reads, mp.groups[0].writes, "t")
-    # the input `k` is a parameter of the stage under a name the matmul's own locals do not take
-    assert "def forward(self, k_in, q):" in src and "torch.bmm(q, k_in.transpose(1, 2))" in src
-    c = extract_contract(src)
+    c, _reads, _ = contract_of(g, mp.groups[0], get_kb(), "t")
+    # the input `k` is a parameter of the kernel under a name the matmul's own locals do not take
+    assert c.signature is not None and c.signature.forward_source == "self, k_in, q"
     assert (c.family, c.op, c.supported) == ("matmul", "bmm", True)
 
 

@@ -1,0 +1,257 @@
+"""One kernel's task, derived from its group of the operator graph: no source text in between.
+
+A kernel group (plan.KernelGroup) of an `OpGraph` is planned with the same steps as a one-operator
+task, so it needs what the contract reader gives for a task file: forward's inputs (the values the
+group reads from outside: a task input, a parameter created in `__init__`, an earlier kernel's output,
+each with its shape), the `nn` modules it calls (their constructor arguments as the task gave them),
+and the expression forward returns, as the reader's tree (`contract.ir`). `group_facts` builds those
+facts straight from the graph's nodes, in the canonical spelling the recogniser reads (a linear is
+`matmul(x, w.t())`, a module anchor is a call of the task's own module), so a one-operator task and a
+chain's kernel reach the recogniser through the same function (`extract.contract_from_facts`).
+Pure data: no libcst, no text parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pypto_tui.contract import ir
+from pypto_tui.contract.extract import contract_from_facts
+from pypto_tui.contract.graph import OpGraph, OpNode
+from pypto_tui.contract.ir import Node
+from pypto_tui.contract.model import Signature
+from pypto_tui.contract.reader import TaskFacts
+from pypto_tui.contract.signatures import bind_module
+from pypto_tui.contract.values import ModuleSpec, TensorSpec
+from pypto_tui.errors import Unsupported
+from pypto_tui.ops import views as V
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+
+
+class KernelGroupLike(Protocol):
+    """What a kernel group (plan.KernelGroup, a layer above) tells: its nodes, reads and output."""
+
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+
+    @property
+    def reads(self) -> tuple[str, ...]: ...
+
+    @property
+    def writes(self) -> str: ...
+
+
+FLOAT_DTYPES = ("fp32", "fp16", "bf16")
+
+# Locals the one-operator patterns' forward code binds (a matmul unpacks `batch, m, k = a.shape`): a
+# kernel input of that name would be overwritten before the kernel reads it (an attention score's
+# `bmm(q, k.transpose(1, 2))` did: 'int' object has no attribute 'shape').
+PATTERN_LOCALS = frozenset({"m", "k", "n", "k_b", "batch", "batch_b", "out", "out_rows", "kernel", "rows", "cols"})
+
+MODULE_ANCHORS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
+                  "batch_norm", "group_norm", "layer_norm", "instance_norm", "rms_norm")
+"""Anchors that the task wrote as an `nn` module call: the kernel calls the task's own module (its
+weights and constructor arguments), as `Model` does."""
+
+IDENTITY = ("contiguous", "clone", "float", "detach", "identity")
+INFIX = ("add", "sub", "mul", "div", "pow", "lt", "gt", "le", "ge", "eq", "ne")
+TORCH_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "rsqrt", "sin", "cos", "erf", "log1p",
+               "expm1", "sign", "floor", "ceil", "round", "square", "reciprocal", "neg", "clamp", "clamp_min",
+               "clamp_max")
+F_UNARY = ("leaky_relu", "gelu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
+           "hardswish", "swish", "mish", "logsigmoid", "softshrink", "hardshrink", "tanhshrink", "relu6")
+REDUCE = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "max_dim": "amax", "min_dim": "amin",
+          "prod": "prod", "logsumexp": "logsumexp"}
+POOLS = ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool")
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    """A kernel group as a task: the reader's facts, the value ids forward takes (in order) and the
+    `self.` modules the kernel calls (the composed module hands it the task's own ones)."""
+
+    facts: TaskFacts
+    reads: tuple[str, ...]
+    modules: tuple[str, ...]
+
+
+def arg_name(vid: str) -> str:
+    """A forward parameter name for a value id (`gemm.weight` -> `gemm_weight`; `k` -> `k_in`)."""
+    name = re.sub(r"\W", "_", vid)
+    name = name if name.isidentifier() and not name[0].isdigit() else f"v_{name}"
+    return f"{name}_in" if name in PATTERN_LOCALS else name
+
+
+def module_of(n: OpNode) -> tuple[str, str] | None:
+    """(nn type, self attribute) of a node read from an `nn.<Type>` module call, else None."""
+    parts = n.spelling.split()
+    if len(parts) == 2 and parts[0].startswith("nn.") and parts[1].startswith("self."):
+        return parts[0][3:], parts[1][5:]
+    return None
+
+
+def _const(v: Any) -> Node:
+    return ir.const(_tuples(v))
+
+
+def _tuples(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return tuple(_tuples(x) for x in v)
+    return v
+
+
+def _call(name: str, args: tuple[Node, ...], how: str, **kwargs: Any) -> Node:
+    kw = tuple((k, v if isinstance(v, Node) else _const(v)) for k, v in kwargs.items())
+    return Node("call", name=name, args=args, kwargs=kw, value=how)
+
+
+def _present(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: attrs[k] for k in keys if attrs.get(k) is not None}
+
+
+def _module_args(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _tuples(v) for k, v in attrs.items() if k not in ("nd", "device", "dtype")}
+
+
+def _lit(v: Any) -> str:
+    if isinstance(v, tuple | list):
+        return "(" + ", ".join(_lit(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], writes: str,
+                title: str) -> GroupFacts:
+    """The facts the contract reader would give for a task whose forward computes `nodes` from `reads`.
+
+    Raises `Unsupported` (with the reason) for a group no one-operator kernel can take: a constant
+    with no kernel form, an unknown shape, a non-float tensor, an operator with no canonical call."""
+    tree: dict[str, Node] = {}
+    params: list[str] = []
+    inputs: list[TensorSpec] = []
+    attributes: dict[str, Any] = {}
+    modules: list[str] = []
+    module_rows: list[tuple[str, str, str, tuple[str, ...]]] = []
+    owned: set[str] = set()
+    for nid in nodes:
+        n = graph.node(nid)
+        mod = module_of(n) if n is not None and n.op in MODULE_ANCHORS else None
+        if n is None or mod is None:
+            continue
+        kind, attr = mod
+        args = _module_args(n.attrs)
+        bound, problems = bind_module(kind, (), args)
+        attributes[attr] = ModuleSpec(kind, bound, problems, attr)
+        modules.append(attr)
+        module_rows.append((attr, kind, ", ".join(f"{k}={_lit(v)}" for k, v in args.items()), ()))
+        owned.update(i for i in n.inputs if i.startswith(attr + "."))
+    for vid in reads:
+        if vid in owned:
+            continue
+        v = graph.value(vid)
+        if v is not None and v.kind in ("const", "scalar"):
+            if not isinstance(v.value, int | float) or isinstance(v.value, bool):
+                raise Unsupported(f"the constant {v.value!r} ({v.source or vid}) has no kernel form")
+            tree[vid] = _const(v.value)
+            continue
+        shape = graph.shape_of(vid)
+        if shape is None:
+            raise Unsupported(f"the shape of {vid} is unknown")
+        node = graph.node(vid)
+        dtype = (v.dtype if v is not None else (node.dtype if node is not None else None)) or "fp32"
+        if dtype not in FLOAT_DTYPES:
+            raise Unsupported(f"{vid} is {dtype}: the kernels of a chain take floating-point tensors")
+        tree[vid] = Node("in", name=arg_name(vid), value=len(params))
+        params.append(vid)
+        inputs.append(TensorSpec(tuple(shape), dtype, {"fn": "randn", "shape": list(shape), "dtype": dtype,
+                                                       "post": [], "replayable": True}))
+    for nid in nodes:
+        n = graph.node(nid)
+        assert n is not None
+        mod = module_of(n) if n.op in MODULE_ANCHORS else None
+        if mod is not None:  # the module holds its own weights: forward hands it the tensor alone
+            spec = attributes[mod[1]]
+            tree[nid] = Node("module", name=spec.type, args=(tree[n.inputs[0]],), value=spec)
+        else:
+            tree[nid] = _node(n, tuple(tree[i] for i in n.inputs))
+    names = tuple(arg_name(p) for p in params)
+    forward = ", ".join(("self", *names))
+    signature = Signature(init_source="self", forward_source=forward, forward_names=names, doc=title,
+                          modules=tuple(module_rows))
+    ops = ", ".join(graph.node(n).op for n in nodes if graph.node(n) is not None)  # type: ignore[union-attr]
+    facts = TaskFacts(
+        path=None, aliases={}, env={}, init_params=[], init_values={}, init_problems=[], attributes=attributes,
+        forward_params=list(names), inputs=list(inputs), inputs_problem=None, root=tree[writes],
+        forward_source=f"def forward({forward}):\n    # {title} ({ops})", signature=signature)
+    return GroupFacts(facts, tuple(params), tuple(modules))
+
+
+def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
+    """One graph node in the canonical form the recogniser reads, over its inputs' trees."""
+    op, at = n.op, n.attrs
+    if op == "view":
+        out = a[0]
+        for step in at.get("steps", ()):
+            out = _view(V.step_of(step), out)
+        return out
+    if op in INFIX:
+        return Node("bin", name=op, args=a)
+    if op in ("maximum", "minimum", "where"):
+        return _call(op, a, "torch")
+    if op in IDENTITY:
+        return a[0]
+    if op == "dropout":
+        if not at.get("p"):
+            return a[0]
+        raise Unsupported(f"{n.spelling}: dropout(p={at.get('p')}) in training mode (the module's default) zeroes "
+                          "random elements, so no kernel can match the baseline; in eval mode it is the identity")
+    if op == "rotate_half" and n.shape:
+        h = n.shape[-1] // 2
+        upper = Node("index", args=(a[0],), value=("...", {"slice": (h, None, None)}))
+        lower = Node("index", args=(a[0],), value=("...", {"slice": (None, h, None)}))
+        halves = Node("tuple", args=(Node("neg", args=(upper,)), lower))
+        return _call("cat", (halves,), "torch", dim=-1)
+    if op in TORCH_UNARY:
+        return _call(op, a, "torch", **_present(at, ("min", "max")))
+    if op in F_UNARY:
+        return _call(op, a, "F", **_present(at, tuple(k for k in at if k != "inplace")))
+    if op == "linear":
+        return _call("matmul", (a[0], _call("t", (a[1],), "method")), "torch")
+    if op in ("matmul", "bmm"):
+        return _call(op, a, "torch")
+    if op in ("softmax", "log_softmax"):
+        return _call(op, a, "torch", dim=at.get("dim"))
+    if op == "transpose":
+        return _call("transpose", (a[0], _const(at.get("dim0", -2)), _const(at.get("dim1", -1))), "method")
+    if op in REDUCE:
+        return _call(REDUCE[op], a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
+    if op in POOLS and n.spelling.startswith("F."):
+        keys = tuple(k for k in at if k not in ("nd", "return_indices"))
+        return _call(n.spelling[2:], a, "F", **_present(at, keys))
+    raise Unsupported(f"{n.spelling} ({op}, a {n.role}) inside a chain is not scaffolded yet")
+
+
+def _view(s: V.Step, x: Node) -> Node:
+    if s.kind == "expand":
+        return _call("expand", (x, *(_const(d) for d in s.shape)), "method")
+    if s.kind == "unsqueeze":
+        return _call("unsqueeze", (x, _const(s.dim)), "method")
+    if s.kind == "reshape":
+        return _call("reshape", (x, *(_const(d) for d in s.shape)) if s.shape else (x, _const(())), "method")
+    if s.kind == "select":
+        return _call("select", (x, _const(s.dim), _const(s.index)), "method")
+    if s.kind == "narrow":
+        return _call("narrow", (x, _const(s.dim), _const(s.start), _const(s.length)), "method")
+    raise Unsupported(f"the view '{s.kind}' has no kernel form")
+
+
+def contract_of(graph: OpGraph, group: KernelGroupLike, kb: Any, title: str) -> tuple[Contract, tuple[str, ...],
+                                                                                     tuple[str, ...]]:
+    """A kernel group's checked contract (the path a task file's contract takes after reading), the
+    value ids forward hands the kernel, in order, and the task's modules it calls."""
+    found = group_facts(graph, group.nodes, group.reads, group.writes, title)
+    return contract_from_facts(found.facts, kb), found.reads, found.modules
