@@ -7,17 +7,21 @@ Three rules, one per function:
   leaves half a file. It never replaces anything but a regular file, with or without `force`
   (`--force` must not turn /dev/null into a regular file), treats a dangling symlink as an
   existing file, writes through a symlink to its target (but never out of the folder `within`
-  the caller names: a link planted in an export folder must not aim the write elsewhere), keeps
-  the hard links of a file it replaces (a rename would leave the other names on the old content:
-  such a file is rewritten in place instead), and cleans the temporary files a killed run left
-  behind.
+  the caller names: a link planted in an export folder must not aim the write elsewhere), replaces
+  a file with other hard links rather than writing into it (the name written gets the new file;
+  the other names keep the old content: a hard link planted in an export folder must not carry
+  the write to a file outside it, and a full disk must not leave every name on half a file), and
+  cleans the temporary files a killed run left behind.
 - `rewrite_in_place` (lint --fix) changes a file's content and nothing else: same inode, mode,
-  owner and hard links; a symlink is followed to the file it names.
+  owner and hard links; a symlink is followed to the file it names. The space the new content
+  needs is reserved before the first byte is written, so a full disk refuses the fix instead of
+  leaving half a file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import time
@@ -157,15 +161,12 @@ def write_atomic(path: str | os.PathLike[str], text: str, force: bool = False,
     and refuses to replace anything that is not a regular file even with `force`. An existing
     file keeps its mode; a new one gets the mode a plain open() gives. With `within`, a write
     that would land outside that folder (through a symlink) is refused. A file with other hard
-    links is rewritten in place, so every name sees the new content. Returns `path`.
+    links is replaced, never written into: the other names keep what they held. Returns `path`.
     """
     path = Path(path)
     real, st = check_writable(path, force)
     if within is not None:
         check_within(path, real, Path(within))
-    if st is not None and st.st_nlink > 1:
-        rewrite_in_place(real, None, text)
-        return path
     folder = real.parent
     try:
         if path.is_symlink():
@@ -281,6 +282,7 @@ def rewrite_in_place(path: str | os.PathLike[str], old: str | None, new: str) ->
         current = (_read_all(fd) or b"") if old is not None else None
         if current is not None and old is not None and current != old.encode("utf-8"):
             raise InputError(f"cannot {verb} {p}: it changed while it was being linted; run lint --fix again")
+        _reserve(fd, len(data), st.st_size)
         os.lseek(fd, 0, os.SEEK_SET)
         view = memoryview(data)
         while view:
@@ -295,3 +297,17 @@ def rewrite_in_place(path: str | os.PathLike[str], old: str | None, new: str) ->
     finally:
         os.close(fd)
     return real
+
+
+def _reserve(fd: int, size: int, current: int) -> None:
+    """Allocate the blocks a rewrite to `size` bytes needs before anything is written: on a full
+    disk (or past a file-size limit) the rewrite is refused with the file as it was. Where the
+    file system cannot reserve space (EOPNOTSUPP, EINVAL), the rewrite goes on unreserved."""
+    if size <= current or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return
+        raise
