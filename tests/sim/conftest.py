@@ -1,9 +1,9 @@
 """Shared fixtures for the sim tests.
 
-Tests marked `sim` need pypto 0.2.0 and CPU torch; they are skipped (with the install hint as
-the reason) when either is missing. Those tests keep the result cache in a temp dir, but the
-calculator library goes to the normal cache folder, so its ~30-60 s build happens once per
-machine, not once per test run.
+Tests marked `sim` need pypto 0.2.0 and CPU torch; tests/conftest.py skips them (with the install
+hint as the reason) when either is missing, by their marker: the unmarked tests here (numpy only) run
+without them. Those tests keep the result cache in a temp dir, but the calculator library goes to
+the normal cache folder, so its ~30-60 s build happens once per machine, not once per test run.
 """
 
 from __future__ import annotations
@@ -15,21 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto_tui.sim.availability import check_sim
-
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(Path(__file__).parent))  # `from family import ...` (the families' shared helpers)
 TASKS = FIXTURES / "tasks"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    avail = check_sim()
-    if avail.ok:
-        return
-    skip = pytest.mark.skip(reason=avail.message)
-    for item in items:
-        if "sim" in item.keywords:
-            item.add_marker(skip)
 
 
 def _kernel_source(name: str, **constants: object) -> str:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from pypto_tui.cli import app
 from pypto_tui.errors import InputError
+from pypto_tui.sim.availability import check_sim
 from pypto_tui.sim.kernel_file import read_kernel_file
 from pypto_tui.sim.stages import duration, eta_s
 
@@ -54,9 +55,13 @@ def test_bad_kernel_files_are_input_errors(tmp_path: Path, text: str, init_args:
         read_kernel_file(path, init_args)
 
 
+NEEDS_SIM = pytest.mark.skipif(not check_sim().ok, reason=check_sim().message)
+"""verify says what to install before it reads the kernel file."""
+
+
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--kernel", "missing.py"], "no such kernel file"),
-    (["--kernel", "{bad}"], "defines no class ModelNew"),
+    pytest.param(["--kernel", "missing.py"], "no such kernel file", marks=NEEDS_SIM),
+    pytest.param(["--kernel", "{bad}"], "defines no class ModelNew", marks=NEEDS_SIM),
     (["--kernel", "{good}", "--tile", "1,8192"], "the kernel file decides"),
 ])
 def test_cli_refuses_bad_kernels_with_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
