@@ -634,3 +634,47 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))
+
+
+@dataclass(frozen=True)
+class TaskKernel:
+    """One kernel of a task as every command shows it: its index, the operators it runs, the fusion
+    rule that decided its extent ("" for a one-kernel task) and the pipeline that designs it."""
+
+    index: int
+    ops: str
+    rule: str
+    pipeline: Pipeline
+
+
+@dataclass(frozen=True)
+class TaskKernels:
+    """A task's kernels and whether a module can be written for it (`reason` says why not). `chain`:
+    the graph is several kernels. `contract`, `tile`, `loop`, `scaffold`, the app and `verify` all
+    take their verdict and their kernels from here, so they cannot disagree."""
+
+    kernels: tuple[TaskKernel, ...]
+    chain: bool
+    reason: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return not self.reason and bool(self.kernels)
+
+
+def task_kernels(pipeline: Pipeline) -> TaskKernels:
+    """The task's kernels, from its operator graph: one kernel when the whole graph is one operator
+    pattern, else the module plan's kernels (each designed from its group of the graph)."""
+    c = pipeline.contract()
+    if c.supported:
+        k = kernel_of(pipeline)
+        one = TaskKernel(0, c.op or c.family, "", pipeline)
+        return TaskKernels((one,), False, "" if k.supported else k.reason)
+    designed = module_stages(pipeline)
+    if designed is None:
+        return TaskKernels((), False, c.reason or kernel_of(pipeline).reason)
+    if designed.refused:
+        return TaskKernels((), True, designed.refused)
+    k = kernel_of(pipeline)
+    kernels = tuple(TaskKernel(s.index, s.ops, s.rule, s.pipeline) for s in designed.stages)
+    return TaskKernels(kernels, True, "" if k.supported else k.reason)

@@ -36,28 +36,26 @@ FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator fa
 
 def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[no-untyped-def]
     """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels as
-    (index, ops) (one with --kernel-index). The pipelines are the design's own, so the tile and
-    loop recommended here are the ones the app and `scaffold` use."""
-    from pypto_tui.design import Design, Pipeline, module_stages
+    (index, ops) (one with --kernel-index). The kernels are `design.task_kernels`', the ones
+    `contract`, `scaffold`, the app and `verify` take, so the tile and loop shown here are theirs."""
+    from pypto_tui.design import Design, Pipeline, task_kernels
 
     p = Pipeline(kb, Design(task=str(task)))
     if p.contract().supported:
         if kernel_index not in (None, 0):
             raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
         return [(None, p)]
-    designed = module_stages(p)
-    if designed is None:
+    found = task_kernels(p)
+    if not found.kernels:
         p.geometry()  # says why there is no kernel shape
-        raise InputError(f"{task.name}: {p.contract().reason}")
-    if designed.refused:
-        raise InputError(f"{task.name}: {designed.refused}")
-    stages = designed.stages
+        raise InputError(f"{task.name}: {found.reason}")
+    kernels = found.kernels
     if kernel_index is not None:
-        if kernel_index >= len(stages):
-            raise InputError(f"--kernel-index {kernel_index}: {task.name} is {len(stages)} kernels "
-                             f"(0-{len(stages) - 1}); drop the option to see them all")
-        stages = (stages[kernel_index],)
-    return [((s.index, s.ops), s.pipeline) for s in stages]
+        if kernel_index >= len(kernels):
+            raise InputError(f"--kernel-index {kernel_index}: {task.name} is {len(kernels)} kernels "
+                             f"(0-{len(kernels) - 1}); drop the option to see them all")
+        kernels = (kernels[kernel_index],)
+    return [((k.index, k.ops), k.pipeline) for k in kernels]
 
 
 def _emit(shown, json_out: bool, to_dict, show, failed: bool) -> None:  # type: ignore[no-untyped-def]

@@ -7,12 +7,15 @@ only in a subprocess of its own process group with a timeout, after a note on st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
 from pypto_tui.findings import Finding, has_error
+
+if TYPE_CHECKING:
+    from pypto_tui.design import TaskKernel
 
 
 @handles_input_errors
@@ -29,15 +32,18 @@ def contract(
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Print the contract (formula, inputs, reduction, asymmetry) and the dimension plan (rules P0-P3, O3)."""
-    from pypto_tui.contract.extract import extract_contract
+    """Print the contract (formula, inputs, reduction, asymmetry), the operator graph, the kernels it is
+    split into with each kernel's contract, and the dimension plan (rules P0-P3, O3)."""
+    from pypto_tui.design import Design, Pipeline, task_kernels
     from pypto_tui.dims import plan_dims
     from pypto_tui.fileio import require_file
 
     pack = load_kb(kb)
     require_file(task, "task file")
-    c = extract_contract(task, pack)
+    pipeline = Pipeline(pack, Design(task=str(task)))
+    c = pipeline.contract()
     plan = plan_dims(c, pack, strategy)
+    found = task_kernels(pipeline)
     check = None
     if run:
         from pypto_tui.contract.selfcheck import self_check
@@ -45,8 +51,19 @@ def contract(
         note(f"--run executes the code in {task} (a task file is code: run only files you trust), "
              f"in a subprocess of its own process group, stopped after {timeout:g} s")
         check = self_check(c, task, timeout, kb=pack)
-    findings: list[Finding] = [*c.findings, *plan.findings, *(check.findings if check else ())]
+    if found.chain and found.supported:
+        # the whole forward is no one operator: its kernels' contracts say what each computes
+        findings: list[Finding] = [f for f in c.findings if f.level == "info"]
+        findings += [f._replace(message=f"kernel {k.index}: {f.message}") for k in found.kernels
+                     for f in (*k.pipeline.contract().findings, *k.pipeline.dims().findings)]
+    else:
+        findings = [*c.findings, *plan.findings]
+    findings += check.findings if check else ()
     doc = c.to_json_dict(plan)
+    doc["supported"], doc["reason"] = found.supported, found.reason
+    doc["kernels"] = [_kernel_doc(k) for k in found.kernels]
+    if found.chain and doc.get("output_shape") is None and c.graph:
+        doc["output_shape"] = (c.graph.get("output_shape") and list(c.graph["output_shape"])) or None
     doc["selfcheck"] = check.to_json_dict() if check else None
     doc["findings"] = [f.to_dict() for f in findings]
     if json_out:
@@ -56,6 +73,16 @@ def contract(
     raise typer.Exit(Exit.FINDINGS if has_error(findings) else Exit.OK)
 
 
+def _kernel_doc(k: TaskKernel) -> dict[str, Any]:
+    """One kernel of the task: what it runs and its own contract (the fields a reader needs)."""
+    kc = k.pipeline.contract()
+    return {"index": k.index, "ops": k.ops, "rule": k.rule, "family": kc.family, "op": kc.op,
+            "formula": kc.formula, "output_shape": list(kc.output_shape) if kc.output_shape else None,
+            "inputs": [{"name": i.name, "shape": list(i.shape) if i.shape is not None else None, "dtype": i.dtype}
+                       for i in kc.tensor_inputs],
+            "reduction": kc.reduction.to_json_dict() if kc.reduction else None}
+
+
 def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -63,10 +90,12 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
     from pypto_tui.cli.render import console, dims, findings_table, kv_table
 
     red = doc.get("reduction")
+    chain = len(doc.get("kernels") or []) > 1
     rows: list[tuple[str, Any]] = [
-        ("family / op", f"{doc['family']} / {doc['op']}"),
+        ("family / op", f"a chain of {len(doc['kernels'])} kernels (below)" if chain else
+         f"{doc['family']} / {doc['op']}"),
         ("supported", "yes" if doc["supported"] else Text(f"no: {doc['reason']}", style="yellow")),
-        ("formula", doc.get("formula") or Text("unknown", style="yellow")),
+        ("formula", doc.get("formula") or ("each kernel's (below)" if chain else Text("unknown", style="yellow"))),
         ("reduction", "-" if not red else
          f"{red['op']} over axes {red['axes']}, keepdim={red['keepdim']}, scaling={red['scaling']}"),
         ("asymmetric", {True: "yes", False: "no", None: "unknown"}[doc.get("asymmetric")]
@@ -74,7 +103,7 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
         ("output shape", dims(doc.get("output_shape"))),
         ("init params", ", ".join(f"{k}={v!r}" for k, v in (doc.get("init_params") or {}).items()) or "-"),
     ]
-    if doc.get("unknown"):
+    if doc.get("unknown") and not chain:
         rows.append(("unknown", Text(", ".join(doc["unknown"]), style="bold yellow")))
     console.print(kv_table(rows, title=f"contract: {doc.get('task_path') or ''}"))
     t = Table(title="inputs", title_justify="left")
@@ -85,8 +114,9 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
                   str(i["dtype"]))
     console.print(t)
     _show_graph(doc.get("graph"))
+    _show_kernels(doc.get("kernels") or [])
     d = doc.get("dims") or {}
-    if d:
+    if d and not chain:  # a chain's dimension plans are its kernels' (`tile TASK`, `loop TASK`)
         console.print(kv_table([
             ("strategy", f"{d.get('strategy')} ({d.get('reshape')})"),
             ("kernel rank", d.get("kernel_rank")),
@@ -128,3 +158,20 @@ def _show_graph(graph: dict[str, Any] | None) -> None:
         console.print("parameters: " + ", ".join(f"{v['id']} {dims(v['shape'])}" for v in params))
     for p in [*graph.get("problems", []), *graph.get("notes", [])]:
         console.print(Text(f"graph: {p}", style="yellow"))
+
+
+def _show_kernels(kernels: list[dict[str, Any]]) -> None:
+    """The kernels the graph is split into, one row each (a one-kernel task shows none)."""
+    from rich.table import Table
+
+    from pypto_tui.cli.render import console, dims
+
+    if len(kernels) < 2:
+        return
+    t = Table(title=f"kernels: {len(kernels)}", title_justify="left")
+    for col in ("kernel", "ops", "family / op", "formula", "output", "fusion rule"):
+        t.add_column(col)
+    for k in kernels:
+        t.add_row(str(k["index"]), k["ops"], f"{k['family']} / {k['op']}", k.get("formula") or "?",
+                  dims(k["output_shape"]) if k.get("output_shape") else "?", k.get("rule") or "-")
+    console.print(t)
