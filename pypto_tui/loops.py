@@ -294,21 +294,56 @@ def plan_loops(
     elif why == "slices":
         recommended = next(c for c in cands if c.loop_count == total)
     else:
-        # Documents' order, skipping the end points unless nothing in the middle works.
+        # Documents' order, skipping the end points unless nothing in the middle works; a row the
+        # planner warns about only when no row shown is free of warnings.
         pool = [c for c in cands if c.loop_count != 1] or list(cands)
-        recommended = next((c for c in pool if c.ok), None)
+        recommended = next((c for c in (*pool, *alternatives, *cands) if clean(c)), None)
         if recommended is None:
-            recommended = next((a for a in alternatives if a.ok), None)
+            recommended = next((c for c in (*pool, *alternatives) if c.ok), None)
     by_rules = recommended
     by_estimate = next((c for c in cands if priced.best is not None and c.loop_count == loops[priced.best].loop_count),
                        None)
     ranking = "rules"
     decides = ranks_by_estimate(kb) if estimate_decides is None else estimate_decides
-    if needs and loop_count is None and by_estimate is not None and decides and why != "slices":
-        recommended, ranking = by_estimate, "estimate"
+    note = ranking_note if estimate is not None else ""
+    if decides and estimate is not None:
+        if loop_count is not None:
+            note = f"loop_count {loop_count} was asked for: the estimate does not choose"
+        elif not needs:
+            note = "no loop is needed (P6.avoid-loops): the estimate does not choose"
+        elif why == "slices":
+            note = "one depth slice per iteration (POOL.depth-slices): the estimate does not choose"
+        elif by_estimate is None:
+            note = "the estimate priced no loop count: the documents' order decides"
+        elif by_rules is not None and by_rules is not by_estimate and clean(by_rules) and not clean(by_estimate):
+            gain = _gain(estimate, by_rules, by_estimate)
+            warned = "; ".join(f.message for f in by_estimate.findings if f.level in ("warn", "error"))
+            if gain is not None and gain > 1:
+                recommended, ranking = by_estimate, "estimate"
+                note = (f"the estimate decides despite a warning on loop_count {by_estimate.loop_count} ({warned}): "
+                        f"it expects loop_count {by_rules.loop_count}, which has none, to take {gain:.2f}x its time")
+            else:
+                note = (f"the documents' order decides: the estimate's pick loop_count {by_estimate.loop_count} has a "
+                        f"warning ({warned}) and loop_count {by_rules.loop_count} has none")
+        else:
+            recommended, ranking = by_estimate, "estimate"
     return LoopPlan(shape, dtype, t, needs, reason, ax, total, auto_tiles(shape, t), cands, recommended,
                     tuple(alternatives), tuple(plan_findings), by_rules, by_estimate, ranking, priced.note,
-                    unit, max_chunk, ranking_note if estimate is not None else "")
+                    unit, max_chunk, note)
+
+
+def clean(c: LoopCandidate) -> bool:
+    """No warning nor error on the row (info findings are notes)."""
+    return not any(f.level in ("warn", "error") for f in c.findings)
+
+
+def _gain(estimate: LoopCost, clean_pick: LoopCandidate, warned_pick: LoopCandidate) -> float | None:
+    """How many times the estimate's (warned) pick's time the clean row is expected to take."""
+    a = clean_pick.estimate_us if clean_pick.estimate_us is not None else estimate(clean_pick.loop_count)
+    b = warned_pick.estimate_us
+    if not a or not b:
+        return None
+    return float(a / b)
 
 
 def _at(kb: KnowledgeBase, plan: LoopPlan, count: int, tail: TailStrategy | None = None) -> LoopCandidate:

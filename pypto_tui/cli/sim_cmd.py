@@ -371,8 +371,13 @@ def _show_verify(task: Path, report: Any) -> None:
         rows.append(("kernels", f"{report.kernels} (one module: every kernel's passes checked)"))
     if report.sizes:
         rows.append(("sizes", ", ".join(f"{n} {a} -> {b}" for n, (a, b) in report.sizes.items())))
+    if report.kernel_designs:  # a module: each kernel has its own tile and loop
+        rows += [(f"K{k['kernel']} tile / loop",
+                  f"{dims(tuple(k['tile'])) if k['tile'] else '(its pattern sets it)'} / {k['loop_count'] or '-'}"
+                  f"  ({k['ops']})") for k in report.kernel_designs]
+    else:
+        rows.append(("tile / loop", f"{dims(report.tile)} / {report.loop_count or '-'}{asked}"))
     rows += [
-        ("tile / loop", f"{dims(report.tile)} / {report.loop_count or '-'}{asked}"),
         ("stages checked", f"{len(report.passes_checked)} of {len(report.passes_expected)}: {checked}"
          if report.passes_expected else "-"),
     ]
