@@ -67,6 +67,8 @@ class ExportReport:
     out_dir: str
     rows: list[ScaffoldResult]
     seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)
+    """Files passed over: kernel modules (they define ModelNew and no Model), e.g. an earlier export."""
 
     @property
     def counts(self) -> dict[str, int]:
@@ -82,7 +84,8 @@ class ExportReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"tasks_dir": self.tasks_dir, "out_dir": self.out_dir, "counts": self.counts,
-                "seconds": round(self.seconds, 4), "tasks": [r.to_dict() for r in self.rows]}
+                "seconds": round(self.seconds, 4), "tasks": [r.to_dict() for r in self.rows],
+                "skipped": list(self.skipped)}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
@@ -134,6 +137,24 @@ def task_files(tasks_dir: str | Path) -> list[Path]:
     return sorted(p for p in d.glob("*.py") if p.is_file() and not p.name.startswith("_"))
 
 
+MAX_MODULE_CHECK_BYTES = 4 << 20
+
+
+def is_kernel_module(path: Path) -> bool:
+    """A file that defines `ModelNew` and no `Model` at its top level: a kernel module (an export,
+    the app's default export path), not a task. Anything unreadable is left to the scaffold to report."""
+    import ast
+
+    try:
+        if path.stat().st_size > MAX_MODULE_CHECK_BYTES:
+            return False
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    return "ModelNew" in classes and "Model" not in classes
+
+
 def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, force: bool = False,
                flavour: str | None = None, dynamic_axis: int | None = None) -> ExportReport:
     """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task."""
@@ -144,7 +165,11 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
     kb.flavour(flavour)  # an unknown flavour is bad input for the whole export
     t0 = time.perf_counter()
     rows: list[ScaffoldResult] = []
+    skipped: list[str] = []
     for task in files:
+        if is_kernel_module(task):
+            skipped.append(str(task))
+            continue
         t1 = time.perf_counter()
         try:
             row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis,
@@ -155,4 +180,4 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
             row = ScaffoldResult(task=str(task), status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
         row.seconds = time.perf_counter() - t1
         rows.append(row)
-    return ExportReport(str(src), str(dst), rows, time.perf_counter() - t0)
+    return ExportReport(str(src), str(dst), rows, time.perf_counter() - t0, skipped)

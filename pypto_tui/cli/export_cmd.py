@@ -100,6 +100,8 @@ def export(
                       Text(r.status, style=style[r.status]), printable(r.reason or ""))
         console.print(t)
         c = report.counts
-        console.print(f"{c['ok']} written, {c['unsupported']} unsupported, {c['error']} failed "
+        skipped = (f", {len(report.skipped)} skipped (kernel modules: they define ModelNew and no Model)"
+                   if report.skipped else "")
+        console.print(f"{c['ok']} written, {c['unsupported']} unsupported, {c['error']} failed{skipped} "
                       f"in {report.seconds:.2f} s")
     raise typer.Exit(Exit.FINDINGS if report.failed else Exit.OK)

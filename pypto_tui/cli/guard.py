@@ -60,6 +60,20 @@ class GuardedGroup(TyperGroup):
             finite_numbers(cmd)
         return cmd
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Typer suggests a close command name only among those already built: a mistyped lazy
+        command (`tiel`) got no "did you mean" while a sub-group's did."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click_exceptions.UsageError as exc:
+            if args and "Did you mean" not in exc.message:
+                import difflib
+
+                matches = difflib.get_close_matches(args[0], self.list_commands(ctx))
+                if matches:
+                    exc.message = f"{exc.message.rstrip('.')}. Did you mean {' or '.join(map(repr, matches))}?"
+            raise
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:

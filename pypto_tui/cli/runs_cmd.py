@@ -1,7 +1,7 @@
 """`runs`, `runs show`, `runs diff`: the suite run history (pypto_tui.suite.history).
 
-A run is named by its number, `last`, or `last-N`. `runs diff A B` exits 1 when a task that
-passed in A does not pass in B, so a script can gate on it.
+A run is named by its number, `last`, or `last-N`; `runs diff` alone compares the last two runs.
+`runs diff A B` exits 1 when a task that passed in A does not pass in B, so a script can gate on it.
 """
 
 from __future__ import annotations
@@ -139,14 +139,16 @@ def show(
 @runs_app.command("diff")
 @handles_input_errors
 def diff(
-    a: RunArg,
-    b: RunArg,
+    a: Annotated[str, typer.Argument(help="The earlier run: its number, `last` or `last-N` (default: last-1).")]
+    = "last-1",
+    b: Annotated[str, typer.Argument(help="The later run (default: last).")] = "last",
     threshold: Annotated[float, typer.Option("--threshold", help="Slower or faster: by more than this share of "
                                              "A's time (and 2 s).", min=0.0)] = 0.25,
     db: DbOpt = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Compare run A with run B: newly failing, newly passing, slower, faster. Exit 1 if any task newly fails."""
+    """Compare run A with run B (with no runs named: the last two): newly failing, newly passing, slower,
+    faster. Exit 1 if any task newly fails."""
     from pypto_tui.suite.diff import diff_runs
 
     with _open(db) as h:

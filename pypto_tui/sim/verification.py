@@ -84,6 +84,7 @@ class VerifyReport:
     inputs_clobbered: bool | None = None
     pypto: str | None = None
     kernels: int = 1                                              # kernels in the module checked
+    kernel_designs: list[dict[str, Any]] = field(default_factory=list)  # a module's: each kernel's tile and loop
     sizes: dict[str, list[int]] = field(default_factory=dict)     # a chain's size constants: [task's, test's]
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,6 +210,7 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
             why = ("at the test sizes " + ", ".join(f"{n}={b}" for n, (_, b) in found.sizes.items())
                    if found.sizes else "at the task's sizes")
             report.changes = module_differences(full_gen.source, gen.source, why)
+        report.kernel_designs = kernel_designs(test)
         shapes = full_shapes(test)
     except InputError as exc:
         report.reason = str(exc)
@@ -373,6 +375,7 @@ def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyR
     differ = sorted(k for k in ours.keys() & theirs.keys()
                     if _normal(ours[k]) != _normal(theirs[k]) and k[:1].isupper())
     report.kernels = max(len(designed.stages), 1)
+    report.kernel_designs = kernel_designs(found.pipeline)
     report.sizes = {n: list(v) for n, v in found.sizes.items()}
     report.notes = list(found.notes) + [
         f"the kernel file's {k} = {theirs[k]!r} is not the generated module's {ours[k]!r}: the test sizes keep the "
@@ -383,6 +386,25 @@ def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyR
     job = _job(found.pipeline, kfile.source, str(found.pipeline.design.task), memory_limit_mb, kfile.path.name,
                criterion, report)
     return PreparedVerify(job, report, found.pipeline)
+
+
+def kernel_designs(pipeline: Pipeline) -> list[dict[str, Any]]:
+    """Each kernel of a module's tile and loop count as verified (a module has no single pair)."""
+    from pypto_tui.design import module_stages
+
+    try:
+        designed = module_stages(pipeline)
+    except InputError:
+        return []
+    out: list[dict[str, Any]] = []
+    for s in designed.stages if designed is not None else ():
+        try:
+            tile, count = s.pipeline.chosen_tile(), s.pipeline.chosen_loop_count()
+        except InputError:
+            tile, count = None, None
+        out.append({"kernel": s.index, "ops": s.ops, "tile": list(tile) if tile is not None else None,
+                    "loop_count": count})
+    return out
 
 
 def _normal(v: Any) -> Any:

@@ -22,6 +22,21 @@ ROOT = Path(__file__).resolve().parents[1] / "fixtures"
 CHAINS = {"gemm_scale_leaky_relu.py": ROOT / "tasks_extra",
           **{p.name: p.parent for p in sorted((ROOT / "tasks_chain").glob("*.py")) if p.name != "rotary.py"}}
 IN_CI = {"bmm_scale_softmax.py"}  # the GEMM epilogue: test_module_plan's verify --kernel; the rest: -m exhaustive
+KNOWN_WRONG = {  # a wrong module today, kept in the sweep so that the fix shows (strict: it must then be removed)
+    "resnet_basic_block.py": "BatchNorm2d of a model put in eval mode by its __init__ is generated with the batch's "
+                             "statistics (Pattern C, training statistics)",
+}
+
+
+def _params() -> list[object]:
+    out: list[object] = []
+    for p in tiered(CHAINS, IN_CI):
+        name = p if isinstance(p, str) else p.values[0]
+        if name in KNOWN_WRONG:
+            p = pytest.param(name, marks=[pytest.mark.exhaustive,
+                                          pytest.mark.xfail(reason=KNOWN_WRONG[name], strict=True)])
+        out.append(p)
+    return out
 
 
 def plant(source: str) -> str:
@@ -38,7 +53,7 @@ def plant(source: str) -> str:
     return source.replace(head, head[: -len(arg)] + f"{arg} + 0.01 * torch.rand_like({arg}) * (1 + {arg}.abs())", 1)
 
 
-@pytest.mark.parametrize("name", tiered(CHAINS, IN_CI))
+@pytest.mark.parametrize("name", _params())
 def test_a_chain_verifies_at_sizes_that_keep_its_design_and_a_planted_bug_fails(kb, name: str) -> None:
     p = Pipeline(kb, Design(task=str(CHAINS[name] / name)))
     prepared = prepare_verify(p)

@@ -43,6 +43,9 @@ def test_diff_names_the_newly_failing_task(tmp_path: Path) -> None:
     assert (d["only_in_a"], d["only_in_b"]) == (["4_old.py"], ["5_new.py"])
     text = run("runs", "diff", "last-1", "last", "--db", str(db))
     assert "newly failing: 1_relu.py (pass -> fail" in text.stdout
+    bare = run("runs", "diff", "--db", str(db))  # no runs named: the last two
+    assert bare.exit_code == 1 and bare.stdout == text.stdout
+    assert f"run {a} -> run {b}" in bare.stdout
     back = run("runs", "diff", str(b), str(a), "--db", str(db), "--json")
     assert back.exit_code == 1 and [c["name"] for c in json.loads(back.stdout)["newly_failing"]] == ["3_mm.py"]
 
