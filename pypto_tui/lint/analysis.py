@@ -70,7 +70,7 @@ _TRACE_ATTRS = frozenset({"shape", "dtype", "dim", "ndim", "format"})
 _SCALAR_BUILTINS = frozenset({
     "float", "int", "abs", "min", "max", "len", "round", "ceil_div", "bool", "sum", "pow",
 })
-_DTYPE_RE = re.compile(r"(?:^|\.)DT_([A-Z0-9]+)$")
+_DTYPE_RE = re.compile(r"(?:^|\.)DT_([A-Z0-9]+(?:_[A-Z0-9]+)*)$")
 
 
 # `CSTNode.children` re-visits the node to collect them, which dominated the lint's run time.

@@ -234,13 +234,16 @@ class LintRule(m.MatcherDecoratableVisitor):
     ) -> None:
         """Record a finding at `node`; a `replacement` node makes it fixable by `fix_source`. In a
         helper function the message names the kernel that reaches it. `at_most="warn"` reports an
-        error rule as a warning where the rule cannot be sure it applies."""
+        error rule as a warning where the rule cannot be sure it applies; `at_most="info"` says what the
+        rule could not check (a dtype without a whole byte width)."""
         rid = rule or self.RULE
         level = self.ctx.level_of(rid)
         if level is None or self.info.is_dead(node):
             return  # off for this release, or code the tracer never reaches
         if at_most == "warn" and level == "error":
             level = "warn"
+        elif at_most == "info":
+            level = "info"
         pos = self.get_metadata(PositionProvider, node).start
         k = self.info.kernel_of(node)
         text = (message or self.MESSAGE) + (k.where() if k is not None else "")

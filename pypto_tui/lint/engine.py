@@ -234,8 +234,8 @@ def _run(
     try:
         info = ModuleInfo(wrapper.module, tree)
     except Exception as err:
-        return _Run([LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "error",
-                                 f"could not analyse this file: {type(err).__name__}: {err}")])
+        return _Run([LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "info",
+                                 f"could not analyse this file, so nothing was checked: {type(err).__name__}: {err}")])
     why = ""
     if auto:
         inferred = infer_release(info, settings)
@@ -258,8 +258,10 @@ def _run(
     for rule in active:
         if rule in crashed:
             crash = crashed[rule]
-            findings.append(LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "error",
-                                        f"{rule.CHECK} failed on this file: {type(crash).__name__}: {crash}"))
+            # the lint's own failure says nothing about the kernel: never an error (nor a warning)
+            findings.append(LintFinding(path, 1, 1, INTERNAL_RULE, INTERNAL_CHECK, "info",
+                                        f"{rule.CHECK} failed on this file, so it was not checked: "
+                                        f"{type(crash).__name__}: {crash}"))
             continue
         for f, fix in _pair(rule):
             if f.rule not in kb.rules or _ignored(lines, f):
@@ -277,7 +279,7 @@ def _run(
         prefix = _REFUSED_BY[release.pypto]
         lines_of: dict[str, list[int]] = {}
         for f in findings:
-            if f.rule.startswith(prefix):
+            if f.rule.startswith(prefix) and not settings.applies(f.rule, newer.pypto):
                 lines_of.setdefault(f.rule, []).append(f.line)
         used = [f"{rule} (line{'s' if len(ls) > 1 else ''} {', '.join(map(str, sorted(set(ls))[:3]))}"
                 f"{', ...' if len(set(ls)) > 3 else ''})" for rule, ls in sorted(lines_of.items())]
@@ -297,11 +299,16 @@ _REFUSED_BY = {"0.2.0": "V020."}
 def _newer_for(findings: list[LintFinding], settings: LintSettings, release: VersionProfile) -> VersionProfile | None:
     """The next release after `release` when the module writes constructs `release` refuses, else None."""
     prefix = _REFUSED_BY.get(release.pypto)
-    if prefix is None or not any(f.rule.startswith(prefix) for f in findings):
-        return None
     later = sorted((p for p in settings.profiles.values() if release_key(p.pypto) > release_key(release.pypto)),
                    key=lambda p: release_key(p.pypto))
-    return later[0] if later else None
+    if prefix is None or not later:
+        return None
+    # only what the next release accepts moves the module to it: a rule that holds for both (a
+    # `return` in a kernel: V020.out-param) would be reported again by the release it was moved to
+    nxt = later[0]
+    if any(f.rule.startswith(prefix) and not settings.applies(f.rule, nxt.pypto) for f in findings):
+        return nxt
+    return None
 
 
 def _pair(rule: LintRule) -> list[tuple[LintFinding, Fix | None]]:

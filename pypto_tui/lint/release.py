@@ -3,8 +3,9 @@
 A module that names `pypto.PrecisionType` or decorates with `@pypto.jit(new_ir=True)` is written for
 a release after 0.2.0; linting it as 0.2.0 buries it in findings that say so a hundred times. The
 inference takes the oldest release whose API has every `pypto.` name the module uses and whose jit
-decorator takes every keyword it passes; when no release has them all (a misspelt name), the
-newest release that has the most, so the misspelling is the only finding. A module that uses
+decorator and pypto.loop take every keyword it passes (`parallel=True` is 0.2.1's); when no release
+has them all (a misspelt name), the newest release that has the most, so the misspelling is the only
+finding. A module that uses
 nothing newer is linted for the default release (the installed pypto's, else the pack's), and the
 reason names the first few names that decided it, so the lint can say why.
 """
@@ -31,9 +32,18 @@ class Inferred:
 
 def used_names(info: ModuleInfo) -> tuple[set[str], set[str]]:
     """(the `pypto.` names the module reads, as the API lists spell them; the jit keywords it passes)."""
+    names, keywords, _loops = used_api(info)
+    return names, keywords
+
+
+def used_api(info: ModuleInfo) -> tuple[set[str], set[str], set[str]]:
+    """`used_names`, and the keywords its pypto.loop / loop_unroll calls pass (`parallel=True`)."""
     names: set[str] = set()
     keywords: set[str] = set()
+    loops: set[str] = set()
     for node in iter_nodes(info.module, into_defs=True):
+        if isinstance(node, cst.Call) and info.pypto_call(node, "loop", "loop_unroll") is not None:
+            loops |= {a.keyword.value for a in node.args if a.keyword is not None}
         if isinstance(node, cst.Attribute) and not isinstance(info.parent(node), cst.Attribute):
             q = info.qualify(node)
             if q and q.startswith("pypto.") and _imported_head(node, info):
@@ -49,7 +59,7 @@ def used_names(info: ModuleInfo) -> tuple[set[str], set[str]]:
                 if isinstance(d.decorator, cst.Call):
                     keywords |= {a.keyword.value for a in d.decorator.args if a.keyword is not None}
     names.discard("")
-    return names, keywords
+    return names, keywords, loops
 
 
 def _imported_head(node: cst.Attribute, info: ModuleInfo) -> bool:
@@ -70,12 +80,16 @@ def _api_name(path: str) -> str:
 def infer_release(info: ModuleInfo, settings: LintSettings, default: str | None = None) -> Inferred:
     """The release to lint `info`'s module for, and why (a sentence for the user)."""
     base = settings.profile(default)
-    names, keywords = used_names(info)
+    names, keywords, loops = used_api(info)
     ordered = sorted(settings.profiles.values(), key=lambda p: release_key(p.pypto))
+    # a loop keyword some release acts on (`parallel=`) says which; one none acts on says nothing
+    # (0.2.0 takes any keyword and ignores it: API.loop-options reports it)
+    loops = {k for k in loops if any(k in p.loop_options for p in ordered)}
 
     def missing(p: VersionProfile) -> list[str]:
         gone = sorted(f"pypto.{n}" for n in names if n not in p.api)
-        return gone + sorted(f"jit {k}=" for k in keywords if k not in p.jit_options)
+        return (gone + sorted(f"jit {k}=" for k in keywords if k not in p.jit_options)
+                + sorted(f"pypto.loop {k}=" for k in loops if k not in p.loop_options))
 
     if not missing(base):
         return Inferred(base, f"pypto {base.pypto}: nothing it uses is newer")
@@ -88,4 +102,4 @@ def infer_release(info: ModuleInfo, settings: LintSettings, default: str | None 
     return Inferred(chosen, f"pypto {chosen.pypto}: the release that has the most of what it uses")
 
 
-__all__ = ["AUTO", "Inferred", "infer_release", "used_names"]
+__all__ = ["AUTO", "Inferred", "infer_release", "used_api", "used_names"]

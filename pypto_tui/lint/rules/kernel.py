@@ -11,7 +11,16 @@ import textwrap
 import libcst as cst
 import libcst.matchers as m
 
-from pypto_tui.lint.analysis import Kind, call_arg, children, dotted, iter_load_names, positional_args
+from pypto_tui.lint.analysis import (
+    KernelInfo,
+    Kind,
+    call_arg,
+    children,
+    dotted,
+    iter_load_names,
+    iter_nodes,
+    positional_args,
+)
 from pypto_tui.lint.base import Invalid, LintRule, example
 
 _HEAD = """\
@@ -32,6 +41,7 @@ def _k(body: str) -> str:
 
 
 _RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
+_MAX_TRACE = 12
 
 
 class KernelReshape(LintRule):
@@ -64,15 +74,48 @@ class KernelReshape(LintRule):
         # reshape in ModelNew.forward is the right place
         "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x.reshape(-1)\n",
+        # computed data only the kernel has (PyPTO's RoPE interleave: reshape, transpose, reshape):
+        # reported with --strict only
+        _k("""\
+            y = pypto.exp(x)
+            pairs = pypto.reshape(y, [R, C // 2, 2])
+            swapped = pypto.reshape(pypto.transpose(pairs, 1, 2), [R, C])
+            out.move(pypto.sum(swapped, 1, keepdim=True))
+        """),
     )
     INVALID = (
+        # a library kernel (no ModelNew in the file): the caller reshapes
         Invalid(_k("""\
             flat = x.reshape([R * C])
             out.move(pypto.sum(flat, 0, keepdim=True))
-        """), line=9, col=12),
+        """), line=9, col=12, message="before the call"),
+        # a view of the input, handed to a helper: still data the caller could reshape
+        Invalid(example("""\
+            import pypto
+            import torch
+
+
+            def rows(block):
+                flat = pypto.reshape(block, [8 * 256])
+                return pypto.sum(pypto.view(flat, [8, 256], [0, 0]), 1, keepdim=True)
+
+
+            @pypto.frontend.jit
+            def kernel(x: pypto.Tensor((16, 256), pypto.DT_FP32), out: pypto.Tensor((16, 1), pypto.DT_FP32)):
+                pypto.set_vec_tile_shapes(8, 256)
+                for i in pypto.loop(2):
+                    pypto.assemble(rows(pypto.view(x, [8, 256], [i * 8, 0])), [i * 8, 0], out)
+
+
+            class ModelNew(torch.nn.Module):
+                def forward(self, x):
+                    out = x.new_empty((16, 1))
+                    kernel(x, out)
+                    return out
+            """), line=6, col=12, message="ModelNew.forward"),
         Invalid(_k("""\
             out.move(pypto.reshape(pypto.sum(x, 1), [R, 1]))
-        """), line=9),
+        """), line=9, strict=True, message="--strict only"),
     )
 
     @m.visit(m.Call())
@@ -84,15 +127,83 @@ class KernelReshape(LintRule):
         if any(a.keyword is not None and a.keyword.value in ("inplace", "valid_shape") for a in node.args):
             return  # the documented in-kernel forms
         if name is not None:
-            what = f"pypto.{name}(...)"
+            what, src = f"pypto.{name}(...)", call_arg(node, 0, "input")
         elif (isinstance(node.func, cst.Attribute) and node.func.attr.value in _RESHAPES
               and self.info.kind_of(node.func.value, k) is Kind.TENSOR):
-            what = f".{node.func.attr.value}(...)"
+            what, src = f".{node.func.attr.value}(...)", node.func.value
         else:
             return
-        self.report(node, f"`{what}` inside a jit kernel (the rule documents forbid it; 0.2.0 accepts it): "
-                          "reshape in ModelNew.forward and hand the kernel tensors of the rank it was written for, "
-                          "or use pypto.reshape(..., inplace=True)")
+        if src is not None and self._input_data(src, k, 0):
+            where = ("in ModelNew.forward" if self._has_model_new() else
+                     "before the call (the caller hands the kernel the shape it computes on)")
+            self.report(node, f"`{what}` of the kernel's input inside a jit kernel (0.2.0 accepts it; inside a "
+                              f"kernel a reshape copies): reshape {where}, or use pypto.reshape(..., inplace=True)")
+        elif self.ctx.strict:
+            # computed data (a RoPE interleave, an op's result): only the kernel can reshape it, and
+            # PyPTO documents the in-kernel reshape (pypto-reshape.md); the rule documents still forbid it
+            self.report(node, f"`{what}` of data computed in the kernel (the rule documents forbid any in-kernel "
+                              "reshape; 0.2.0 accepts it, PyPTO documents it): reported with --strict only; "
+                              "pypto.reshape(..., inplace=True) relabels without a copy")
+
+    def _has_model_new(self) -> bool:
+        if not hasattr(self, "_model_new"):
+            self._model_new = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew"
+                                  for n in iter_nodes(self.info.module, into_defs=True))
+        return self._model_new
+
+    def _input_data(self, expr: cst.BaseExpression, k: KernelInfo, depth: int) -> bool:
+        """`expr` is data no op has computed yet, which the caller could reshape before the call: a
+        jit kernel's tensor parameter, a view or slice of one, a local bound once to one, or a
+        helper's parameter that every call in the module passes such data to."""
+        if depth > _MAX_TRACE:
+            return False
+        info = self.info
+        if isinstance(expr, cst.Subscript):
+            return self._input_data(expr.value, k, depth + 1)
+        if isinstance(expr, cst.Call):
+            if info.pypto_call(expr, "view") is not None:
+                src = call_arg(expr, 0, "input")
+                return src is not None and self._input_data(src, k, depth + 1)
+            f = expr.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "view" and info.kind_of(f.value, k) is Kind.TENSOR:
+                return self._input_data(f.value, k, depth + 1)
+            return False
+        if not isinstance(expr, cst.Name):
+            return False
+        if expr.value in k.tensor_params:
+            return not k.is_helper or self._helper_param_is_input(k, expr.value, depth)
+        owner, bindings = info.lookup(expr.value, k.scope)
+        if owner is not k.scope or not bindings:
+            return False
+        # the binding that reaches this use in straight-line code: the last one before it
+        # (`block = pypto.view(x, ...)` then `block = pypto.reshape(block, ...)`)
+        tree = info.tree
+        before = [b for b in bindings if b.node in tree.end and tree.end[b.node] < tree.order.get(expr, -1)]
+        if not before:
+            return False
+        last = max(before, key=lambda b: tree.order[b.node])
+        return last.how == "assign" and last.value is not None and self._input_data(last.value, k, depth + 1)
+
+    def _helper_param_is_input(self, k: KernelInfo, name: str, depth: int) -> bool:
+        params = [p.name.value for p in k.node.params.params]
+        if name not in params:
+            return False
+        index = params.index(name)
+        sites = [c for c in self._calls() if self.info.called_function(c) is k.node]
+        if not sites:
+            return False
+        for site in sites:
+            caller = self.info.kernel_of(site)
+            arg = call_arg(site, index, name)
+            if caller is None or arg is None or not self._input_data(arg, caller, depth + 1):
+                return False
+        return True
+
+    def _calls(self) -> list[cst.Call]:
+        if not hasattr(self, "_all_calls"):
+            self._all_calls = [n for n in iter_nodes(self.info.module, into_defs=True)
+                               if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)]
+        return self._all_calls
 
 
 _DIM_NAMES = frozenset({

@@ -3,7 +3,9 @@
 Tile shapes are global state the tracer reads when it records an operation, so what counts is the
 order in which the kernel runs: the kernel body top to bottom, stepping into every helper it calls
 at the point of the call (a helper may set the tile for the kernel, as layered kernels do). A view
-does not need a tile; an arithmetic op, a reduction and a copying reshape do.
+does not need a tile, nor does a reshape of a kernel's whole tensor parameter (probe
+reshape_param_before_tiles); an arithmetic op, a reduction and a copying reshape of anything else
+(a view: probe reshape_view_before_tiles) do.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ class TileOrder(LintRule):
             top = pypto.view(x, [R, C], [0, 0])
             pypto.set_vec_tile_shapes(16, C)
             out.move(pypto.exp(top))
+        """),
+        # a reshape of the kernel's whole input traces without a tile (probe reshape_param_before_tiles)
+        _k("""\
+            flat = pypto.reshape(x, [R * C])
+            pypto.set_vec_tile_shapes(8192)
+            out.move(pypto.reshape(pypto.exp(flat), [R, C]))
         """),
         # the helper the kernel calls first sets the tile for it
         "import pypto\n\nR, C = 64, 512\n\n\ndef setup():\n    pypto.set_vec_tile_shapes(16, C)\n\n\n"
@@ -153,13 +161,13 @@ def tile_need(info: ModuleInfo, node: cst.CSTNode, k: KernelInfo) -> str | None:
             if (name in _NO_VEC_TILE or not last[:1].islower() or "." in name
                     or last.startswith(("set_", "get_", "is_"))):
                 return None  # configuration, a type, or a namespace's call (distributed., experimental.)
-            if name == "reshape" and _inplace(node):
+            if name == "reshape" and (_inplace(node) or _of_param(call_arg(node, 0, "input"), k)):
                 return None
             return "vec" if info.kind_of(node, k) is Kind.TENSOR else None
         f = node.func
         if isinstance(f, cst.Attribute) and info.kind_of(f.value, k) is Kind.TENSOR:
             if (f.attr.value in _NO_VEC_METHODS or f.attr.value.startswith(("set_", "get_", "is_"))
-                    or (f.attr.value == "reshape" and _inplace(node))):
+                    or (f.attr.value == "reshape" and (_inplace(node) or _of_param(f.value, k)))):
                 return None  # a view, a move, or a setting (`w.set_cache_policy(...)`)
             return "vec" if info.kind_of(node, k) is Kind.TENSOR else None
         return None
@@ -169,6 +177,13 @@ def tile_need(info: ModuleInfo, node: cst.CSTNode, k: KernelInfo) -> str | None:
             and info.kind_of(node, k) is Kind.TENSOR):
         return "vec"
     return None
+
+
+def _of_param(src: cst.BaseExpression | None, k: KernelInfo) -> bool:
+    """A reshape of a jit kernel's whole tensor parameter: 0.2.0 traces it without a tile (probe
+    reshape_param_before_tiles verifies); a reshape of a view of one stops with F21004 (probe
+    reshape_view_before_tiles)."""
+    return isinstance(src, cst.Name) and src.value in k.tensor_params and not k.is_helper
 
 
 def _inplace(call: cst.Call) -> bool:

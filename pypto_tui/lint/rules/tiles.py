@@ -18,6 +18,7 @@ import libcst.matchers as m
 
 from pypto_tui.lint.analysis import KernelInfo, ModuleInfo, TensorShape, call_arg, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, example
+from pypto_tui.lint.dtypes import dtype_sizes
 from pypto_tui.lint.rules.order import tile_need
 from pypto_tui.shapes import auto_tiles
 
@@ -145,7 +146,7 @@ class _TileRule(LintRule):
                                 for n in governed)
         tensors = k.all_tensors() if k else []
         same = [t for t in tensors if t.rank == len(tile)]
-        sizes = self.ctx.kb.limits.dtype_bytes
+        sizes = dtype_sizes(self.ctx.kb.limits.dtype_bytes)
         # The declared dtypes only, never a guess; when they differ, the widest (the last dim is
         # aligned for it whenever it is for a narrower one, so this never reports a good tile).
         declared = {t.dtype for t in same if t.dtype is not None and t.dtype in sizes and t.name}

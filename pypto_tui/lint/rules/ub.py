@@ -25,13 +25,24 @@ from collections.abc import Iterator
 import libcst as cst
 import libcst.matchers as m
 
+from pypto_tui.kb import KnowledgeBase
 from pypto_tui.lint.analysis import KernelInfo, Kind, Shape, children, iter_load_names
 from pypto_tui.lint.base import Invalid, LintRule
+from pypto_tui.lint.dtypes import dtype_sizes
 from pypto_tui.lint.rules._examples import BARE, in_kernel
 from pypto_tui.lint.rules.order import _NO_VEC_METHODS, _NO_VEC_TILE
 from pypto_tui.lint.rules.tiles import literal_tile
 from pypto_tui.shapes import fmt_dims
 from pypto_tui.tiles import ub_estimate
+
+
+def _reduce_need(kb: KnowledgeBase, elems: int, dtype: str, size: int) -> int:
+    """Bytes a reduction of `elems` elements holds: the tile calculator's model, for any dtype a
+    whole byte wide (the pack prices its own; PyPTO's others by their width)."""
+    if dtype in kb.limits.dtype_bytes:
+        return ub_estimate(kb, elems, dtype, True)
+    return int(elems * size * kb.chip.reduce_ub_factor) + kb.chip.reduce_ub_extra_bytes
+
 
 _REDUCING = frozenset({"sum", "amax", "amin", "prod", "softmax", "log_softmax", "var", "mean"})
 
@@ -104,6 +115,7 @@ class UbEstimate(LintRule):
         for name in iter_load_names(node.body):
             self._reads.setdefault(name.value, []).append(name)
         self._reported: set[cst.CSTNode] = set()
+        self._skipped: set[cst.CSTNode] = getattr(self, "_skipped", set())
         tile: tuple[int, ...] | None = None
         for op in _source_order(node.body):
             if isinstance(op, cst.Call) and self.info.pypto_call(op, "set_vec_tile_shapes") is not None:
@@ -122,7 +134,13 @@ class UbEstimate(LintRule):
         dtype = self._dtype(inputs, k)
         if dtype is None or not inputs:
             return
-        size = self.ctx.kb.dtype_bytes(dtype)
+        size = dtype_sizes(self.ctx.kb.limits.dtype_bytes).get(dtype)
+        if size is None:  # int4, hf4, an unpacked fp4: two elements to a byte, or a dtype PyPTO lacks
+            if k.node not in self._skipped:
+                self._skipped.add(k.node)
+                self.report(op, f"dtype {dtype} has no whole byte width (two elements share a byte): the "
+                                "unified-buffer check skips this kernel's ops of it", at_most="info")
+            return
         cap = self.ctx.kb.chip.ub_bytes
         held: dict[str, int] = {}
         for e in inputs:
@@ -131,7 +149,7 @@ class UbEstimate(LintRule):
                 return
             held[cst.Module([]).code_for_node(e)] = elems
         if reducing:
-            need = ub_estimate(self.ctx.kb, max(held.values()), dtype, True)
+            need = _reduce_need(self.ctx.kb, max(held.values()), dtype, size)
             if need > cap:
                 self._reported.add(stmt)
                 self.report(op, f"this reduction holds ~{need} B with tile {fmt_dims(tile)} {dtype} (its input tile "

@@ -117,6 +117,23 @@ PROBES: dict[str, tuple[str, str, str]] = {
         pypto.set_vec_tile_shapes(16, 512)
         out.move(pypto.exp(top))
     """, "ok"),
+    # API.tiles-before-ops: a reshape of the whole input needs no tile; a reshape of a view does
+    "reshape_param_before_tiles": (JIT, """
+        flat = pypto.reshape(x, [R * C])
+        pypto.set_vec_tile_shapes(8192)
+        y = pypto.exp(flat)
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.reshape(y, [R, C]))
+    """, "ok"),
+    "reshape_view_before_tiles": (JIT, """
+        for i in pypto.loop(2):
+            block = pypto.view(x, [32, C], [i * 32, 0])
+            flat = pypto.reshape(block, [32 * C])
+            pypto.set_vec_tile_shapes(8192)
+            y = pypto.exp(flat)
+            pypto.set_vec_tile_shapes(16, 512)
+            pypto.assemble(pypto.reshape(y, [32, C]), [i * 32, 0], out)
+    """, "compile_error: tile shape not set"),
     # API.one-jit-decorator and the 0.2.0 jit keywords
     "double_jit": (JIT + "\n" + JIT, """
         pypto.set_vec_tile_shapes(16, 512)

@@ -1,0 +1,223 @@
+"""The lint on expert library code: warnings right inside their scope, errors that never contradict
+the release the lint inferred, every PyPTO dtype known, a lint crash never an error.
+
+Each narrowed rule has its expert pattern (from PyPTO's models, examples and tests, written here
+in our own small kernels) that must stay quiet and its pitfall that must still fire.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pypto_tui.kb import get_kb
+from pypto_tui.lint import lint_paths, lint_source
+from pypto_tui.lint.engine import CHECKS, FileFacts
+
+KB = get_kb()
+
+
+def _src(body: str, params: str = "x: pypto.Tensor((64, 512), pypto.DT_FP32), "
+                                  "out: pypto.Tensor((64, 512), pypto.DT_FP32)",
+         decorator: str = "@pypto.frontend.jit", tail: str = "") -> str:
+    return ("import pypto\nimport torch\n\n\n" + decorator + f"\ndef kernel({params}):\n"
+            + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n" + tail)
+
+
+def _rules(src: str, **kw: object) -> list[tuple[str, str, int]]:
+    return [(f.rule, f.level, f.line) for f in lint_source(src, kb=KB, **kw)]  # type: ignore[arg-type]
+
+
+MODEL_NEW = """
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        kernel(x, out)
+        return out
+"""
+
+
+# ------------------------------------------------------------------ dtypes and crashes (part 3)
+@pytest.mark.parametrize("dtype", ["DT_UINT8", "DT_UINT16", "DT_FP8E4M3", "DT_FP8E5M2", "DT_FP8E8M0",
+                                   "DT_HF8", "DT_FP4_E2M1X2", "DT_BOOL", "DT_UINT64"])
+def test_every_byte_wide_pypto_dtype_is_known(dtype: str) -> None:
+    """A kernel using DT_UINT8 used to get `internal-error ... unknown dtype 'uint8'` as an error."""
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.sum(x, 1, keepdim=True) + x)
+    """, params=f"x: pypto.Tensor((64, 512), pypto.{dtype}), out: pypto.Tensor((64, 512), pypto.{dtype})")
+    found = lint_source(src, kb=KB, pypto="0.2.0")
+    assert not [f for f in found if f.rule == "internal-error"], found
+
+
+@pytest.mark.parametrize("dtype", ["DT_INT4", "DT_HF4", "DT_FP4_E2M1", "DT_FP4_E1M2"])
+def test_a_sub_byte_dtype_is_skipped_with_an_info_finding(dtype: str) -> None:
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.sum(x, 1, keepdim=True) + x)
+    """, params=f"x: pypto.Tensor((64, 512), pypto.{dtype}), out: pypto.Tensor((64, 512), pypto.{dtype})")
+    found = lint_source(src, kb=KB, pypto="0.2.1")  # the fp4 names are newer than 0.2.0
+    assert [(f.rule, f.level) for f in found] == [("HW.ub-capacity", "info")], found
+    assert "no whole byte width" in found[0].message
+
+
+def test_a_uint8_unified_buffer_overflow_is_still_an_error() -> None:
+    """uint8 is priced at 1 byte: a 256 KiB tile of it overflows the 192 KiB unified buffer."""
+    src = _src("""
+        pypto.set_vec_tile_shapes(256, 1024)
+        out.move(x + pypto.exp(x))
+    """, params="x: pypto.Tensor((256, 1024), pypto.DT_UINT8), out: pypto.Tensor((256, 1024), pypto.DT_UINT8)")
+    assert ("HW.ub-capacity", "error", 8) in _rules(src, pypto="0.2.0")
+
+
+def test_a_lint_crash_is_never_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    rule = CHECKS["lint.unary_minus"]
+
+    def boom(self, node):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(rule, "_needs_parens", boom)
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(-x)
+    """)
+    crash = [f for f in lint_source(src, kb=KB) if f.rule == "internal-error"]
+    assert [f.level for f in crash] == ["info"]
+    assert "not checked" in crash[0].message
+
+
+# ------------------------------------------------------------------ release inference (part 2)
+RETURNS = _src("""
+    pypto.set_vec_tile_shapes(16, 512)
+    y = pypto.exp(x)
+    return y
+""")
+
+
+def test_a_return_does_not_move_the_module_to_a_release_that_refuses_it_too(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """V020.out-param holds for 0.2.0 and 0.2.1 (lint.toml [versions]): the inference used to pick 0.2.1
+    'which accepts it' and then report the same return as an error for 0.2.1."""
+    path = tmp_path / "k.py"
+    path.write_text(RETURNS, encoding="utf-8")
+    facts: dict[str, FileFacts] = {}
+    found = lint_paths([path], KB, pypto="auto", facts=facts)
+    assert [(f.rule, f.level) for f in found] == [("V020.out-param", "error")]
+    fact = facts[str(path)]
+    assert fact.release == "0.2.0", fact
+    assert "accepts" not in fact.why
+
+
+def test_what_0_2_1_accepts_still_moves_the_module(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        for i in pypto.loop(2):
+            acc = pypto.view(x, [32, 512], [i * 32, 0])
+            n = min(i, 1)
+            pypto.assemble(pypto.exp(acc) * 1.0, [i * 32, 0], out)
+    """)
+    path = tmp_path / "k.py"
+    path.write_text(src, encoding="utf-8")
+    facts: dict[str, FileFacts] = {}
+    found = lint_paths([path], KB, pypto="auto", facts=facts)
+    assert facts[str(path)].release == "0.2.1", facts
+    assert "V020.builtin-minmax" in facts[str(path)].why
+    assert not [f for f in found if f.level == "error"], found
+
+
+def test_parallel_loops_infer_the_release_that_has_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`pypto.loop(..., parallel=True)` is 0.2.1's: auto used to pick 0.2.0 and warn that 0.2.0 ignores it."""
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        for i in pypto.loop(2, parallel=True):
+            pypto.assemble(pypto.exp(pypto.view(x, [32, 512], [i * 32, 0])), [i * 32, 0], out)
+    """)
+    path = tmp_path / "k.py"
+    path.write_text(src, encoding="utf-8")
+    facts: dict[str, FileFacts] = {}
+    assert lint_paths([path], KB, pypto="auto", facts=facts) == []
+    assert facts[str(path)].release == "0.2.1"
+    assert "parallel=" in facts[str(path)].why
+    # asked for 0.2.0, the lint still says 0.2.0 ignores it
+    assert [f.rule for f in lint_source(src, kb=KB, pypto="0.2.0")] == ["API.loop-options"]
+
+
+def test_a_loop_keyword_no_release_knows_does_not_pick_the_release(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = _src("""
+        pypto.set_vec_tile_shapes(16, 512)
+        for i in pypto.loop(2, idx=0):
+            pypto.assemble(pypto.exp(pypto.view(x, [32, 512], [i * 32, 0])), [i * 32, 0], out)
+    """)
+    path = tmp_path / "k.py"
+    path.write_text(src, encoding="utf-8")
+    facts: dict[str, FileFacts] = {}
+    lint_paths([path], KB, pypto="auto", facts=facts)
+    assert "nothing it uses is newer" in facts[str(path)].why
+
+
+# ------------------------------------------------------------------ reshape before tiles (part 2)
+def test_a_reshape_of_the_whole_input_before_any_tile_is_not_an_error() -> None:
+    """Probe reshape_param_before_tiles: 0.2.0 compiles and verifies it (tests/lint/probes)."""
+    src = _src("""
+        flat = pypto.reshape(x, [64 * 512])
+        pypto.set_vec_tile_shapes(8192)
+        y = pypto.exp(flat)
+        pypto.set_vec_tile_shapes(16, 512)
+        out.move(pypto.reshape(y, [64, 512]))
+    """)
+    assert not [r for r in _rules(src, pypto="0.2.0") if r[0] == "API.tiles-before-ops"]
+
+
+def test_a_reshape_of_a_view_before_any_tile_is_still_an_error() -> None:
+    """Probe reshape_view_before_tiles: 0.2.0 stops with F21004 'tile shape not set'."""
+    src = _src("""
+        for i in pypto.loop(2):
+            block = pypto.view(x, [32, 512], [i * 32, 0])
+            flat = pypto.reshape(block, [32 * 512])
+            pypto.set_vec_tile_shapes(8192)
+            pypto.assemble(pypto.reshape(pypto.exp(flat), [32, 512]), [i * 32, 0], out)
+    """)
+    assert ("API.tiles-before-ops", "error", 9) in _rules(src, pypto="0.2.0")
+
+
+# ------------------------------------------------------------------ P2.no-kernel-reshape (part 1)
+ROPE = """
+    pypto.set_vec_tile_shapes(16, 512)
+    y = pypto.exp(x)
+    pairs = pypto.reshape(y, [64, 256, 2])
+    pypto.set_vec_tile_shapes(16, 256, 2)
+    swapped = pypto.transpose(pairs, 1, 2)
+    pypto.set_vec_tile_shapes(16, 512)
+    out.move(pypto.reshape(swapped, [64, 512]))
+"""
+
+
+def test_reshaping_computed_data_is_quiet_by_default_and_strict_only() -> None:
+    """The RoPE interleave of PyPTO's mla_prolog: reshape, transpose, reshape of computed data."""
+    src = _src(ROPE)
+    assert not [r for r in _rules(src) if r[0] == "P2.no-kernel-reshape"]
+    strict = [r for r in _rules(src, strict=True) if r[0] == "P2.no-kernel-reshape"]
+    assert [r[1] for r in strict] == ["error", "error"]
+
+
+def test_reshaping_the_input_in_a_library_kernel_says_before_the_call() -> None:
+    src = _src("""
+        pypto.set_vec_tile_shapes(8192)
+        flat = pypto.reshape(x, [64 * 512])
+        out.move(pypto.reshape(pypto.exp(flat), [64, 512]))
+    """)
+    found = [f for f in lint_source(src, kb=KB) if f.rule == "P2.no-kernel-reshape"]
+    assert [(f.level, f.line) for f in found] == [("warn", 8)]
+    assert "before the call" in found[0].message and "ModelNew" not in found[0].message
+
+
+def test_reshaping_the_input_with_a_model_new_says_forward() -> None:
+    src = _src("""
+        pypto.set_vec_tile_shapes(8192)
+        flat = pypto.reshape(x, [64 * 512])
+        out.move(pypto.reshape(pypto.exp(flat), [64, 512]))
+    """, tail=MODEL_NEW)
+    found = [f for f in lint_source(src, kb=KB) if f.rule == "P2.no-kernel-reshape"]
+    assert [(f.level, f.line) for f in found] == [("warn", 8)]
+    assert "ModelNew.forward" in found[0].message
