@@ -724,6 +724,8 @@ def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
 
 
 VERIFY_DTYPES = ("fp32", "fp16", "bf16")
+MAX_TRIALS = 64
+"""Most input seeds one verification runs (a pack's `trials` and `verify --trials`): each is a compile and a run."""
 
 
 def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
@@ -731,7 +733,7 @@ def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
     rule = head.text("rule")
     if rule not in rules:
         raise head.fail("rule", f"'{rule}' is not a rule id in rules.toml")
-    trials = head.integer("trials", minimum=1, maximum=64)
+    trials = head.integer("trials", minimum=1, maximum=MAX_TRIALS)
     table = r.sub("criterion")
     criteria: dict[str, Criterion] = {}
     for name in table.table:

@@ -5,6 +5,7 @@ These run on every keystroke in the app and on every CLI call, so they are plain
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pypto_tui.errors import InputError
@@ -21,15 +22,24 @@ MAX_ELEMENTS = 2**48
 it keeps every computation on it (enumeration, loop counts) bounded and within int64."""
 
 
+_ITEM_SEP = re.compile(r"\s*[,x×]\s*|\s+")
+"""Between two sizes: a comma, `x` or `×` (spaces around it allowed), or spaces alone."""
+
+
 def parse_dims(text: str | Sequence[int], what: str = "shape") -> Shape:
     """'16,256,256' / '(16, 256, 256)' / '16x256' / [16, 256] -> (16, 256, 256). Dims must be >= 1."""
     if isinstance(text, str):
-        raw = text.strip().strip("()[]").replace("x", ",").replace("×", ",").replace(" ", ",")
-        parts = [p for p in raw.split(",") if p != ""]
-        if not parts:
+        raw = text.strip().strip("()[]").strip()
+        parts = _ITEM_SEP.split(raw)
+        if len(parts) > 1 and parts[-1] == "":
+            parts.pop()  # one trailing comma, as Python writes a 1-D shape: (16,)
+        if parts == [""]:
             raise InputError(f"{what} is empty: write it like 16,256,256")
         dims: list[int] = []
-        for p in parts:
+        for i, p in enumerate(parts):
+            if p == "":
+                raise InputError(f"{what} '{clip(text)}' has an empty item (item {i + 1}): write one whole number "
+                                 "between each pair of commas, like 16,256,256")
             try:
                 value = int(p)
             except ValueError:

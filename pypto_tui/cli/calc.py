@@ -13,7 +13,7 @@ import typer
 from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
 from pypto_tui.errors import InputError
 from pypto_tui.findings import has_error
-from pypto_tui.shapes import parse_dims
+from pypto_tui.shapes import MAX_DIM, parse_dims
 
 TaskArg = Annotated[
     Path | None,
@@ -191,7 +191,7 @@ def loop(
     family: FamilyOpt = None,
     axis: Annotated[int, typer.Option("--axis", help="The loop axis (the outermost, 0, unless you must).")] = 0,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Evaluate this loop count first.",
-                                                   show_default=False)] = None,
+                                                   max=MAX_DIM, show_default=False)] = None,
     matmul: Annotated[bool, typer.Option("--matmul", help="The axis is a matmul's M axis (always loops).")] = False,
     kernel_index: KernelIndexOpt = None,
     kb: KbOption = None,

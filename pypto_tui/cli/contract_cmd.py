@@ -42,6 +42,7 @@ def contract(
     require_file(task, "task file")
     pipeline = Pipeline(pack, Design(task=str(task)))
     c = pipeline.contract()
+    _sizes_a_device_holds(c)
     plan = plan_dims(c, pack, strategy)
     found = task_kernels(pipeline)
     check = None
@@ -71,6 +72,18 @@ def contract(
     else:
         _show(doc, findings)
     raise typer.Exit(Exit.FINDINGS if has_error(findings) else Exit.OK)
+
+
+def _sizes_a_device_holds(c: Any) -> None:
+    """InputError (exit 2) when an input or the output has a size no tensor has: the same bound
+    (`shapes.check_shape`: 2**40 per axis, 2**48 in all) `tile` and `loop` refuse a shape with."""
+    from pypto_tui.shapes import check_shape
+
+    shapes = [(f"input {i.name}", i.shape) for i in c.inputs if i.is_tensor and i.shape]
+    shapes.append(("output", c.output_shape))
+    for what, shape in shapes:
+        if shape and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            check_shape(shape, f"the task's {what}")
 
 
 def _kernel_doc(k: TaskKernel) -> dict[str, Any]:

@@ -16,6 +16,8 @@ import typer
 from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
 from pypto_tui.cli.suite_cmd import suite_dispatch
 from pypto_tui.errors import InputError
+from pypto_tui.kb import MAX_TRIALS
+from pypto_tui.shapes import MAX_DIM
 
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
 
@@ -50,7 +52,7 @@ def sim(
     tile: Annotated[str | None, typer.Option("--tile", help="Simulate this tile (default: the recommended one).",
                                              show_default=False)] = None,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
-                                                   show_default=False)] = None,
+                                                   max=MAX_DIM, show_default=False)] = None,
     sweep: Annotated[str | None, typer.Option("--sweep", help="tiles, loops or both: measure candidates, guided "
                                               "by the pack's cost estimate (else the documents' sweep).",
                                               show_default=False)] = None,
@@ -293,7 +295,7 @@ def verify(
     tile: Annotated[str | None, typer.Option("--tile", help="Verify this tile (default: the recommended one).",
                                              show_default=False)] = None,
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Use this loop count.", min=1,
-                                                   show_default=False)] = None,
+                                                   max=MAX_DIM, show_default=False)] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds the verification may take.", min=1)] = 600.0,
     memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Address-space cap of the worker.", min=1,
                                                   show_default=False)] = None,
@@ -304,7 +306,7 @@ def verify(
                                                   "kernelbench-v0.1 (1e-2 for every dtype).",
                                                   show_default=False)] = None,
     trials: Annotated[int | None, typer.Option("--trials", help="Input seeds; every one must pass (default: the "
-                                               "pack's, 2).", show_default=False)] = None,
+                                               f"pack's, 2; at most {MAX_TRIALS}).", show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -321,8 +323,9 @@ def verify(
     if kernel is not None and (tile or loop_count):
         raise InputError("--tile and --loop-count choose the generated kernel's design; with --kernel the "
                          "kernel file decides: drop them")
-    if trials is not None and trials < 1:
-        raise InputError(f"--trials {trials}: use a whole number >= 1 (each trial is one input seed)")
+    if trials is not None and not 1 <= trials <= MAX_TRIALS:
+        raise InputError(f"--trials {trials}: use a whole number from 1 to {MAX_TRIALS} (each trial is one input "
+                         "seed, compiled and run in turn)")
     p = _pipeline(task, kb, tile, loop_count)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs

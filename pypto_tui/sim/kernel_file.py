@@ -70,8 +70,12 @@ def _init_arity(cls: ast.ClassDef) -> tuple[int, int | None]:
 def read_kernel_file(path: Path, init_args: int) -> KernelFile:
     """Parse `path` and check it can stand in for the task's Model with `init_args` arguments."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise InputError(f"no such kernel file {p}: give the module that defines ModelNew")
+    if not p.is_file():
+        from pypto_tui.fileio import require_file
+
+        require_file(p, "kernel file")  # says what it is: a folder, a character device, a FIFO...
     if p.stat().st_size > MAX_KERNEL_BYTES:
         raise InputError(f"{p} is over {MAX_KERNEL_BYTES // 1024} KB: is it a kernel module?")
     try:

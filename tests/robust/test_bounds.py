@@ -1,0 +1,77 @@
+"""Bounds on what a user may ask for: every value past them is one line, exit 2, at once.
+
+`verify --trials 10000` was accepted; `tile --shape 16,,256` quietly became (16, 256); a loop count of
+10**20 was accepted; `contract` called a 10**300-row input supported while `tile` refused it;
+`verify --kernel /dev/zero` said "no such kernel file"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hostile import TASKS, one_error_line, task_with_inputs
+
+from pypto_tui.errors import InputError
+from pypto_tui.kb import MAX_TRIALS
+from pypto_tui.shapes import MAX_DIM, parse_dims
+
+TASK = str(TASKS / "softmax_rows.py")
+
+
+@pytest.mark.parametrize(("text", "item"), [("16,,256", 2), (",16", 1), ("1,2,,", 3), ("16, ,256", 2)])
+def test_an_empty_item_in_a_shape_is_named(text: str, item: int) -> None:
+    with pytest.raises(InputError, match=rf"has an empty item \(item {item}\)"):
+        parse_dims(text)
+
+
+@pytest.mark.parametrize(("text", "dims"), [("16, 256", (16, 256)), ("(16,)", (16,)), ("16x256", (16, 256)),
+                                           ("16 256", (16, 256)), ("[16, 256, 4]", (16, 256, 4))])
+def test_the_usual_ways_of_writing_a_shape_still_parse(text: str, dims: tuple[int, ...]) -> None:
+    assert parse_dims(text) == dims
+
+
+def test_tile_with_an_empty_shape_item_is_one_line(run_cli) -> None:
+    rc, out, err = run_cli("tile", "--shape", "16,,256", "--json")
+    assert rc == 2 and "empty item" in json.loads(out)["error"]
+    assert "item 2" in one_error_line(err)
+
+
+@pytest.mark.parametrize("args", [
+    ["loop", "--shape", "16384,1024", "--tile", "128,128", "--loop-count", "99999999999999999999"],
+    ["loop", "--shape", "16384,1024", "--tile", "128,128", "--loop-count", str(MAX_DIM + 1)],
+    ["verify", TASK, "--loop-count", "99999999999999999999"],
+    ["sim", TASK, "--loop-count", "99999999999999999999"],
+])
+def test_a_loop_count_past_any_axis_is_refused(run_cli, args: list[str]) -> None:
+    rc, _, err = run_cli(*args)
+    assert rc == 2 and "--loop-count" in one_error_line(err) and str(MAX_DIM) in err
+
+
+def test_loop_count_at_the_bound_is_still_taken(run_cli) -> None:
+    rc, out, _ = run_cli("loop", "--shape", "1000003,4096", "--tile", "1,4096", "--loop-count", str(MAX_DIM),
+                         "--json")
+    assert rc in (0, 1) and json.loads(out)["candidates"][0]["loop_count"] == MAX_DIM
+
+
+@pytest.mark.parametrize("trials", ["10000", str(MAX_TRIALS + 1), "0"])
+def test_verify_trials_are_bounded(run_cli, trials: str) -> None:
+    rc, _, err = run_cli("verify", TASK, "--trials", trials)
+    assert rc == 2 and f"from 1 to {MAX_TRIALS}" in one_error_line(err)
+
+
+def test_contract_refuses_what_tile_refuses(tmp_path: Path, run_cli) -> None:
+    task = tmp_path / "huge.py"
+    task.write_text(task_with_inputs("torch.randn(10**300, 16)"))
+    for command in ("contract", "tile"):
+        rc, out, err = run_cli(command, str(task), "--json")
+        assert rc == 2 and "sizes above 2**40" in json.loads(out)["error"], (command, err)
+        one_error_line(err)
+    rc, _, _ = run_cli("contract", TASK)
+    assert rc == 0
+
+
+def test_a_kernel_that_is_a_device_is_named_as_such(run_cli) -> None:
+    rc, _, err = run_cli("verify", TASK, "--kernel", "/dev/zero")
+    line = one_error_line(err)
+    assert rc == 2 and "character device, not a regular file" in line and "no such" not in line
