@@ -7,6 +7,14 @@ and the reason, so a typo never turns into a silently different verdict.
 
 A pack may say `extends = "default"` in pack.toml: any file it does not provide is then read
 from the bundled default pack. That keeps a user's pack down to the numbers they change.
+`extends` takes the name of a bundled pack only (a folder of pypto_tui/knowledge/), never a path:
+a pack reads its own files and the bundled ones, nothing else.
+
+A pack reads only its own regular files: a pack file or template that is a symlink is followed
+only when it lands inside the pack folder. Kernel templates (`templates/<flavour>/NAME.py.tmpl`)
+are validated on load like the TOML files: UTF-8, at most MAX_TEMPLATE_BYTES, Python once their
+`{placeholders}` are filled, and only the placeholders the generator fills for NAME. A rule's
+`{placeholder}` is a plain name of the pack's numbers (no format spec, conversion or index).
 """
 
 from __future__ import annotations
@@ -524,17 +532,33 @@ def _numbers(limits: Limits, chip: Chip, ladders: Ladders) -> _Numbers:
 
 
 def _interpolate(item: _Reader, key: str, text: str, numbers: _Numbers) -> str:
-    """A statement written with the pack's numbers as placeholders follows the pack that loads it."""
-    if "{" not in text:
+    """A statement written with the pack's numbers as placeholders follows the pack that loads it.
+
+    Only `{name}` is a placeholder: a format spec, a conversion or an index (`{max_elements:>999999999}`
+    would build a gigabyte string) is refused, and the text is assembled here, never by str.format."""
+    if "{" not in text and "}" not in text:
         return text
+    import string
+
+    known = ", ".join(sorted(numbers))
     try:
-        return text.format_map(numbers)
-    except KeyError as exc:
-        known = ", ".join(sorted(numbers))
-        raise item.fail(key, f"unknown placeholder {{{exc.args[0]}}}: use one of {known}") from None
-    except (ValueError, IndexError) as exc:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
         raise item.fail(key, f"a brace that is not a placeholder ({exc}): write {{{{ and }}}} for a literal "
                         "brace") from None
+    out: list[str] = []
+    for literal, field_name, spec, conversion in parts:
+        out.append(literal)
+        if field_name is None:
+            continue
+        written = "{" + field_name + ("!" + conversion if conversion else "") + (":" + spec if spec else "") + "}"
+        if spec or conversion or not field_name.isidentifier():
+            raise item.fail(key, f"placeholder {written[:60]} is not a plain name: write {{name}} with one of "
+                                 f"{known} (no format spec, conversion or index)")
+        if field_name not in numbers:
+            raise item.fail(key, f"unknown placeholder {{{field_name[:60]}}}: use one of {known}")
+        out.append(numbers[field_name])
+    return "".join(out)
 
 
 def _parse_rules(r: _Reader, sources: Mapping[str, Source], numbers: _Numbers | None = None) -> dict[str, Rule]:
@@ -882,12 +906,16 @@ def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
     extends = head.get("pack", {}).get("extends") if isinstance(head.get("pack"), dict) else None
     base: Path | None = None
     if extends is not None:
-        if not isinstance(extends, str) or not (BUNDLED_ROOT / extends / "pack.toml").is_file():
-            raise PackError("pack.toml", "pack.extends", f"'{extends}' is not a bundled pack (try \"default\")")
+        if not is_bundled_pack_name(extends):
+            shown = repr(extends)[:80]
+            raise PackError("pack.toml", "pack.extends", f"{shown} is not a bundled pack (one of "
+                            f"{', '.join(bundled_pack_names())}): a pack extends a bundled pack by its name, "
+                            "never a path")
         base = BUNDLED_ROOT / extends
     files: dict[str, Path] = {}
     for name in REQUIRED_FILES + OPTIONAL_FILES:
         own = path / name
+        _require_own(path, own)
         _require_regular(own)
         if own.is_file():
             files[name] = own
@@ -896,6 +924,30 @@ def _pack_files(path: Path) -> tuple[dict[str, Path], dict[str, Any]]:
         elif name in REQUIRED_FILES:
             raise PackError(str(path), name, "missing file (required; or set extends = \"default\" in pack.toml)")
     return files, head
+
+
+def bundled_pack_names() -> list[str]:
+    """The packs shipped inside pypto_tui (folders of `knowledge/` holding a pack.toml)."""
+    return sorted(p.name for p in BUNDLED_ROOT.iterdir() if (p / "pack.toml").is_file())
+
+
+def is_bundled_pack_name(name: object) -> bool:
+    """`name` names a bundled pack: a plain folder name (no separator, no `..`), not a path."""
+    return (isinstance(name, str) and name.isascii() and name.replace("-", "").replace("_", "").isalnum()
+            and name in bundled_pack_names())
+
+
+def _require_own(root: Path, path: Path) -> None:
+    """A pack reads only its own files: a symlink is followed only when it lands inside the pack
+    folder (a template linked to /etc/passwd is refused, never read)."""
+    if not path.is_symlink():
+        return
+    target = Path(os.path.realpath(path))
+    base = Path(os.path.realpath(root))
+    if base not in target.parents:
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
+        raise PackError(str(rel), "", "is a symlink out of the pack folder: a pack reads only its own files; "
+                        "copy the file into the pack")
 
 
 def _require_regular(path: Path) -> None:
@@ -945,7 +997,9 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         raise PackError(str(path), "", "not a folder: --kb takes the folder that holds pack.toml")
     files, head = _pack_files(root)
     docs = {name: (head if name == "pack.toml" else _read_toml(p)) for name, p in files.items()}
+    _require_own(root, root / "lint.toml")
     _check_lint_api(root / "lint.toml")
+    template_warnings = check_templates(root)
 
     readers: dict[str, _Reader] = {}
 
@@ -984,7 +1038,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     roofline = _parse_roofline(reader("roofline.toml")) if "roofline.toml" in files else None
     name, version = pack.text("name"), pack.text("version")
     description = pack.text("description", required=False)
-    warnings = [w for r in readers.values() for w in r.unread()]
+    warnings = [w for r in readers.values() for w in r.unread()] + template_warnings
     known = set(REQUIRED_FILES + OPTIONAL_FILES + OTHER_FILES)
     warnings += [f"pack folder {root}: {p.name} is not a pack file (none of {', '.join(sorted(known))}); "
                  "it is ignored" for p in sorted(root.glob("*.toml")) if p.name not in known]
@@ -1027,3 +1081,92 @@ def get_kb(cli_value: str | os.PathLike[str] | None = None) -> KnowledgeBase:
 
 
 Loader = Callable[[str | os.PathLike[str] | None], KnowledgeBase]
+
+
+# ------------------------------------------------------------------------------------ templates
+TEMPLATE_SUFFIX = ".py.tmpl"
+MAX_TEMPLATE_BYTES = 64 * 1024
+"""Largest kernel template a pack may hold (the bundled ones are under 2 KB)."""
+MAX_TEMPLATE_FILES = 2000
+"""Most entries a pack's templates/ folder may hold (the bundled pack has under 100)."""
+TEMPLATE_PLACEHOLDER = r"\{([A-Za-z_][A-Za-z0-9_]*)\}"
+
+
+def template_body(text: str) -> str:
+    """A template's text without its leading `##` documentation lines and blank lines."""
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].startswith("##"):
+        lines.pop(0)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "".join(lines)
+
+
+@lru_cache(maxsize=1)
+def bundled_placeholders() -> dict[str, frozenset[str]]:
+    """Per template file name, the placeholders the bundled templates of that name use: the ones the
+    code generator fills for it."""
+    import re
+
+    pattern = re.compile(TEMPLATE_PLACEHOLDER)
+    out: dict[str, set[str]] = {}
+    for p in (bundled_pack_dir() / "templates").rglob(f"*{TEMPLATE_SUFFIX}"):
+        out.setdefault(p.name, set()).update(pattern.findall(template_body(p.read_text(encoding="utf-8"))))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def check_templates(root: Path) -> list[str]:
+    """Validate the pack's kernel templates as its TOML files are validated, on load (PackError on
+    the first bad one; returns warnings). Each `templates/<folder>/NAME.py.tmpl` must be the pack's
+    own regular file (a symlink only within the pack), UTF-8, at most MAX_TEMPLATE_BYTES, Python once
+    its `{placeholders}` are filled, and use only the placeholders the generator fills for NAME."""
+    import re
+
+    from pypto_tui.fileio import read_text
+    from pypto_tui.source_bounds import SourceTooComplex, check_source
+
+    tdir = root / "templates"
+    if not tdir.exists() and not tdir.is_symlink():
+        return []
+    _require_own(root, tdir)
+    if not tdir.is_dir():
+        raise PackError("templates", "", "is not a folder: a pack's templates/ holds one folder per flavour")
+    pattern = re.compile(TEMPLATE_PLACEHOLDER)
+    known = bundled_placeholders()
+    warnings: list[str] = []
+    seen = 0
+    for sub in sorted(tdir.iterdir()):
+        _require_own(root, sub)
+        if not sub.is_dir():
+            continue
+        for path in sorted(sub.iterdir()):
+            seen += 1
+            if seen > MAX_TEMPLATE_FILES:
+                raise PackError("templates", "", f"holds more than {MAX_TEMPLATE_FILES} files: is it a pack?")
+            if not path.name.endswith(TEMPLATE_SUFFIX):
+                continue
+            rel = f"templates/{sub.name}/{path.name}"
+            _require_own(root, path)
+            try:
+                text = read_text(path, "kernel template", MAX_TEMPLATE_BYTES)
+            except InputError as exc:
+                raise PackError(rel, "", str(exc).replace(f"kernel template {path} ", "", 1)) from None
+            body = template_body(text)
+            names = set(pattern.findall(body))
+            if path.name in known:
+                unknown = sorted(names - known[path.name])
+                if unknown:
+                    fills = ", ".join(sorted(known[path.name])) or "none"
+                    raise PackError(rel, "", f"unknown placeholder {{{unknown[0]}}}: the generator fills only "
+                                    f"{fills} in {path.name}")
+            else:
+                warnings.append(f"{rel}: no kernel is written from a template of this name; it is ignored")
+            source = pattern.sub(lambda m: f"__tmpl_{m.group(1)}__", body)
+            try:
+                err = check_source(source, rel)
+            except SourceTooComplex as exc:
+                raise PackError(rel, "", str(exc).replace(f"{rel} ", "", 1)) from None
+            if err is not None:
+                raise PackError(rel, "", f"line {err.lineno}: not Python once its placeholders are filled "
+                                f"({err.msg}); write placeholders as {{name}}")
+    return warnings
