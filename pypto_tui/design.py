@@ -37,6 +37,7 @@ from pypto_tui.shapes import fmt_dims
 from pypto_tui.vocabulary import TAIL_PREFERENCES, TailPreference
 
 if TYPE_CHECKING:
+    from pypto_tui.codegen.compose import ForwardView
     from pypto_tui.codegen.pattern import Pattern
     from pypto_tui.codegen.result import GeneratedKernel
     from pypto_tui.contract.model import Contract
@@ -501,9 +502,9 @@ class ModuleStages:
     """A task's module plan designed kernel by kernel, or the reason it cannot be (`refused`)."""
 
     stages: tuple[Stage, ...] = ()
-    prelude: tuple[str, ...] = ()
+    prelude: tuple[ForwardView, ...] = ()  # views forward takes before the first kernel
     output: str = ""
-    after: tuple[tuple[int, str], ...] = ()  # forward statements right after kernel i (views of its output)
+    after: tuple[tuple[int, ForwardView], ...] = ()  # views forward takes right after kernel i (of its output)
     refused: str = ""
 
 
@@ -520,6 +521,7 @@ def _kernel_decisions(pipeline: Pipeline) -> str:
 
 
 def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
+    from pypto_tui.codegen.compose import ForwardView, ViewStep
     from pypto_tui.contract.group import arg_name, contract_of
     from pypto_tui.errors import Unsupported
     from pypto_tui.ops import views as V
@@ -531,29 +533,30 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     c = pipeline.contract()
     param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
     local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
-    prelude: list[str] = []
-    after: list[tuple[int, str]] = []
+    prelude: list[ForwardView] = []
+    after: list[tuple[int, ForwardView]] = []
     pending = list(mp.views)
 
     def take_views(done: int) -> str:
-        """Forward's statements for the views whose tensor exists once kernel `done` ran (-1: the
-        inputs); "" or why a view cannot be taken."""
+        """Forward's views whose tensor exists once kernel `done` ran (-1: the inputs); "" or why a view
+        cannot be taken."""
         for vid in list(pending):
             n = graph.node(vid)
             source = n.inputs[0]
             if source not in local and source not in param_text:
                 continue  # its kernel has not run yet
-            text = local.get(source) or param_text[source]
+            steps: list[ViewStep] = []
             for step in n.attrs.get("steps", ()):
                 s = V.step_of(step)
                 if s.kind not in FREE_VIEW_STEPS:
                     return f"forward would copy data for the view {n.spelling} ({s.kind})"
-                text += V.torch_text(s)
-            local[vid] = f"v_{vid}"
+                steps.append(ViewStep(s.kind, s.dim, tuple(s.shape)))
+            view = ForwardView(f"v_{vid}", local.get(source) or param_text[source], tuple(steps))
+            local[vid] = view.target
             if done < 0:
-                prelude.append(f"v_{vid} = {text}")
+                prelude.append(view)
             else:
-                after.append((done, f"v_{vid} = {text}"))
+                after.append((done, view))
             pending.remove(vid)
         return ""
 
@@ -603,9 +606,13 @@ def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
 def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKernel:
     """One ModelNew that creates the task's parameters as Model does and calls `designed`'s kernels
     in order (verify composes stages given explicit designs through this too)."""
-    from pypto_tui.codegen.compose import compose
+    import libcst as cst
+
+    from pypto_tui.codegen.compose import KernelCall, ModuleWiring, compose
     from pypto_tui.codegen.result import GeneratedKernel
-    from pypto_tui.contract.init_body import init_body
+    from pypto_tui.codegen.templates import find_template
+    from pypto_tui.contract.init_body import init_statements
+    from pypto_tui.contract.signature import parameters
     from pypto_tui.errors import Unsupported
 
     c = pipeline.contract()
@@ -618,22 +625,24 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
         return refused(designed.refused)
     sig = c.signature
     source = Path(c.task_path).read_text(encoding="utf-8") if c.task_path else None
-    body = init_body(source) if source else None
+    body = init_statements(source) if source else None
     if sig is None or body is None:
         return refused("a module of several kernels needs Model.__init__ from the task file")
-    stages = [s.kernel.source for s in designed.stages]
-    calls = [(s.output, list(s.args)) for s in designed.stages]
-    shared = [f"self._k{s.index}.{m} = self.{m}" for s in designed.stages for m in s.modules]
+    trees = [s.kernel.tree for s in designed.stages]
+    if any(not isinstance(t, cst.Module) for t in trees):
+        return refused("a kernel of the module has no syntax tree to compose")
+    wiring = ModuleWiring(tuple(KernelCall(s.output, s.args, s.modules) for s in designed.stages), designed.output,
+                          designed.prelude, designed.after)
     summaries = [f"kernel {s.index}: {s.ops} ({s.kernel.pattern}; {s.rule or 'its own kernel'})"
                  for s in designed.stages]
-    doc = (f"{len(stages)} kernels for {Path(c.task_path or 'the task').name} (issue 21 module plan):\n"
-           + "\n".join(summaries))
+    doc = f"{len(trees)} kernels for {Path(c.task_path or 'the task').name}:\n" + "\n".join(summaries)
     try:
-        code = compose(stages, calls, designed.output, doc, sig.init_source, body, sig.forward_source,
-                       list(designed.prelude), shared, designed.after)
+        template = find_template(pipeline.kb, flavour, "module_model_new").text
+        tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
+                       parameters(sig.forward_source))
     except Unsupported as exc:
         return refused(str(exc))
-    return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "))
+    return GeneratedKernel(tree.code, True, "", "module", flavour, summary=doc.replace("\n", "; "), tree=tree)
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,67 @@
-"""A module of several kernels (issue 21): the stage modules, merged, under one ModelNew.
+"""A module of several kernels: the kernels' syntax trees under one ModelNew, in one pass.
 
-Each kernel of a module plan is generated as a module of its own (the level-1 path, unchanged).
-`compose` merges them: the shared preamble (imports, run-mode switches, helpers) once, every
-other top-level name of stage i renamed with the suffix `_K{i}` (its constants, its factory,
-its ModelNew), and one `ModelNew` whose `__init__` is `Model.__init__` itself (the same
-parameters created in the same order, so the same seed gives the same weights) and whose
-`forward` calls the stages in order, each on the values the plan says it reads: a task input,
-a parameter (`self.gemm.weight`), or an earlier stage's output, which forward keeps in a local.
+Each kernel of a module plan is generated as a module of its own (`generate`, which hands over its
+syntax tree as well as its text). `compose` puts the trees together without reading any generated text
+back: the shared preamble (imports, run-mode switches, helpers) once, every other top-level name of
+kernel i suffixed `_K{i}` (its constants, its factory, its ModelNew), and one `ModelNew` (the pack's
+`module_model_new` template) whose `__init__` is `Model.__init__` itself (the same parameters created in
+the same order, so the same seed gives the same weights) and whose `forward` runs the kernels in order,
+each on the values the plan says it reads: a task input, a parameter (`self.gemm.weight`), an earlier
+kernel's output, or a free view of one of them, which forward keeps in a local.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
+from pypto_tui.codegen.templates import fill_statements
 from pypto_tui.errors import Unsupported
 
 SHARED_HINT = ("_for_this_machine", "ceil_div", "RUNTIME_OPTIONS", "DEBUG_OPTIONS", "_PYPTO_RUN_MODE",
                "_PYPTO_RUNTIME_DEBUG_MODE")
+
+
+@dataclass(frozen=True)
+class ViewStep:
+    """One free view forward takes (plan.FREE_VIEW_STEPS): `unsqueeze(dim)` or `reshape(*shape)`."""
+
+    kind: str
+    dim: int = 0
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForwardView:
+    """`target = source.<steps>`: a view of an input, a parameter or a kernel's output."""
+
+    target: str
+    source: str  # a local name or a dotted parameter path (self.gemm.weight)
+    steps: tuple[ViewStep, ...]
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """`local = self._k{i}(*args)`: kernel i on the values it reads (locals or dotted parameter paths)."""
+
+    local: str
+    args: tuple[str, ...]
+    modules: tuple[str, ...] = ()  # the task's modules the kernel calls, handed to its own ModelNew
+
+
+@dataclass(frozen=True)
+class ModuleWiring:
+    """What forward does around the kernels: views before the first (`prelude`), the calls, the views
+    right after kernel i (`after`), and the local it returns."""
+
+    calls: tuple[KernelCall, ...]
+    result: str
+    prelude: tuple[ForwardView, ...] = ()
+    after: tuple[tuple[int, ForwardView], ...] = ()
 
 
 def _defined(stmt: cst.BaseStatement) -> list[str]:
@@ -38,7 +79,9 @@ def _defined(stmt: cst.BaseStatement) -> list[str]:
     return out
 
 
-class _Rename(cst.CSTTransformer):
+class _Suffix(cst.CSTTransformer):
+    """Kernel i's own top-level names, suffixed (one walk over its tree)."""
+
     def __init__(self, names: Mapping[str, str]) -> None:
         self.names = names
 
@@ -57,26 +100,66 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
             and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString))
 
 
-def compose(stages: Sequence[str], calls: Sequence[tuple[str, Sequence[str]]], result: str, doc: str,
-            init_params: str, init_body: str, forward_params: str, prelude: Sequence[str] = (),
-            shared: Sequence[str] = (), after: Sequence[tuple[int, str]] = ()) -> str:
-    """The merged module.
+def dotted(path: str) -> cst.BaseExpression:
+    """`self.gemm.weight` as attribute nodes (built, not parsed)."""
+    first, *rest = path.split(".")
+    node: cst.BaseExpression = cst.Name(first)
+    for part in rest:
+        node = cst.Attribute(node, cst.Name(part))
+    return node
 
-    `stages`: each kernel's generated module source, in plan order; `calls[i]` = (the local the
-    forward keeps stage i's output in, the expressions it passes); `result`: the local forward
-    returns; `init_body`: Model.__init__'s body (without `super().__init__()` it is added);
-    `prelude`: forward statements before the first stage (views of inputs); `after`: (i, statement)
-    run right after stage i (views of its output)."""
+
+def _int(v: int) -> cst.BaseExpression:
+    return cst.UnaryOperation(cst.Minus(), cst.Integer(str(-v))) if v < 0 else cst.Integer(str(v))
+
+
+def _args(values: Sequence[cst.BaseExpression]) -> list[cst.Arg]:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [cst.Arg(v, comma=comma if i < len(values) - 1 else cst.MaybeSentinel.DEFAULT)
+            for i, v in enumerate(values)]
+
+
+def _view_expr(view: ForwardView) -> cst.BaseExpression:
+    node = dotted(view.source)
+    for s in view.steps:
+        if s.kind == "unsqueeze":
+            node = cst.Call(cst.Attribute(node, cst.Name("unsqueeze")), _args([_int(s.dim)]))
+        elif s.kind == "reshape":
+            sizes: list[cst.BaseExpression] = [_int(d) for d in s.shape] or [cst.Tuple([])]
+            node = cst.Call(cst.Attribute(node, cst.Name("reshape")), _args(sizes))
+        else:
+            raise Unsupported(f"forward would copy data for a '{s.kind}' view")
+    return node
+
+
+def _assign(target: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    node = dotted(target)
+    assert isinstance(node, cst.Name | cst.Attribute)
+    return cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(node)], value)])
+
+
+def _docstring(doc: str, indent: str) -> cst.SimpleStatementLine:
+    text = textwrap.indent(f'"""{doc}"""', indent)[len(indent):]
+    return cst.SimpleStatementLine([cst.Expr(cst.SimpleString(text))])
+
+
+def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_new: str, init_params: cst.Parameters,
+            init_body: Sequence[cst.BaseStatement], forward_params: cst.Parameters) -> cst.Module:
+    """The module: `stages` are the kernels' generated trees in plan order; `model_new` is the pack's
+    template text for the composed ModelNew; `init_body` is Model.__init__'s body (a bare
+    `super().__init__()` when it is empty)."""
+    if len(wiring.calls) != len(stages):
+        raise Unsupported("every kernel of the module needs its call")
     header: list[cst.BaseStatement] = []
-    seen: dict[str, str] = {}  # statement code -> first stage's name for it
+    seen: dict[str, str] = {}  # statement code -> first kernel's name for it
     body: list[cst.BaseStatement] = []
     empty = cst.Module(body=[])
-    for i, src in enumerate(stages):
-        module = cst.parse_module(src)
-        stmts = [s for s in module.body if not _is_docstring(s)]
+    for i, module in enumerate(stages):
         renames: dict[str, str] = {}
         keep: list[cst.BaseStatement] = []
-        for s in stmts:
+        for s in module.body:
+            if _is_docstring(s):
+                continue
             if _is_import(s):
                 code = empty.code_for_node(s).strip()
                 if code not in seen:
@@ -84,32 +167,30 @@ def compose(stages: Sequence[str], calls: Sequence[tuple[str, Sequence[str]]], r
                     header.append(s)
                 continue
             names = _defined(s)
-            code = empty.code_for_node(s).strip()
-            if names and any(n in SHARED_HINT for n in names) and code in seen:
-                continue  # the same helper as an earlier stage's
             if names and any(n in SHARED_HINT for n in names):
+                code = empty.code_for_node(s).strip()
+                if code in seen:
+                    continue  # the same helper as an earlier kernel's
                 seen[code] = names[0]
                 keep.append(s)
                 continue
             for n in names:
                 renames[n] = f"{n}_K{i}"
             keep.append(s)
-        renamer = _Rename(renames)
-        body += [s.visit(renamer) for s in keep]  # type: ignore[misc]
-    if len(calls) != len(stages):
-        raise Unsupported("every kernel of the module needs its call")
-    lines = ["class ModelNew(nn.Module):", textwrap.indent(f'"""{doc}"""', "    "), "",
-             f"    def __init__({init_params}):",
-             textwrap.indent(init_body.rstrip() or "super().__init__()", "        ")]
-    lines += [f"        self._k{i} = ModelNew_K{i}()" for i in range(len(stages))]
-    lines += [f"        {line}" for line in shared]
-    lines += ["", f"    def forward({forward_params}):"]
-    lines += [f"        {p}" for p in prelude]
-    for i, (local, args) in enumerate(calls):
-        lines.append(f"        {local} = self._k{i}({', '.join(args)})")
-        lines += [f"        {stmt}" for k, stmt in after if k == i]
-    lines.append(f"        return {result}")
-    model = list(cst.parse_module("\n".join(lines) + "\n").body)
-    docstring = list(cst.parse_module(f'"""{doc}"""\n').body)
-    statements: list[Any] = [*docstring, *header, *body, *model]
-    return cst.Module(body=statements).code
+        suffix = _Suffix(renames)
+        body += [s.visit(suffix) for s in keep]  # type: ignore[misc]
+    init: list[cst.BaseStatement] = list(init_body) or [cst.SimpleStatementLine([cst.Expr(cst.Call(
+        cst.Attribute(cst.Call(cst.Name("super")), cst.Name("__init__"))))])]
+    init += [_assign(f"self._k{i}", cst.Call(cst.Name(f"ModelNew_K{i}"))) for i in range(len(stages))]
+    init += [_assign(f"self._k{i}.{m}", dotted(f"self.{m}")) for i, c in enumerate(wiring.calls) for m in c.modules]
+    forward: list[cst.BaseStatement] = [_assign(v.target, _view_expr(v)) for v in wiring.prelude]
+    for i, call in enumerate(wiring.calls):
+        forward.append(_assign(call.local, cst.Call(dotted(f"self._k{i}"), _args([dotted(a) for a in call.args]))))
+        forward += [_assign(v.target, _view_expr(v)) for k, v in wiring.after if k == i]
+    forward.append(cst.SimpleStatementLine([cst.Return(dotted(wiring.result))]))
+    model = fill_statements(model_new, doc=[_docstring(doc, "    ")], init_params=init_params, init_body=init,
+                            forward_params=forward_params, forward_body=forward)
+    if model:
+        model[0] = model[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    statements: list[Any] = [_docstring(doc, ""), *header, *body, *model]
+    return cst.Module(body=statements)

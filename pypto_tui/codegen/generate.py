@@ -34,7 +34,8 @@ def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
                               "the contract does not record Model's signature: re-open the task file")
         b = Builder(GenContext(kb, flavour, plan, plan.signature))
         pattern.build(b)
-        source = assemble(b).code
+        tree = assemble(b)
+        source = tree.code
         compile(source, "<generated kernel>", "exec")
     except Unsupported as exc:
         return GeneratedKernel("", False, str(exc), plan.pattern, flavour.name, {}, [])
@@ -50,7 +51,7 @@ def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
             seen.add((f.rule, f.message))
             findings.append(f)
     constants = {c.name: c.to_dict() for c in b.constants}
-    return GeneratedKernel(source, True, "", b.pattern, flavour.name, constants, findings, b.summary)
+    return GeneratedKernel(source, True, "", b.pattern, flavour.name, constants, findings, b.summary, tree)
 
 
 def _pattern_summary(kb: KnowledgeBase, rule: str | None, summary: str) -> list[Finding]:

@@ -29,6 +29,9 @@ class GeneratedKernel:
     constants: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     summary: str = ""
+    # the module's syntax tree (a libcst Module): a module of several kernels is put together from
+    # its kernels' trees, never by parsing their text; not part of equality or the JSON
+    tree: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,16 +1,32 @@
-"""`Model.__init__`'s body as source text, for a module of several kernels whose ModelNew must
+"""`Model.__init__`'s body as statements, for a module of several kernels whose ModelNew must
 create the same parameters in the same order (the same seed then gives the same weights)."""
 
 from __future__ import annotations
 
-import re
-import textwrap
-
 import libcst as cst
 
 
-def init_body(source: str) -> str | None:
-    """The body of `class Model`'s `__init__` (dedented), or None when the file has none."""
+class _BareSuper(cst.CSTTransformer):
+    """`super(Model, self)` becomes `super()`: ModelNew has no `Model` to name, and the zero-argument
+    form is the same call."""
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if (isinstance(updated.func, cst.Name) and updated.func.value == "super" and len(updated.args) == 2
+                and isinstance(updated.args[0].value, cst.Name) and updated.args[0].value.value == "Model"
+                and isinstance(updated.args[1].value, cst.Name) and updated.args[1].value.value == "self"):
+            return updated.with_changes(args=[])
+        return updated
+
+    def leave_TrailingWhitespace(self, original: cst.TrailingWhitespace,
+                                 updated: cst.TrailingWhitespace) -> cst.TrailingWhitespace:
+        if updated.comment is None:  # a space left at a line's end in the task file is not copied
+            return updated.with_changes(whitespace=cst.SimpleWhitespace(""))
+        return updated
+
+
+def init_statements(source: str) -> list[cst.BaseStatement] | None:
+    """The statements of `class Model`'s `__init__` (the task file's own, read from its text), or None
+    when the file has none. A comment after the last statement is left out (it belongs to no statement)."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
@@ -19,9 +35,7 @@ def init_body(source: str) -> str | None:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value == "Model":
             for item in stmt.body.body:
                 if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
-                    code = cst.Module(body=[]).code_for_node(item.body)
-                    lines = code.split("\n", 1)
-                    body = textwrap.dedent(lines[1] if len(lines) > 1 else "").strip("\n")
-                    # ModelNew has no `Model` to name: the zero-argument form is the same call
-                    return re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", body)
+                    if not isinstance(item.body, cst.IndentedBlock):
+                        return [item.body.visit(_BareSuper())]  # type: ignore[list-item]
+                    return [s.visit(_BareSuper()) for s in item.body.body]  # type: ignore[misc]
     return None
