@@ -221,3 +221,95 @@ def test_reshaping_the_input_with_a_model_new_says_forward() -> None:
     found = [f for f in lint_source(src, kb=KB) if f.rule == "P2.no-kernel-reshape"]
     assert [(f.level, f.line) for f in found] == [("warn", 8)]
     assert "ModelNew.forward" in found[0].message
+
+
+# ------------------------------------------------------------------ P6.outermost-axis (part 1)
+def test_a_transposed_matmul_operand_may_move_axis_1() -> None:
+    """PyPTO's scaled_mm tests: the M loop over a [k, m] operand moves axis 1, as the layout requires."""
+    src = _src("""
+        pypto.set_cube_tile_shapes([64, 64], [64, 256], [128, 128])
+        for m in pypto.loop(2):
+            a_view = pypto.view(a, [256, 64], [0, m * 64])
+            pypto.assemble(pypto.matmul(a_view, b, pypto.DT_FP32, a_trans=True), [m * 64, 0], c)
+    """, params="a: pypto.Tensor((256, 128), pypto.DT_FP16), b: pypto.Tensor((256, 512), pypto.DT_FP16), "
+                "c: pypto.Tensor((128, 512), pypto.DT_FP32)")
+    assert not [r for r in _rules(src) if r[0] == "P6.outermost-axis"]
+    assert [r[0] for r in _rules(src, strict=True) if r[0] == "P6.outermost-axis"] == ["P6.outermost-axis"]
+
+
+def test_a_sliding_window_is_quiet_and_a_column_walk_still_fires() -> None:
+    window = _src("""
+        pypto.set_vec_tile_shapes(16, 256)
+        for i in pypto.loop(2):
+            start = 128 - i * 8
+            win = pypto.view(x, [64, 256], [0, 256 - start])
+            pypto.assemble(pypto.exp(win), [0, i * 256], out)
+    """)
+    assert not [r for r in _rules(window) if r[0] == "P6.outermost-axis"]
+    columns = _src("""
+        pypto.set_vec_tile_shapes(16, 256)
+        for j in pypto.loop(2):
+            chunk = pypto.view(x, [64, 256], [0, j * 256])
+            pypto.assemble(pypto.exp(chunk), [0, j * 256], out)
+    """)
+    found = [f for f in lint_source(columns, kb=KB) if f.rule == "P6.outermost-axis"]
+    assert [(f.level, f.line) for f in found] == [("warn", 9)]
+    assert "caller" in found[0].message  # a library kernel: no ModelNew to reshape in
+    with_model = [f for f in lint_source(columns + MODEL_NEW, kb=KB) if f.rule == "P6.outermost-axis"]
+    assert "reshape in forward" in with_model[0].message
+
+
+# ------------------------------------------------------------------ P4.tile-budget (part 1)
+FLASH = """
+    pypto.set_vec_tile_shapes(64, 512)
+    for i in pypto.loop(2):
+        s = pypto.view(x, [64, 512], [i * 64, 0])
+        pypto.assemble(pypto.exp(s - pypto.amax(s, 1, keepdim=True)), [i * 64, 0], out)
+"""
+
+
+def test_a_library_kernels_tuned_tile_is_strict_only() -> None:
+    """PyPTO's flash attention sets (64, 512): over the documents' 16384 elements, within the buffer."""
+    params = "x: pypto.Tensor((128, 512), pypto.DT_FP16), out: pypto.Tensor((128, 512), pypto.DT_FP16)"
+    src = _src(FLASH, params=params)
+    assert not [r for r in _rules(src) if r[0].startswith(("P4.", "HW."))]
+    assert ("P4.tile-budget", "error", 7) in _rules(src, strict=True)
+    # in a KernelBench module the documents' budget is the advice: a warning
+    assert ("P4.tile-budget", "warn", 7) in _rules(_src(FLASH, params=params, tail=MODEL_NEW))
+
+
+def test_a_tile_is_clipped_to_the_reshape_it_covers() -> None:
+    """PyPTO's gated delta rule: (128, 16, 128) to assemble `out.reshape([l, 1, d])`: 16384 once clipped."""
+    body = """
+        pypto.set_vec_tile_shapes(128, 16, 128)
+        y = pypto.reshape(pypto.view(x, [128, 128], [0, 0]), [128, 1, 128], inplace=True)
+        pypto.assemble(y * 2.0, [0, 0, 0], out)
+    """
+    params = "x: pypto.Tensor((128, 128), pypto.DT_FP32), out: pypto.Tensor((128, 16, 128), pypto.DT_FP32)"
+    assert not [r for r in _rules(_src(body, params=params, tail=MODEL_NEW)) if r[0] == "P4.tile-budget"]
+    # a reshape 4 wide on the middle axis: 128 x 4 x 64 = 32768 elements under (128, 16, 64)
+    wide = (body.replace("[128, 128], [0, 0]", "[128, 256], [0, 0]")
+            .replace("[128, 1, 128], inplace", "[128, 4, 64], inplace").replace("128, 16, 128)", "128, 16, 64)"))
+    wide_params = ("x: pypto.Tensor((128, 256), pypto.DT_FP32), "
+                   "out: pypto.Tensor((128, 16, 64), pypto.DT_FP32)")
+    assert [r[0] for r in _rules(_src(wide, params=wide_params, tail=MODEL_NEW))
+            if r[0] == "P4.tile-budget"] == ["P4.tile-budget"]
+
+
+# ------------------------------------------------------------------ P4.last-dim-align (part 1)
+def test_a_last_entry_on_an_axis_the_lint_cannot_size_may_be_a_whole_narrow_axis() -> None:
+    """PyPTO's MLA indexer: (32, 1, 1, 4) over a last axis of 4 fp32 the lint cannot size."""
+    params = ("x: pypto.Tensor([pypto.DYNAMIC, 1, 1, 4], pypto.DT_FP32), "
+              "out: pypto.Tensor([pypto.DYNAMIC, 1, 1, 4], pypto.DT_FP32)")
+    narrow = _src("""
+        pypto.set_vec_tile_shapes(32, 1, 1, 4)
+        out.move(x * 2.0)
+    """, params=params.replace(", 1, 1, 4]", ", ...]"))
+    assert not [r for r in _rules(narrow) if r[0] == "P4.last-dim-align"]
+    assert [r[1] for r in _rules(narrow, strict=True) if r[0] == "P4.last-dim-align"] == ["warn"]
+    # a known axis wider than the tile's 4: still the error it was
+    known = _src("""
+        pypto.set_vec_tile_shapes(16, 4)
+        out.move(x * 2.0)
+    """, params="x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((64, 512), pypto.DT_FP32)")
+    assert ("P4.last-dim-align", "error", 7) in _rules(known)

@@ -210,7 +210,7 @@ def test_planted_pitfalls_are_errors(planted: str, rule: str) -> None:
 
 def test_ub_capacity_counts_the_live_buffers_of_a_looped_op() -> None:
     # a (16, 4096) fp32 tile is 256 KiB per buffer: over 192 KiB of unified buffer even in place;
-    # the same op on (8, 4096) (128 KiB, its input dies there) fits, and P4.tile-budget stays a warning
+    # the same op on (8, 4096) (128 KiB, its input dies there) fits
     src = textwrap.dedent("""\
         import pypto
 
@@ -224,7 +224,8 @@ def test_ub_capacity_counts_the_live_buffers_of_a_looped_op() -> None:
                 pypto.assemble(pypto.exp(block), [i * 16, 0], out)
         """)
     found = {f.rule: f.level for f in lint_source(src, pypto="auto")}
-    assert found.get("HW.ub-capacity") == "error" and found.get("P4.tile-budget") == "warn"
+    # a library kernel (no ModelNew): the documents' element budget is --strict's (issue: expert code)
+    assert found.get("HW.ub-capacity") == "error" and "P4.tile-budget" not in found
     fits = {f.rule for f in lint_source(src.replace("set_vec_tile_shapes(16, 4096)", "set_vec_tile_shapes(8, 4096)"),
                                         pypto="auto")}
     assert "HW.ub-capacity" not in fits

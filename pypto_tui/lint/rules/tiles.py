@@ -38,6 +38,14 @@ def _k(shape: str, tile: str, body: str = "out.move(pypto.exp(x))\n", dtype: str
         """) + textwrap.indent(example(body), "    ")
 
 
+_MODEL_NEW = """
+
+class ModelNew:
+    def forward(self, x):
+        return x
+"""
+
+
 def literal_tile(info: ModuleInfo, node: cst.Call) -> tuple[int, ...] | None:
     """The tile of `pypto.set_vec_tile_shapes(...)` when every entry is a compile-time int."""
     scope = info.scope_of(node)
@@ -101,6 +109,10 @@ class TileSite:
         return bool(lasts) and len(lasts) == len(self.same_rank) and self.tile[-1] >= max(lasts)
 
 
+def _dim(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
 def _read_under(info: ModuleInfo, k: KernelInfo, governed: tuple[cst.CSTNode, ...], same: list[TensorShape],
                 rank: int) -> list[TensorShape] | None:
     """The tensors of the tile's rank that the nodes under it compute on (parameters, and locals whose
@@ -124,6 +136,21 @@ def _read_under(info: ModuleInfo, k: KernelInfo, governed: tuple[cst.CSTNode, ..
 
     names = {n.value for n in governed if isinstance(n, cst.Name) and n not in passed and reads(n)}
     found = [t for t in same if t.name and t.name in names]
+    # what a view or a reshape under the tile makes is what the tile covers: PyPTO's gated delta
+    # rule sets (128, 16, 128) to assemble `out.reshape([l, 1, d], ...)` (128 x 1 x 128 once clipped)
+    for n in governed:
+        if not isinstance(n, cst.Call):
+            continue
+        if info.pypto_call(n, "view", "reshape") is not None:
+            shape_expr = call_arg(n, 1, "shape")
+        elif isinstance(n.func, cst.Attribute) and n.func.attr.value in ("view", "reshape") and n.args:
+            shape_expr = call_arg(n, 0, "shape")
+        else:
+            continue
+        if isinstance(shape_expr, cst.List | cst.Tuple) and len(shape_expr.elements) == rank:
+            dims = tuple(_dim(info.const_value(el.value, k.scope)) for el in shape_expr.elements)
+            if any(d is not None for d in dims):
+                found.append(TensorShape("", rank, dims, None, k.node))
     for name in sorted(names):
         shape = k.shape_env.get(name)
         if shape is not None and len(shape) == rank and not any(t.name == name for t in found):
@@ -165,6 +192,12 @@ class _TileRule(LintRule):
             if tile_need(self.info, n, k) == "set_vec":
                 return
             yield n
+
+    def _has_model_new(self) -> bool:
+        if not hasattr(self, "_model_new"):
+            self._model_new = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew"
+                                  for n in iter_nodes(self.info.module, into_defs=True))
+        return self._model_new
 
     def _direct_vector_op(self, site: TileSite) -> bool:
         """A vector op of this function runs under the tile. A helper's call alone does not say:
@@ -327,6 +360,12 @@ class LiteralTiles(_TileRule):
                     pypto.set_vec_tile_shapes(64, 128)
                     pypto.assemble(key_2d * 2.0, [i * 64, 0], out)
             """),
+        # a tile clipped to the reshape it covers: (128, 16, 128) over [128, 1, 128] is 16384 elements
+        # (PyPTO's gated delta rule), in a ModelNew module where the budget holds
+        _k("(128, 4, 128)", "128, 16, 128", """\
+            y = pypto.reshape(pypto.exp(pypto.view(x, [128, 1, 128], [0, 0, 0])), [128, 1, 128], inplace=True)
+            pypto.assemble(y, [0, 0, 0], out)
+            """) + _MODEL_NEW,
         # a 1-D tile for the flat view of a 2-D input
         _k("(4096, 4096)", "8192", """\
             flat = pypto.view(x, [4096 * 4096], [0])
@@ -339,8 +378,11 @@ class LiteralTiles(_TileRule):
         Invalid(_k("(16, 70)", "16, 7"), line=6, col=5, rule="P4.last-dim-align", message="28 bytes"),
         # dynamic shapes: the rank is open but the dtype is stated, so the bytes are known
         # (a warning: the axis may be a whole short one, which the documents' rule spares)
-        Invalid(_k("[pypto.DYNAMIC, ...]", "16, 7"), line=6, rule="P4.last-dim-align", message="28 bytes",
+        Invalid(_k("[pypto.DYNAMIC, ...]", "16, 12"), line=6, rule="P4.last-dim-align", message="48 bytes",
                 level="warn"),
+        # ... and an entry under one aligned unit may cover a whole narrow axis: --strict only
+        Invalid(_k("[pypto.DYNAMIC, ...]", "16, 4"), line=6, rule="P4.last-dim-align", message="16 bytes",
+                level="warn", strict=True),
         Invalid(_k("[pypto.DYNAMIC, 70]", "16, 7"), line=6, rule="P4.last-dim-align", message="28 bytes"),
         Invalid(_k("(16, 16)", "16, 8", dtype="DT_FP16"), line=6, rule="P4.last-dim-align", message="fp16"),
         # a whole short axis in a kernel that reduces along it still needs 32 bytes
@@ -356,7 +398,10 @@ class LiteralTiles(_TileRule):
             pypto.set_vec_tile_shapes(16, 512)
             out.move(pypto.exp(x) + tot * 0.0)
             """), line=6, rule="P4.last-dim-align", message="NPU code generator"),
-        Invalid(_k("(64, 32768)", "1, 32768"), line=6, rule="P4.tile-budget"),
+        # the documents' budget holds in a KernelBench module (a ModelNew) ...
+        Invalid(_k("(64, 32768)", "1, 32768") + _MODEL_NEW, line=6, rule="P4.tile-budget", message="ModelNew"),
+        # ... and in a library kernel only with --strict (PyPTO's flash attention sets (64, 512))
+        Invalid(_k("(64, 512)", "64, 512"), line=6, rule="P4.tile-budget", strict=True),
         # ... and still over the budget when the view it governs is large: 64 x 8 x 128
         Invalid(example("""\
             import pypto
@@ -370,7 +415,7 @@ class LiteralTiles(_TileRule):
                     key_2d = pypto.reshape(pypto.sum(key_view, 1), [64, 128])
                     pypto.set_vec_tile_shapes(64, 128)
                     pypto.assemble(key_2d * 2.0, [i * 64, 0], out)
-            """), line=8, rule="P4.tile-budget", message="65536"),
+            """) + _MODEL_NEW, line=8, rule="P4.tile-budget", message="65536"),
         Invalid(_k("(1024, 2048, 8)", "1, 2, 1, 2, 8", "out.move(x)\n"), line=6, rule="P4.vec-rank-max"),
         Invalid(_k("(16384, 4096)", "1, 4096", "out.move(x * 2.0)\n"), line=6, rule="P4.auto-tiles",
                 message="16384"),
@@ -402,13 +447,23 @@ class LiteralTiles(_TileRule):
         if not site.used:
             return
         prod = site.clipped_prod()
-        if prod > lim.max_elements:
+        # the documents' budget is advice for a KernelBench module (a ModelNew); a library kernel's
+        # tiles are tuned on the device (PyPTO's flash attention: (64, 512); judged right 0 of 9
+        # times on PyPTO's code), bounded by the unified buffer (HW.ub-capacity): --strict's there
+        if prod > lim.max_elements and (self.ctx.strict or self._has_model_new()):
             clipped = "" if prod == math.prod(tile) else " (clipped to the tensor)"
-            self.report(node, f"prod(tile {_fmt(tile)}){clipped} = {prod} exceeds {lim.max_elements} elements",
+            self.report(node, f"prod(tile {_fmt(tile)}){clipped} = {prod} exceeds {lim.max_elements} elements"
+                              + (" (the rule documents' budget for a ModelNew module)" if self._has_model_new()
+                                 else " (the rule documents' budget; the compiler limits bytes: HW.ub-capacity)"),
                         rule="P4.tile-budget")
         if site.dtype_bytes is not None and site.dtype is not None and not self._whole_axis_ok(site):
             last_bytes = tile[-1] * site.dtype_bytes
-            if last_bytes % lim.last_dim_align_bytes:
+            # an axis the lint cannot size, under a last entry narrower than one aligned unit, may be a
+            # whole narrow axis (PyPTO's MLA indexer sets (32, 1, 1, 4) over a last axis of 4 fp32;
+            # judged right 0 of 3 times on PyPTO's code): asking for 8 there is --strict's
+            narrow = (not site.last_axis_known() and tile[-1] < self.aligned_up(1, site.dtype_bytes)
+                      and not self._concat_or_reduce(site))
+            if last_bytes % lim.last_dim_align_bytes and (not narrow or self.ctx.strict):
                 # the tile calculator's split: where the kernel concatenates or reduces, 0.2.0 itself
                 # refuses the tile (HW.concat-reduce-align); elsewhere it is the documents' rule
                 strict = self._concat_or_reduce(site)
