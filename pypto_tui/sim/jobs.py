@@ -30,7 +30,8 @@ Job JSON (kind "cost" or "verify"):
                                            # report PASS (default: the pack's passes.toml)
       "reference": "tensor_graph",         # the stage the passes are compared with
       # set by the runner, not by callers:
-      "work_dir": "/tmp/pypto-tui-XXXX"    # private temp dir, deleted afterwards
+      "work_dir": "/tmp/pypto-tui-XXXX",   # private temp dir, deleted afterwards
+      "step": ""                           # "compare": the second process of a verify (worker.py)
     }
 
 fill is one of randn (default for floats), uniform (low..high), randint (low..high, default for
@@ -69,8 +70,12 @@ TIMEOUT = "timeout"
 CRASHED = "crashed"                # the worker died (signal, out of memory) or wrote nothing
 UNAVAILABLE = "unavailable"        # pypto/torch missing or the wrong version
 CANCELLED = "cancelled"            # stopped by the user or a time budget before it finished
+RAN = "ran"                        # the kernel worker's hand-off: the outputs are saved, the baseline
+                                   # and the comparison are the next process's (never a final status)
 CACHEABLE = (OK, MISMATCH, COMPILE_ERROR, ERROR, UNVERIFIED)
-PASS_CHECK_FORMAT = 2  # bump when the pass check changes: cached verdicts from before are not reused
+PASS_CHECK_FORMAT = 3  # bump when the pass check, or what counts as the kernels' work, changes: cached
+                       # verdicts from before are not reused (3: only kernels compute, sim/guard.py)
+COMPARE_STEP = "compare"
 
 
 class JobError(InputError):
@@ -180,6 +185,7 @@ class SimJob:
     passes: tuple[str, ...] | None = None
     reference: str | None = None
     work_dir: str | None = None
+    step: str = ""  # set by the runner: "compare" runs the baseline and the comparison (worker.py)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -300,6 +306,9 @@ class SimResult:
     trials_run: int | None = None
     calculator_built_s: float | None = None
     kernel_calls: int | None = None
+    kernels_defined: int | None = None  # the jit kernels the module defines (sim/guard.py)
+    kernels_run: int | None = None      # how many of them launched in forward (each must)
+    outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work outside the kernels
     passes_expected: list[str] = field(default_factory=list)
     passes_checked: list[str] = field(default_factory=list)
     missing_passes: list[str] = field(default_factory=list)

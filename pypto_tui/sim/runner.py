@@ -45,6 +45,7 @@ Worker = subprocess.Popen[bytes] | zygote_client.WarmChild
 Status = Callable[[J.SimJob, str], None]
 
 DEFAULT_TIMEOUT_S = 300.0
+MIN_COMPARE_S = 60.0  # the comparison's time when the kernel used (nearly) all of the job's
 POLL_S = 0.25
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
@@ -164,6 +165,34 @@ def run_in_subprocess(
                 )
             finally:
                 _WORKERS.forget(proc)
+        if result_path.exists() and _handed_off(result_path):
+            # The kernel ran and left its outputs: the baseline and the comparison run in a process
+            # of their own, which never imports the kernel module (worker.run_compare).
+            compare_path = ctl / "compare.json"
+            compare_path.write_text(json.dumps({**job_json, "step": J.COMPARE_STEP}), encoding="utf-8")
+            with stderr_path.open("ab") as err:
+                argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(compare_path), str(result_path)]
+                proc = _WORKERS.start(batch if batch is not None else job, argv, err, stderr_path,
+                                      warm=python is None)
+                if proc is None:
+                    return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label,
+                                       error="stopped before the comparison started")
+                try:
+                    left = max(timeout_s - (time.perf_counter() - t0), MIN_COMPARE_S)
+                    rc = _wait(proc, work, left, job, status)
+                except BaseException as exc:
+                    _kill_group(proc)
+                    if not isinstance(exc, subprocess.TimeoutExpired):
+                        raise
+                    return J.SimResult(
+                        kind=job.kind, status=J.TIMEOUT, label=job.label,
+                        error=f"no answer within {timeout_s:g} s (the comparison with the baseline was stopped)",
+                        wall_s=round(time.perf_counter() - t0, 3),
+                    )
+                finally:
+                    _WORKERS.forget(proc)
+            if _handed_off(result_path):  # the compare step died before it wrote its answer
+                result_path.unlink()
         if result_path.exists():
             try:
                 result = J.SimResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
@@ -193,6 +222,14 @@ def run_in_subprocess(
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(ctl, ignore_errors=True)
+
+
+def _handed_off(result_path: Path) -> bool:
+    """Whether the worker's answer is the kernel worker's hand-off (outputs saved, not compared)."""
+    try:
+        return json.loads(result_path.read_text(encoding="utf-8")).get("status") == J.RAN
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _wait(proc: Worker, work: Path, timeout_s: float, job: J.SimJob,

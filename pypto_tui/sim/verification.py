@@ -86,6 +86,9 @@ class VerifyReport:
     kernels: int = 1                                              # kernels in the module checked
     kernel_designs: list[dict[str, Any]] = field(default_factory=list)  # a module's: each kernel's tile and loop
     sizes: dict[str, list[int]] = field(default_factory=dict)     # a chain's size constants: [task's, test's]
+    kernels_defined: int | None = None  # the jit kernels the module checked defines
+    kernels_run: int | None = None      # how many of them launched (each must: sim/guard.py)
+    outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work forward did itself
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -432,6 +435,8 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
     worst = _worst_output(r.outputs)
     report.passed = bool(r.ok and r.passed)
     report.trials_run, report.inputs_clobbered = r.trials_run, r.inputs_clobbered
+    report.kernels_defined, report.kernels_run = r.kernels_defined, r.kernels_run
+    report.outside_kernels = list(r.outside_kernels)
     report.pypto = _pypto_version()
     if report.passed:
         report.reason = (f"every element of every output is within the {report.criterion} tolerance of the torch "

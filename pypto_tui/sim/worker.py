@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,15 @@ from pypto_tui.procgroup import guard_task_runner
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim import stages, swim
 from pypto_tui.sim.fds import silenced_fds
+from pypto_tui.sim.guard import Guard, jit_kernels
 from pypto_tui.sim.on_cpu import WORKER_ENV
 
 KERNEL_MODULE = "pypto_tui_sim_kernel"
 TASK_MODULE = "pypto_tui_sim_task"
 NOISE_FILE = "noise.log"
+COMPARE_NOISE_FILE = "compare-noise.log"
+HANDOFF = "handoff"
+"""The work dir's folder where the kernel worker leaves each trial's outputs for the compare step."""
 
 _TORCH_DTYPES = {
     "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8", "int16": "int16",
@@ -72,46 +77,7 @@ class _Timing:
         self.sim_s = 0.0
         self.in_kernel = 0
         self.launches = 0
-        self.provenance: _Provenance | None = None
-
-
-def _storage(t: Any) -> int:
-    return int(t.untyped_storage().data_ptr())
-
-
-class _Provenance:
-    """Which memory the kernels wrote. A verification compares the kernel's output, so the output
-    must be memory a kernel wrote: a `forward` that computes the answer in torch (or returns an
-    input) passes every comparison while no kernel did the work. Every tensor handed to a kernel is
-    recorded by its storage; the forward's inputs and the module's parameters count as written
-    only when their contents changed during the call (a kernel reads them; the output buffers
-    forward allocates are the kernel's to write)."""
-
-    def __init__(self, torch: Any, protected: list[Any]) -> None:
-        self.torch = torch
-        self.protected = {_storage(t) for t in protected if isinstance(t, torch.Tensor)}
-        self.written: set[int] = set()
-        self._before: list[tuple[int, Any, Any]] = []
-
-    def before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._before = []
-        for t in (*args, *kwargs.values()):
-            if not isinstance(t, self.torch.Tensor):
-                continue
-            ptr = _storage(t)
-            if ptr in self.protected:
-                self._before.append((ptr, t, t.detach().clone()))
-            else:
-                self.written.add(ptr)
-
-    def after(self) -> None:
-        for ptr, t, snapshot in self._before:
-            if not self.torch.equal(t, snapshot):
-                self.written.add(ptr)
-        self._before = []
-
-    def wrote(self, t: Any) -> bool:
-        return isinstance(t, self.torch.Tensor) and _storage(t) in self.written
+        self.guard: Guard | None = None
 
 
 # --- process setup ---------------------------------------------------------------------------
@@ -195,13 +161,12 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
 
     def call(self: Any, *a: Any, **k: Any) -> Any:
         timing.in_kernel += 1
-        track = timing.provenance if timing.in_kernel == 1 else None
+        guard = timing.guard if timing.in_kernel == 1 else None
         try:
-            if track is not None:
-                track.before(a, k)
-            out = orig_call(self, *a, **k)
-            if track is not None:
-                track.after()
+            if guard is not None:
+                out = guard.launch(self, a, lambda: orig_call(self, *a, **k))
+            else:
+                out = orig_call(self, *a, **k)
             if timing.in_kernel == 1:
                 timing.launches += 1
             return out
@@ -413,43 +378,57 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
     kernel_path.write_text(job.kernel_source, encoding="utf-8")
     task_path = str(Path(job.task_file).resolve()) if job.task_file else ""
     files = (str(kernel_path), task_path)
+    kernels = jit_kernels(job.kernel_source)
+    result.kernels_defined = len(kernels)
     stage = "import the kernel module"
     try:
         kmod = load_module(KERNEL_MODULE, kernel_path)
         if not hasattr(kmod, "ModelNew"):
             result.status, result.error = J.ERROR, "the kernel module defines no ModelNew"
             return
-        task = None
         if verify:
+            # Here only to refuse a broken task before anything compiles: the baseline runs in the
+            # compare step's process, which never imports the kernel module (run_compare).
             stage = "import the task file"
             task = load_module(TASK_MODULE, Path(task_path))
             if not hasattr(task, "Model"):
                 result.status, result.error = J.ERROR, f"the task file {job.task_file} defines no Model"
                 return
-        if verify:
             stage = "call the task's get_inputs()"
             _check_get_inputs(torch, task)
         stage = "build ModelNew"
         torch.manual_seed(job.seed)
         model_new = kmod.ModelNew(*job.init_args)
-        model = None
+        handoff = work / HANDOFF
+        clobbered_by_trial: list[list[int]] = []
         for trial, seed in enumerate(job.trial_seeds()):
             if trial == 1:
                 _values_only(pypto)
             inputs = build_inputs(torch, job.inputs, seed)
             # A cost job compares nothing, so the kernel may have the inputs themselves (no copy).
             kernel_inputs = _clone(torch, inputs) if verify else inputs
-            if verify:
-                timing.provenance = _Provenance(torch, [*kernel_inputs, *_module_tensors(torch, model_new)])
+            guard = timing.guard = Guard(torch, files, kernels)
             stage = "run ModelNew.forward"
             stages.write_stage(work, stages.KERNEL)
-            with torch.no_grad():
+            with torch.no_grad(), guard.watching():
                 got = model_new(*kernel_inputs)
+            timing.guard = None
             if trial == 0:
                 result.kernel_calls = timing.launches
                 result.compile_s = round(timing.compile_s, 3)
                 result.sim_s = round(timing.sim_s, 3)
                 _read_cost(job, work, result)
+            ran = len(guard.launches)
+            result.kernels_run = ran if trial == 0 else min(result.kernels_run or 0, ran)
+            result.outside_kernels = result.outside_kernels or [o.to_dict() for o in guard.outside]
+            why = guard.problem(got)
+            if why is not None:
+                why = f"trial {trial + 1} of {job.trials} (seed {seed}): {why}" if trial else why
+                if verify:
+                    result.status, result.passed, result.reason = J.MISMATCH, False, why
+                else:
+                    result.status, result.error = J.ERROR, why
+                return
             if not verify:
                 result.status = J.OK if result.e2e_us is not None else J.ERROR
                 if result.e2e_us is None:
@@ -458,35 +437,13 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
             pairs = zip(kernel_inputs, inputs, strict=True)
             clobbered = [i for i, (a, b) in enumerate(pairs) if isinstance(a, torch.Tensor) and not torch.equal(a, b)]
             result.inputs_clobbered = bool(clobbered) or bool(result.inputs_clobbered)
-            stage = "run the baseline Model"
-            stages.write_stage(work, stages.BASELINE)
-            if model is None:
-                torch.manual_seed(job.seed)
-                model = task.Model(*job.init_args)  # type: ignore[union-attr]
-            baseline_inputs = _clone(torch, inputs)
-            with torch.no_grad():
-                want = model(*baseline_inputs)
-            result.trials_run = trial + 1
-            unwritten = _not_from_kernels(timing.provenance, got)  # type: ignore[arg-type]
-            if unwritten:
-                result.status, result.passed = J.MISMATCH, False
-                result.reason = unwritten
-                return
-            baseline_clobbered = [i for i in clobbered if not torch.equal(baseline_inputs[i], inputs[i])]
-            if set(clobbered) - set(baseline_clobbered):
-                which = ", ".join(str(i) for i in sorted(set(clobbered) - set(baseline_clobbered)))
-                result.status, result.passed = J.MISMATCH, False
-                result.reason = (f"the kernel writes into forward input(s) {which}, which the baseline leaves "
-                                 "unchanged (the caller's tensors would be corrupted)")
-                return
-            _compare(torch, job, got, want, result)
-            if not result.passed:
-                if job.trials > 1:
-                    result.reason = f"trial {trial + 1} of {job.trials} (seed {seed}): {result.reason}"
-                return
-            del got, want, inputs, kernel_inputs, baseline_inputs
-            timing.provenance = None
+            clobbered_by_trial.append(clobbered)
+            handoff.mkdir(exist_ok=True)
+            torch.save([t.detach().clone() for t in _as_list(got)], handoff / f"trial{trial}.pt")
+            del got, inputs, kernel_inputs, guard
             _release_memory()
+        (handoff / "kernel.json").write_text(json.dumps({"clobbered": clobbered_by_trial}), encoding="utf-8")
+        result.status = J.RAN
     except _TaskInputsFailed as exc:
         result.status, result.passed = J.ERROR, False
         result.error = f"the task is broken: {exc}"
@@ -507,6 +464,68 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         result.status = J.ERROR
         result.error = f"could not {stage}: {_describe(exc)}{_where(exc, files)}"
         result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
+
+
+# --- the compare step: a process that never imported the kernel module -------------------------
+
+
+def run_compare(job: J.SimJob, prior: J.SimResult) -> J.SimResult:
+    """The baseline and the comparison, for the outputs the kernel worker left in the work dir
+    (`HANDOFF`). This runs in a process of its own, which imports the task file and torch but never
+    the kernel module: a module that patched torch, numpy or this code at import (torch.allclose
+    returning True, the baseline's softmax returning the kernel's answer) cannot reach it."""
+    t0 = time.perf_counter()
+    result = replace(prior, status=J.ERROR)
+    work = Path(job.work_dir or ".")
+    task_path = str(Path(job.task_file or "").resolve())
+    stage = "import the task file"
+    try:
+        limit_memory(job.memory_limit_mb)
+        with silenced_fds(work / COMPARE_NOISE_FILE):
+            import torch
+
+            stages.write_stage(work, stages.BASELINE)
+            hand = json.loads((work / HANDOFF / "kernel.json").read_text(encoding="utf-8"))
+            task = load_module(TASK_MODULE, Path(task_path))
+            model = None
+            for trial, seed in enumerate(job.trial_seeds()):
+                stage = "run the baseline Model"
+                inputs = build_inputs(torch, job.inputs, seed)
+                if model is None:
+                    torch.manual_seed(job.seed)
+                    model = task.Model(*job.init_args)
+                baseline_inputs = _clone(torch, inputs)
+                with torch.no_grad():
+                    want = model(*baseline_inputs)
+                result.trials_run = trial + 1
+                clobbered = [int(i) for i in hand["clobbered"][trial]]
+                spared = [i for i in clobbered if torch.equal(baseline_inputs[i], inputs[i])]
+                if spared:
+                    result.status, result.passed = J.MISMATCH, False
+                    result.reason = (f"the kernel writes into forward input(s) {', '.join(map(str, spared))}, which "
+                                     "the baseline leaves unchanged (the caller's tensors would be corrupted)")
+                    break
+                stage = "read the kernel's outputs"
+                got = torch.load(work / HANDOFF / f"trial{trial}.pt", weights_only=True)
+                _compare(torch, job, got, want, result)
+                if not result.passed:
+                    if job.trials > 1:
+                        result.reason = f"trial {trial + 1} of {job.trials} (seed {seed}): {result.reason}"
+                    break
+                del got, want, inputs, baseline_inputs
+                _release_memory()
+    except Exception as exc:
+        if _is_oom(exc):
+            _out_of_memory(job, result)
+        else:
+            result.status, result.passed = J.ERROR, False
+            result.error = f"could not {stage}: {_describe(exc)}{_where(exc, ('', task_path))}"
+            result.reason = _in_trial(job, result, result.error)
+    rss, vm = _peak_memory_mb()
+    result.peak_rss_mb = max(x for x in (rss, prior.peak_rss_mb, 0.0) if x is not None)
+    result.peak_vm_mb = max(x for x in (vm, prior.peak_vm_mb, 0.0) if x is not None)
+    result.wall_s = round((prior.wall_s or 0.0) + time.perf_counter() - t0, 3)
+    return result
 
 
 def _out_of_memory(job: J.SimJob, result: J.SimResult) -> None:
@@ -578,26 +597,6 @@ def _worse(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return b if (b.get("max_abs_err") or 0.0) > (a.get("max_abs_err") or 0.0) else a
 
 
-def _module_tensors(torch: Any, module: Any) -> list[Any]:
-    """The module's parameters and buffers (a kernel reads them; returning one is no kernel's work)."""
-    if not isinstance(module, torch.nn.Module):
-        return []
-    return [*module.parameters(), *module.buffers()]
-
-
-def _not_from_kernels(provenance: _Provenance, got: Any) -> str | None:
-    """Why an output was not written by a kernel (None when every output was)."""
-    outs = _as_list(got)
-    for i, t in enumerate(outs):
-        if not isinstance(t, provenance.torch.Tensor):
-            return (f"output {i} is not a tensor ({type(t).__name__}): forward must return what its kernels "
-                    "wrote")
-        if not provenance.wrote(t):
-            return (f"output {i} was written by no kernel: forward returned a tensor computed outside the kernels "
-                    "(torch, or an input), so the kernels' own result was never compared")
-    return None
-
-
 def _check_get_inputs(torch: Any, task: Any) -> None:
     """The task's get_inputs() must run: a task whose inputs cannot be built is an error, never a
     pass. It runs on the meta device (shapes and dtypes without memory: KernelBench's inputs reach
@@ -664,6 +663,13 @@ def main(argv: list[str] | None = None) -> int:
     # The kernel module and the task file are code: what they start ends with this process, and
     # if the tool that started us dies, the work folders it would have removed go with us.
     guard_task_runner(cleanup=[Path(job.work_dir), job_path.parent] if job.work_dir else [job_path.parent])
+    if job.step == J.COMPARE_STEP:
+        try:
+            prior = J.SimResult.from_json(json.loads(result_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as exc:
+            prior = J.SimResult(kind=job.kind, status=J.ERROR, error=f"no kernel result to compare: {exc}")
+        write_result(result_path, run_compare(job, prior) if prior.status == J.RAN else prior)
+        return 0
     write_result(result_path, run_job(job))
     return 0
 
