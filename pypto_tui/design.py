@@ -30,7 +30,6 @@ from pypto_tui.plan import (
     LoopChoice,
     Needs,
     TileChoice,
-    TileEvaluation,
     geometry_of,
 )
 from pypto_tui.shapes import fmt_dims
@@ -271,10 +270,6 @@ class Pipeline:
             if self.design.tile:
                 raise
             return None
-
-    def tile_evaluation(self) -> TileEvaluation | None:
-        tile = self.chosen_tile()
-        return self.tile_choices()[0].evaluation if tile is not None else None
 
     def cube_choice(self) -> CubeChoice | None:
         """The cube tiles of the plan's matmul (None when the pattern has no matmul or none is legal)."""

@@ -378,7 +378,9 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
                 tail: TailPreference | None = None, why: Why = "auto", note: str = "") -> LoopChoice | None:
     """The loop the kernel runs, or None for no loop.
 
-    The user's count wins (1 means no loop); else the plan's recommendation when a loop is needed;
+    A pattern that takes one unit per iteration (`why` "slices") gets exactly that, whatever was
+    asked (a finding names the count asked for). Otherwise the user's count wins (1 means no loop);
+    else the plan's recommendation when a loop is needed;
     when nothing on the ladder passes, the smallest count past it whose iterations fit (one unit
     per iteration when none does; the finding says so). A count larger than the axis is cut to it.
     When the count leaves a tail and the user asked for a divisor, the nearest dividing count
@@ -387,6 +389,19 @@ def choose_loop(kb: KnowledgeBase, plan: LoopPlan, requested: int | None = None,
     findings: list[Finding] = []
     if requested is not None and requested < 1:
         raise InputError(f"loop count {requested} must be a positive whole number")
+    if why == "slices":
+        # the pattern takes one unit per iteration (POOL.depth-slices): the count is pinned here, in the
+        # loop step, so the Loops step shows the count the kernel runs; a count asked for is named
+        if requested is not None and requested != plan.total:
+            findings.append(rule_finding(kb, "POOL.depth-slices", f"loop count {requested} asked for; this "
+                                         "kernel takes one output slice per iteration, so it runs "
+                                         f"{plan.total} block(s)", "info"))
+        if plan.total <= 1:
+            return None
+        cand = _at(kb, plan, plan.total)
+        findings.extend(f for f in cand.findings if f.level in ("warn", "error") and f.rule != "P6.loop-tail")
+        return LoopChoice(plan.axis, plan.total, plan.shape, why, plan.reason, cand, requested, note,
+                          tuple(findings))
     if requested is not None:
         if requested == 1:
             return None

@@ -22,7 +22,7 @@ def _where(rule: Rule) -> list[str]:
 
 
 def rule_dict(rule: Rule) -> dict[str, object]:
-    from pypto_tui.proof import rule_examples
+    from pypto_tui.cli.proof import rule_examples
 
     return {
         "id": rule.id, "kind": rule.kind, "severity": rule.severity, "step": rule.step,
@@ -35,7 +35,7 @@ def rule_dict(rule: Rule) -> dict[str, object]:
 
 def _proof_text(rule: Rule) -> str:
     """`checked by` cell: each check with its (valid/invalid) example counts, then the generators."""
-    from pypto_tui.proof import example_counts
+    from pypto_tui.cli.proof import example_counts
 
     if rule.advice and not rule.enforced_by and not rule.applied_by:
         return "advice"
@@ -152,7 +152,7 @@ def validate(
 @kb_app.command("checks")
 def list_checks(json_out: JsonOption = False) -> None:
     """Every check name a pack's enforced_by may use (and generator name for applied_by), with its module."""
-    from pypto_tui.proof import example_counts
+    from pypto_tui.cli.proof import example_counts
 
     counts = example_counts()
     names = sorted(CHECK_NAMES)

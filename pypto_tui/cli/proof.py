@@ -5,6 +5,9 @@ are backed by checks that prove themselves (valid and invalid examples, run by t
 which are only applied by a generator or are advice. This must stay light (the one-shot `kb`
 command imports it): the core checks' examples are read from their `@examples` marks, the lint
 rules' from their source with the standard library's `ast`, so libcst is never imported.
+
+It lives with the CLI because it loads every check's module by name (`catalogue.module_of`), the
+compiler layer's (`pypto_tui.sim`) included: only the top layer may import them all.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pypto_tui.catalogue import CHECK_NAMES, module_of
 from pypto_tui.examples import examples_of
 from pypto_tui.kb import Rule
 
-LINT_RULES = Path(__file__).resolve().parent / "lint" / "rules"
+LINT_RULES = Path(__file__).resolve().parents[1] / "lint" / "rules"
 
 
 @cache

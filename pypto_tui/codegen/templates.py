@@ -241,11 +241,6 @@ def fill_expression(text: str, **replacements: Replacement) -> cst.BaseExpressio
     return out
 
 
-def render_template(kb: KnowledgeBase, flavour: str, name: str, **replacements: Replacement) -> list[cst.BaseStatement]:
-    """Find template `name` for the flavour and fill it (the usual entry point)."""
-    return fill_statements(find_template(kb, flavour, name).text, **replacements)
-
-
 def as_statement(node: Any) -> cst.BaseStatement:
     if isinstance(node, cst.BaseStatement):
         return node

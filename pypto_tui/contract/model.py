@@ -13,7 +13,7 @@ No libcst here: `pypto_tui.dims` and the one-shot CLI import this module on thei
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pypto_tui.errors import InputError
@@ -295,10 +295,6 @@ class Contract:
                 return tuple(f for f in found if f is not None)
         return self.tensor_inputs
 
-    @property
-    def is_complete(self) -> bool:
-        return not self.unknown
-
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict[str, Any]:
         """The full record (every field), for sessions. Inverse of `from_dict`."""
@@ -378,10 +374,6 @@ class Contract:
             "task_path": self.task_path,
             "graph": thaw(dict(self.graph)) if self.graph is not None else None,
         }
-
-
-def contract_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Contract))
 
 
 def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:

@@ -71,10 +71,6 @@ class UnsupportedPypto(SimUnavailable):
     """pypto is installed, but not the one release this layer was checked against."""
 
 
-class VerifyToolsMissing(SimUnavailable):
-    """Verification needs cmake and a C++ compiler to build pypto's calculator library once."""
-
-
 @dataclass(frozen=True, slots=True)
 class SimAvailability:
     """What is installed, and whether SIM compiles can run. `message` is one line for the user."""

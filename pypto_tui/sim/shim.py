@@ -94,15 +94,6 @@ def install_copy_to_host_shim() -> None:
     pypto_impl.CopyToHost = copy_to_host
 
 
-def remove_copy_to_host_shim() -> None:
-    """Put the original back (for tests)."""
-    if "copy_orig" in _state:
-        from pypto import pypto_impl
-
-        pypto_impl.CopyToHost = _state["copy_orig"]
-        _state.pop("copy_shim", None)
-
-
 # --- 2. The calculator library -------------------------------------------------------------
 
 

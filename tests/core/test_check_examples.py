@@ -157,7 +157,7 @@ def test_switching_a_lint_rule_off_turns_its_examples_red(kb, monkeypatch, name)
 
 def test_kb_list_counts_each_rules_examples(kb):
     """`kb list --json`: per rule, the examples of the checks that verify it, summed."""
-    from pypto_tui.proof import example_counts, rule_examples
+    from pypto_tui.cli.proof import example_counts, rule_examples
 
     counts = example_counts()
     r = kb.rule("P4.tile-budget")

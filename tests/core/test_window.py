@@ -243,10 +243,29 @@ def test_a_one_group_transposed_conv_transposes_its_weights_whole(kb):
 
 
 def test_a_loop_count_asked_of_a_depth_slice_pool_is_named_not_silently_dropped(kb):
-    """The pool keeps one output slice per iteration whatever count is asked: the generated LOOP_COUNT
-    and a POOL.depth-slices finding say so."""
+    """The pool keeps one output slice per iteration whatever count is asked: the loop step pins the
+    count (what the Loops step shows is what the kernel runs), and a POOL.depth-slices finding says so."""
     from pypto_tui.design import kernel_of
 
-    k = kernel_of(Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py"), loop_count=4)))
+    p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py"), loop_count=4))
+    choice = p.loop_choice()
+    assert choice is not None and choice.count == 62 and choice.requested == 4
+    assert any(f.rule == "POOL.depth-slices" and "loop count 4 asked for" in f.message for f in choice.findings)
+    k = kernel_of(p)
     assert "LOOP_COUNT = 62\n" in k.source and "ROWS = 1\n" in k.source
-    assert "loop count 4 asked for; this pool takes one output slice per iteration" in k.source
+    assert "loop count 4 asked for; this kernel takes one output slice per iteration" in k.source
+    assert k.constants["LOOP_COUNT"]["value"] == choice.count
+
+
+def test_the_code_generator_writes_the_loop_count_the_loop_step_chose(kb):
+    """Across the conv and pool fixtures, the generated LOOP_COUNT is the Loops step's count (1 when it
+    chose no loop): the code generator never decides a loop of its own."""
+    from pypto_tui.design import kernel_of
+
+    for task in sorted(CONV.glob("*.py")):
+        p = Pipeline(kb, Design(task=str(task)))
+        k = kernel_of(p)
+        if not k.supported or "LOOP_COUNT" not in k.constants:
+            continue
+        choice = p.loop_choice()
+        assert k.constants["LOOP_COUNT"]["value"] == (choice.count if choice is not None else 1), task.name

@@ -29,7 +29,7 @@ from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
 from pypto_tui.contract.conv import WindowError, window_spec
 from pypto_tui.errors import InputError, Unsupported
-from pypto_tui.findings import cites, rule_finding
+from pypto_tui.findings import cites
 from pypto_tui.plan import Needs, TileRole
 from pypto_tui.window import STRATEGY_OF_ID, WindowPlan, plan_window
 
@@ -336,19 +336,17 @@ def _loop_constant(b: Builder, plan: WindowPlan) -> None:
     """LOOP_COUNT: blocks of output rows per item, as the loop step chose it (1: no loop needed)."""
     loop = b.ctx.loop
     rows = plan.rows
-    if plan.depth_slices:
-        count = loop.count if loop is not None else 1
-        lines = [f"LOOP_COUNT: one output slice per block (POOL.depth-slices): ROWS = 1, {rows} block(s); the "
-                 f"pypto.loop runs {plan.repeat} item(s) x {rows} = {plan.repeat * rows} iteration(s); each tap's "
-                 "offset along the first spatial axis is a scalar, so no gather along it."]
-        if count != rows:  # a count the user asked for: the pool keeps one slice per iteration
-            f = rule_finding(b.kb, "POOL.depth-slices", f"loop count {count} asked for; this pool takes one "
-                             f"output slice per iteration, so the kernel runs {rows} block(s)", "info")
-            lines.append(f"  info POOL.depth-slices: {f.message}")
+    if plan.depth_slices:  # the loop step pinned one output slice per iteration (POOL.depth-slices)
+        blocks = loop.count if loop is not None else 1
+        lines = [f"LOOP_COUNT: one output slice per block (POOL.depth-slices): ROWS = 1, {blocks} block(s); the "
+                 f"pypto.loop runs {plan.repeat} item(s) x {blocks} = {plan.repeat * blocks} iteration(s); each "
+                 "tap's offset along the first spatial axis is a scalar, so no gather along it."]
+        for f in loop.findings if loop is not None else ():
+            lines.append(f"  {f.level} {f.rule}: {f.message}")
             b.findings.append(f)
-        b.add_constant(Constant("LOOP_COUNT", rows, lines, ("CONV.row-blocks", "POOL.depth-slices"),
-                                {"rows": rows, "basic_batch": 1, "blocks": rows, "items": plan.repeat,
-                                 "iterations": plan.repeat * rows,
+        b.add_constant(Constant("LOOP_COUNT", blocks, lines, ("CONV.row-blocks", "POOL.depth-slices"),
+                                {"rows": rows, "basic_batch": 1, "blocks": blocks, "items": plan.repeat,
+                                 "iterations": plan.repeat * blocks,
                                  **({"auto_tiles_per_iter": loop.candidate.auto_tiles_per_iter} if loop else {})}))
         return
     if loop is None:
