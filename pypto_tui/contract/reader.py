@@ -72,6 +72,7 @@ def parse(source: str, path: str | None) -> cst.Module:
             f"{where} is not valid Python ({_position(invalid.lineno, invalid.offset)}{invalid.msg}); "
             "fix the syntax or point at a KernelBench task file"
         )
+    check_input_count(source, where)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
@@ -83,6 +84,39 @@ def parse(source: str, path: str | None) -> cst.Module:
     except Exception as exc:  # libcst raises a few other errors on odd input
         raise TaskFileError(f"{where} cannot be parsed as Python ({type(exc).__name__}); "
                             "point at a KernelBench task file") from None
+
+
+MAX_INPUTS = 256
+"""Most inputs a task may have (get_inputs() items, forward parameters): a KernelBench task has a few.
+Past it every later step (the contract, the graph, the kernel's parameters) only grows."""
+
+
+def check_input_count(source: str, where: str) -> None:
+    """TaskFileError, before libcst reads the file, when get_inputs() returns a literal list of more
+    than MAX_INPUTS items or Model.forward takes more than MAX_INPUTS parameters (a cheap ast pass:
+    such a file is refused at once, for that reason, not after every step has run on it)."""
+    import ast
+
+    tree = ast.parse(source)  # already checked (bounded, valid) by check_source
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            for sub in ast.walk(node):
+                if not isinstance(sub, ast.Return):
+                    continue
+                value = sub.value
+                if isinstance(value, ast.List | ast.Tuple) and len(value.elts) > MAX_INPUTS:
+                    raise TaskFileError(f"{where}: get_inputs() returns {len(value.elts)} inputs (line {sub.lineno}); "
+                                        f"pypto-tui reads tasks of at most {MAX_INPUTS} (a KernelBench task has a "
+                                        "few): point at a task file")
+        elif isinstance(node, ast.ClassDef) and node.name == "Model":
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+                    a = fn.args
+                    count = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) - 1  # minus self
+                    if count > MAX_INPUTS:
+                        raise TaskFileError(f"{where}: Model.forward takes {count} inputs (line {fn.lineno}); "
+                                            f"pypto-tui reads tasks of at most {MAX_INPUTS} (a KernelBench task "
+                                            "has a few): point at a task file")
 
 
 def _position(line: int | None, column: int | None) -> str:

@@ -75,3 +75,36 @@ def test_a_kernel_that_is_a_device_is_named_as_such(run_cli) -> None:
     rc, _, err = run_cli("verify", TASK, "--kernel", "/dev/zero")
     line = one_error_line(err)
     assert rc == 2 and "character device, not a regular file" in line and "no such" not in line
+
+
+def _many_inputs(n: int, named: bool) -> str:
+    params = ", ".join(f"x{i}" for i in range(n)) if named else "x"
+    return ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n\n"
+            f"    def forward(self, {params}):\n        return torch.relu(x0 if {named} else x)\n\n\n"
+            "def get_inputs():\n    return [" + ", ".join("torch.randn(16, 256)" for _ in range(n)) + "]\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+
+
+@pytest.mark.parametrize(("named", "needle"), [(True, "Model.forward takes 5000 inputs"),
+                                               (False, "get_inputs() returns 5000 inputs")])
+@pytest.mark.parametrize("command", ["tile", "contract", "scaffold"])
+def test_a_task_with_thousands_of_inputs_is_refused_at_once(tmp_path: Path, run_cli, named: bool, needle: str,
+                                                            command: str) -> None:
+    import time
+
+    task = tmp_path / "many.py"
+    task.write_text(_many_inputs(5000, named))
+    assert 90_000 < task.stat().st_size < 200_000
+    t0 = time.monotonic()
+    rc, _, err = run_cli(command, str(task))
+    assert rc == 2 and needle in one_error_line(err)
+    assert time.monotonic() - t0 < 15  # the reader stops before libcst: startup is most of it
+
+
+def test_a_task_at_the_input_bound_is_still_read() -> None:
+    from pypto_tui.contract.reader import MAX_INPUTS, check_input_count
+
+    check_input_count(_many_inputs(MAX_INPUTS, True), "t.py")
+    with pytest.raises(InputError, match=f"at most {MAX_INPUTS}"):
+        check_input_count(_many_inputs(MAX_INPUTS + 1, True), "t.py")
