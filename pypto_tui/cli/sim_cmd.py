@@ -306,7 +306,8 @@ def verify(
                                                   "kernelbench-v0.1 (1e-2 for every dtype).",
                                                   show_default=False)] = None,
     trials: Annotated[int | None, typer.Option("--trials", help="Input seeds; every one must pass (default: the "
-                                               f"pack's, 2; at most {MAX_TRIALS}).", show_default=False)] = None,
+                                               f"pack's, 2; at most {MAX_TRIALS}).", min=1, max=MAX_TRIALS,
+                                               show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -323,9 +324,6 @@ def verify(
     if kernel is not None and (tile or loop_count):
         raise InputError("--tile and --loop-count choose the generated kernel's design; with --kernel the "
                          "kernel file decides: drop them")
-    if trials is not None and not 1 <= trials <= MAX_TRIALS:
-        raise InputError(f"--trials {trials}: use a whole number from 1 to {MAX_TRIALS} (each trial is one input "
-                         "seed, compiled and run in turn)")
     p = _pipeline(task, kb, tile, loop_count)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs

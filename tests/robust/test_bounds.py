@@ -55,9 +55,12 @@ def test_loop_count_at_the_bound_is_still_taken(run_cli) -> None:
 
 
 @pytest.mark.parametrize("trials", ["10000", str(MAX_TRIALS + 1), "0"])
-def test_verify_trials_are_bounded(run_cli, trials: str) -> None:
-    rc, _, err = run_cli("verify", TASK, "--trials", trials)
-    assert rc == 2 and f"from 1 to {MAX_TRIALS}" in one_error_line(err)
+@pytest.mark.parametrize("target", [TASK, str(TASKS)])
+def test_verify_trials_are_bounded(run_cli, trials: str, target: str) -> None:
+    """A folder too: refused before any task runs, not once per task."""
+    rc, _, err = run_cli("verify", target, "--trials", trials)
+    line = one_error_line(err)
+    assert rc == 2 and "--trials" in line and f"1<=x<={MAX_TRIALS}" in line
 
 
 def test_contract_refuses_what_tile_refuses(tmp_path: Path, run_cli) -> None:
