@@ -139,6 +139,25 @@ def test_a_read_only_history_can_be_read(tmp_path: Path) -> None:
         os.chmod(db.parent, 0o755)
 
 
+def test_an_immutable_history_can_be_read(tmp_path: Path) -> None:
+    """`chattr +i`: not even root writes it (History.open wrote the schema first and blamed the file)."""
+    import shutil
+
+    db = tmp_path / "runs.sqlite"
+    add_run(db, [row("a.py")])
+    add_run(db, [row("a.py", "fail")])
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        for args in (["runs"], ["runs", "show", "last"], ["runs", "diff", "1", "2"]):
+            r = run(*args, "--db", str(db), "--json")
+            assert r.exit_code in (0, 1), (args, r.output)
+            json.loads(r.stdout)
+    finally:
+        subprocess.run([chattr, "-i", str(db)], check=True)
+
+
 def test_a_read_only_history_is_opened_read_only(tmp_path: Path) -> None:
     """Runs as root too: reading must not write (the schema, WAL files) into the history's folder."""
     from pypto_tui.suite.history import History
@@ -258,3 +277,15 @@ def test_runs_never_imports_the_heavy_modules_for_a_damaged_history(tmp_path: Pa
     out = subprocess.run([sys.executable, "-m", "pypto_tui", "runs", "--db", str(db)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_verify_dir_lines_escape_a_hostile_task_name(tmp_path: Path) -> None:
+    """The real suite: a task file whose name carries escape codes (a syntax error: no compiler needed)."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / ESC_NAME).write_text("def broken(:\n")
+    r = run("verify", str(folder), "--db", str(tmp_path / "runs.sqlite"), "--workers", "1")
+    assert r.exit_code == 1, r.output
+    assert _clean(r.stdout.replace("\n", "")) and _clean(r.stderr.replace("\n", ""))
+    assert "esc\\x1b]0;PWNED\\x07" in r.stderr
