@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -89,6 +90,17 @@ class PyptoApp(App[None]):
         """Every notification is plain text: messages carry paths, shapes and install commands
         (`pip install 'pypto-tui[sim]'`), whose brackets Textual's markup would swallow."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key pressed while a step is computed, or before its content was painted, is dropped:
+        it was meant for the screen the user saw (StepScreen.drops_key)."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            screen = self.screen if self.screen_stack else None
+            if isinstance(screen, StepScreen) and screen.drops_key(event):
+                event.stop()
+                event.prevent_default()
+                return
+        await super().on_event(event)
 
     # ------------------------------------------------------------------ lifecycle
     def on_mount(self) -> None:
@@ -176,7 +188,7 @@ class PyptoApp(App[None]):
             screen = self.screen
             if isinstance(screen, StepScreen):
                 screen.sync_frame()
-                screen.safe_refresh()
+                screen.refresh_in_background()
             return
         self.switch_mode(step)
 

@@ -8,11 +8,13 @@ propagated (an InputError's message is written for users; anything else is label
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -52,16 +54,31 @@ def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
         return None, describe_error(exc)
 
 
+QUIT_KEYS = frozenset({"ctrl+q", "ctrl+c"})
+"""Keys that act even while a step is being computed (everything else waits for the user to see it)."""
+BUSY_SHOWN_AFTER = 0.1
+"""Seconds of background work before the loading indicator covers the body (no flash for cache hits)."""
+
+
 class StepScreen(Screen[None]):
-    """One step of the design. Subclasses set STEP and implement compose_body/refresh_step."""
+    """One step of the design. Subclasses set STEP and implement compose_body/refresh_step.
+
+    Arriving at a step (a step change, another kernel of a chain, a new task or pack) computes it in
+    a thread worker (`prepare`, the pipeline calls `refresh_step` makes, which fills the caches),
+    then `refresh_step` shows it from the caches on the UI thread. Until the result is painted the
+    screen is `busy`: the status line says what is being computed, a loading indicator covers the
+    body, and keys are dropped (`drops_key`): a key pressed before the user saw the step must not
+    act on it (a second ctrl+n on a slow Loops step used to open the Kernel step's export dialog)."""
 
     STEP: ClassVar[str] = "contract"
     RUN_LABEL: ClassVar[str | None] = None
     KERNEL_PICKER: ClassVar[bool] = False  # the step shows one kernel of a chain at a time
+    BUSY_TEXT: ClassVar[str] = "computing this step"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "next", "Next", priority=True),
         Binding("ctrl+b", "back", "Back", priority=True),
+        Binding("ctrl+k", "pick_kernel", "Kernel", priority=True),
         Binding("alt+right", "next", "Next", show=False, priority=True),
         Binding("alt+left", "back", "Back", show=False, priority=True),
         *[Binding(str(i), f"app.goto('{step}')", STEP_LABELS[step], show=False)
@@ -102,20 +119,101 @@ class StepScreen(Screen[None]):
         yield from ()
 
     # ------------------------------------------------------------------ lifecycle
+    busy: bool = False
+    """The step is being computed in the background: its body is not the current design's yet."""
+    _shown_at: float | None = None
+    """When the step's content was last painted (None: not since the step was entered); keys
+    pressed before that are dropped."""
+    _refresh_pending = False
+    _busy_timer: Timer | None = None
+
     def on_mount(self) -> None:
         self.papp.quiet_cursor(self)
         self.sync_frame()
-        self.safe_refresh()
+        self.refresh_in_background()
         self.call_after_refresh(self.papp.settle_heap)
 
     def on_screen_resume(self) -> None:
         self.papp.quiet_cursor(self)
         self.sync_frame()
         if getattr(self, "_mounted_once", False):
-            self.safe_refresh()
+            self.refresh_in_background()
         self._mounted_once = True
 
+    def on_screen_suspend(self) -> None:
+        self._shown_at = None  # coming back shows the step anew
+
+    def drops_key(self, key: events.Key) -> bool:
+        """Whether a key must be dropped: pressed while the step is computed, or before its current
+        content was painted (it was queued while the UI thread was busy). Quitting always works."""
+        if key.key in QUIT_KEYS:
+            return False
+        return self.busy or self._shown_at is None or key.time < self._shown_at
+
+    def prepare(self) -> None:
+        """The pipeline calls `refresh_step` will make, run in a thread so it finds them cached
+        (subclasses add theirs). Must not touch widgets; errors are left for refresh_step to show."""
+        self.session.kernels()
+
+    def refresh_in_background(self) -> None:
+        """Compute the step off the UI thread, then show it (see the class docstring)."""
+        if self.busy:
+            self._refresh_pending = True
+            return
+        self.busy = True
+        self._shown_at = None
+        self._refresh_pending = False
+        self.set_status(f"{self.BUSY_TEXT}…", "info")
+        if self._busy_timer is not None:
+            self._busy_timer.stop()
+        self._busy_timer = self.set_timer(BUSY_SHOWN_AFTER, self._show_busy)
+        self._prepare_worker()
+
+    def _show_busy(self) -> None:
+        if self.busy:
+            self.query_one("#body").loading = True
+
+    @work(thread=True, group="step-prepare", exit_on_error=False)
+    def _prepare_worker(self) -> None:
+        # one at a time: `busy` holds the next request until this one is shown
+        with contextlib.suppress(Exception):  # refresh_step computes it again and shows the error in place
+            self.prepare()
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.app.call_from_thread(self._prepared)
+
+    def _prepared(self) -> None:
+        self.busy = False
+        if self._busy_timer is not None:
+            self._busy_timer.stop()
+            self._busy_timer = None
+        self.query_one("#body").loading = False
+        if self._refresh_pending:  # the design changed again meanwhile (a new task, another pack)
+            self.call_later(self.refresh_in_background)  # after this worker has returned
+            return
+        self._status = None  # the refresh writes the step's own status line
+        self.set_status("", "info")
+        self.safe_refresh()
+        self._focus_if_lost()
+        self.call_after_refresh(self._mark_shown)
+
+    def _focus_if_lost(self) -> None:
+        """AUTO_FOCUS ran when the screen was entered, before its body was built (or while the
+        loading indicator covered it): focus its target now if nothing has the focus."""
+        if self.focused is not None or self.AUTO_FOCUS is None:
+            return
+        for w in self.query(self.AUTO_FOCUS).results():
+            if w.focusable:
+                w.focus()
+                return
+
+    def _mark_shown(self) -> None:
+        if not self.busy:
+            self._shown_at = time.monotonic()
+
     def safe_refresh(self) -> None:
+        if self.busy:
+            self._refresh_pending = True
+            return
         try:
             if self.KERNEL_PICKER:
                 self._sync_kernel_picker()
@@ -133,6 +231,9 @@ class StepScreen(Screen[None]):
         picker = self.query_one("#kernel-picker", Select)
         stages = self.session.kernels()
         picker.display = bool(stages)
+        if self._has_kernels != bool(stages):
+            self._has_kernels = bool(stages)
+            self.refresh_bindings()
         options = [(f"kernel {s.index} of {len(stages)}: {s.ops} ({s.kernel.pattern})", s.index) for s in stages]
         sig = (tuple(options), self.session.design.kernel)
         if sig == self._picker_sig:
@@ -150,8 +251,27 @@ class StepScreen(Screen[None]):
         if event.value != event.select.value:
             return  # a value the sync has since replaced
         event.stop()
+        if self.busy:
+            return
         self.session.set_kernel(event.value)
-        self.safe_refresh()
+        self.refresh_in_background()
+
+    _has_kernels = False
+    """The step shows a chain's kernel picker (its key is then listed in the footer)."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The kernel key is listed only where a picker is shown (a chain's steps 2-4)."""
+        if action == "pick_kernel":
+            return self._has_kernels
+        return True
+
+    def action_pick_kernel(self) -> None:
+        """Open the kernel picker (a chain's steps 2-4)."""
+        if self.busy or not self._has_kernels:
+            return
+        picker = self.query_one("#kernel-picker", Select)
+        picker.focus()
+        picker.action_show_overlay()
 
     def sync_frame(self) -> None:
         """Indicator, stale banner and subtitle. Runs on every change (each keystroke in a tile
@@ -257,6 +377,8 @@ class StepScreen(Screen[None]):
         return None
 
     def action_next(self) -> None:
+        if self.busy:
+            return  # the user has not seen this step yet
         if self.STEP == STEPS[-1]:
             self.run_action_safely("export")
             return
@@ -273,6 +395,8 @@ class StepScreen(Screen[None]):
         self.papp.goto(STEPS[STEPS.index(self.STEP) + 1])
 
     def action_back(self) -> None:
+        if self.busy:
+            return
         idx = STEPS.index(self.STEP)
         if idx > 0:
             self.papp.goto(STEPS[idx - 1])
@@ -291,7 +415,8 @@ class StepScreen(Screen[None]):
             self.action_back()
 
     def on_step_tab_clicked(self, event: StepTab.Clicked) -> None:
-        self.papp.action_goto(event.step)
+        if not self.busy:
+            self.papp.action_goto(event.step)
 
     def focus_first_field(self) -> None:
         for w in self.query("Input, TextArea, DataTable, OptionList").results():

@@ -175,6 +175,8 @@ class ContractScreen(StepScreen):
                 yield FindingsList(id="contract-findings", classes="panel")
                 yield RuleExplanation(id="contract-explain", classes="panel")
 
+    BUSY_TEXT = "reading the task file (static analysis, nothing is executed)"
+
     def on_mount(self) -> None:
         self.query_one("#form").border_title = "Contract"
         self.query_one("#unknowns").border_title = "Summary"

@@ -48,6 +48,7 @@ class DimsScreen(StepScreen):
     KERNEL_PICKER = True
     CSS_PATH = "dims_screen.tcss"
     AUTO_FOCUS = "#dims-alts"
+    BUSY_TEXT = "planning the kernel's dimensions"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+d", "use_default", "Pack's choice", priority=True),
     ]
@@ -74,6 +75,12 @@ class DimsScreen(StepScreen):
         for col in ("", "strategy", "reshape", "kernel shapes", "rule", "note"):
             table.add_column(col, key=col or "mark")
         super().on_mount()
+
+    def prepare(self) -> None:
+        super().prepare()
+        pipe = self.session.step_pipeline
+        pipe.dims()
+        pipe.geometry()
 
     def refresh_step(self) -> None:
         pipe = self.session.step_pipeline

@@ -37,13 +37,25 @@ def _as_finding(item: LintFinding) -> Finding:
                    item.authority)
 
 
+_LINTED: dict[tuple[str, int, str | None, str], list[Finding]] = {}
+"""The last few lint verdicts: a chain's module takes about half a second to lint, and coming
+back to the Kernel step must not pay it again for the same text."""
+
+
 def lint_findings(source: str, kb: KnowledgeBase, flavour: str | None, signature: Signature | None) -> list[Finding]:
     """The lint engine's verdict on the generated module, against the task's Model signature
     (read once by the contract reader)."""
     from pypto_tui.lint.engine import lint_source
 
-    found = lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_signature=signature)
-    return [_as_finding(f) for f in found]
+    key = (source, id(kb), flavour, repr(signature))  # a Signature holds a dict: not hashable
+    hit = _LINTED.get(key)
+    if hit is not None:
+        return list(hit)
+    found = [_as_finding(f) for f in lint_source(source, "kernel.py", kb=kb, flavour=flavour, task_signature=signature)]
+    while len(_LINTED) >= 8:
+        _LINTED.pop(next(iter(_LINTED)))
+    _LINTED[key] = found
+    return list(found)
 
 
 class KernelScreen(StepScreen):
@@ -53,6 +65,7 @@ class KernelScreen(StepScreen):
     CSS_PATH = "kernel_screen.tcss"
     AUTO_FOCUS = "#code"
     RUN_LABEL = "Verify kernel against the baseline"
+    BUSY_TEXT = "writing the kernel module and linting it"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "export", "Export", priority=True),
         Binding("c", "copy", "Copy", priority=True),
@@ -82,6 +95,18 @@ class KernelScreen(StepScreen):
         self.query_one("#kernel-explain").border_title = "Rule"
         self.query_one("#kernel-summary").border_title = "Kernel"
         super().on_mount()
+
+    def prepare(self) -> None:
+        super().prepare()
+        session = self.session
+        kernel = kernel_of(session.pipeline)
+        for s in session.kernels():
+            attempt(s.pipeline.chosen_tile)
+            attempt(s.pipeline.chosen_loop_count)
+        if kernel.source:
+            contract = attempt(session.pipeline.contract)[0]
+            lint_findings(kernel.source, session.kb, session.design.flavour,
+                          contract.signature if contract else None)
 
     def refresh_step(self) -> None:
         kernel, err = attempt(lambda: kernel_of(self.session.pipeline))
@@ -167,8 +192,13 @@ class KernelScreen(StepScreen):
 
     # ------------------------------------------------------------------ export / copy
     def default_export_path(self) -> Path:
-        stem = Path(self.session.design.task).stem if self.session.design.task else "kernel"
-        return Path.cwd() / f"{stem}_pypto.py"
+        """`<task>_pypto.py` in the current folder; in a `pypto_kernels` folder under it when that is the
+        task's own folder (a module beside the tasks is one more file in a folder of tasks)."""
+        task = self.session.design.task
+        stem = Path(task).stem if task else "kernel"
+        here = Path.cwd()
+        folder = here / "pypto_kernels" if task and Path(task).resolve().parent == here.resolve() else here
+        return folder / f"{stem}_pypto.py"
 
     def action_export(self) -> None:
         if not self.source:

@@ -111,6 +111,7 @@ class LoopsScreen(SimRunner, StepScreen):
     AUTO_FOCUS = "#loop-table"
     RUN_LABEL = "Simulate loop counts"
     SIM_KIND = "loops"
+    BUSY_TEXT = "planning the loop counts"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_check", "Simulate", priority=True),
         Binding("ctrl+d", "use_recommended", "Recommended", priority=True),
@@ -155,6 +156,12 @@ class LoopsScreen(SimRunner, StepScreen):
         super().on_mount()
 
     # ------------------------------------------------------------------ refresh
+    def prepare(self) -> None:
+        super().prepare()
+        pipe = self.session.step_pipeline
+        pipe.loop_plan()
+        pipe.loop_choice()
+
     def refresh_step(self) -> None:
         plan, err = attempt(self.session.step_pipeline.loop_plan)
         self.plan = plan

@@ -112,7 +112,8 @@ class SimRunner:
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_sim":
             return self._sim_stop is not None
-        return True
+        # the step screen's (SimRunner is mixed into StepScreens only)
+        return super().check_action(action, parameters)  # type: ignore[misc]
 
     @work(thread=True, exclusive=True, group="sim", exit_on_error=False)
     def _sim_worker(self, pipeline: Pipeline, kind: str, stop: Any = None) -> None:

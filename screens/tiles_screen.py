@@ -55,6 +55,7 @@ class TilesScreen(SimRunner, StepScreen):
     KERNEL_PICKER = True
     CSS_PATH = "tiles_screen.tcss"
     AUTO_FOCUS = None  # the tile fields are built per shape: focused in _build_fields
+    BUSY_TEXT = "ranking the tile candidates"
     RUN_LABEL = "Simulate tile candidates"
     SIM_KIND = "tiles"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -108,6 +109,14 @@ class TilesScreen(SimRunner, StepScreen):
         super().on_mount()
 
     # ------------------------------------------------------------------ refresh
+    def prepare(self) -> None:
+        super().prepare()
+        pipe = self.session.step_pipeline
+        pipe.geometry()
+        pipe.tile_plan()
+        pipe.tile_choices()
+        attempt(pipe.cube_choice)
+
     def refresh_step(self) -> None:
         geometry, err = attempt(self.session.step_pipeline.geometry)
         needs = attempt(self.session.step_pipeline.needs)[0] if geometry is not None else None
