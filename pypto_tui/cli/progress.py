@@ -81,6 +81,11 @@ class StageSpinner(_Display):
     """One long job: a spinner with its current stage and the elapsed time."""
 
     def __init__(self, title: str) -> None:
+        from rich.markup import escape
+
+        from pypto_tui.errors import one_line
+
+        title = escape(one_line(title))  # a task file's name: shown, never run as escape codes or markup
         super().__init__(Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                   console=_err, transient=True), f"{title}: starting")
         self.title = title

@@ -289,3 +289,18 @@ def test_verify_dir_lines_escape_a_hostile_task_name(tmp_path: Path) -> None:
     assert r.exit_code == 1, r.output
     assert _clean(r.stdout.replace("\n", "")) and _clean(r.stderr.replace("\n", ""))
     assert "esc\\x1b]0;PWNED\\x07" in r.stderr
+
+
+def test_the_single_task_spinner_shows_the_name_escaped() -> None:
+    """`verify TASK` on a terminal: the spinner's line carries the task file's name."""
+    import io
+
+    from rich.console import Console
+
+    from pypto_tui.cli import progress
+
+    spinner = progress.StageSpinner(f"verify {ESC_NAME}")
+    buf = io.StringIO()
+    Console(file=buf, force_terminal=True, width=200, highlight=False).print(spinner.progress.tasks[0].description)
+    shown = buf.getvalue()
+    assert "\x07" not in shown and "\x1b]0;" not in shown and "esc\\x1b]0;PWNED\\x07" in shown
