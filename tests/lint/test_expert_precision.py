@@ -313,3 +313,38 @@ def test_a_last_entry_on_an_axis_the_lint_cannot_size_may_be_a_whole_narrow_axis
         out.move(x * 2.0)
     """, params="x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((64, 512), pypto.DT_FP32)")
     assert ("P4.last-dim-align", "error", 7) in _rules(known)
+
+
+def test_a_kernel_that_is_the_reshape_is_left_alone() -> None:
+    """PyPTO's tests of reshape and unsqueeze: the result goes straight into the output."""
+    for body in ("out.move(pypto.reshape(x, [64 * 512]))", "out[:] = pypto.reshape(x, [64 * 512])",
+                 "y = pypto.reshape(x, [64 * 512])\nout.move(y)"):
+        src = _src("pypto.set_vec_tile_shapes(8192)\n" + body,
+                   params="x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((32768,), pypto.DT_FP32)")
+        assert not [r for r in _rules(src) if r[0] == "P2.no-kernel-reshape"], body
+    # ... but not when the kernel computes on the reshaped input
+    src = _src("pypto.set_vec_tile_shapes(8192)\nout.move(pypto.exp(pypto.reshape(x, [64 * 512])))",
+               params="x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((32768,), pypto.DT_FP32)")
+    assert [r[:2] for r in _rules(src) if r[0] == "P2.no-kernel-reshape"] == [("P2.no-kernel-reshape", "warn")]
+
+
+def test_warnings_in_a_kernel_its_test_expects_to_be_refused_are_info() -> None:
+    """PyPTO's error-path tests: advice on a kernel written to be refused is moot, like its errors."""
+    src = textwrap.dedent("""\
+        import pypto
+        import pytest
+
+
+        @pypto.frontend.jit
+        def bad(x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((32768,), pypto.DT_FP32)):
+            y = pypto.exp(pypto.reshape(x, [64 * 512]))
+            pypto.set_vec_tile_shapes(8192)
+            out.move(y)
+
+
+        def test_bad():
+            with pytest.raises(Exception):
+                bad(1, 2)
+        """)
+    found = {(f.rule, f.level) for f in lint_source(src, kb=KB, pypto="0.2.0")}
+    assert found == {("P2.no-kernel-reshape", "info"), ("API.tiles-before-ops", "info")}, found

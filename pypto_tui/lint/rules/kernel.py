@@ -74,6 +74,11 @@ class KernelReshape(LintRule):
         # reshape in ModelNew.forward is the right place
         "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x.reshape(-1)\n",
+        # a kernel that is the reshape (PyPTO's tests of reshape and unsqueeze): nothing else to move it to
+        _k("""\
+            y = pypto.reshape(pypto.view(x, [16, 1], [0, 0]), [16, 1])
+            out.move(y)
+        """),
         # computed data only the kernel has (PyPTO's RoPE interleave: reshape, transpose, reshape):
         # reported with --strict only
         _k("""\
@@ -133,7 +138,7 @@ class KernelReshape(LintRule):
             what, src = f".{node.func.attr.value}(...)", node.func.value
         else:
             return
-        if src is not None and self._input_data(src, k, 0):
+        if src is not None and self._input_data(src, k, 0) and not self._is_the_output(node, k):
             where = ("in ModelNew.forward" if self._has_model_new() else
                      "before the call (the caller hands the kernel the shape it computes on)")
             self.report(node, f"`{what}` of the kernel's input inside a jit kernel (0.2.0 accepts it; inside a "
@@ -144,6 +149,33 @@ class KernelReshape(LintRule):
             self.report(node, f"`{what}` of data computed in the kernel (the rule documents forbid any in-kernel "
                               "reshape; 0.2.0 accepts it, PyPTO documents it): reported with --strict only; "
                               "pypto.reshape(..., inplace=True) relabels without a copy")
+
+    def _is_the_output(self, node: cst.CSTNode, k: KernelInfo) -> bool:
+        """The reshape is what the kernel computes: its result goes straight into an output parameter
+        (`out.move(...)`, `out[:] = ...`, assembled into it, or through a local used once so), as
+        in PyPTO's tests of reshape and unsqueeze themselves; moving it out would leave no kernel."""
+        info = self.info
+        p = info.parent(node)
+        if isinstance(p, cst.Arg):
+            call = info.parent(p)
+            if not isinstance(call, cst.Call):
+                return False
+            f = call.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "move":
+                return isinstance(f.value, cst.Name) and f.value.value in k.tensor_params
+            if info.pypto_call(call, "assemble") is not None and call_arg(call, 0, "input") is node:
+                dst = call_arg(call, 2, "out")
+                return isinstance(dst, cst.Name) and dst.value in k.tensor_params
+            return False
+        if not isinstance(p, cst.Assign) or len(p.targets) != 1:
+            return False
+        tgt = p.targets[0].target
+        if isinstance(tgt, cst.Subscript):
+            return isinstance(tgt.value, cst.Name) and tgt.value.value in k.tensor_params
+        if not isinstance(tgt, cst.Name):
+            return False
+        uses = [n for n in iter_load_names(k.node.body) if n.value == tgt.value]
+        return len(uses) == 1 and self._is_the_output(uses[0], k)
 
     def _has_model_new(self) -> bool:
         if not hasattr(self, "_model_new"):
