@@ -21,9 +21,13 @@ Job kinds (see jobs.py for the JSON):
   for every kernel with pypto's default pass filter (`verify_options={"enable_pass_verify":
   True}`, replacing whatever the module asked for, injected by wrapping `pypto.frontend.jit`
   before the module is exec'd); after the first trial, values only (`_values_only`). The
-  interpreter writes the tensor graph's values into the out tensors (goldens are not needed);
-  the task file's `Model` runs on clones of the same seeded inputs, and each output is compared
-  (compare.py). Each compiler pass is compared with that
+  interpreter writes the tensor graph's values into the out tensors (goldens are not needed).
+  forward runs under guard.py's watch (only kernels compute: no torch work outside a launch, every
+  jit kernel launched, each output a kernel's output); each trial's outputs are saved in the work
+  dir (`HANDOFF`) and the result says `ran`. The runner then starts this module again with the
+  job's `step` set to "compare" (`run_compare`): a process that never imported the kernel module
+  runs the task file's `Model` on the same seeded inputs and compares each output (compare.py).
+  Each compiler pass is compared with that
   tensor graph in `verify_result_brief.csv`, which pypto completes only when this process exits:
   the runner reads it afterwards (passes.py), so a verify job leaves its work dir to the runner.
   The address space is capped with RLIMIT_AS (`memory_limit_mb`); the parent applies the timeout.
