@@ -215,3 +215,38 @@ def helper():
     found = jit_kernels(source)
     assert [n for n, _ in found] == ["k0", "k1"]
     assert [line for _, line in found] == [6, 10]  # the decorator's line: the code's co_firstlineno
+
+
+TASK_FILES = sorted(p for p in FIXTURES.glob("tasks*/*.py"))
+
+
+@pytest.mark.slow
+def test_every_scaffolded_fixture_launches_each_kernel_and_computes_nothing_outside(kb, tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    """Every module pypto-tui writes for the fixtures (one kernel, a chain, a conv with its prepare
+    kernel), run at the task's own shapes on the meta device: no torch work between the launches,
+    and every jit kernel it defines launched."""
+    import importlib.util
+
+    from pypto_tui.design import Design, Pipeline, kernel_of
+
+    checked, problems = 0, []
+    for task in TASK_FILES:
+        try:
+            gen = kernel_of(Pipeline(kb, Design(task=str(task))))
+        except Exception:
+            continue  # the fixtures the tool refuses on purpose
+        if not gen.supported:
+            continue
+        path = tmp_path / f"{task.parent.name}_{task.name}"
+        path.write_text(gen.source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(f"task_{path.stem}", task)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        with faked(monkeypatch), torch.device("meta"):
+            guard, _, _ = run_guarded(torch, path, list(mod.get_init_inputs()), list(mod.get_inputs()))
+        checked += 1
+        if guard.outside or guard.not_run() or not guard.kernels:
+            problems.append((path.name, [o.describe() for o in guard.outside], guard.not_run()))
+    assert checked >= 90 and problems == []
