@@ -148,7 +148,7 @@ class StepScreen(Screen[None]):
         content was painted (it was queued while the UI thread was busy). Quitting always works."""
         if key.key in QUIT_KEYS:
             return False
-        return self.busy or self._shown_at is None or key.time < self._shown_at
+        return self.busy or self._leaving or self._shown_at is None or key.time < self._shown_at
 
     def prepare(self) -> None:
         """The pipeline calls `refresh_step` will make, run in a thread so it finds them cached
@@ -392,14 +392,29 @@ class StepScreen(Screen[None]):
             self.notify(reason, title="Cannot go on yet", severity="warning")
             return
         self.session.finish(self.STEP)
-        self.papp.goto(STEPS[STEPS.index(self.STEP) + 1])
+        self.leave_for(STEPS[STEPS.index(self.STEP) + 1])
 
     def action_back(self) -> None:
         if self.busy:
             return
         idx = STEPS.index(self.STEP)
         if idx > 0:
-            self.papp.goto(STEPS[idx - 1])
+            self.leave_for(STEPS[idx - 1])
+
+    _leaving = False
+
+    def leave_for(self, step: str) -> None:
+        """Say which step is being opened, paint that, then open it: building a step's screen the
+        first time holds the UI thread for a moment, and the old status line stayed up meanwhile.
+        Keys pressed from here on are dropped (they were meant for the step being opened)."""
+        self._leaving = True
+        self.set_status(f"opening {STEP_LABELS[step]}…", "info")
+
+        def go() -> None:
+            self._leaving = False
+            self.papp.goto(step)
+
+        self.call_after_refresh(go)
 
     def run_action_safely(self, name: str) -> None:
         fn: Any = getattr(self, f"action_{name}", None)
