@@ -39,10 +39,12 @@ if TYPE_CHECKING:
     from pypto_tui.codegen.compose import ForwardView
     from pypto_tui.codegen.pattern import Pattern
     from pypto_tui.codegen.result import GeneratedKernel
+    from pypto_tui.contract.graph import OpGraph
     from pypto_tui.contract.model import Contract
     from pypto_tui.design_estimate import DesignCosts
     from pypto_tui.dims import DimPlan
     from pypto_tui.loops import LoopPlan
+    from pypto_tui.plan import ModulePlan
     from pypto_tui.tiles import TilePlan
 
 T = TypeVar("T")
@@ -460,11 +462,11 @@ class _StagePipeline(Pipeline):
         return other
 
 
-def module_plan_of(pipeline: Pipeline) -> Any:
+def module_plan_of(pipeline: Pipeline) -> tuple[OpGraph, ModulePlan] | None:
     """The task's graph split into kernels (plan.partition with the pack's fusion rules, or none for an
     unfused pipeline), or None when the graph is one kernel or absent."""
     from pypto_tui.contract.graph import OpGraph
-    from pypto_tui.plan import decompose, fusion_rules, partition
+    from pypto_tui.plan import decompose, partition
 
     c = pipeline.contract()
     if c.graph is None:
@@ -472,7 +474,7 @@ def module_plan_of(pipeline: Pipeline) -> Any:
     graph = decompose(OpGraph.from_data(c.graph))
     if graph.problems or graph.output is None or len(graph.ops) < 2:
         return None
-    rules = fusion_rules(getattr(pipeline.kb, "path", None)) if pipeline.fuse else ()
+    rules = pipeline.kb.fusion if pipeline.fuse else ()
     mp = partition(graph, rules)
     return (graph, mp) if len(mp.groups) > 1 else None
 
@@ -528,6 +530,7 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     c = pipeline.contract()
     param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
     local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
+    nodes = {n.id: n for n in graph.nodes}
     prelude: list[ForwardView] = []
     after: list[tuple[int, ForwardView]] = []
     pending = list(mp.views)
@@ -536,7 +539,7 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         """Forward's views whose tensor exists once kernel `done` ran (-1: the inputs); "" or why a view
         cannot be taken."""
         for vid in list(pending):
-            n = graph.node(vid)
+            n = nodes[vid]
             source = n.inputs[0]
             if source not in local and source not in param_text:
                 continue  # its kernel has not run yet
@@ -560,7 +563,7 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         return ModuleStages(refused=why)
     stages: list[Stage] = []
     for g in mp.groups:
-        ops = ", ".join(graph.node(n).op for n in g.nodes)
+        ops = ", ".join(nodes[n].op for n in g.nodes)
         try:
             stage_contract, reads, modules = contract_of(graph, g, pipeline.kb,
                                                          f"Kernel {g.index} of {c.task_path}: {ops}.")

@@ -317,6 +317,7 @@ class KnowledgeBase:
     estimate: EstimateData | None = None
     roofline: RooflineProfile | None = None
     verify: VerifyCriteria = field(default_factory=builtin_criteria)
+    fusion: tuple[FusionRule, ...] = ()  # fusion.toml: which elementwise kinds join which anchor
     warnings: tuple[str, ...] = ()
     """Keys and files the pack holds that nothing reads (a typo warns; it never changes a verdict)."""
 
@@ -469,6 +470,35 @@ class _Reader:
         if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
             raise self.fail(key, "must be an array of tables ([[...]])")
         return [_Reader(self.file, x, f"{self._key(key)}[{i}].", self.registry) for i, x in enumerate(v)]
+
+
+@dataclass(frozen=True)
+class FusionRule:
+    """Which elementwise kinds may join an anchor's kernel (fusion.toml), with the measurement behind it."""
+
+    id: str
+    anchor: str
+    prologue: tuple[str, ...]
+    epilogue: tuple[str, ...]
+    measured: str
+
+    def takes(self, op: str, where: str) -> bool:
+        kinds = self.epilogue if where == "epilogue" else self.prologue
+        return "*" in kinds or op in kinds
+
+
+def _parse_fusion(r: _Reader) -> tuple[FusionRule, ...]:
+    """fusion.toml: one [[fusion]] row per anchor kind (a stable id, the measurement behind it)."""
+    out: list[FusionRule] = []
+    seen: set[str] = set()
+    for row in r.array("fusion", required=False):
+        rule_id, anchor = row.text("id"), row.text("anchor")
+        if anchor in seen:
+            raise row.fail("anchor", f"'{anchor}' has a row already: one row per anchor kind")
+        seen.add(anchor)
+        out.append(FusionRule(rule_id, anchor, row.strs("prologue", required=False),
+                              row.strs("epilogue", required=False), row.text("measured", required=False)))
+    return tuple(out)
 
 
 def _short(v: Any) -> str:
@@ -1036,9 +1066,17 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
     estimate = _parse_estimate(reader("estimate.toml")) if "estimate.toml" in files else None
     verify = _parse_verify(reader("verify.toml"), rules) if "verify.toml" in files else builtin_criteria()
     roofline = _parse_roofline(reader("roofline.toml")) if "roofline.toml" in files else None
+    # fusion.toml: the pack's own, else the bundled default's (a pack that leaves it out fuses as shipped)
+    fusion_path = root / "fusion.toml"
+    _require_own(root, fusion_path)
+    _require_regular(fusion_path)
+    if not fusion_path.is_file():
+        fusion_path = BUNDLED_ROOT / "default" / "fusion.toml"
+    fusion_reader = _Reader("fusion.toml", _read_toml(fusion_path))
+    fusion = _parse_fusion(fusion_reader)
     name, version = pack.text("name"), pack.text("version")
     description = pack.text("description", required=False)
-    warnings = [w for r in readers.values() for w in r.unread()] + template_warnings
+    warnings = [w for r in (*readers.values(), fusion_reader) for w in r.unread()] + template_warnings
     known = set(REQUIRED_FILES + OPTIONAL_FILES + OTHER_FILES)
     warnings += [f"pack folder {root}: {p.name} is not a pack file (none of {', '.join(sorted(known))}); "
                  "it is ignored" for p in sorted(root.glob("*.toml")) if p.name not in known]
@@ -1047,7 +1085,7 @@ def load_pack(path: str | os.PathLike[str]) -> KnowledgeBase:
         default_flavour=default_flavour, sources=sources, flavours=flavours, rules=rules,
         limits=limits, chip=chip, ladders=ladders, strategies=strategies, presets=presets,
         starts=starts, cube=cube, files=files, ops=ops, pass_verify=pass_verify, estimate=estimate,
-        roofline=roofline, verify=verify, warnings=tuple(warnings),
+        roofline=roofline, verify=verify, warnings=tuple(warnings), fusion=fusion,
     )
 
 

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, has_error
+from pypto_tui.kb import FusionRule, KnowledgeBase
 from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import Shape
 from pypto_tui.vocabulary import LoopWhy, TailStrategy
 
 if TYPE_CHECKING:
+    from pypto_tui.contract.graph import OpGraph, OpNode
     from pypto_tui.contract.model import Contract, Signature
     from pypto_tui.dims import DimPlan
 
@@ -329,43 +331,12 @@ class KernelPlan:
 
 
 # ------------------------------------------------------------------------------------ module plans
-@dataclass(frozen=True, slots=True)
-class FusionRule:
-    """Which elementwise kinds may join an anchor's kernel (pack data: fusion.toml)."""
+def fusion_rules(kb: KnowledgeBase | None) -> tuple[FusionRule, ...]:
+    """The pack's fusion rules (fusion.toml, read and checked with the rest of the pack by kb.load_pack;
+    the bundled default's when no pack is given)."""
+    from pypto_tui.kb import bundled_pack_dir, get_kb
 
-    id: str
-    anchor: str
-    prologue: tuple[str, ...]
-    epilogue: tuple[str, ...]
-    measured: str
-
-    def takes(self, op: str, where: str) -> bool:
-        kinds = self.epilogue if where == "epilogue" else self.prologue
-        return "*" in kinds or op in kinds
-
-
-def fusion_rules(kb_path: Any) -> tuple[FusionRule, ...]:
-    """The pack's fusion.toml (the bundled default's when the pack has none)."""
-    import tomllib
-    from pathlib import Path
-
-    from pypto_tui.kb import BUNDLED_ROOT
-
-    path = Path(kb_path) / "fusion.toml" if kb_path is not None else None
-    if path is None or not path.is_file():
-        path = BUNDLED_ROOT / "default" / "fusion.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot be read as fusion rules ({exc}); fix the file or remove it") from None
-    out = []
-    for i, row in enumerate(data.get("fusion", [])):
-        try:
-            out.append(FusionRule(str(row["id"]), str(row["anchor"]), tuple(str(x) for x in row.get("prologue", ())),
-                                  tuple(str(x) for x in row.get("epilogue", ())), str(row.get("measured", ""))))
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"{path}: fusion row {i + 1} lacks {exc}: give it an id and an anchor") from None
-    return tuple(out)
+    return (kb if kb is not None else get_kb(bundled_pack_dir())).fusion
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,116 +372,33 @@ class ModulePlan:
                 "output": self.output, "intermediates": list(self.intermediates), "views": list(self.views)}
 
 
-def decompose(graph: Any) -> Any:
-    """The graph with each biased `linear` split into the product and an `add` of the bias (the
-    add keeps the linear's id, so its readers are unchanged): the product is the anchor, the bias
-    an elementwise op the fusion rules place like any other. logsumexp becomes its composition, and
-    a global average pool (adaptive, every output size 1) the mean over the spatial axes."""
-    from dataclasses import replace
-
-    out = []
-    consts: list[Any] = []
-    for n in graph.nodes:
-        if n.op == "logsumexp":
-            out += _logsumexp(graph, n)
-            continue
-        if n.op == "batch_norm" and len(graph.shape_of(n.inputs[0]) or ()) == 2:
-            parts, new = _batch_norm_rows(n)
-            out += parts
-            consts += new
-            continue
-        if n.op == "adaptive_avg_pool" and _global(n, graph):
-            # global average pooling: the mean over every spatial axis, kept as size 1
-            rank = len(graph.shape_of(n.inputs[0]))
-            out.append(replace(n, op="mean", role="reduction",
-                               attrs={"dim": tuple(range(2, rank)), "keepdim": True}))
-            continue
-        if n.op == "linear" and len(n.inputs) == 3:
-            product = replace(n, id=f"{n.id}m", inputs=n.inputs[:2], attrs={**n.attrs, "bias": False})
-            out += [product, replace(n, op="add", role="elementwise", inputs=(product.id, n.inputs[2]), attrs={},
-                                     spelling=f"{n.spelling} bias")]
-        else:
-            out.append(n)
-    return replace(graph, nodes=tuple(out), values=(*graph.values, *consts))
-
-
-def _batch_norm_rows(n: Any) -> tuple[list[Any], tuple[Any, ...]]:
-    """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
-    means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then
-    (x - m) * rsqrt(v + eps) * weight + bias. The (B, C, S) pattern has no spatial axis here; each
-    part is a kernel the level-1 patterns write. The last node keeps the id."""
+def decompose(graph: OpGraph) -> OpGraph:
+    """The graph with every node whose registry kind has a decomposition (`OpKind.decompose`: a biased
+    linear, logsumexp, BatchNorm over rows, global average pooling) replaced by its parts, so the
+    partition places each part like any other node. One pass over the registry's table, no list of
+    operators here."""
     from dataclasses import replace
 
     from pypto_tui.contract.graph import Value
+    from pypto_tui.ops.registry import kind
 
-    x = n.inputs[0]
-    nid = n.id
-    rows = (1, *n.shape[1:])
-    eps = Value(f"{nid}_eps", "const", (), "fp32", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
-    two = Value(f"{nid}_two", "const", (), "fp32", 2.0, "BatchNorm variance")
-
-    def part(suffix: str, op: str, role: str, inputs: tuple[str, ...], attrs: dict[str, Any], shape: Any) -> Any:
-        return replace(n, id=f"{nid}{suffix}", op=op, role=role, inputs=inputs, attrs=attrs, shape=shape)
-
-    parts = [part("_mean", "mean", "reduction", (x,), {"dim": 0, "keepdim": True}, rows),
-             part("_dev", "sub", "elementwise", (x, f"{nid}_mean"), {}, n.shape),
-             part("_sq", "pow", "elementwise", (f"{nid}_dev", two.id), {}, n.shape),
-             part("_var", "mean", "reduction", (f"{nid}_sq",), {"dim": 0, "keepdim": True}, rows),
-             part("_veps", "add", "elementwise", (f"{nid}_var", eps.id), {}, rows),
-             part("_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, rows),
-             part("_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
-    if n.attrs.get("affine", True) and len(n.inputs) >= 3:
-        parts += [part("_scaled", "mul", "elementwise", (f"{nid}_norm", n.inputs[1]), {}, n.shape),
-                  part("", "add", "elementwise", (f"{nid}_scaled", n.inputs[2]), {}, n.shape)]
-    else:
-        parts[-1] = replace(parts[-1], id=nid)
-    return parts, (eps, two)
-
-
-def _global(n: Any, graph: Any) -> bool:
-    """An adaptive average pool whose every output size is 1 (a global average pool)."""
-    size = n.attrs.get("output_size")
-    shape = graph.shape_of(n.inputs[0]) if n.inputs else None
-    if shape is None or len(shape) < 3:
-        return False
-    sizes = size if isinstance(size, tuple | list) else (size,) * (len(shape) - 2)
-    return len(sizes) == len(shape) - 2 and all(s == 1 for s in sizes)
-
-
-def _logsumexp(graph: Any, n: Any) -> list[Any]:
-    """logsumexp as its composition: m = amax(x, keepdim), log(sum(exp(x - m))) + m (the max taken
-    again without keepdim when the result drops the axes). The last node keeps the id."""
-    from dataclasses import replace
-
-    from pypto_tui.ops.reduce import reduced_shape
-
-    x = n.inputs[0]
-    xs = graph.shape_of(x)
-    dim = n.attrs.get("dim")
-    keep = bool(n.attrs.get("keepdim"))
-    kept = reduced_shape([xs], {"dim": dim, "keepdim": True}) if xs is not None else None
-    nid = n.id
-
-    def part(suffix: str, op: str, role: str, inputs: tuple[str, ...], attrs: dict[str, Any], shape: Any) -> Any:
-        return replace(n, id=f"{nid}{suffix}", op=op, role=role, inputs=inputs, attrs=attrs, shape=shape)
-
-    parts = [part("_max", "amax", "reduction", (x,), {"dim": dim, "keepdim": True}, kept),
-             part("_sub", "sub", "elementwise", (x, f"{nid}_max"), {}, xs),
-             part("_exp", "exp", "elementwise", (f"{nid}_sub",), {}, xs),
-             part("_sum", "sum", "reduction", (f"{nid}_exp",), {"dim": dim, "keepdim": keep}, n.shape),
-             part("_log", "log", "elementwise", (f"{nid}_sum",), {}, n.shape)]
-    m_out = f"{nid}_max"
-    if not keep:
-        parts.append(part("_max2", "amax", "reduction", (x,), {"dim": dim, "keepdim": False}, n.shape))
-        m_out = f"{nid}_max2"
-    parts.append(part("", "add", "elementwise", (f"{nid}_log", m_out), {}, n.shape))
-    return parts
+    out: list[OpNode] = []
+    consts: list[Value] = []
+    for n in graph.nodes:
+        k = kind(n.op)
+        parts = k.decompose(n, graph.shape_of) if k is not None and k.decompose is not None else None
+        if parts is None:
+            out.append(n)
+            continue
+        out += parts.nodes
+        consts += [Value(vid, "const", (), "fp32", value, source) for vid, value, source in parts.consts]
+    return replace(graph, nodes=tuple(out), values=(*graph.values, *consts))
 
 
 FREE_VIEW_STEPS = ("unsqueeze", "reshape")
 
 
-def _free_view(n: Any) -> bool:
+def _free_view(n: OpNode) -> bool:
     """A view torch makes without copying (an unsqueeze or reshape of a contiguous tensor): forward
     takes it between two kernels, and the next kernel reads the viewed tensor as an input."""
     from pypto_tui.ops import views as V
@@ -551,7 +439,7 @@ def _merge_chains(members: list[list[str]], anchors: list[str | None], decided: 
     return [members[i] for i in keep], [anchors[i] for i in keep], [decided[i] for i in keep]
 
 
-def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
+def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
     """Split an OpGraph into kernels, in the graph's (topological) order.
 
     Every anchor (a node whose role is not elementwise or view) is a kernel; an elementwise node
@@ -604,6 +492,8 @@ def partition(graph: Any, rules: tuple[FusionRule, ...]) -> ModulePlan:
         rule = by_anchor.get(n.role) if is_anchor else chain_rule
         decided.append(rule.id if rule is not None else "")
     out = graph.output
+    if out is None:
+        raise ValueError("a graph without an output has no kernels to split it into")
     if chain_rule is not None:  # without it (the unfused plan) every elementwise op stays a kernel
         members, anchors, decided = _merge_chains(members, anchors, decided, group_of, consumers, out)
 

@@ -19,6 +19,29 @@ class OpError(ValueError):
 
 
 @dataclass(frozen=True)
+class Decomposition:
+    """A node as its composition: the parts (graph nodes made from the node with `part`, the last one
+    keeping its id, so its readers are unchanged) and the constants they read ((id, value, source))."""
+
+    nodes: tuple[Any, ...]
+    consts: tuple[tuple[str, float, str], ...] = ()
+
+
+ShapeOf = Callable[[str], "Shape | None"]
+Decomposer = Callable[[Any, ShapeOf], "Decomposition | None"]
+"""(node, the graph's shape of a value id) -> its composition, or None when the node stays whole."""
+
+
+def part(node: Any, suffix: str, op: str, role: str, inputs: tuple[str, ...], attrs: Mapping[str, Any],
+         shape: Shape | None) -> Any:
+    """One part of a node's composition: the node with another op, role, inputs and attributes, and
+    the id `<node id><suffix>` ("" keeps the node's own id)."""
+    from dataclasses import replace
+
+    return replace(node, id=f"{node.id}{suffix}", op=op, role=role, inputs=inputs, attrs=dict(attrs), shape=shape)
+
+
+@dataclass(frozen=True)
 class OpKind:
     """One operator kind.
 
@@ -32,6 +55,8 @@ class OpKind:
     - `weights`: parameters a module creates in `__init__` (name -> shape function of its args).
     - `row_local`: an elementwise kind that mixes positions along the last axis (rotate_half): its
       kernel keeps that axis whole instead of flattening.
+    - `decompose(node, shape_of)`: the node as its composition of other kinds before the graph is split
+      into kernels (a biased linear: the product and an add), or None when it stays whole.
     """
 
     name: str
@@ -47,6 +72,7 @@ class OpKind:
     weights: Callable[[Mapping[str, Any]], dict[str, Shape]] | None = None
     note: str = ""
     row_local: bool = False
+    decompose: Decomposer | None = None
 
     @property
     def is_elementwise(self) -> bool:

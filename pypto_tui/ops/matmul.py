@@ -7,11 +7,12 @@ epilogue on its output (which kinds: the pack's fusion rules).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Shape
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, part
 
 
 def _linear_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -96,6 +97,17 @@ def _sdpa_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return (*q[:-1], v[-1])
 
 
+def _linear_bias(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """A biased linear as the product and an `add` of the bias: the product is the anchor, the bias an
+    elementwise op the fusion rules place like any other."""
+    if len(n.inputs) != 3:
+        return None
+    product = part(n, "m", n.op, n.role, n.inputs[:2], {**n.attrs, "bias": False}, n.shape)
+    add = replace(part(n, "", "add", "elementwise", (product.id, n.inputs[2]), {}, n.shape),
+                  spelling=f"{n.spelling} bias")
+    return Decomposition((product, add))
+
+
 KINDS = (
     OpKind("einsum", "matmul", _einsum_shape, None, params=("equation",), arity=-1, pattern="B",
            note="read through its equation (attrs['equation'])"),
@@ -103,7 +115,7 @@ KINDS = (
            functions=("scaled_dot_product_attention",), params=("attn_mask", "dropout_p", "is_causal", "scale"),
            arity=3, pattern="attention"),
     OpKind("linear", "matmul", _linear_shape, _linear_ref, functions=("linear",), modules=("Linear",),
-           params=("weight", "bias"), arity=1, pattern="B", weights=_linear_weights,
+           params=("weight", "bias"), arity=1, pattern="B", weights=_linear_weights, decompose=_linear_bias,
            note="y = x @ W.T + b; the module's weight (out, in) and bias (out,) are its parameters"),
     OpKind("matmul", "matmul", _matmul_shape, np.matmul, functions=("matmul", "mm"), methods=("matmul", "mm"),
            arity=2, pattern="B"),

@@ -9,11 +9,12 @@ inputs of the node when the module has them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Shape, same_shape
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, part, same_shape
 
 
 def _affine(y: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, axis: int) -> np.ndarray:
@@ -127,11 +128,39 @@ def _checked(kind: str) -> Any:
     return shape
 
 
+def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
+    means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then
+    (x - m) * rsqrt(v + eps) * weight + bias. The (B, C, S) pattern has no spatial axis here; each
+    part is a kernel the level-1 patterns write. The last node keeps the id."""
+    x = n.inputs[0]
+    if len(shape_of(x) or ()) != 2:
+        return None
+    nid = n.id
+    rows = (1, *n.shape[1:])
+    eps = (f"{nid}_eps", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
+    two = (f"{nid}_two", 2.0, "BatchNorm variance")
+    parts = [part(n, "_mean", "mean", "reduction", (x,), {"dim": 0, "keepdim": True}, rows),
+             part(n, "_dev", "sub", "elementwise", (x, f"{nid}_mean"), {}, n.shape),
+             part(n, "_sq", "pow", "elementwise", (f"{nid}_dev", two[0]), {}, n.shape),
+             part(n, "_var", "mean", "reduction", (f"{nid}_sq",), {"dim": 0, "keepdim": True}, rows),
+             part(n, "_veps", "add", "elementwise", (f"{nid}_var", eps[0]), {}, rows),
+             part(n, "_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, rows),
+             part(n, "_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
+    if n.attrs.get("affine", True) and len(n.inputs) >= 3:
+        parts += [part(n, "_scaled", "mul", "elementwise", (f"{nid}_norm", n.inputs[1]), {}, n.shape),
+                  part(n, "", "add", "elementwise", (f"{nid}_scaled", n.inputs[2]), {}, n.shape)]
+    else:
+        parts[-1] = replace(parts[-1], id=nid)
+    return Decomposition(tuple(parts), (eps, two))
+
+
 KINDS = (
     OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
            modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
                                                                           "bias", "training", "momentum", "eps"),
-           pattern="C", weights=_bn_weights, note="training-mode statistics (the module's default mode)"),
+           pattern="C", weights=_bn_weights, note="training-mode statistics (the module's default mode)",
+           decompose=_batch_norm_rows),
     OpKind("instance_norm", "norm", _checked("instance_norm"), _instance_norm, functions=("instance_norm",),
            modules=("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"), pattern="C", weights=_in_weights),
     OpKind("layer_norm", "norm", _checked("layer_norm"), _layer_norm, functions=("layer_norm",),

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from pypto_tui.ops.base import OpError, OpKind, Shape
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf
 from pypto_tui.ops.conv import tup
 
 
@@ -62,6 +63,20 @@ _AVG, _AVG_M = _names("avg")
 _AMAX, _AMAX_M = _names("max", True)
 _AAVG, _AAVG_M = _names("avg", True)
 
+def _global_mean(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """An adaptive average pool whose every output size is 1 (global average pooling): the mean over
+    every spatial axis, kept as size 1."""
+    size = n.attrs.get("output_size")
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None or len(shape) < 3:
+        return None
+    sizes = size if isinstance(size, tuple | list) else (size,) * (len(shape) - 2)
+    if not (len(sizes) == len(shape) - 2 and all(s == 1 for s in sizes)):
+        return None
+    return Decomposition((replace(n, op="mean", role="reduction",
+                                  attrs={"dim": tuple(range(2, len(shape))), "keepdim": True}),))
+
+
 KINDS = (
     OpKind("max_pool", "pool", _pool_shape, None, functions=_MAX, modules=_MAX_M, pattern="window",
            params=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")),
@@ -70,5 +85,5 @@ KINDS = (
     OpKind("adaptive_max_pool", "pool", _adaptive_shape, None, functions=_AMAX, modules=_AMAX_M,
            params=("output_size", "return_indices")),
     OpKind("adaptive_avg_pool", "pool", _adaptive_shape, None, functions=_AAVG, modules=_AAVG_M,
-           params=("output_size",)),
+           params=("output_size",), decompose=_global_mean),
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpKind, Shape, axis
+from pypto_tui.ops.base import Decomposer, Decomposition, OpKind, Shape, ShapeOf, axis, part
 
 
 def axes_of(attrs: Mapping[str, Any], rank: int) -> tuple[int, ...]:
@@ -61,14 +61,39 @@ def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
 
 def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
-          params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction") -> OpKind:
+          params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction",
+          decompose: Decomposer | None = None) -> OpKind:
     spell = functions if functions is not None else (name,)
-    return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role)
+    return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role,
+                  decompose=decompose)
+
+
+def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
+    """logsumexp as its composition: m = amax(x, keepdim), log(sum(exp(x - m))) + m (the max taken
+    again without keepdim when the result drops the axes). The last node keeps the id."""
+    x = n.inputs[0]
+    xs = shape_of(x)
+    dim = n.attrs.get("dim")
+    keep = bool(n.attrs.get("keepdim"))
+    kept = reduced_shape([xs], {"dim": dim, "keepdim": True}) if xs is not None else None
+    nid = n.id
+    parts = [part(n, "_max", "amax", "reduction", (x,), {"dim": dim, "keepdim": True}, kept),
+             part(n, "_sub", "sub", "elementwise", (x, f"{nid}_max"), {}, xs),
+             part(n, "_exp", "exp", "elementwise", (f"{nid}_sub",), {}, xs),
+             part(n, "_sum", "sum", "reduction", (f"{nid}_exp",), {"dim": dim, "keepdim": keep}, n.shape),
+             part(n, "_log", "log", "elementwise", (f"{nid}_sum",), {}, n.shape)]
+    m_out = f"{nid}_max"
+    if not keep:
+        parts.append(part(n, "_max2", "amax", "reduction", (x,), {"dim": dim, "keepdim": False}, n.shape))
+        m_out = f"{nid}_max2"
+    parts.append(part(n, "", "add", "elementwise", (f"{nid}_log", m_out), {}, n.shape))
+    return Decomposition(tuple(parts))
 
 
 KINDS = (
     _kind("sum", _ref(np.sum)), _kind("mean", _ref(np.mean)), _kind("amax", _ref(np.max)),
-    _kind("amin", _ref(np.min)), _kind("prod", _ref(np.prod)), _kind("logsumexp", _ref(_lse)),
+    _kind("amin", _ref(np.min)), _kind("prod", _ref(np.prod)),
+    _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts),
     _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction")),
     _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction")),
     # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim

@@ -99,3 +99,21 @@ def test_kb_validate_says_it_in_one_line(pack: Path) -> None:
     r = CliRunner().invoke(app, ["kb", "validate", "--kb", str(pack)])
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and "outside the pack folder" in r.stderr
+
+
+def test_fusion_rules_are_read_and_checked_with_the_rest_of_the_pack(pack: Path) -> None:
+    """fusion.toml is a pack file like the others: loaded by load_pack, its rows on the pack, a bad row
+    refused with the file and key, and a pack without one fuses as the bundled default does."""
+    kb = load_pack(pack)
+    assert {r.anchor for r in kb.fusion} >= {"matmul", "elementwise"}
+    text = (pack / "fusion.toml").read_text()
+    (pack / "fusion.toml").write_text(text + '\n[[fusion]]\nid = "X.again"\nanchor = "matmul"\n')
+    with pytest.raises(PackError, match=r"fusion.toml.*fusion\[\d+\]\.anchor.*one row per anchor"):
+        load_pack(pack)
+    (pack / "fusion.toml").write_text('[[fusion]]\nanchor = "matmul"\n')
+    with pytest.raises(PackError, match=r"fusion.toml.*id.*missing"):
+        load_pack(pack)
+    (pack / "fusion.toml").write_text('[[fusion]]\nid = "T.none"\nanchor = "matmul"\nepilogue = ["add"]\n')
+    assert [(r.id, r.epilogue) for r in load_pack(pack).fusion] == [("T.none", ("add",))]
+    (pack / "fusion.toml").unlink()
+    assert load_pack(pack).fusion == load_pack(bundled_pack_dir()).fusion
