@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pypto_tui.ops.roles import traits
 from pypto_tui.plan import Needs, TileRole
 
 if TYPE_CHECKING:
+    from pypto_tui.codegen.builder import Builder
     from pypto_tui.contract.model import Contract
     from pypto_tui.dims import DimPlan
     from pypto_tui.kb import KnowledgeBase
@@ -61,7 +62,7 @@ class Pattern:
 
     id: str
     families: tuple[str, ...]
-    build: Callable[[Any], None]
+    build: Callable[[Builder], None]
     rules: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     needs: NeedsFn = main_tile_needs
