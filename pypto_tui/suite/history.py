@@ -368,7 +368,8 @@ class History:
             return [_task(r) for r in rows]
 
     def finished_names(self, run_id: int) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT name FROM tasks WHERE run_id = ?", (run_id,))}
+        with self.reading():
+            return {r[0] for r in self.conn.execute("SELECT name FROM tasks WHERE run_id = ?", (run_id,))}
 
     def counts(self, run_id: int) -> dict[str, int]:
         with self.reading():
@@ -381,19 +382,21 @@ class History:
 
     def resumable(self, command: str, folder: str) -> RunInfo | None:
         """The latest run of `command` over `folder` that did not finish."""
-        r = self.conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE command = ? AND folder = ? "
-                              "AND status != 'finished' ORDER BY id DESC LIMIT 1", (command, folder)).fetchone()
-        return _run(r) if r is not None else None
+        with self.reading():
+            r = self.conn.execute(f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE command = ? AND folder = ? "
+                                  "AND status != 'finished' ORDER BY id DESC LIMIT 1", (command, folder)).fetchone()
+            return _run(r) if r is not None else None
 
     def hints(self, command: str, names: list[str]) -> dict[str, tuple[float | None, float | None]]:
         """Per task name: (peak MB, wall seconds) of its latest recorded run of `command`."""
         out: dict[str, tuple[float | None, float | None]] = {}
-        for name in names:
-            r = self.conn.execute(
-                "SELECT t.peak_rss_mb, t.wall_s FROM tasks t JOIN runs r ON r.id = t.run_id "
-                "WHERE t.name = ? AND r.command = ? ORDER BY t.run_id DESC LIMIT 1", (name, command)).fetchone()
-            if r is not None:
-                out[name] = (r[0], r[1])
+        with self.reading():
+            for name in names:
+                r = self.conn.execute(
+                    "SELECT t.peak_rss_mb, t.wall_s FROM tasks t JOIN runs r ON r.id = t.run_id "
+                    "WHERE t.name = ? AND r.command = ? ORDER BY t.run_id DESC LIMIT 1", (name, command)).fetchone()
+                if r is not None:
+                    out[name] = (_hint(r[0]), _hint(r[1]))
         return out
 
 
@@ -411,6 +414,13 @@ def _write(conn: sqlite3.Connection) -> Iterator[None]:
 
 class _Damaged(Exception):
     """A row whose values are not what pypto-tui writes (see `History.reading`)."""
+
+
+def _hint(value: Any) -> float | None:
+    """A stored time or peak as a planning hint: None unless a finite number >= 0 (a damaged row plans nothing)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
 
 
 def _ascii_digits(text: str) -> bool:

@@ -304,3 +304,18 @@ def test_the_single_task_spinner_shows_the_name_escaped() -> None:
     Console(file=buf, force_terminal=True, width=200, highlight=False).print(spinner.progress.tasks[0].description)
     shown = buf.getvalue()
     assert "\x07" not in shown and "\x1b]0;" not in shown and "esc\\x1b]0;PWNED\\x07" in shown
+
+
+def test_a_damaged_history_gives_the_suite_hints_it_can_use_or_one_line(tmp_path: Path) -> None:
+    """What `verify DIR` reads before it runs: the last times and peaks (planning hints), an unfinished run."""
+    from pypto_tui.errors import InputError
+    from pypto_tui.suite.history import History
+
+    db = tmp_path / "runs.sqlite"
+    add_run(db, [row("a.py"), row("b.py")], status="interrupted")
+    _damage(db, "UPDATE tasks SET wall_s = 'slow', peak_rss_mb = 9e999 WHERE name = 'a.py'")
+    _damage(db, "UPDATE runs SET task_args = '{'")
+    with History.open(db) as h:
+        assert h.hints("verify", ["a.py", "b.py"]) == {"a.py": (None, None), "b.py": (350.0, 10.0)}
+        with pytest.raises(InputError, match="the run history is damaged"):
+            h.resumable("verify", "/tasks")
