@@ -209,6 +209,20 @@ class LintRule(m.MatcherDecoratableVisitor):
         """The jit kernel that contains `node`, if any."""
         return self.info.kernel_of(node)
 
+    def model_new_module(self) -> bool:
+        """The module defines a ModelNew (a KernelBench module), where the rule documents' advice is
+        the advice; a library kernel (PyPTO's models) is not written for their harness."""
+        found = getattr(self.info, "_pypto_lint_model_new", None)
+        if found is None:
+            found = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew" for n in self.info.module.body)
+            self.info._pypto_lint_model_new = found  # type: ignore[attr-defined]
+        return found
+
+    def docs_advice_applies(self) -> bool:
+        """A rule documents' style rule reports by default in a KernelBench module, and with --strict
+        anywhere (on PyPTO's own code it was right 0 times: benchmarks/lint_judged_pypto.csv)."""
+        return bool(self.ctx.strict) or self.model_new_module()
+
     def get_metadata(self, key: Any, node: cst.CSTNode, default: Any = _UNSET) -> Any:
         """As libcst's, but a provider not resolved up front is resolved on first use."""
         if key not in self.metadata and self.ctx.resolve is not None:

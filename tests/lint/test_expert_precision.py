@@ -348,3 +348,38 @@ def test_warnings_in_a_kernel_its_test_expects_to_be_refused_are_info() -> None:
         """)
     found = {(f.rule, f.level) for f in lint_source(src, kb=KB, pypto="0.2.0")}
     assert found == {("P2.no-kernel-reshape", "info"), ("API.tiles-before-ops", "info")}, found
+
+
+# ------------------------------------------------------------------ P5.tensor-first-arg, P6.unroll-innermost
+QUANT = """
+    pypto.set_vec_tile_shapes(16, 512)
+    out.move(pypto.sub(127.0, pypto.exp(x)))
+"""
+
+
+def test_the_first_argument_advice_keeps_the_value() -> None:
+    """PyPTO's MLA quant writes pypto.sub(127.0, t): swapping the arguments would compute t - 127."""
+    found = [f for f in lint_source(_src(QUANT, tail=MODEL_NEW), kb=KB) if f.rule == "P5.tensor-first-arg"]
+    assert len(found) == 1 and "pypto.add(pypto.mul(pypto.exp(x), -1.0), 127.0)" in found[0].message
+    assert "pypto.sub(pypto.exp(x), 127.0)" not in found[0].message
+    # a library kernel (0.2.0 runs it: probe scalar_first_arg) hears it with --strict only
+    assert not [r for r in _rules(_src(QUANT)) if r[0] == "P5.tensor-first-arg"]
+    assert [r[0] for r in _rules(_src(QUANT), strict=True) if r[0] == "P5.tensor-first-arg"] == ["P5.tensor-first-arg"]
+
+
+UNROLL = """
+    pypto.set_vec_tile_shapes(16, 512)
+    for i, n in pypto.loop_unroll(0, 2, 1, unroll_list=[2, 1]):
+        for j in pypto.loop(2):
+            block = pypto.view(x, [32 * n, 256], [i * 32, j * 256])
+            pypto.assemble(pypto.exp(block), [i * 32, j * 256], out)
+"""
+
+
+def test_an_unrolled_outer_loop_is_the_documents_advice_for_a_model_new() -> None:
+    """PyPTO's tests of loop_unroll unroll around an inner loop; 0.2.0 runs it (probe unroll_outer_loop)."""
+    assert not [r for r in _rules(_src(UNROLL)) if r[0] == "P6.unroll-innermost"]
+    assert [r[:2] for r in _rules(_src(UNROLL, tail=MODEL_NEW)) if r[0] == "P6.unroll-innermost"] == [
+        ("P6.unroll-innermost", "warn")]
+    assert [r[0] for r in _rules(_src(UNROLL), strict=True) if r[0] == "P6.unroll-innermost"] == [
+        "P6.unroll-innermost"]

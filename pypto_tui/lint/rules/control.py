@@ -14,6 +14,7 @@ from libcst.metadata import PositionProvider
 from pypto_tui.lint.analysis import call_arg, iter_nodes
 from pypto_tui.lint.base import Invalid, LintRule, Valid, example
 from pypto_tui.lint.rules._examples import RAGGED_ROWS, ROWS, in_kernel
+from pypto_tui.lint.rules.operators import MODEL_NEW_TAIL
 
 
 def _k(body: str) -> str:
@@ -183,7 +184,14 @@ class UnrollInnermost(LintRule):
                 for j in pypto.loop(2):
                     block = pypto.view(x, [32 * n, 256], [i * 32, j * 256])
                     pypto.assemble(pypto.exp(block), [i * 32, j * 256], out)
-        """), line=10, col=5, message="line 11"),
+        """) + MODEL_NEW_TAIL, line=10, col=5, message="line 11"),
+        # a library kernel (PyPTO's tests of loop_unroll): --strict only (probe unroll_outer_loop runs)
+        Invalid(_k("""\
+            for i, n in pypto.loop_unroll(0, 2, 1, unroll_list=[2, 1]):
+                for j in pypto.loop(2):
+                    block = pypto.view(x, [32 * n, 256], [i * 32, j * 256])
+                    pypto.assemble(pypto.exp(block), [i * 32, j * 256], out)
+        """), line=10, col=5, strict=True),
     )
 
     @m.visit(m.For())
@@ -193,6 +201,8 @@ class UnrollInnermost(LintRule):
         inner = next((n for n in iter_nodes(node.body) if n is not node and self.info.is_pypto_loop(n)), None)
         if inner is None:
             return
+        if not self.docs_advice_applies():
+            return  # the documents' advice (0.2.0 runs it: probe unroll_outer_loop): a ModelNew's, or --strict
         line = self.get_metadata(PositionProvider, inner).start.line
         self.report(node, f"this pypto.loop unrolls and holds the pypto.loop on line {line}: each unroll factor copies "
                           "everything inside it; unroll only the innermost loop")

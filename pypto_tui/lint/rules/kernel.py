@@ -139,7 +139,7 @@ class KernelReshape(LintRule):
         else:
             return
         if src is not None and self._input_data(src, k, 0) and not self._is_the_output(node, k):
-            where = ("in ModelNew.forward" if self._has_model_new() else
+            where = ("in ModelNew.forward" if self.model_new_module() else
                      "before the call (the caller hands the kernel the shape it computes on)")
             self.report(node, f"`{what}` of the kernel's input inside a jit kernel (0.2.0 accepts it; inside a "
                               f"kernel a reshape copies): reshape {where}, or use pypto.reshape(..., inplace=True)")
@@ -176,12 +176,6 @@ class KernelReshape(LintRule):
             return False
         uses = [n for n in iter_load_names(k.node.body) if n.value == tgt.value]
         return len(uses) == 1 and self._is_the_output(uses[0], k)
-
-    def _has_model_new(self) -> bool:
-        if not hasattr(self, "_model_new"):
-            self._model_new = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew"
-                                  for n in iter_nodes(self.info.module, into_defs=True))
-        return self._model_new
 
     def _input_data(self, expr: cst.BaseExpression, k: KernelInfo, depth: int) -> bool:
         """`expr` is data no op has computed yet, which the caller could reshape before the call: a

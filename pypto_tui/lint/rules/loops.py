@@ -211,18 +211,12 @@ class LoopAxis(_LoopRule):
                 self._blocked(offsets.elements[a].value, names, node) for a in axes)):
             return
         which = ", ".join(str(a) for a in axes)
-        fix = "reshape in forward if needed" if self._has_model_new() else "or have the caller pass it transposed"
+        fix = "reshape in forward if needed" if self.model_new_module() else "or have the caller pass it transposed"
         self.report(
             node,
             f"the pypto.loop index moves axis {which} of this view, not axis 0: chunks along an inner "
             f"axis are strided; loop along the outermost axis ({fix})",
         )
-
-    def _has_model_new(self) -> bool:
-        if not hasattr(self, "_model_new"):
-            self._model_new = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew"
-                                  for n in iter_nodes(self.info.module, into_defs=True))
-        return self._model_new
 
     def _blocked(self, expr: cst.BaseExpression, names: set[str], at: cst.CSTNode, depth: int = 0) -> bool:
         """`expr` walks in blocks: a loop index, `index * block`, or a local bound once to one."""

@@ -37,7 +37,22 @@ def kernel(x: pypto.Tensor((N,), pypto.DT_FP32), out: pypto.Tensor((N,), pypto.D
 # Line numbers of the examples below count from here: the body starts on line 9.
 
 
+# The examples are KernelBench modules (a ModelNew); P5.tensor-first-arg is the documents' advice for
+# those, which a library kernel (no ModelNew) hears with --strict only.
+MODEL_NEW_TAIL = """
+
+class ModelNew:
+    def forward(self, x):
+        return x
+"""
+
+
 def _k(body: str) -> str:
+    return _HEAD + textwrap.indent(example(body), "    ") + MODEL_NEW_TAIL
+
+
+def _lib(body: str) -> str:
+    """The same kernel in a library module (no ModelNew)."""
     return _HEAD + textwrap.indent(example(body), "    ")
 
 
@@ -236,6 +251,11 @@ class UnaryMinus(LintRule):
         return isinstance(parent, cst.UnaryOperation | cst.Attribute | cst.Subscript | cst.Call | cst.Await)
 
 
+# pypto functions whose arguments may be swapped without changing the value.
+_SYMMETRIC = frozenset({
+    "add", "mul", "maximum", "minimum", "eq", "ne", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+    "bitwise_xor",
+})
 # pypto functions whose first argument is legitimately not a tensor.
 _FIRST_ARG_EXEMPT = frozenset({
     "tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "loop", "cond", "remainder",
@@ -270,6 +290,14 @@ class ScalarFirstArg(LintRule):
         Invalid(_k("""\
             out.move(pypto.maximum(0.0, x))
         """), line=9, col=14, message="pypto.maximum(x, 0.0)"),
+        # not symmetric: the advice keeps the value (127 - t), never a swap
+        Invalid(_k("""\
+            out.move(pypto.sub(127.0, pypto.exp(x)))
+        """), line=9, message="pypto.add(pypto.mul(pypto.exp(x), -1.0), 127.0)"),
+        # a library kernel: --strict only
+        Invalid(_lib("""\
+            out.move(pypto.maximum(0.0, x))
+        """), line=9, strict=True),
         Invalid(_k("""\
             eps = 1e-5
             out.move(pypto.minimum(eps, pypto.exp(x)))
@@ -290,10 +318,18 @@ class ScalarFirstArg(LintRule):
         tensors = [a for a in node.args[1:] if self.info.kind_of(a.value, k) is Kind.TENSOR]
         if not tensors:
             return
+        if not self.docs_advice_applies():
+            return
         first = _snippet(pos[0].value, 20)
         other = _snippet(tensors[0].value, 20)
-        self.report(
-            node,
-            f"`pypto.{name}({first}, {other})`: the first argument must be the tensor, "
-            f"e.g. `pypto.{name}({other}, {first})` where the operation allows it",
-        )
+        # swapping the arguments is only the same computation for a symmetric operation: pypto.sub(127.0, t)
+        # is 127 - t, which `pypto.sub(t, 127.0)` is not (PyPTO's MLA quant)
+        if name in _SYMMETRIC:
+            instead = f"e.g. `pypto.{name}({other}, {first})`"
+        elif name == "sub":
+            instead = f"the same value is `pypto.add(pypto.mul({other}, -1.0), {first})`"
+        elif name == "div":
+            instead = f"the same value is `pypto.mul(pypto.reciprocal({other}), {first})`"
+        else:
+            instead = f"pypto.{name} is not symmetric: rewrite it with the tensor first, not by swapping"
+        self.report(node, f"`pypto.{name}({first}, {other})`: the first argument must be the tensor; {instead}")

@@ -193,12 +193,6 @@ class _TileRule(LintRule):
                 return
             yield n
 
-    def _has_model_new(self) -> bool:
-        if not hasattr(self, "_model_new"):
-            self._model_new = any(isinstance(n, cst.ClassDef) and n.name.value == "ModelNew"
-                                  for n in iter_nodes(self.info.module, into_defs=True))
-        return self._model_new
-
     def _direct_vector_op(self, site: TileSite) -> bool:
         """A vector op of this function runs under the tile. A helper's call alone does not say:
         PyPTO's batched matmul tests set (128, 128) for rank-3 tensors and call helpers that only
@@ -450,10 +444,10 @@ class LiteralTiles(_TileRule):
         # the documents' budget is advice for a KernelBench module (a ModelNew); a library kernel's
         # tiles are tuned on the device (PyPTO's flash attention: (64, 512); judged right 0 of 9
         # times on PyPTO's code), bounded by the unified buffer (HW.ub-capacity): --strict's there
-        if prod > lim.max_elements and (self.ctx.strict or self._has_model_new()):
+        if prod > lim.max_elements and (self.ctx.strict or self.model_new_module()):
             clipped = "" if prod == math.prod(tile) else " (clipped to the tensor)"
             self.report(node, f"prod(tile {_fmt(tile)}){clipped} = {prod} exceeds {lim.max_elements} elements"
-                              + (" (the rule documents' budget for a ModelNew module)" if self._has_model_new()
+                              + (" (the rule documents' budget for a ModelNew module)" if self.model_new_module()
                                  else " (the rule documents' budget; the compiler limits bytes: HW.ub-capacity)"),
                         rule="P4.tile-budget")
         if site.dtype_bytes is not None and site.dtype is not None and not self._whole_axis_ok(site):
