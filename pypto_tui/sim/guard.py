@@ -172,12 +172,18 @@ class Guard:
 
     # --- the launches --------------------------------------------------------------------------
 
-    def launch(self, wrapper: Any, args: tuple[Any, ...], run: Callable[[], Any]) -> Any:
-        """Run one kernel launch with the modes off; then keep what it wrote as its outputs."""
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """The modes off for the block: what runs there is the kernel's, or ours."""
         from torch.overrides import _len_torch_function_stack, _pop_mode_temporarily
         from torch.utils._python_dispatch import _disable_current_modes
 
         with _disable_current_modes(), _functions_off(_pop_mode_temporarily, _len_torch_function_stack):
+            yield
+
+    def launch(self, wrapper: Any, args: tuple[Any, ...], run: Callable[[], Any]) -> Any:
+        """Run one kernel launch with the modes off; then keep what it wrote as its outputs."""
+        with self.quiet():
             out = run()
             self._after(wrapper, args)
         return out

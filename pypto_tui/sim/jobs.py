@@ -31,7 +31,8 @@ Job JSON (kind "cost" or "verify"):
       "reference": "tensor_graph",         # the stage the passes are compared with
       # set by the runner, not by callers:
       "work_dir": "/tmp/pypto-tui-XXXX",   # private temp dir, deleted afterwards
-      "step": ""                           # "compare": the second process of a verify (worker.py)
+      "step": "",                          # "compare": the second process of a verify (worker.py)
+      "stages": null                       # a module plan's graph and kernels (verification.py)
     }
 
 fill is one of randn (default for floats), uniform (low..high), randint (low..high, default for
@@ -186,6 +187,8 @@ class SimJob:
     reference: str | None = None
     work_dir: str | None = None
     step: str = ""  # set by the runner: "compare" runs the baseline and the comparison (worker.py)
+    stages: dict[str, Any] | None = None  # verify of a module plan: {"graph": OpGraph data, "stages":
+    # [{"index", "ops", "writes"}]}, to name the first kernel whose output diverges (worker.py)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -309,6 +312,8 @@ class SimResult:
     kernels_defined: int | None = None  # the jit kernels the module defines (sim/guard.py)
     kernels_run: int | None = None      # how many of them launched in forward (each must)
     outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work outside the kernels
+    first_diverging_kernel: int | None = None  # a failing module plan: the first kernel off its reference
+    divergence: str | None = None              # ... and how (one line, added to the verdict's reason)
     passes_expected: list[str] = field(default_factory=list)
     passes_checked: list[str] = field(default_factory=list)
     missing_passes: list[str] = field(default_factory=list)

@@ -89,6 +89,7 @@ class VerifyReport:
     kernels_defined: int | None = None  # the jit kernels the module checked defines
     kernels_run: int | None = None      # how many of them launched (each must: sim/guard.py)
     outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work forward did itself
+    first_diverging_kernel: int | None = None  # a failing module: the first kernel off its reference
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -128,7 +129,27 @@ def _job(test: Pipeline, source: str, task: str, memory_limit_mb: int | None, la
                     cycles_per_us=float(test.kb.chip.cycles_per_us),
                     memory_limit_mb=memory_limit_mb or J.DEFAULT_MEMORY_LIMIT_MB,
                     passes=tuple(test.kb.pass_verify.passes) if test.kb.pass_verify else (),
-                    reference=test.kb.pass_verify.reference if test.kb.pass_verify else "tensor_graph")
+                    reference=test.kb.pass_verify.reference if test.kb.pass_verify else "tensor_graph",
+                    stages=_stage_map(test))
+
+
+def _stage_map(test: Pipeline) -> dict[str, Any] | None:
+    """A module plan's graph (at the test's sizes) and what each kernel writes, so a failing module
+    can name the first kernel whose output diverges from its reference intermediate; None for one
+    kernel."""
+    from pypto_tui.design import module_plan_of
+
+    try:
+        planned = module_plan_of(test)
+    except InputError:
+        return None
+    if planned is None:
+        return None
+    graph, mp = planned
+    nodes = {n.id: n for n in graph.nodes}
+    return {"graph": graph.to_data(),
+            "stages": [{"index": g.index, "ops": ", ".join(nodes[n].op for n in g.nodes if n in nodes),
+                        "writes": g.writes} for g in mp.groups]}
 
 
 def _check_scale(scale: str) -> None:
@@ -437,6 +458,7 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
     report.trials_run, report.inputs_clobbered = r.trials_run, r.inputs_clobbered
     report.kernels_defined, report.kernels_run = r.kernels_defined, r.kernels_run
     report.outside_kernels = list(r.outside_kernels)
+    report.first_diverging_kernel = r.first_diverging_kernel
     report.pypto = _pypto_version()
     if report.passed:
         report.reason = (f"every element of every output is within the {report.criterion} tolerance of the torch "
@@ -445,6 +467,8 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
     else:
         report.reason = str((worst.get("reason") if worst and not worst.get("passed", True) else None)
                             or r.reason or r.error or r.status)
+        if r.divergence:
+            report.reason += f"; {r.divergence}"
     report.status, report.wall_s, report.outputs, report.peak_rss_mb = r.status, r.wall_s, r.outputs, r.peak_rss_mb
     for key in PASS_FIELDS:
         value = getattr(r, key)

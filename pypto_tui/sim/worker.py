@@ -405,6 +405,8 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
         model_new = kmod.ModelNew(*job.init_args)
         handoff = work / HANDOFF
         clobbered_by_trial: list[list[int]] = []
+        captured: dict[str, Any] = {}
+        _capture_stages(torch, job, model_new, timing, captured)
         for trial, seed in enumerate(job.trial_seeds()):
             if trial == 1:
                 _values_only(pypto)
@@ -444,6 +446,9 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
             clobbered_by_trial.append(clobbered)
             handoff.mkdir(exist_ok=True)
             torch.save([t.detach().clone() for t in _as_list(got)], handoff / f"trial{trial}.pt")
+            if captured:
+                torch.save(dict(captured), handoff / f"stages{trial}.pt")
+                captured.clear()
             del got, inputs, kernel_inputs, guard
             _release_memory()
         (handoff / "kernel.json").write_text(json.dumps({"clobbered": clobbered_by_trial}), encoding="utf-8")
@@ -513,6 +518,7 @@ def run_compare(job: J.SimJob, prior: J.SimResult) -> J.SimResult:
                 got = torch.load(work / HANDOFF / f"trial{trial}.pt", weights_only=True)
                 _compare(torch, job, got, want, result)
                 if not result.passed:
+                    _name_first_diverging(torch, job, model, inputs, work / HANDOFF / f"stages{trial}.pt", result)
                     if job.trials > 1:
                         result.reason = f"trial {trial + 1} of {job.trials} (seed {seed}): {result.reason}"
                     break
@@ -530,6 +536,76 @@ def run_compare(job: J.SimJob, prior: J.SimResult) -> J.SimResult:
     result.peak_vm_mb = max(x for x in (vm, prior.peak_vm_mb, 0.0) if x is not None)
     result.wall_s = round((prior.wall_s or 0.0) + time.perf_counter() - t0, 3)
     return result
+
+
+def _capture_stages(torch: Any, job: J.SimJob, model_new: Any, timing: _Timing, captured: dict[str, Any]) -> None:
+    """For a module plan (`job.stages`): keep each kernel's result as forward receives it from
+    `self._k<i>` (the composed module's kernel i), copied with the guard's modes off."""
+    if not job.stages or not isinstance(model_new, torch.nn.Module):
+        return
+    for position, stage in enumerate(job.stages.get("stages", ())):
+        sub = getattr(model_new, f"_k{position}", None)
+        if not isinstance(sub, torch.nn.Module):
+            return
+
+        def hook(_mod: Any, _args: Any, out: Any, key: str = str(stage["index"])) -> None:
+            if isinstance(out, torch.Tensor) and timing.guard is not None:
+                with timing.guard.quiet():
+                    captured[key] = out.detach().clone()
+
+        sub.register_forward_hook(hook)
+
+
+def _name_first_diverging(torch: Any, job: J.SimJob, model: Any, inputs: list[Any], saved: Path,
+                          result: J.SimResult) -> None:
+    """A failing module plan: the first kernel whose output differs from its reference intermediate
+    (the plan's graph evaluated in numpy, float64, on the same inputs and the baseline's parameters),
+    named in `divergence` and `first_diverging_kernel`. Silent when the graph has an operator without a
+    reference or a kernel's result was not kept: this only says where, the verdict is already made."""
+    import numpy as np
+
+    from pypto_tui.contract.graph import OpGraph
+    from pypto_tui.ops.registry import kind
+    from pypto_tui.sim.compare import compare
+
+    if not job.stages or not saved.exists():
+        return
+    try:
+        kept = torch.load(saved, weights_only=True)
+        graph = OpGraph.from_data(job.stages["graph"])
+        env: dict[str, Any] = {}
+        tensors = iter(x for x in inputs if isinstance(x, torch.Tensor))
+        for v in graph.values:
+            if v.kind == "input":
+                env[v.id] = next(tensors).double().numpy()
+            elif v.kind == "param":
+                try:
+                    t = model.get_parameter(v.id)
+                except AttributeError:
+                    t = model.get_buffer(v.id)
+                env[v.id] = t.detach().double().numpy()
+            else:
+                env[v.id] = v.value
+        for node in graph.nodes:
+            k = kind(node.op)
+            if k is None or k.reference is None:
+                break
+            args = [env[i] for i in node.inputs]
+            env[node.id] = np.asarray(k.reference(*args, **dict(node.attrs)) if node.attrs else k.reference(*args))
+        for stage in job.stages["stages"]:
+            mine, want = kept.get(str(stage["index"])), env.get(stage["writes"])
+            if mine is None or want is None:
+                return
+            got, name = _to_numpy(torch, mine)
+            verdict = compare(got, np.asarray(want).astype(got.dtype), dtype=name, actual_dtype=name,
+                              tolerances=job.tolerances)
+            if not verdict.passed:
+                result.first_diverging_kernel = int(stage["index"])
+                result.divergence = (f"kernel {stage['index']} ({stage['ops']}) is the first whose output diverges "
+                                     f"from the plan's intermediate {stage['writes']}: {verdict.reason}")
+                return
+    except Exception:  # a diagnosis that cannot be made says nothing
+        return
 
 
 def _out_of_memory(job: J.SimJob, result: J.SimResult) -> None:

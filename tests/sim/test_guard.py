@@ -250,3 +250,42 @@ def test_every_scaffolded_fixture_launches_each_kernel_and_computes_nothing_outs
         if guard.outside or guard.not_run() or not guard.kernels:
             problems.append((path.name, [o.describe() for o in guard.outside], guard.not_run()))
     assert checked >= 90 and problems == []
+
+
+@pytest.mark.parametrize(("wrong", "named"), [(None, None), (0, 0), (1, 1)])
+def test_a_failing_chain_names_the_first_kernel_off_its_reference(kb, tmp_path: Path, wrong: int | None,
+                                                                  named: int | None) -> None:
+    """The compare step evaluates the plan's graph in numpy on the same inputs and the baseline's
+    parameters, and names the first kernel whose kept result is off its intermediate."""
+    import importlib.util
+
+    from pypto_tui.design import Design, Pipeline
+    from pypto_tui.sim import jobs
+    from pypto_tui.sim.verification import _stage_map
+    from pypto_tui.sim.worker import _name_first_diverging
+
+    stages = _stage_map(Pipeline(kb, Design(task=str(GEMM))))
+    assert stages is not None and [s["writes"] for s in stages["stages"]] == ["n0m", "n2"]
+    spec = importlib.util.spec_from_file_location("gemm_task", GEMM)
+    assert spec is not None and spec.loader is not None
+    task = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(task)
+    torch.manual_seed(0)
+    model = task.Model(*GEMM_ARGS)
+    x = torch.rand(64, 256)
+    k0 = x @ model.gemm.weight.detach().T
+    k1 = F.leaky_relu((k0 + model.gemm.bias.detach()) * 2.0, 0.1)
+    kept = {"0": k0 * (1.01 if wrong == 0 else 1.0), "1": k1 + (0.5 if wrong == 1 else 0.0)}
+    if wrong == 0:
+        kept["1"] = F.leaky_relu((kept["0"] + model.gemm.bias.detach()) * 2.0, 0.1)  # right, on a wrong input
+    torch.save(kept, tmp_path / "stages0.pt")
+    job = jobs.SimJob(kind="verify", kernel_source="", inputs=(jobs.InputSpec((64, 256)),), task_file=str(GEMM),
+                      passes=(), reference="tensor_graph", stages=stages)
+    result = jobs.SimResult(kind="verify", status=jobs.MISMATCH)
+    _name_first_diverging(torch, job, model, [x], tmp_path / "stages0.pt", result)
+    assert result.first_diverging_kernel == named
+    if named is not None:
+        ops = "linear" if named == 0 else "add, mul, leaky_relu"
+        assert (result.divergence or "").startswith(f"kernel {named} ({ops}) is the first whose output diverges")
+    else:
+        assert result.divergence is None

@@ -8,8 +8,9 @@ forward can do the kernels' work itself fails, while its values are right:
 4. a forward that returns torch's own softmax;
 
 and a module that, at import, makes the worker's comparison always pass still fails: the comparison
-runs in a process that never imported it. One batch, two workers (the machine is shared); the same
-checks without the compiler are in test_guard.py."""
+runs in a process that never imported it. A chain whose first kernel is wrong names that kernel.
+One batch, two workers (the machine is shared); the same checks without the compiler are in
+test_guard.py."""
 
 from __future__ import annotations
 
@@ -54,6 +55,10 @@ EDITS: dict[str, tuple[Path, list[tuple[str, str]]]] = {
     "attack3_exp_kernel_then_copy": (SOFTMAX, [(SOFTMAX_BODY, "        out.move(pypto.exp(x))"), (
         "        kernel(x, out)\n", "        kernel(x, out)\n        out.copy_(torch.softmax(x, dim=1))\n")]),
     "attack4_returns_torch": (SOFTMAX, [("        return out\n", "        return torch.softmax(x, dim=1)\n")]),
+    "chain_k_terms_dropped_in_kernel_0": (GEMM, [
+        ("x_chunk = pypto.view(x, [BASIC_BATCH, k], [off, 0])",
+         "x_chunk = pypto.view(x, [BASIC_BATCH, k - 16], [off, 0])"),
+        ("pypto.matmul(x_chunk, gemm_weight,", "pypto.matmul(x_chunk, pypto.view(gemm_weight, [n, k - 16], [0, 0]),")]),
     "patched_comparison": (SOFTMAX, [(SOFTMAX_BODY, "        out.move(pypto.exp(x))"),
                                      ("\nimport pypto\n", "\nimport pypto\n" + PATCH_COMPARE)]),
 }
@@ -118,3 +123,9 @@ def test_a_module_that_patches_the_comparison_still_fails(reports) -> None:
     r, _ = reports["patched_comparison"]
     assert not r.passed and r.status == "mismatch", r.reason
     assert re.search(r"elements outside atol", r.reason), r.reason
+
+
+def test_a_failing_chain_names_the_first_kernel_that_diverges(reports) -> None:
+    r, _ = reports["chain_k_terms_dropped_in_kernel_0"]
+    assert not r.passed and r.first_diverging_kernel == 0, r.reason
+    assert "kernel 0 (linear) is the first whose output diverges from the plan's intermediate n0m" in r.reason
