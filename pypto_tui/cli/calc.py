@@ -76,6 +76,8 @@ def _emit(shown, json_out: bool, to_dict, show, failed: bool) -> None:  # type: 
 
 def _costs(task: Path | None, family: str | None, shape, dtype: str, reduce_dim: int | None, kb):  # type: ignore[no-untyped-def]
     """The cost estimate for these candidates (SIM.cost-estimate), or None and why not."""
+    if task is None and family is None:  # before any import: the plain `tile` one-shot prices nothing
+        return None, "no family: give a task file or --family to price the candidates with the cost estimate"
     from pypto_tui.design_estimate import design_costs
     from pypto_tui.plan import Needs, TileRole
     from pypto_tui.vocabulary import FAMILIES

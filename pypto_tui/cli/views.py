@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from pypto_tui.cli.render import LEVEL_STYLE, console, dims, findings_table, kv_table, level_text, narrow
 from pypto_tui.findings import worst
-from pypto_tui.loops import LoopPlan
-from pypto_tui.tiles import TileEvaluation, TilePlan
+
+if TYPE_CHECKING:  # annotations only: `tile` must not import the loop planner to print its table
+    from pypto_tui.loops import LoopPlan
+    from pypto_tui.tiles import TileEvaluation, TilePlan
 
 
 def heading(text: str) -> None:

@@ -44,3 +44,44 @@ def test_core_modules_import_no_ui():
             "print([m for m in ('textual','typer','rich','libcst') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+TILE_PROBE = """
+import sys, io, contextlib
+from pypto_tui.cli import app
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        app({argv!r})
+    except SystemExit:
+        pass
+print(__import__("json").dumps(sorted(m for m in sys.modules if m.startswith("pypto_tui"))))
+"""
+TILE_MODULES = {  # what `tile --shape ...` uses: the tile ranking, its plan records, the pack, the CLI shell
+    "pypto_tui", "pypto_tui.catalogue", "pypto_tui.cli", "pypto_tui.cli.calc", "pypto_tui.cli.common",
+    "pypto_tui.cli.guard", "pypto_tui.errors", "pypto_tui.estimate", "pypto_tui.examples", "pypto_tui.fileio",
+    "pypto_tui.findings", "pypto_tui.kb", "pypto_tui.ops", "pypto_tui.ops.roles", "pypto_tui.plan",
+    "pypto_tui.shapes", "pypto_tui.source_bounds", "pypto_tui.tile_space", "pypto_tui.tiles",
+    "pypto_tui.vocabulary",
+}
+
+
+@pytest.mark.parametrize(("argv", "extra"), [
+    (["tile", "--shape", "16,256,256", "--dtype", "fp32", "--reduce-dim", "1", "--json"], set()),
+    (["tile", "--shape", "16,256,256", "--dtype", "fp32", "--reduce-dim", "1"],
+     {"pypto_tui.cli.render", "pypto_tui.cli.views"}),  # the tables
+])
+def test_the_tile_command_imports_only_what_it_uses(argv, extra):
+    """No operator registry (ops/__init__ loads it on first use), no loop planner, no cost pricing
+    without a family, no contract reader, no design pipeline."""
+    out = subprocess.run([sys.executable, "-c", TILE_PROBE.format(argv=argv)], capture_output=True, text=True,
+                         timeout=60, check=True)
+    imported = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert imported == TILE_MODULES | extra, (sorted(imported - TILE_MODULES - extra),
+                                              sorted(TILE_MODULES | extra - imported))
+
+
+def test_the_operator_registry_loads_on_first_use():
+    code = ("import sys, pypto_tui.ops as ops, pypto_tui.ops.roles; before = 'pypto_tui.ops.registry' in sys.modules; "
+            "n = len(ops.REGISTRY); print(before, n > 10, ops.kind is sys.modules['pypto_tui.ops.registry'].kind)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
