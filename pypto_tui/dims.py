@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto_tui.contract.model import Contract
 from pypto_tui.errors import InputError
@@ -25,6 +25,9 @@ from pypto_tui.findings import Finding, cites, rule_finding
 from pypto_tui.kb import KnowledgeBase, Strategy
 from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import fmt_dims
+
+if TYPE_CHECKING:
+    from pypto_tui.window import WindowPlan
 
 Shape = tuple[int, ...]
 MERGEABLE = ("sum", "nansum", "mean", "max", "min", "amax", "amin", "prod", "logsumexp", "var", "std")
@@ -60,6 +63,10 @@ class DimPlan:
     # an elementwise expression whose operands broadcast: each operand's kernel shape (size 1 where
     # it is widened) by operand name, and the output's shape before the kernel axes merged it
     broadcast: dict[str, Any] | None = None
+    # a conv's or pool's im2col plan (pypto_tui.window), made once here with the layout that needs it:
+    # the pattern's needs and its code read this one, never plan it again (not in the JSON: its
+    # layout lines are, through the pattern's Needs)
+    window: WindowPlan | None = field(default=None, compare=False)
 
     @property
     def shape(self) -> Shape | None:
@@ -117,6 +124,7 @@ class _Layout:
     matmul: dict[str, Any] | None = None
     merge_reason: str = ""
     broadcast: dict[str, Any] | None = None
+    window: WindowPlan | None = None
 
 
 # ================================================================================ roles
@@ -463,7 +471,7 @@ def _window(strategy: str) -> Any:
 
         try:
             spec = window_spec(c)
-            plan_window(spec, strategy)
+            window = plan_window(spec, strategy)
         except (WindowError, ValueError) as exc:
             raise _NotApplicable(str(exc)) from None
         if strategy == "im2col" and (spec.transposed != (c.op or "").startswith("conv_transpose")):
@@ -477,7 +485,8 @@ def _window(strategy: str) -> Any:
             out_kernel = (n * spec.out_channels, *out)
         fwd: list[Shape | None] = [kernel if t.is_tensor and t.name == c.operands[0].name else None
                                    for t in c.inputs]
-        return _Layout([kernel], fwd, [[0, 1], *[[a] for a in range(2, 2 + spec.nd)]], [], None, out_kernel)
+        return _Layout([kernel], fwd, [[0, 1], *[[a] for a in range(2, 2 + spec.nd)]], [], None, out_kernel,
+                       window=window)
 
     return reshape
 
@@ -732,7 +741,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
         reduce_axis=layout.reduce_axis, reduce_axes=layout.reduce_axes, axis_map=layout.axis_map,
         merged_axes=merged, merge_reason=merge_reason, alternatives=alternatives,
         dtype=c.operands[0].dtype if c.operands else None, matmul=layout.matmul, rule=chosen.rule,
-        note=chosen.note, findings=findings, broadcast=layout.broadcast,
+        note=chosen.note, findings=findings, broadcast=layout.broadcast, window=layout.window,
     )
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pypto_tui.contract.graph import OpGraph, OpNode
     from pypto_tui.contract.model import Contract, Signature
     from pypto_tui.dims import DimPlan
+    from pypto_tui.window import WindowPlan
 
 TileSource = Literal["user", "preset", "recommended", "stepped-down"]
 
@@ -316,6 +317,11 @@ class KernelPlan:
     @property
     def main_tile(self) -> TileChoice | None:
         return self.tiles[0] if self.tiles else None
+
+    @property
+    def window(self) -> WindowPlan | None:
+        """A conv's or pool's im2col plan: the dimension step's, the one the kernel is written from."""
+        return self.dims.window
 
     @property
     def findings(self) -> tuple[Finding, ...]:

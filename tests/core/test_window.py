@@ -269,3 +269,22 @@ def test_the_code_generator_writes_the_loop_count_the_loop_step_chose(kb):
             continue
         choice = p.loop_choice()
         assert k.constants["LOOP_COUNT"]["value"] == (choice.count if choice is not None else 1), task.name
+
+
+def test_the_im2col_plan_is_made_once_by_the_dimension_step(kb, monkeypatch):
+    """The window plan is the dimension step's, carried on the KernelPlan: the pattern's needs and
+    its code read it and never plan again (the code generator cannot even import the planner)."""
+    import pypto_tui.window as window
+    from pypto_tui.design import kernel_of
+
+    calls: list[str] = []
+    real = window.plan_window
+    monkeypatch.setattr(window, "plan_window",
+                        lambda spec, strategy=None: calls.append(strategy) or real(spec, strategy))
+    p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py")))
+    dims = p.dims()
+    assert dims.window is not None and calls  # planned by the dimension step
+    calls.clear()
+    k = kernel_of(p)
+    assert k.supported and calls == []
+    assert p.kernel_plan().window is dims.window

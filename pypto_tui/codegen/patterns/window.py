@@ -27,11 +27,9 @@ import libcst as cst
 from pypto_tui.codegen.builder import Builder, Stmts, literal, name
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
-from pypto_tui.contract.conv import WindowError, window_spec
 from pypto_tui.errors import InputError, Unsupported
 from pypto_tui.findings import cites
 from pypto_tui.plan import Needs, TileRole
-from pypto_tui.window import STRATEGY_OF_ID, WindowPlan, plan_window
 
 if TYPE_CHECKING:
     from pypto_tui.contract.model import Contract
@@ -39,6 +37,7 @@ if TYPE_CHECKING:
     from pypto_tui.kb import KnowledgeBase
     from pypto_tui.plan import Geometry
     from pypto_tui.vocabulary import LoopWhy
+    from pypto_tui.window import WindowPlan
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
@@ -52,19 +51,12 @@ _GLOBALS = frozenset({"nn", "torch", "True", "False", "None", "math"})
 
 
 # ------------------------------------------------------------------------------------ planning
-def window_plan(c: Contract, dims: DimPlan, kb: KnowledgeBase) -> WindowPlan:
-    """The im2col plan for the contract and the dimension plan's strategy (Unsupported if none)."""
-    try:
-        spec = window_spec(c)
-    except WindowError as exc:
-        raise Unsupported(str(exc)) from None
-    strategy = STRATEGY_OF_ID.get(dims.strategy or "")
-    if strategy is None:
+def window_plan(dims: DimPlan) -> WindowPlan:
+    """The im2col plan the dimension step made with its layout (Unsupported if it made none): the
+    pattern's needs and its code read that one plan, they never plan it again."""
+    if dims.window is None:
         raise Unsupported(f"the dimension plan's strategy '{dims.strategy}' is not a conv or pool layout")
-    try:
-        return plan_window(spec, strategy)
-    except ValueError as exc:
-        raise Unsupported(str(exc)) from None
+    return dims.window
 
 
 def _window_shape(plan: WindowPlan) -> tuple[int, ...]:
@@ -82,7 +74,7 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     """The tiles (the im2col columns, the window views, a 4-D window tile for 3-D ops, the pre
     kernel's planes), the matmul for the cube, and a loop over blocks of output rows."""
     try:
-        plan = window_plan(c, dims, kb)
+        plan = window_plan(dims)
     except Unsupported as exc:
         raise InputError(f"no im2col plan: {exc}") from None
     dtype = g.dtype
@@ -223,7 +215,7 @@ class _Names:
 def build_window(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
-    plan = window_plan(c, ctx.dims, ctx.kb)
+    plan = window_plan(ctx.dims)
     spec = plan.spec
     if len(c.operands) < 1 or c.op_args.get("fused") or c.op_args.get("composite"):
         raise Unsupported(c.reason or f"the {c.family} is part of a larger expression: not scaffolded")
