@@ -71,7 +71,7 @@ def build_argreduce(b: Builder) -> None:
     out_shape: tuple[str | int, ...] = tuple(1 if i == axis else d for i, d in enumerate(dims))
     largest = c.op == "argmax"
     loop = ctx.loop
-    loop_x = loop_axis_for(axis, rank)
+    loop_x = loop.axis if loop is not None else 0  # the loop step's axis (arg_needs asked for it)
     if loop is not None and rank == 1:
         raise Unsupported(f"{c.op} of a 1-D tensor this long needs a loop along the reduced axis: not scaffolded")
     b.pattern = "argreduce"
