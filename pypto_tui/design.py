@@ -543,12 +543,13 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
             source = n.inputs[0]
             if source not in local and source not in param_text:
                 continue  # its kernel has not run yet
-            steps: list[ViewStep] = []
-            for step in n.attrs.get("steps", ()):
-                s = V.step_of(step)
-                if s.kind not in FREE_VIEW_STEPS:
-                    return f"forward would copy data for the view {n.spelling} ({s.kind})"
-                steps.append(ViewStep(s.kind, s.dim, tuple(s.shape)))
+            raw = [V.step_of(step) for step in n.attrs.get("steps", ())]
+            bad = next((s for s in raw if s.kind not in FREE_VIEW_STEPS), None)
+            if bad is not None:
+                return f"forward would copy data for the view {n.spelling} ({bad.kind})"
+            shape = graph.shape_of(source)
+            sizes = V.symbolic_sizes(shape, raw) if shape is not None else [None] * len(raw)
+            steps = [ViewStep(s.kind, s.dim, tuple(s.shape), size) for s, size in zip(raw, sizes, strict=True)]
             view = ForwardView(f"v_{vid}", local.get(source) or param_text[source], tuple(steps))
             local[vid] = view.target
             if done < 0:

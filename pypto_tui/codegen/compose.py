@@ -28,11 +28,14 @@ SHARED_HINT = ("_for_this_machine", "ceil_div", "RUNTIME_OPTIONS", "DEBUG_OPTION
 
 @dataclass(frozen=True)
 class ViewStep:
-    """One free view forward takes (plan.FREE_VIEW_STEPS): `unsqueeze(dim)` or `reshape(*shape)`."""
+    """One free view forward takes (plan.FREE_VIEW_STEPS): `unsqueeze(dim)` or `reshape(*shape)`.
+    `sizes` writes a reshape for any input size (ops.views.symbolic_sizes: each size a literal or a
+    product of the view's source axes), so the module runs at the sizes verification shrinks to."""
 
     kind: str
     dim: int = 0
     shape: tuple[int, ...] = ()
+    sizes: tuple[int | tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,13 +122,26 @@ def _args(values: Sequence[cst.BaseExpression]) -> list[cst.Arg]:
             for i, v in enumerate(values)]
 
 
+def _size(source: str, size: int | tuple[int, ...]) -> cst.BaseExpression:
+    """A literal, or `source.shape[i] * source.shape[j]` for the source axes whose product it is."""
+    if isinstance(size, int):
+        return _int(size)
+    node: cst.BaseExpression | None = None
+    for axis in size:
+        dim = cst.Subscript(cst.Attribute(dotted(source), cst.Name("shape")),
+                            [cst.SubscriptElement(cst.Index(_int(axis)))])
+        node = dim if node is None else cst.BinaryOperation(node, cst.Multiply(), dim)
+    return node if node is not None else _int(1)
+
+
 def _view_expr(view: ForwardView) -> cst.BaseExpression:
     node = dotted(view.source)
     for s in view.steps:
         if s.kind == "unsqueeze":
             node = cst.Call(cst.Attribute(node, cst.Name("unsqueeze")), _args([_int(s.dim)]))
         elif s.kind == "reshape":
-            sizes: list[cst.BaseExpression] = [_int(d) for d in s.shape] or [cst.Tuple([])]
+            given = s.sizes if s.sizes is not None else s.shape
+            sizes: list[cst.BaseExpression] = [_size(view.source, d) for d in given] or [cst.Tuple([])]
             node = cst.Call(cst.Attribute(node, cst.Name("reshape")), _args(sizes))
         else:
             raise Unsupported(f"forward would copy data for a '{s.kind}' view")

@@ -94,6 +94,66 @@ def apply(step: Step, x: np.ndarray) -> np.ndarray:
     raise OpError(f"unknown view '{step.kind}'")
 
 
+Size = int | tuple[int, ...]
+"""One size of a reshape written for any input size: a literal, or the product of these axes of the
+view's source tensor (`()` is a literal 1)."""
+
+
+def symbolic_sizes(source: Shape, steps: Sequence[Step]) -> list[tuple[Size, ...] | None]:
+    """For each reshape step of a chain of views of a tensor of shape `source`, its sizes in terms of
+    the source's axes where the reshape merges or keeps them (a module then runs at any size the
+    kernels take, such as verification's smaller ones); a size a reshape splits off stays a literal.
+    None for the other steps (unsqueeze takes no sizes)."""
+    cur: list[tuple[int, tuple[int, ...] | None]] = [(d, (i,)) for i, d in enumerate(source)]
+    out: list[tuple[Size, ...] | None] = []
+    for s in steps:
+        if s.kind == "unsqueeze":
+            cur.insert(s.dim, (1, ()))
+            out.append(None)
+        elif s.kind == "reshape":
+            sizes, cur = _merged(cur, s.shape)
+            out.append(sizes)
+        else:
+            shape = out_shape(s, tuple(d for d, _ in cur))
+            cur = [(d, None) for d in shape]
+            out.append(None)
+    return out
+
+
+def _merged(cur: list[tuple[int, tuple[int, ...] | None]], target: Shape,
+            ) -> tuple[tuple[Size, ...], list[tuple[int, tuple[int, ...] | None]]]:
+    """(sizes, the dims after) of one reshape: each target size a run of consecutive current dims whose
+    product it is; all literals when the reshape splits a dim."""
+    literal: tuple[tuple[Size, ...], list[tuple[int, tuple[int, ...] | None]]] = (
+        tuple(target), [(d, None) for d in target])
+    sizes: list[Size] = []
+    new: list[tuple[int, tuple[int, ...] | None]] = []
+    i = 0
+    for t in target:
+        if t == 1 and (i >= len(cur) or cur[i][0] != 1):  # an inserted unit axis
+            sizes.append(1)
+            new.append((1, ()))
+            continue
+        prod, known = 1, True
+        axes: list[int] = []
+        while i < len(cur) and (prod < t or (t == 1 and not axes and prod == 1)):
+            d, ax = cur[i]
+            prod *= d
+            known = known and ax is not None
+            axes += ax or ()
+            i += 1
+            if t == 1:
+                break
+        if prod != t:
+            return literal
+        group = tuple(axes) if known else None
+        sizes.append(t if group is None else (group if group else 1))
+        new.append((t, group))
+    while i < len(cur) and cur[i][0] == 1:
+        i += 1
+    return literal if i != len(cur) else (tuple(sizes), new)
+
+
 def torch_text(step: Step) -> str:
     """The method call a generated forward writes for one view (never for `expand`: the kernel
     broadcasts the size-1 axes itself)."""
@@ -228,5 +288,8 @@ def _view_reference(x: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
 KINDS = (
     OpKind("view", "view", _view_shape, _view_reference, functions=("unsqueeze", "reshape", "flatten", "squeeze",
                                                                      "select", "narrow"),
-           methods=VIEW_NAMES, note="a chain of views; attrs['steps'] lists them"),
+           methods=VIEW_NAMES, note="a chain of views; attrs['steps'] lists them",
+           aten=tuple(f"aten.{n}" for n in ("view.default", "_unsafe_view.default", "reshape.default",
+                                             "unsqueeze.default", "squeeze.dim", "squeeze.dims", "squeeze.default",
+                                             "expand.default", "select.int", "slice.Tensor"))),
 )

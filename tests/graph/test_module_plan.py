@@ -214,6 +214,24 @@ def test_a_view_of_a_kernels_output_is_a_free_reshape_in_forward_between_kernels
     calls = [ln.strip() for ln in src.split("def forward(self, x):")[-1].splitlines() if ln.strip()]
     assert calls[:4] == ["t_n0m = self._k0(x, self.proj.weight)", "t_n0 = self._k1(t_n0m, self.proj.bias)",
                          "v_n1 = t_n0.unsqueeze(1)", "t_n2 = self._k2(v_n1)"]
+    # the reshape back is written from the pooled tensor's own sizes, not the task's (32, 64): the module
+    # runs at the smaller sizes verification tests it at
+    assert calls[4] == "v_n3 = t_n2.reshape(t_n2.shape[0], t_n2.shape[1] * t_n2.shape[2])"
+
+
+def test_a_reshape_in_forward_is_written_for_any_size_where_it_merges_axes():
+    from pypto_tui.ops.views import Step, symbolic_sizes
+
+    merge = symbolic_sizes((128, 1, 16384), [Step("reshape", shape=(128, 16384))])
+    assert merge == [((0,), (1, 2))]
+    assert symbolic_sizes((128, 64), [Step("unsqueeze", dim=1), Step("reshape", shape=(128, 1, 64))]) == [
+        None, ((0,), 1, (1,))]
+    assert symbolic_sizes((16,), [Step("reshape", shape=(1, 16, 1, 1, 1))]) == [(1, (0,), 1, 1, 1)]
+    assert symbolic_sizes((2, 3, 4), [Step("reshape", shape=(2, 12)), Step("reshape", shape=(24,))]) == [
+        ((0,), (1, 2)), ((0, 1, 2),)]
+    # a reshape that splits an axis cannot be told from its source's sizes: its literals stay
+    assert symbolic_sizes((32, 64, 131072), [Step("reshape", shape=(32, 64, 32, 64, 64))]) == [
+        (32, 64, 32, 64, 64)]
 
 
 def test_global_average_pooling_is_the_mean_over_the_spatial_axes():
