@@ -56,8 +56,9 @@ def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
 
 QUIT_KEYS = frozenset({"ctrl+q", "ctrl+c"})
 """Keys that act even while a step is being computed (everything else waits for the user to see it)."""
-BUSY_SHOWN_AFTER = 0.1
-"""Seconds of background work before the loading indicator covers the body (no flash for cache hits)."""
+BUSY_SHOWN_AFTER = 0.3
+"""Seconds of background work before the loading indicator covers the body (no flash for cache hits,
+even on a busy machine; the status line says what is computed at once)."""
 
 
 class StepScreen(Screen[None]):
@@ -160,29 +161,46 @@ class StepScreen(Screen[None]):
         if self.busy:
             self._refresh_pending = True
             return
-        self.busy = True
         self._shown_at = None
+        signature = self._design_signature()
+        if signature == self._prepared_for:  # computed for this very design: the caches answer at once
+            self.safe_refresh()
+            self._focus_if_lost()
+            self.call_after_refresh(self._mark_shown)
+            return
+        self.busy = True
         self._refresh_pending = False
         self.set_status(f"{self.BUSY_TEXT}…", "info")
         if self._busy_timer is not None:
             self._busy_timer.stop()
         self._busy_timer = self.set_timer(BUSY_SHOWN_AFTER, self._show_busy)
-        self._prepare_worker()
+        self._prepare_worker(signature)
+
+    _prepared_for: Any = None
+
+    def _design_signature(self) -> Any:
+        """What `prepare` computed from: the pipeline object (a new task or pack makes a new one)
+        and the whole design (every decision, the shown kernel)."""
+        s = self.session
+        return (id(s.pipeline), id(s.kb), s.design.to_json())
 
     def _show_busy(self) -> None:
         if self.busy:
             self.query_one("#body").loading = True
 
     @work(thread=True, group="step-prepare", exit_on_error=False)
-    def _prepare_worker(self) -> None:
+    def _prepare_worker(self, signature: Any) -> None:
         # one at a time: `busy` holds the next request until this one is shown
-        with contextlib.suppress(Exception):  # refresh_step computes it again and shows the error in place
+        try:
             self.prepare()
+        except Exception:  # refresh_step computes it again and shows the error in place
+            signature = None
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-            self.app.call_from_thread(self._prepared)
+            self.app.call_from_thread(self._prepared, signature)
 
-    def _prepared(self) -> None:
+    def _prepared(self, signature: Any = None) -> None:
         self.busy = False
+        self._prepared_for = signature
         if self._busy_timer is not None:
             self._busy_timer.stop()
             self._busy_timer = None

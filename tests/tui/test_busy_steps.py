@@ -50,8 +50,8 @@ async def test_a_slow_step_is_busy_and_drops_the_keys_pressed_meanwhile(ui, stat
         kernel = app.screen
         assert isinstance(kernel, KernelScreen) and kernel.busy
         assert "writing the kernel module and linting it" in _status(app)  # says what it computes
-        await pilot.pause(0.3)
-        assert kernel.query_one("#body").loading  # and shows it past a tenth of a second
+        await pilot.pause(0.5)
+        assert kernel.query_one("#body").loading  # and covers the body past 0.3 s
         for key in ("ctrl+n", "ctrl+b", "e"):  # Next on the last step is Export: not asked for
             await pilot.press(key)
         assert app.screen is kernel and not isinstance(app.screen, PathDialog)
