@@ -1,6 +1,7 @@
 """Recall of `pypto-tui lint` on classic pitfalls planted one at a time in correct expert kernels.
 
     .venv/bin/python benchmarks/lint_recall.py [--json OUT.json] [--pypto 0.2.0|0.2.1|auto]
+        [--pypto-src CHECKOUT]
 
 Issue 24 measured the lint this way: take kernels written the way PyPTO's own authors write them
 (`tests/lint/expert/*.py`, each of which lints clean), plant one pitfall, lint, and count whether
@@ -13,6 +14,11 @@ Severities follow authority (the pack's rules): what pypto 0.2.0 refuses or comp
 error; the rule documents' advice is a warning by default and, for nesting, reported only with
 `--strict`. The table prints caught / planted per pitfall for the default and the strict setting.
 `tests/lint/test_lint_recall.py` runs the same plants and requires every one caught.
+
+`--pypto-src` plants the same pitfalls in a few of PyPTO's own examples, read from a checkout of
+hicann/pypto where they lie (their code is never copied here: the plants are edits by anchor,
+`PYPTO_PLANTS`), and prints their table after ours. Their kernels are library kernels (no
+ModelNew), so the rule documents' advice there is what `--strict` reports.
 """
 
 from __future__ import annotations
@@ -258,6 +264,51 @@ PLANTS = {
 }
 
 
+# PyPTO's examples (hicann/pypto @ 883e7dfb0): path in the checkout -> pitfall -> the edit.
+_ADD = "examples/01_beginner/transform/add_scalar_loop_view_assemble.py"
+_SOFTMAX = "examples/02_intermediate/operators/softmax/softmax.py"
+_LAYER_NORM = "examples/02_intermediate/basic_nn/layer_normalization/layer_norm.py"
+_MATMUL = "examples/01_beginner/compute/matmul_ops.py"
+_MM_HEAD = ("def matmul_kernel(\n    a: pypto.Tensor([], pypto.DT_FP32), b: pypto.Tensor([], pypto.DT_FP32), "
+            "out: pypto.Tensor([], pypto.DT_FP32)\n):\n")
+_MM_TILE = "    pypto.set_cube_tile_shapes([32, 32], [64, 64], [64, 64])\n"
+PYPTO_PLANTS = {
+    _ADD: {
+        "missing tile shapes": drop_tile_calls,
+        # the views of the inputs flattened for the add and back
+        "in-kernel reshape": edits(("t3_sub = t0_sub + t1_sub",
+                                    "t3_sub = pypto.reshape(pypto.reshape(t0_sub, [n * s * d]) + "
+                                    "pypto.reshape(t1_sub, [n * s * d]), [tile_b, n, s, d])")),
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(1, 4, 1, 64)", "set_vec_tile_shapes(1, 4, 1, 4)")),
+        "misspelled pyto.": edits(("pypto.view(input1", "pyto.view(input1")),
+        # 32 batches in blocks of 3: ten trips cover 30
+        "loop count leaves a tail": edits(("tile_b = 1\n", "tile_b = 3\n")),
+        "loop inside a loop": nest_first_loop,
+    },
+    _SOFTMAX: {
+        "missing tile shapes": drop_tile_calls,
+        # the rows of 4 fp32 softmax reduces along: 16 bytes
+        "last tile dim under 32 bytes": edits(("set_vec_tile_shapes(1, 4, 1, 64)", "set_vec_tile_shapes(1, 4, 1, 4)")),
+        "misspelled pyto.": edits(("pypto.exp(sub)", "pyto.exp(sub)")),
+    },
+    _LAYER_NORM: {
+        "missing tile shapes": drop_tile_calls,
+        "misspelled pyto.": edits(("    std = pypto.sqrt(var_eps)", "    std = pyto.sqrt(var_eps)")),
+        # the rows of 4 fp32 layer norm reduces along: 16 bytes
+        "last tile dim under 32 bytes": edits(("    pypto.set_vec_tile_shapes(64, 128)\n    out = layernorm_core(",
+                                               "    pypto.set_vec_tile_shapes(64, 4)\n    out = layernorm_core(")),
+    },
+    _MATMUL: {
+        "missing tile shapes": drop_tile_calls,
+        # in the first kernel, matmul_kernel (anchored by its signature)
+        "cube tile not a multiple of 16": edits((_MM_HEAD + _MM_TILE,
+                                                 _MM_HEAD + _MM_TILE.replace("[64, 64])", "[64, 40])"))),
+        "misspelled pyto.": edits((_MM_HEAD + _MM_TILE + "    out[:] = pypto.matmul(",
+                                   _MM_HEAD + _MM_TILE + "    out[:] = pyto.matmul(")),
+    },
+}
+
+
 @dataclass(frozen=True)
 class Outcome:
     kernel: str
@@ -281,16 +332,18 @@ def _level(findings, rules: tuple[str, ...]) -> str | None:
     return None
 
 
-def measure(pypto: str = "0.2.0") -> list[Outcome]:
-    """Every plant linted by default and with --strict."""
+def measure(pypto: str = "0.2.0", pypto_src: Path | None = None) -> list[Outcome]:
+    """Every plant linted by default and with --strict (PyPTO's examples' plants with `pypto_src`)."""
     sys.path.insert(0, str(ROOT))
     from pypto_tui.kb import get_kb
     from pypto_tui.lint import lint_source
 
     kb = get_kb()
     out = []
-    for stem, plants in PLANTS.items():
-        path = EXPERT / f"{stem}.py"
+    sources = ({rel: pypto_src / rel for rel in PYPTO_PLANTS} if pypto_src is not None
+               else {stem: EXPERT / f"{stem}.py" for stem in PLANTS})
+    for stem, path in sources.items():
+        plants = PYPTO_PLANTS[stem] if pypto_src is not None else PLANTS[stem]
         clean = path.read_text(encoding="utf-8")
         for name, plant in plants.items():
             rule = PITFALLS[name].rules
@@ -326,11 +379,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pypto", default="0.2.0")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pypto-src", type=Path, help="a checkout of hicann/pypto: plant in its examples too")
     args = parser.parse_args()
     outcomes = measure(args.pypto)
     print(table(outcomes))
     total = sum(o.caught for o in outcomes)
     print(f"\n{total}/{len(outcomes)} plants caught at their severity (pypto {args.pypto})")
+    if args.pypto_src is not None:
+        theirs = measure(args.pypto, args.pypto_src)
+        print("\nPyPTO's examples:\n" + table(theirs))
+        caught = sum(o.caught for o in theirs)
+        print(f"\n{caught}/{len(theirs)} plants in PyPTO's examples caught at their severity (pypto {args.pypto})")
+        outcomes = outcomes + theirs
+        total += caught
     if args.json:
         args.json.write_text(json.dumps([o.__dict__ | {"caught": o.caught} for o in outcomes], indent=1))
     return 0 if total == len(outcomes) else 1

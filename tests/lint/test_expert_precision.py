@@ -383,3 +383,40 @@ def test_an_unrolled_outer_loop_is_the_documents_advice_for_a_model_new() -> Non
         ("P6.unroll-innermost", "warn")]
     assert [r[0] for r in _rules(_src(UNROLL), strict=True) if r[0] == "P6.unroll-innermost"] == [
         "P6.unroll-innermost"]
+
+
+# ------------------------------------------------------------------ recall on PyPTO's idioms (part 4)
+def test_a_tail_behind_a_named_offset_is_caught() -> None:
+    """PyPTO's examples name the offset (`b_offset = idx * tile_b`) before the view."""
+    src = _src("""
+        pypto.set_vec_tile_shapes(1, 64)
+        tile_b = 3
+        for idx in pypto.loop(32 // tile_b):
+            b_offset = idx * tile_b
+            t = pypto.view(x, [tile_b, 256], [b_offset, 0])
+            pypto.assemble(t + 1.0, [b_offset, 0], out)
+    """, params="x: pypto.Tensor((32, 256), pypto.DT_FP32), out: pypto.Tensor((32, 256), pypto.DT_FP32)")
+    assert ("P6.loop-tail", "error", 11) in _rules(src, pypto="0.2.0")
+    assert not [r for r in _rules(src.replace("tile_b = 3", "tile_b = 4"), pypto="0.2.0") if r[0] == "P6.loop-tail"]
+
+
+def test_a_reduction_in_a_helper_under_the_kernels_narrow_tile_is_caught() -> None:
+    """PyPTO's softmax example reduces in `softmax_core`, under the kernel's (1, 4, 1, 64) tile."""
+    src = textwrap.dedent("""\
+        import pypto
+
+
+        def core(x):
+            return pypto.exp(x - pypto.amax(x, dim=-1, keepdim=True))
+
+
+        @pypto.frontend.jit
+        def kernel(x: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+                   out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32)):
+            pypto.set_vec_tile_shapes(1, 4, 1, 4)
+            for i in pypto.loop(x.shape[0]):
+                out[i:i + 1, ...] = core(x[i:i + 1, ...])
+        """)
+    assert ("HW.concat-reduce-align", "error", 11) in _rules(src, pypto="0.2.0")
+    assert not [r for r in _rules(src.replace("(1, 4, 1, 4)", "(1, 4, 1, 64)"), pypto="0.2.0")
+                if r[0] in ("HW.concat-reduce-align", "P4.last-dim-align")]

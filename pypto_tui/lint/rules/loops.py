@@ -581,7 +581,7 @@ class LoopTail(LintRule):
         if src_shape is None or len(shape_e.elements) != len(src_shape) or len(offs_e.elements) != len(src_shape):
             return None
         for axis, el in enumerate(offs_e.elements):
-            block_e = self._times(el.value, index)
+            block_e = self._times(self._once(el.value, k), index)
             block = self.info.const_value(block_e, k.scope) if block_e is not None else None
             size = src_shape[axis]
             if not isinstance(block, int) or isinstance(block, bool) or block <= 0 or not isinstance(size, int):
@@ -592,6 +592,15 @@ class LoopTail(LintRule):
             if self.info.const_value(extent, k.scope) == block:
                 return axis, block, size
         return None
+
+    def _once(self, expr: cst.BaseExpression, k: KernelInfo) -> cst.BaseExpression:
+        """A local bound once in the kernel (`b_offset = idx * tile_b`, PyPTO's examples) as its value."""
+        if isinstance(expr, cst.Name):
+            owner, bindings = self.info.lookup(expr.value, k.scope)
+            if owner is k.scope and bindings is not None and len(bindings) == 1 and bindings[0].how == "assign" \
+                    and bindings[0].value is not None:
+                return bindings[0].value
+        return expr
 
     @staticmethod
     def _times(expr: cst.BaseExpression, name: str) -> cst.BaseExpression | None:

@@ -207,7 +207,19 @@ class _TileRule(LintRule):
         reduction along another axis (measured: a sum over axis 0 of a (64, 512) fp32 tensor
         under the tile (64, 4), 16 bytes, compiles and verifies on 0.2.0)."""
         return any(isinstance(n, cst.Call) and self.info.pypto_call(n, *ops) and self._along_last_axis(n, site)
-                   for n in site.governed)
+                   for n in self._under(site.governed, 0))
+
+    def _under(self, nodes: tuple[cst.CSTNode, ...] | list[cst.CSTNode], depth: int) -> Iterator[cst.CSTNode]:
+        """`nodes`, and the bodies of the helpers they call that set no tile of their own (PyPTO's
+        softmax example reduces in `softmax_core`, under the kernel's tile)."""
+        for n in nodes:
+            yield n
+            fn = self.info.called_function(n)
+            if fn is None or depth >= 3 or fn not in self.info.helpers:
+                continue
+            body = list(iter_nodes(fn.body))
+            if not any(isinstance(b, cst.Call) and self.info.pypto_call(b, "set_vec_tile_shapes") for b in body):
+                yield from self._under(body, depth + 1)
 
     def _along_last_axis(self, call: cst.Call, site: TileSite) -> bool:
         """The reduction runs along the tile's last axis, or we cannot tell which axis (a concat,
