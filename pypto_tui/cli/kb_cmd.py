@@ -135,7 +135,7 @@ def validate(
 ) -> None:
     """Validate a pack against the schema; a bad pack is refused with file, key and reason (exit 2)."""
     path = directory or resolve_pack_dir(kb)
-    pack = load_pack(path)
+    pack = load_pack(path, thorough=True)
     advice = sum(1 for r in pack.rules.values() if r.advice)
     doc = {"valid": True, "pack": pack.name, "version": pack.version, "path": str(pack.path),
            "rules": len(pack.rules), "advice": advice, "files": {k: str(v) for k, v in pack.files.items()},

@@ -60,9 +60,8 @@ TILE_MODULES = {  # what `tile --shape ...` uses: the tile ranking, its plan rec
     "pypto_tui", "pypto_tui.catalogue", "pypto_tui.cli", "pypto_tui.cli.calc", "pypto_tui.cli.common",
     "pypto_tui.cli.guard", "pypto_tui.errors", "pypto_tui.estimate", "pypto_tui.examples", "pypto_tui.fileio",
     "pypto_tui.findings", "pypto_tui.kb", "pypto_tui.ops", "pypto_tui.ops.roles", "pypto_tui.plan",
-    "pypto_tui.shapes", "pypto_tui.source_bounds", "pypto_tui.tile_space", "pypto_tui.tiles",
-    "pypto_tui.vocabulary",
-}
+    "pypto_tui.shapes", "pypto_tui.tile_space", "pypto_tui.tiles", "pypto_tui.vocabulary",
+}  # not source_bounds: the bundled pack's templates are not parsed again on every run (kb validate does)
 
 
 @pytest.mark.parametrize(("argv", "extra"), [
@@ -85,3 +84,23 @@ def test_the_operator_registry_loads_on_first_use():
             "n = len(ops.REGISTRY); print(before, n > 10, ops.kind is sys.modules['pypto_tui.ops.registry'].kind)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_pack_outside_the_package_still_has_its_templates_checked(tmp_path):
+    """Only the installed pack's own folder skips the template parse; a copy of it (or any user
+    pack) is checked on every load, and `kb validate` checks the bundled one too."""
+    import shutil
+
+    from pypto_tui.kb import PackError, bundled_pack_dir, is_bundled, load_pack
+
+    assert is_bundled(bundled_pack_dir())
+    copy = tmp_path / "pack"
+    shutil.copytree(bundled_pack_dir(), copy)
+    assert not is_bundled(copy)
+    broken = next((copy / "templates").rglob("*.py.tmpl"))
+    broken.write_text("def broken(:\n", encoding="utf-8")
+    with pytest.raises(PackError):
+        load_pack(copy)
+    link = tmp_path / "link"
+    link.symlink_to(bundled_pack_dir(), target_is_directory=True)
+    assert not is_bundled(link)
