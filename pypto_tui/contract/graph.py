@@ -271,7 +271,7 @@ class _Builder:
             return self._attr(n)
         if n.kind == "unknown":
             return self.unknown(f"forward could not be read here: {n.value}")
-        return self.unknown(f"'{ir.render(n)}' is not an operator the graph knows")
+        return self.unknown(f"'{ir.brief(n)}' is not an operator the graph knows")
 
     def _bin(self, n: Node) -> str:
         a, b = (self.value(x) for x in n.args)
@@ -398,7 +398,7 @@ class _Builder:
         shape = self.shape(x)
         kind = registry.kind("view")
         if shape is None:
-            return self.unknown(f"'{ir.render(n)}': the viewed tensor's shape is unknown", [x])
+            return self.unknown(f"'{ir.brief(n)}': the viewed tensor's shape is unknown", [x])
         known = {vid: s for vid, s in ((v.id, v.shape) for v in self.values.values()) if s is not None}
         try:
             if n.kind == "index":
@@ -414,7 +414,7 @@ class _Builder:
                 kwargs = {k: _size(v, known, self) for k, v in n.kwargs}
                 steps = V.read_view(n.name, shape, args, kwargs)
         except (OpError, ValueError) as exc:
-            return self.unknown(f"'{ir.render(n)}': {exc}", [x])
+            return self.unknown(f"'{ir.brief(n)}': {exc}", [x])
         if not steps:  # a full slice: the tensor itself
             return x
         return self.add("view", "view", [x], {"steps": tuple(steps)}, ir.render(n).split("(")[0], kind)

@@ -207,8 +207,8 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
     if op == "dropout":
         if not at.get("p"):
             return a[0]
-        raise Unsupported(f"{n.spelling}: dropout(p={at.get('p')}) in training mode (the module's default) zeroes "
-                          "random elements, so no kernel can match the baseline; in eval mode it is the identity")
+        raise Unsupported(f"{n.spelling}: dropout(p={at.get('p')}) in training mode is random, so no kernel can "
+                          "match it; in eval mode it is the identity")
     if op == "rotate_half" and n.shape:
         h = n.shape[-1] // 2
         upper = Node("index", args=(a[0],), value=("...", {"slice": (h, None, None)}))

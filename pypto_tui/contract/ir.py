@@ -117,6 +117,16 @@ def render(node: Node, names: Mapping[str, str] | None = None) -> str:
     return _render(node, names or {}, 0)
 
 
+BRIEF = 60
+
+
+def brief(node: Node, limit: int = BRIEF) -> str:
+    """`render`, cut to `limit` characters for a message: a refusal names the construct, it does not
+    print a whole inlined forward (a model's can run to thousands of characters)."""
+    text = render(node)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def _render(n: Node, names: Mapping[str, str], outer: int) -> str:
     if n.kind == "in":
         return names.get(n.name, n.name)

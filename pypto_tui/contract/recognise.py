@@ -212,7 +212,7 @@ def _finish(rec: Recognition, family: str, op: str, op_args: dict[str, Any], ope
     names = [o.name for o in operands if o is not None and o.kind == "in"]
     rec.op_args["operands"] = tuple(names)
     if not direct:
-        rec.reason = (f"{op} is applied to an expression ({ir.render(n)}), not to an input: fused "
+        rec.reason = (f"{op} is applied to an expression ({ir.brief(n)}), not to an input: fused "
                       "pre-processing has no scaffold")
         rec.op_args["fused"] = True
     return rec
@@ -263,7 +263,7 @@ def _loss_from_args(rec: Recognition, op: str, params: dict[str, Any], args: lis
     rec.op_args["operands"] = tuple(operands)
     if fused:
         rec.op_args["fused"] = True
-        rec.reason = f"{op} is applied to computed tensors ({ir.render(n)}): fused pre-processing has no scaffold"
+        rec.reason = f"{op} is applied to computed tensors ({ir.brief(n)}): fused pre-processing has no scaffold"
     return rec
 
 
@@ -437,7 +437,7 @@ def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
     rec.op_args["operands"] = tuple(ir.inputs_of(x))
     rec.op_args["operand_expr"] = ir.to_data(x)
     rec.op_args["fused"] = True
-    rec.reason = f"the reduced value is an expression ({ir.render(x)}): fused reductions have no scaffold"
+    rec.reason = f"the reduced value is an expression ({ir.brief(x)}): fused reductions have no scaffold"
     return rec
 
 
@@ -594,7 +594,7 @@ def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
     for key, side in (("a", a), ("b", b_)):
         base, transposed, diag_of = _matmul_operand(side, ctx)
         if base is None:
-            rec.reason = (f"operand '{ir.render(side)}' of the matmul is an expression: fused pre-processing "
+            rec.reason = (f"operand '{ir.brief(side)}' of the matmul is an expression: fused pre-processing "
                           "has no scaffold")
             rec.op_args["fused"] = True
             ops.extend(ir.inputs_of(side))
@@ -664,7 +664,7 @@ def _scan(n: Node, ctx: Ctx) -> Recognition | None:
         if _is_call(sub, *SCANS):
             rec.op = sub.name
             rec.op_args = {"operands": tuple(ir.inputs_of(n)), "composite": True}
-            rec.reason = f"a {sub.name} inside a larger expression ({ir.render(n)})"
+            rec.reason = f"a {sub.name} inside a larger expression ({ir.brief(n)})"
             rec.unknown["formula"] = "the scan is part of a larger expression"
             return rec
     return None
@@ -689,7 +689,7 @@ def _nested_unsupported(n: Node, ctx: Ctx) -> Recognition | None:
         if fam:
             rec = Recognition(fam, sub.name if sub.kind == "call" else sub.name.lower())
             rec.op_args = {"operands": tuple(ir.inputs_of(n)), "composite": True}
-            rec.reason = f"{fam} inside a larger expression ({ir.render(n)})"
+            rec.reason = f"{fam} inside a larger expression ({ir.brief(n)})"
             rec.unknown["formula"] = f"the {fam} is part of a larger expression"
             return rec
     return None
@@ -970,5 +970,5 @@ def recognise(root: Node, inputs: Mapping[str, Input]) -> Recognition:
             return rec
     bad = next((s for s in root.walk() if s.kind == "unknown"), None)
     detail = f" ({bad.value})" if bad is not None else ""
-    return Recognition("unknown", None, reason=f"forward returns `{ir.render(root)}`, which matches no "
+    return Recognition("unknown", None, reason=f"forward returns `{ir.brief(root)}`, which matches no "
                                                 f"operator pattern pypto-tui knows{detail}")

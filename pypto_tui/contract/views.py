@@ -70,7 +70,7 @@ def fold_int(n: Node, shapes: Mapping[str, Shape]) -> int:
     if n.kind == "bin" and n.name in ("add", "sub", "mul", "floordiv"):
         a, b = fold_int(n.args[0], shapes), fold_int(n.args[1], shapes)
         return {"add": a + b, "sub": a - b, "mul": a * b, "floordiv": a // b if b else 0}[n.name]
-    raise NotAView(f"'{ir.render(n)}' is not a size pypto-tui can fold")
+    raise NotAView(f"'{ir.brief(n)}' is not a size pypto-tui can fold")
 
 
 def _const_args(n: Node, shapes: Mapping[str, Shape]) -> tuple[list[Any], dict[str, Any]]:
@@ -91,7 +91,7 @@ def chain(n: Node, shapes: Mapping[str, Shape]) -> tuple[str, list[V.Step], Shap
             raise NotAView(f"'{n.name}' is not a tensor input")
         return n.name, [], tuple(shapes[n.name])
     if not is_view(n):
-        raise NotAView(f"'{ir.render(n)}' is not a view")
+        raise NotAView(f"'{ir.brief(n)}' is not a view")
     name, steps, shape = chain(n.args[0], shapes)
     try:
         if n.kind == "index":
@@ -123,7 +123,7 @@ def leaves(root: Node, shapes: Mapping[str, Shape]) -> tuple[Node, list[Leaf]]:
         name, steps, shape = chain(n, shapes)
         expand_at = next((i for i, s in enumerate(steps) if s.kind == "expand"), len(steps))
         if any(s.kind != "expand" for s in steps[expand_at:]):
-            raise NotAView(f"a view after expand in '{ir.render(n)}': take the view before widening")
+            raise NotAView(f"a view after expand in '{ir.brief(n)}': take the view before widening")
         kept = tuple(steps[:expand_at])
         if not kept and expand_at == len(steps):
             return Node("in", name=name, value=n.value)

@@ -42,6 +42,7 @@ def test_contract_tile_and_scaffold_agree(task: Path, tmp_path: Path) -> None:
     assert (scode == 0) == contract["supported"]
     if not contract["supported"]:
         assert contract["reason"] and scaffold["reason"] == contract["reason"]
+        assert "\n" not in contract["reason"] and len(contract["reason"]) <= 200, contract["reason"]
         return
     kernels = contract["kernels"]
     assert [k["index"] for k in kernels] == list(range(len(kernels)))
@@ -63,3 +64,21 @@ def test_a_chain_is_supported_by_contract_with_its_kernels() -> None:
     assert doc["output_shape"] == [128, 384]
     text = runner.invoke(app, ["contract", str(FIXTURES / "tasks_chain" / "swiglu.py")], env=ENV).stdout
     assert "a chain of 3 kernels" in text and "matches no operator pattern" not in text
+
+
+def test_a_refusal_names_the_construct_in_one_short_line(tmp_path: Path) -> None:
+    """A forward of many operators that ends in one nobody knows: the refusal quotes a bounded piece of
+    it and names the unknown call, in one line of at most 200 characters."""
+    chain = "x"
+    for i in range(12):
+        chain = f"torch.relu({chain} * {i + 1}.5 + torch.tanh(x))"
+    task = tmp_path / "long_forward.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n\n    def forward(self, x):\n"
+        f"        return torch.special.xlogy({chain}, x)\n\n\ndef get_inputs():\n"
+        "    return [torch.randn(8, 16)]\n\n\ndef get_init_inputs():\n    return []\n")
+    code, doc = _json("contract", str(task))
+    assert doc is not None and not doc["supported"], doc
+    assert "\n" not in doc["reason"] and len(doc["reason"]) <= 200, doc["reason"]
+    assert "xlogy" in doc["reason"]
