@@ -420,3 +420,15 @@ def test_a_reduction_in_a_helper_under_the_kernels_narrow_tile_is_caught() -> No
     assert ("HW.concat-reduce-align", "error", 11) in _rules(src, pypto="0.2.0")
     assert not [r for r in _rules(src.replace("(1, 4, 1, 4)", "(1, 4, 1, 64)"), pypto="0.2.0")
                 if r[0] in ("HW.concat-reduce-align", "P4.last-dim-align")]
+
+
+def test_a_transpose_before_any_tile_cites_what_0_2_0_says() -> None:
+    """Probe transpose_before_tiles: 0.2.0 stops with 'TileShape dim num should same to input'."""
+    src = _src("""
+        xt = pypto.transpose(x, 0, 1)
+        pypto.set_vec_tile_shapes(64, 64)
+        out.move(pypto.transpose(xt, 0, 1))
+    """)
+    found = [f for f in lint_source(src, kb=KB, pypto="0.2.0") if f.rule == "API.tiles-before-ops"]
+    assert [(f.level, f.line) for f in found] == [("error", 7)]
+    assert "TileShape dim num" in found[0].message and "transpose_before_tiles" in found[0].message

@@ -117,8 +117,10 @@ class TileOrder(LintRule):
                 state.cube = True
             elif need == "vec" and not state.vec and not state.vec_reported:
                 state.vec_reported = True
+                said = ("'TileShape dim num should same to input' (probe transpose_before_tiles)"
+                        if _is_transpose(self.info, op) else "F21004 'tile shape not set' (probe op_before_tiles)")
                 self.report(op, f"`{_head(op)}` runs before any pypto.set_vec_tile_shapes(...) in jit kernel "
-                                f"`{k.name}`: 0.2.0 stops with F21004 'tile shape not set'; set the vec tile first")
+                                f"`{k.name}`: 0.2.0 stops with {said}; set the vec tile first")
             elif need == "cube" and not state.cube and not state.cube_reported:
                 state.cube_reported = True
                 self.report(op, f"`{_head(op)}` runs before any pypto.set_cube_tile_shapes(m, k, n) in jit kernel "
@@ -184,6 +186,14 @@ def _of_param(src: cst.BaseExpression | None, k: KernelInfo) -> bool:
     reshape_param_before_tiles verifies); a reshape of a view of one stops with F21004 (probe
     reshape_view_before_tiles)."""
     return isinstance(src, cst.Name) and src.value in k.tensor_params and not k.is_helper
+
+
+def _is_transpose(info: ModuleInfo, node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    f = node.func
+    return info.pypto_call(node, "transpose") is not None or (isinstance(f, cst.Attribute)
+                                                                and f.attr.value == "transpose")
 
 
 def _inplace(call: cst.Call) -> bool:
