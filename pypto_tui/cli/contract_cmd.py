@@ -31,6 +31,13 @@ def contract(
                                                  "alternatives).", show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: Annotated[str, typer.Option("--front-end", help="static: read forward with libcst (never runs "
+                                           "it); traced: run the Model through torch.export in a subprocess "
+                                           "of its own process group (EXECUTES the task file; cached by its "
+                                           "content) and read the traced graph: nn.Sequential, loops, helpers, "
+                                           "if.")] = "static",
+    trace_timeout: Annotated[float, typer.Option("--trace-timeout", help="Seconds tracing may take.",
+                                                 min=1)] = 300.0,
 ) -> None:
     """Print the contract (formula, inputs, reduction, asymmetry), the operator graph, the kernels it is
     split into with each kernel's contract, and the dimension plan (rules P0-P3, O3)."""
@@ -41,6 +48,14 @@ def contract(
     pack = load_kb(kb)
     require_file(task, "task file")
     pipeline = Pipeline(pack, Design(task=str(task)))
+    if front_end == "traced":
+        from pypto_tui.trace.pipeline import traced_pipeline
+
+        pipeline = traced_pipeline(pack, task, timeout=trace_timeout, announce=note)
+    elif front_end != "static":
+        from pypto_tui.errors import InputError
+
+        raise InputError(f"--front-end is static or traced, not {front_end!r}")
     c = pipeline.contract()
     _sizes_a_device_holds(c)
     plan = plan_dims(c, pack, strategy)
@@ -62,6 +77,9 @@ def contract(
     findings += check.findings if check else ()
     doc = c.to_json_dict(plan)
     doc["supported"], doc["reason"] = found.supported, found.reason
+    doc["front_end"] = front_end
+    if front_end == "traced" and not found.kernels and c.graph and c.graph.get("problems"):
+        doc["reason"] = f"the traced graph: {c.graph['problems'][0]}"
     doc["kernels"] = [_kernel_doc(k) for k in found.kernels]
     if found.chain and doc.get("output_shape") is None and c.graph:
         doc["output_shape"] = (c.graph.get("output_shape") and list(c.graph["output_shape"])) or None

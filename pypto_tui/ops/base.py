@@ -57,6 +57,8 @@ class OpKind:
       kernel keeps that axis whole instead of flattening.
     - `decompose(node, shape_of)`: the node as its composition of other kinds before the graph is split
       into kernels (a biased linear: the product and an add), or None when it stays whole.
+    - `aten`: the ATen operators (`aten.<name>.<overload>`, as torch.export prints them) that compute this
+      kind; the traced front end (contract/aten.py) maps an exported graph's nodes through them.
     """
 
     name: str
@@ -73,6 +75,7 @@ class OpKind:
     note: str = ""
     row_local: bool = False
     decompose: Decomposer | None = None
+    aten: tuple[str, ...] = ()
 
     @property
     def is_elementwise(self) -> bool:

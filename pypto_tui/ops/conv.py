@@ -73,7 +73,8 @@ def _weights(transposed: bool) -> Any:
 
 KINDS = (
     OpKind("conv", "conv", _conv_shape(False), None, functions=("conv1d", "conv2d", "conv3d"),
-           modules=("Conv1d", "Conv2d", "Conv3d"), pattern="window", weights=_weights(False)),
+           modules=("Conv1d", "Conv2d", "Conv3d"), pattern="window", weights=_weights(False),
+           aten=("aten.convolution.default",)),
     OpKind("conv_transpose", "conv", _conv_shape(True), None,
            functions=("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
            modules=("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"), pattern="window",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -137,7 +138,36 @@ BINARY_KINDS = (
     _binary("minimum", np.minimum, ("minimum",)),
     OpKind("where", "elementwise", _where_shape, np.where, functions=("where",), arity=3),
 )
-KINDS = UNARY_KINDS + BINARY_KINDS
+
+
+def _ops(*names: str) -> tuple[str, ...]:
+    """`aten.<name>` for each `<name>.<overload>`."""
+    return tuple(f"aten.{n}" for n in names)
+
+
+# The ATen operators each kind is traced as (torch.export, decomposed to core ATen).
+ATEN: dict[str, tuple[str, ...]] = {
+    "relu": _ops("relu.default"), "leaky_relu": _ops("leaky_relu.default"), "sigmoid": _ops("sigmoid.default"),
+    "tanh": _ops("tanh.default"), "gelu": _ops("gelu.default"), "elu": _ops("elu.default"),
+    "softplus": _ops("softplus.default"), "hardtanh": _ops("hardtanh.default"),
+    "hardsigmoid": _ops("hardsigmoid.default"), "hardswish": _ops("hardswish.default"),
+    "swish": _ops("silu.default"), "mish": _ops("mish.default"), "exp": _ops("exp.default"),
+    "log": _ops("log.default"), "abs": _ops("abs.default"), "neg": _ops("neg.default"), "sqrt": _ops("sqrt.default"),
+    "rsqrt": _ops("rsqrt.default"), "reciprocal": _ops("reciprocal.default"), "sin": _ops("sin.default"),
+    "cos": _ops("cos.default"), "erf": _ops("erf.default"), "log1p": _ops("log1p.default"),
+    "expm1": _ops("expm1.default"), "sign": _ops("sign.default"), "floor": _ops("floor.default"),
+    "ceil": _ops("ceil.default"), "round": _ops("round.default"),
+    "clamp": _ops("clamp.default", "clamp.Tensor"), "clamp_min": _ops("clamp_min.default"),
+    "clamp_max": _ops("clamp_max.default"), "clone": _ops("clone.default", "alias.default", "lift_fresh_copy.default"),
+    "detach": _ops("detach.default"), "dropout": _ops("dropout.default"), "float": _ops("_to_copy.default"),
+    "add": _ops("add.Tensor", "add.Scalar"), "sub": _ops("sub.Tensor", "sub.Scalar", "rsub.Scalar", "rsub.Tensor"),
+    "mul": _ops("mul.Tensor", "mul.Scalar"), "div": _ops("div.Tensor", "div.Scalar", "div.Tensor_mode"),
+    "pow": _ops("pow.Tensor_Scalar", "pow.Tensor_Tensor", "pow.Scalar"),
+    "mod": _ops("remainder.Tensor", "remainder.Scalar", "fmod.Tensor", "fmod.Scalar"),
+    **{op: _ops(f"{op}.Tensor", f"{op}.Scalar") for op in ("lt", "gt", "le", "ge", "eq", "ne")},
+    "maximum": _ops("maximum.default"), "minimum": _ops("minimum.default"), "where": _ops("where.self"),
+}
+KINDS = tuple(replace(k, aten=ATEN.get(k.name, ())) for k in UNARY_KINDS + BINARY_KINDS)
 
 UNARY: dict[str, Callable[..., np.ndarray]] = {k.name: k.reference for k in UNARY_KINDS if k.reference}
 BINARY: dict[str, Callable[[Any, Any], Any]] = {k.name: k.reference for k in BINARY_KINDS if k.reference}

@@ -44,11 +44,11 @@ def _transpose(x: np.ndarray, dim0: int = -2, dim1: int = -1, **_: Any) -> np.nd
 
 BASE_KINDS = (
     OpKind("cat", "layout", _cat_shape, lambda *xs, dim=0, **_: np.concatenate(xs, axis=dim),
-           functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1),
+           functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1, aten=("aten.cat.default",)),
     OpKind("transpose", "layout", _transpose_shape, _transpose, functions=("transpose", "t"),
-           methods=("transpose", "t"), params=("dim0", "dim1")),
+           methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default")),
     OpKind("permute", "layout", _permute_shape, lambda x, dims=(), **_: np.transpose(x, dims),
-           functions=("permute",), methods=("permute",), params=("dims",)),
+           functions=("permute",), methods=("permute",), params=("dims",), aten=("aten.permute.default",)),
 )
 
 
@@ -58,10 +58,10 @@ def _same(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 MORE_KINDS = (
     OpKind("flip", "layout", _same, lambda x, dims=(), **_: np.flip(x, dims), functions=("flip",),
-           methods=("flip",), params=("dims",)),
+           methods=("flip",), params=("dims",), aten=("aten.flip.default",)),
     OpKind("triu", "layout", _same, lambda x, diagonal=0, **_: np.triu(x, diagonal), functions=("triu",),
-           methods=("triu",), params=("diagonal",)),
+           methods=("triu",), params=("diagonal",), aten=("aten.triu.default",)),
     OpKind("tril", "layout", _same, lambda x, diagonal=0, **_: np.tril(x, diagonal), functions=("tril",),
-           methods=("tril",), params=("diagonal",)),
+           methods=("tril",), params=("diagonal",), aten=("aten.tril.default",)),
 )
 KINDS = BASE_KINDS + MORE_KINDS

@@ -79,11 +79,15 @@ def _global_mean(n: Any, shape_of: ShapeOf) -> Decomposition | None:
 
 KINDS = (
     OpKind("max_pool", "pool", _pool_shape, None, functions=_MAX, modules=_MAX_M, pattern="window",
-           params=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")),
+           params=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
+           aten=tuple(f"aten.max_pool{d}d{w}.default" for d in (1, 2, 3) for w in ("", "_with_indices"))),
     OpKind("avg_pool", "pool", _pool_shape, None, functions=_AVG, modules=_AVG_M, pattern="window",
-           params=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")),
+           params=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
+           aten=tuple(f"aten.avg_pool{d}d.default" for d in (1, 2, 3))),
     OpKind("adaptive_max_pool", "pool", _adaptive_shape, None, functions=_AMAX, modules=_AMAX_M,
-           params=("output_size", "return_indices")),
+           params=("output_size", "return_indices"),
+           aten=tuple(f"aten.adaptive_max_pool{d}d.default" for d in (1, 2, 3))),
     OpKind("adaptive_avg_pool", "pool", _adaptive_shape, None, functions=_AAVG, modules=_AAVG_M,
-           params=("output_size",), decompose=_global_mean),
+           params=("output_size",), decompose=_global_mean,
+           aten=tuple(f"aten.{u}adaptive_avg_pool{d}d.default" for u in ("", "_") for d in (1, 2, 3))),
 )

@@ -62,10 +62,10 @@ def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
 def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
           params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction",
-          decompose: Decomposer | None = None) -> OpKind:
+          decompose: Decomposer | None = None, aten: tuple[str, ...] = ()) -> OpKind:
     spell = functions if functions is not None else (name,)
     return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role,
-                  decompose=decompose)
+                  decompose=decompose, aten=tuple(f"aten.{a}" for a in aten))
 
 
 def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
@@ -91,14 +91,20 @@ def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
 
 
 KINDS = (
-    _kind("sum", _ref(np.sum)), _kind("mean", _ref(np.mean)), _kind("amax", _ref(np.max)),
-    _kind("amin", _ref(np.min)), _kind("prod", _ref(np.prod)),
-    _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts),
-    _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction")),
-    _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction")),
+    _kind("sum", _ref(np.sum), aten=("sum.dim_IntList", "sum.default")),
+    _kind("mean", _ref(np.mean), aten=("mean.dim", "mean.default")),
+    _kind("amax", _ref(np.max), aten=("amax.default",)), _kind("amin", _ref(np.min), aten=("amin.default",)),
+    _kind("prod", _ref(np.prod), aten=("prod.dim_int", "prod.default")),
+    _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts, aten=("logsumexp.default",)),
+    _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction"),
+          aten=("var.correction", "var.dim")),
+    _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction"),
+          aten=("std.correction", "std.dim")),
     # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim
-    _kind("max_dim", _ref(np.max), functions=()), _kind("min_dim", _ref(np.min), functions=()),
+    _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",)),
+    _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",)),
     OpKind("norm", "reduction", reduced_shape, None, functions=("norm", "linalg.norm", "linalg.vector_norm"),
-           methods=("norm",), params=("p", "dim", "keepdim"), pattern="C"),
-    _kind("argmax", _arg(np.argmax), role="argreduce"), _kind("argmin", _arg(np.argmin), role="argreduce"),
+           methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", aten=("aten.linalg_vector_norm.default",)),
+    _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",)),
+    _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",)),
 )

@@ -38,6 +38,7 @@ def _index(attr: str) -> dict[str, OpKind]:
 _FUNCTIONS = _index("functions")
 _METHODS = _index("methods")
 _MODULE_TYPES = _index("modules")
+_ATEN = _index("aten")
 
 
 def kind(name: str) -> OpKind | None:
@@ -55,3 +56,8 @@ def by_spelling(name: str, how: str = "torch") -> OpKind | None:
 def by_module(type_name: str) -> OpKind | None:
     """The kind an `nn.<type_name>` module computes."""
     return _MODULE_TYPES.get(type_name)
+
+
+def by_aten(name: str) -> OpKind | None:
+    """The kind an ATen operator computes (`aten.relu.default`), as an exported graph names it."""
+    return _ATEN.get(name)

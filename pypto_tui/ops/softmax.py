@@ -24,7 +24,9 @@ def _log_softmax(x: np.ndarray, dim: Any = None, **_: Any) -> np.ndarray:
 
 KINDS = (
     OpKind("softmax", "softmax", same_shape, _softmax, functions=("softmax",), methods=("softmax",),
-           modules=("Softmax",), params=("dim",), pattern="softmax"),
+           modules=("Softmax",), params=("dim",), pattern="softmax",
+           aten=("aten._softmax.default", "aten.softmax.int")),
     OpKind("log_softmax", "softmax", same_shape, _log_softmax, functions=("log_softmax",),
-           methods=("log_softmax",), modules=("LogSoftmax",), params=("dim",), pattern="softmax"),
+           methods=("log_softmax",), modules=("LogSoftmax",), params=("dim",), pattern="softmax",
+           aten=("aten._log_softmax.default", "aten.log_softmax.int")),
 )

@@ -291,5 +291,6 @@ KINDS = (
            methods=VIEW_NAMES, note="a chain of views; attrs['steps'] lists them",
            aten=tuple(f"aten.{n}" for n in ("view.default", "_unsafe_view.default", "reshape.default",
                                              "unsqueeze.default", "squeeze.dim", "squeeze.dims", "squeeze.default",
-                                             "expand.default", "select.int", "slice.Tensor"))),
+                                             "expand.default", "select.int", "slice.Tensor",
+                                             "split_with_sizes.default", "split.Tensor", "unbind.int"))),
 )

@@ -1,0 +1,603 @@
+"""The traced front end's converter: an exported ATen graph (as the tracer describes it) to an OpGraph.
+
+The tracer (`pypto_tui/trace`) runs the task's Model through `torch.export` in the task runner and
+hands back plain JSON: the placeholders (the user's inputs; parameters and buffers with their path in
+the model, `layer1.0.conv1.weight`), the `call_function` nodes (ATen name, arguments as node references
+or constants, output shape and dtype, the innermost module it ran in) and the output. This module maps
+each node to its registry kind through the kind's `aten` names (`pypto_tui.ops`) and builds the same
+`OpGraph` the static reader builds for the same operators: the same kinds, inputs in the same order,
+the attributes a module's constructor gives (a conv's in/out channels and kernel size read back from
+its weight), the module anchors spelled `nn.<Type> self.<path>` so the partition, `group_facts` and the
+patterns treat both graphs alike. An ATen operator the registry does not know is a problem naming it
+and the submodule it ran in; the rest of the graph is still built. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pypto_tui.contract.graph import OpGraph, Value, _Builder
+from pypto_tui.ops import registry
+from pypto_tui.ops import views as V
+from pypto_tui.ops.base import OpError, OpKind, Shape
+
+PROBLEM_CHARS = 200
+FRONT_END = "traced"
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= PROBLEM_CHARS else text[:PROBLEM_CHARS - 3] + "..."
+
+
+def _uniform(v: Any) -> Any:
+    """[3, 3] -> 3 (a module's argument as people write it); a list of differing sizes -> a tuple."""
+    if isinstance(v, list | tuple):
+        if len(v) >= 1 and all(x == v[0] for x in v):
+            return v[0]
+        return tuple(v)
+    return v
+
+
+def _const_value(a: Any) -> Any:
+    """A constant argument as the tracer wrote it: a float that JSON cannot hold comes as {'float': 'inf'}."""
+    if isinstance(a, dict) and "float" in a:
+        return float(a["float"])
+    if isinstance(a, dict) and "dtype" in a:
+        return a["dtype"]
+    if isinstance(a, dict) and "repr" in a:
+        return a["repr"]
+    if isinstance(a, list):
+        return tuple(_const_value(x) for x in a)
+    return a
+
+
+def attr_of(path: str) -> str:
+    """A module path (`layer1.0.conv1`) as the one attribute name a kernel's contract calls it by
+    (`layer1_0_conv1`): the static reader's module anchors are attributes of the model itself."""
+    name = re.sub(r"\W", "_", path)
+    return name if name.isidentifier() else f"m_{name}"
+
+
+def _is_ref(a: Any) -> bool:
+    return isinstance(a, dict) and "node" in a
+
+
+class _Converter:
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.b = _Builder(())
+        self.ref: dict[str, str] = {}  # fx name -> value or node id
+        self.multi: dict[str, dict[int, Callable[[], str]]] = {}  # a tuple-valued node's elements
+        self.pending: dict[str, Mapping[str, Any]] = {}  # parameters and buffers, made when first read
+        self.modes: set[str] = set()
+        placeholders = list(data.get("placeholders") or ())
+        for p in sorted((p for p in placeholders if p.get("kind") == "input"),
+                        key=lambda p: p.get("index") if isinstance(p.get("index"), int) else 0):
+            shape = p.get("shape")
+            if shape is None:
+                self.b.problems.append(_one_line(f"input {p['name']} is not a tensor: the traced graph takes "
+                                                 "tensor inputs only"))
+                continue
+            self.b.values[p["name"]] = Value(p["name"], "input", tuple(int(s) for s in shape), p.get("dtype"))
+            self.ref[p["name"]] = p["name"]
+        for p in placeholders:
+            if p.get("kind") != "input":
+                self.pending[p["name"]] = p
+
+    # ------------------------------------------------------------------ reading arguments
+    def tensor(self, a: Any, node: Mapping[str, Any]) -> str:
+        """The value or node id an argument refers to (a parameter is made the first time it is read)."""
+        name = a["node"]
+        if name in self.ref:
+            return self.ref[name]
+        if name in self.pending:
+            p = self.pending.pop(name)
+            target = str(p.get("target") or name)
+            owner = target.rsplit(".", 1)[0] if "." in target else ""
+            path, mtype = str(node.get("module") or ""), str(node.get("module_type") or "")
+            if owner and path == owner and mtype:
+                source = f"nn.{mtype} self.{owner}"
+            elif p.get("kind") == "constant":
+                source = f"a tensor constant self.{target}"
+            else:
+                source = f"nn.Parameter self.{target}" if not owner else f"{p.get('kind')} self.{target}"
+            shape = p.get("shape")
+            pid = f"{attr_of(owner)}.{target.rsplit('.', 1)[-1]}" if owner else target
+            self.ref[name] = self.b.param(pid, tuple(int(s) for s in shape) if shape is not None else None,
+                                          p.get("dtype"), source)
+            return self.ref[name]
+        raise OpError(f"{name} is read before it is computed")
+
+    def operand(self, a: Any, node: Mapping[str, Any]) -> str:
+        """A tensor argument, or a scalar one as a constant of the graph."""
+        if _is_ref(a):
+            return self.tensor(a, node)
+        return self.b.const(_const_value(a), "a constant of forward")
+
+    # ------------------------------------------------------------------ the graph
+    def where(self, node: Mapping[str, Any]) -> str:
+        path, mtype = node.get("module") or "", node.get("module_type") or ""
+        return f"self.{path} ({mtype})" if path else "forward"
+
+    def spelling(self, node: Mapping[str, Any], kind: OpKind) -> str:
+        """`nn.Conv2d self.layer1.0.conv1` for a module's own operator, else the ATen name and where it ran."""
+        path, mtype = str(node.get("module") or ""), str(node.get("module_type") or "")
+        if path and mtype and registry.by_module(mtype) is kind:
+            return f"nn.{mtype} self.{attr_of(path)}"
+        if kind.role == "pool" and kind.functions:
+            nd = self.nd(node, 0)
+            fn = next((f for f in kind.functions if f.endswith(f"{nd}d")), kind.functions[0])
+            return f"F.{fn}"
+        return f"{node['target']} in self.{path}" if path else str(node["target"])
+
+    def nd(self, node: Mapping[str, Any], x_rank: int) -> int:
+        mtype = str(node.get("module_type") or "")
+        if mtype[-2:] in ("1d", "2d", "3d"):
+            return int(mtype[-2])
+        target = str(node.get("target") or "")
+        for d in (1, 2, 3):
+            if f"{d}d" in target:
+                return d
+        return max(1, x_rank - 2)
+
+    def add(self, node: Mapping[str, Any], kind: OpKind, inputs: Sequence[str], attrs: Mapping[str, Any],
+            op: str | None = None) -> str:
+        spelling = self.spelling(node, kind)
+        nid = self.b.add(op or kind.name, kind.role, inputs, attrs, spelling, kind,
+                         dtype=node.get("dtype") if op is None or op == kind.name else None)
+        made = self.b.nodes[-1]
+        traced = node.get("shape")
+        if made.shape is not None and traced is not None and tuple(made.shape) != tuple(traced):
+            self.b.problems.append(_one_line(f"{spelling}: the registry's shape {tuple(made.shape)} is not the "
+                                             f"traced {tuple(traced)}"))
+        return nid
+
+    def unknown(self, node: Mapping[str, Any], why: str) -> str:
+        ins = [self.tensor(a, node) for a in _flat(node.get("args") or ()) if _is_ref(a) and self._known(a)]
+        return self.b.unknown(_one_line(f"{node['target']} in {self.where(node)}: {why}"), ins)
+
+    def _known(self, a: Any) -> bool:
+        return a["node"] in self.ref or a["node"] in self.pending
+
+    def convert(self, node: Mapping[str, Any]) -> None:
+        name, target = str(node["name"]), str(node["target"])
+        args = list(node.get("args") or ())
+        if target in ("getitem", "<built-in function getitem>"):
+            src, index = [*args, None, None][:2]
+            elements = self.multi.get(src["node"]) if _is_ref(src) else None
+            make = elements.get(index) if elements is not None and isinstance(index, int) else None
+            if make is None:
+                self.ref[name] = self.unknown(node, f"element {index} of a tuple the graph does not keep")
+            else:
+                self.ref[name] = make()
+            return
+        kind = registry.by_aten(target)
+        if kind is None:
+            self.ref[name] = self.unknown(node, "not in the operator registry")
+            return
+        handler = _HANDLERS.get(kind.name, _generic)
+        try:
+            out = handler(self, node, kind, args, dict(node.get("kwargs") or {}))
+        except (OpError, ValueError, KeyError, IndexError, TypeError) as exc:
+            self.ref[name] = self.unknown(node, str(exc) or type(exc).__name__)
+            return
+        if isinstance(out, dict):
+            self.multi[name] = out
+        else:
+            self.ref[name] = out
+
+    def output(self, out: Any) -> str | None:
+        outs = out if isinstance(out, list) else [out]
+        refs = [o for o in outs if _is_ref(o)]
+        if not refs:
+            self.b.problems.append("forward returns no tensor")
+            return None
+        if len(outs) > 1:
+            self.b.problems.append("forward returns a tuple: the graph follows its first element")
+        return self.ref.get(refs[0]["node"])
+
+
+def _flat(args: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for a in args:
+        out.extend(_flat(a) if isinstance(a, list) else [a])
+    return out
+
+
+Handler = Callable[[_Converter, Mapping[str, Any], OpKind, list[Any], dict[str, Any]], Any]
+
+
+def _arg(args: list[Any], kwargs: Mapping[str, Any], i: int, key: str, default: Any = None) -> Any:
+    if key in kwargs:
+        return _const_value(kwargs[key])
+    return _const_value(args[i]) if len(args) > i else default
+
+
+# ====================================================================== per kind
+def _generic(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """Tensor arguments are the inputs (a scalar one of an arithmetic operator is a constant); the other
+    positional arguments bind to the kind's parameters in torch's order, keywords by name."""
+    ins: list[str] = []
+    attrs: dict[str, Any] = {}
+    rest: list[Any] = []
+    for a in args:
+        if _is_ref(a):
+            ins.append(c.tensor(a, node))
+        else:
+            rest.append(a)
+    if len(rest) > len(kind.params):
+        raise OpError(f"takes {len(rest)} constant arguments; the registry's '{kind.name}' reads {len(kind.params)}")
+    for p, a in zip(kind.params, rest, strict=False):
+        attrs[p] = _uniform(_const_value(a)) if isinstance(a, list) else _const_value(a)
+    for k, v in kwargs.items():
+        if k in kind.params:
+            attrs[k] = _const_value(v)
+    return c.add(node, kind, ins, attrs)
+
+
+def _identity(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """A copy or an alias computes nothing: its readers read the tensor itself."""
+    return c.tensor(args[0], node)
+
+
+def _to_copy(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    x = c.tensor(args[0], node)
+    want = node.get("dtype")
+    if want is None or want == c.b.dtype(x):
+        return x
+    op = {"fp32": "float", "fp16": "half"}.get(str(want))
+    if op is None:
+        raise OpError(f"a conversion to {want}")
+    to = registry.kind(op)
+    assert to is not None
+    return c.add(node, to, [x], {}, op)
+
+
+def _binary(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    target = str(node["target"])
+    a, b = c.operand(args[0], node), c.operand(args[1], node)
+    alpha = _arg(args, kwargs, 2, "alpha", 1)
+    if target.startswith("aten.rsub"):
+        a, b = b, a
+    if alpha not in (1, 1.0, None):
+        mul = registry.kind("mul")
+        assert mul is not None
+        b = c.b.add("mul", "elementwise", [b, c.b.const(alpha, "alpha")], {}, f"{target} alpha", mul)
+    if target == "aten.div.Tensor_mode":
+        mode = _arg(args, kwargs, 2, "rounding_mode")
+        if mode == "floor":
+            fd = registry.kind("floordiv")
+            assert fd is not None
+            return c.add(node, fd, [a, b], {}, "floordiv")
+        if mode is not None:
+            raise OpError(f"division with rounding_mode={mode!r}")
+    return c.add(node, kind, [a, b], {})
+
+
+def _where(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    return c.add(node, kind, [c.operand(a, node) for a in args[:3]], {})
+
+
+def _elu(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    alpha, scale, input_scale = (_arg(args, kwargs, i, k, 1.0) for i, k in
+                                 ((1, "alpha"), (2, "scale"), (3, "input_scale")))
+    if scale != 1 or input_scale != 1:
+        raise OpError(f"elu with scale={scale} and input_scale={input_scale}")
+    return c.add(node, kind, [c.tensor(args[0], node)], {"alpha": alpha})
+
+
+def _conv(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    x, w = c.tensor(args[0], node), c.tensor(args[1], node)
+    bias = c.tensor(args[2], node) if _is_ref(args[2]) else None
+    stride, padding, dilation, transposed, output_padding, groups = (_const_value(a) for a in args[3:9])
+    ws = c.b.shape(w)
+    if ws is None:
+        raise OpError("the conv's weight has no shape")
+    nd = len(ws) - 2
+    g = int(groups)
+    in_ch, out_ch = (ws[0], ws[1] * g) if transposed else (ws[1] * g, ws[0])
+    attrs: dict[str, Any] = {"bias": bias is not None, "dilation": _uniform(dilation), "groups": g,
+                             "in_channels": in_ch, "kernel_size": _uniform(ws[2:]), "nd": nd, "out_channels": out_ch}
+    if transposed:
+        attrs["output_padding"] = _uniform(output_padding)
+    attrs.update(padding=_uniform(padding), padding_mode="zeros", stride=_uniform(stride))
+    use = registry.kind("conv_transpose" if transposed else "conv")
+    assert use is not None
+    return c.add(node, use, [x, w, *([bias] if bias else [])], attrs)
+
+
+def _first_of_tuple(c: _Converter, node: Mapping[str, Any], make: Callable[[], str],
+                    what: str) -> dict[int, Callable[[], str]]:
+    """A tuple-valued operator (values and indices, output and statistics): element 0 is the node; any
+    other element read is a problem naming it."""
+    memo: dict[int, str] = {}
+
+    def first() -> str:
+        if 0 not in memo:
+            memo[0] = make()
+        return memo[0]
+
+    def other() -> str:
+        return c.unknown(node, f"its {what} are read; the graph keeps the first output only")
+
+    return {0: first, 1: other, 2: other}
+
+
+def _max_pool(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    xs = c.b.shape(x) or ()
+    kernel = _uniform(_arg(args, kwargs, 1, "kernel_size"))
+    stride = _arg(args, kwargs, 2, "stride", ())
+    attrs = {"ceil_mode": bool(_arg(args, kwargs, 5, "ceil_mode", False)),
+             "dilation": _uniform(_arg(args, kwargs, 4, "dilation", 1)), "kernel_size": kernel,
+             "nd": c.nd(node, len(xs)), "padding": _uniform(_arg(args, kwargs, 3, "padding", 0)),
+             "return_indices": False, "stride": _uniform(stride) if stride not in ((), [], None) else None}
+    if "with_indices" not in str(node["target"]):
+        return c.add(node, kind, [x], attrs)
+    return _first_of_tuple(c, node, lambda: c.add(node, kind, [x], attrs), "indices")
+
+
+def _avg_pool(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    x = c.tensor(args[0], node)
+    stride = _arg(args, kwargs, 2, "stride", ())
+    attrs = {"ceil_mode": bool(_arg(args, kwargs, 4, "ceil_mode", False)),
+             "count_include_pad": bool(_arg(args, kwargs, 5, "count_include_pad", True)),
+             "divisor_override": _arg(args, kwargs, 6, "divisor_override"),
+             "kernel_size": _uniform(_arg(args, kwargs, 1, "kernel_size")), "nd": c.nd(node, len(c.b.shape(x) or ())),
+             "padding": _uniform(_arg(args, kwargs, 3, "padding", 0)),
+             "stride": _uniform(stride) if stride not in ((), [], None) else None}
+    return c.add(node, kind, [x], attrs)
+
+
+def _adaptive(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    size = _const_value(args[1])
+    attrs = {"nd": c.nd(node, len(c.b.shape(x) or ())), "output_size": list(size) if isinstance(size, tuple) else size}
+    if kind.name == "adaptive_max_pool":
+        return _first_of_tuple(c, node, lambda: c.add(node, kind, [x], attrs), "indices")
+    return c.add(node, kind, [x], attrs)
+
+
+def _batch_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+                kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    parts = [c.tensor(a, node) if _is_ref(a) else None for a in args[1:5]]
+    w, b, rm, rv = parts
+    c.modes.add("batch_norm")
+    xs = c.b.shape(x) or ()
+    attrs = {"affine": w is not None, "eps": _const_value(args[6]), "momentum": _const_value(args[5]),
+             "nd": c.nd(node, len(xs)), "num_features": xs[1] if len(xs) > 1 else None,
+             "track_running_stats": rm is not None}
+    ins = [x, *(p for p in (w, b, rm, rv) if p is not None)]
+    return _first_of_tuple(c, node, lambda: c.add(node, kind, ins, attrs), "saved statistics")
+
+
+def _layer_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+                kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    shape = _const_value(args[1])
+    w = c.tensor(args[2], node) if len(args) > 2 and _is_ref(args[2]) else None
+    b = c.tensor(args[3], node) if len(args) > 3 and _is_ref(args[3]) else None
+    eps = _arg(args, kwargs, 4, "eps", 1e-5)
+    normalized = shape[0] if isinstance(shape, tuple) and len(shape) == 1 else shape
+    attrs = {"bias": b is not None, "elementwise_affine": w is not None, "eps": eps, "normalized_shape": normalized}
+    ins = [x, *(p for p in (w, b) if p is not None)]
+    if str(node["target"]).startswith("aten.native_layer_norm"):
+        return _first_of_tuple(c, node, lambda: c.add(node, kind, ins, attrs), "statistics")
+    return c.add(node, kind, ins, attrs)
+
+
+def _group_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+                kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    xs = c.b.shape(x) or ()
+    native = str(node["target"]).startswith("aten.native_group_norm")
+    if native:  # (input, weight, bias, N, C, HxW, group, eps)
+        w, b, groups, eps = args[1], args[2], _const_value(args[6]), _const_value(args[7])
+    else:  # (input, num_groups, weight, bias, eps, cudnn_enabled)
+        groups = _const_value(args[1])
+        w, b = (args[2] if len(args) > 2 else None), (args[3] if len(args) > 3 else None)
+        eps = _arg(args, kwargs, 4, "eps", 1e-5)
+    wid = c.tensor(w, node) if _is_ref(w) else None
+    bid = c.tensor(b, node) if _is_ref(b) else None
+    attrs = {"affine": wid is not None, "eps": eps, "num_channels": xs[1] if len(xs) > 1 else None,
+             "num_groups": groups}
+    ins = [x, *(p for p in (wid, bid) if p is not None)]
+    if native:
+        return _first_of_tuple(c, node, lambda: c.add(node, kind, ins, attrs), "statistics")
+    return c.add(node, kind, ins, attrs)
+
+
+def _linear(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    x, w = c.tensor(args[0], node), c.tensor(args[1], node)
+    b = c.tensor(args[2], node) if len(args) > 2 and _is_ref(args[2]) else None
+    ws = c.b.shape(w) or (None, None)
+    attrs = {"bias": b is not None, "in_features": ws[-1], "out_features": ws[0]}
+    return c.add(node, kind, [x, w, *([b] if b else [])], attrs)
+
+
+def _matmul(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    if str(node["target"]) != "aten.addmm.default":
+        return c.add(node, kind, [c.tensor(a, node) for a in args[:2]], {})
+    # addmm(bias, m1, m2, beta, alpha) = beta * bias + alpha * m1 @ m2: the product, then the bias added
+    beta, alpha = _arg(args, kwargs, 3, "beta", 1), _arg(args, kwargs, 4, "alpha", 1)
+    if beta != 1 or alpha != 1:
+        raise OpError(f"addmm with beta={beta} and alpha={alpha}")
+    bias, m1, m2 = (c.tensor(a, node) for a in args[:3])
+    add = registry.kind("add")
+    assert add is not None
+    product = c.b.add("matmul", "matmul", [m1, m2], {}, c.spelling(node, kind), kind)
+    return c.add(node, add, [product, bias], {}, "add")
+
+
+def _sdpa(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    ins = [c.tensor(a, node) for a in args[:3]]
+    mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
+    if _is_ref(mask):
+        ins.append(c.tensor(mask, node))
+    attrs = {"dropout_p": _arg(args, kwargs, 4, "dropout_p", 0.0),
+             "is_causal": _arg(args, kwargs, 5, "is_causal", False), "scale": _arg(args, kwargs, 6, "scale")}
+    return c.add(node, kind, ins, attrs)
+
+
+def _softmax(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    return c.add(node, kind, [c.tensor(args[0], node)], {"dim": _arg(args, kwargs, 1, "dim")})
+
+
+def _dims(v: Any) -> Any:
+    if isinstance(v, tuple | list):
+        if len(v) == 0:
+            return None
+        return v[0] if len(v) == 1 else tuple(v)
+    return v
+
+
+def _reduce(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    target = str(node["target"])
+    if kind.name in ("var", "std"):
+        attrs = {"dim": _dims(_arg(args, kwargs, 1, "dim")), "correction": _arg(args, kwargs, 9, "correction", 1),
+                 "keepdim": bool(_arg(args, kwargs, 9, "keepdim", False))}
+        if target.endswith(".dim"):
+            attrs["correction"] = 1 if _arg(args, kwargs, 2, "unbiased", True) else 0
+            attrs["keepdim"] = bool(_arg(args, kwargs, 3, "keepdim", False))
+        return c.add(node, kind, [x], attrs)
+    if kind.name == "norm":  # linalg_vector_norm(x, ord, dim, keepdim)
+        attrs = {"p": _arg(args, kwargs, 1, "ord", 2), "dim": _dims(_arg(args, kwargs, 2, "dim")),
+                 "keepdim": bool(_arg(args, kwargs, 3, "keepdim", False))}
+        return c.add(node, kind, [x], attrs)
+    attrs = {"dim": _dims(_arg(args, kwargs, 1, "dim")), "keepdim": bool(_arg(args, kwargs, 2, "keepdim", False))}
+    if target.endswith(".default") and kind.name in ("sum", "mean", "prod") and len(args) == 1:
+        attrs = {}
+    if kind.name in ("max_dim", "min_dim"):
+        arg = registry.kind("argmax" if kind.name == "max_dim" else "argmin")
+        assert arg is not None
+        memo: dict[int, str] = {}
+
+        def element(i: int) -> Callable[[], str]:
+            def make() -> str:
+                if i not in memo:
+                    memo[i] = c.add(node, kind, [x], attrs) if i == 0 else c.add(node, arg, [x], attrs, arg.name)
+                return memo[i]
+            return make
+
+        return {0: element(0), 1: element(1)}
+    return c.add(node, kind, [x], attrs)
+
+
+def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    return c.add(node, kind, [c.tensor(a, node) for a in args[0]], {"dim": _arg(args, kwargs, 1, "dim", 0)})
+
+
+def _permute(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    return c.add(node, kind, [c.tensor(args[0], node)], {"dims": tuple(_const_value(args[1]))})
+
+
+def _transpose(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+               kwargs: dict[str, Any]) -> str:
+    x = c.tensor(args[0], node)
+    if str(node["target"]) == "aten.t.default":
+        if len(c.b.shape(x) or ()) < 2:
+            return x
+        return c.add(node, kind, [x], {"dim0": 0, "dim1": 1})
+    return c.add(node, kind, [x], {"dim0": _const_value(args[1]), "dim1": _const_value(args[2])})
+
+
+BIG = 2 ** 62
+
+
+def _pieces(c: _Converter, node: Mapping[str, Any], kind: OpKind, x: str, shape: Shape, op: str,
+            rest: list[Any]) -> dict[int, Callable[[], str]]:
+    """split / unbind: a tuple of views of x (narrows along the dim, or selects), each made when read."""
+    if op == "unbind":
+        d = (rest[0] if rest else 0) % len(shape)
+        steps = [V.Step("select", dim=d, index=i) for i in range(shape[d])]
+    else:
+        sizes, dim = rest[0], (rest[1] if len(rest) > 1 else 0)
+        d = dim % len(shape)
+        lengths = list(sizes) if isinstance(sizes, tuple | list) else (
+            [sizes] * (shape[d] // sizes) + ([shape[d] % sizes] if shape[d] % sizes else []))
+        starts = [sum(lengths[:i]) for i in range(len(lengths))]
+        steps = [V.Step("narrow", dim=d, start=s, length=n) for s, n in zip(starts, lengths, strict=True)]
+    memo: dict[int, str] = {}
+
+    def piece(i: int) -> Callable[[], str]:
+        def make() -> str:
+            if i not in memo:
+                memo[i] = c.add({**node, "shape": None}, kind, [x], {"steps": (steps[i],)})
+            return memo[i]
+        return make
+
+    return {i: piece(i) for i in range(len(steps))}
+
+
+def _view(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    x = c.tensor(args[0], node)
+    shape = c.b.shape(x)
+    if shape is None:
+        raise OpError("the viewed tensor's shape is unknown")
+    op = str(node["target"]).split(".")[1]
+    rest = [_const_value(a) for a in args[1:]]
+    if op in ("split_with_sizes", "split", "unbind"):
+        return _pieces(c, node, kind, x, shape, op, rest)
+    steps: list[V.Step]
+    if op in ("view", "_unsafe_view", "reshape"):
+        steps = V.read_view("reshape", shape, [tuple(rest[0])], {})
+    elif op == "expand":
+        steps = V.read_view("expand", shape, [tuple(rest[0])], {})
+    elif op == "squeeze":
+        steps = V.read_view("squeeze", shape, rest[:1], {})
+    elif op in ("unsqueeze", "select"):
+        steps = V.read_view(op, shape, rest, {})
+    elif op == "slice":  # slice(x, dim=0, start=None, end=None, step=1)
+        dim, start, end, step = (rest + [0, None, None, 1][len(rest):])[:4]
+        if step not in (1, None):
+            raise OpError(f"a strided slice (step {step}) is not a view the kernel reads")
+        d = dim % len(shape)
+        lo, hi, _ = slice(start, None if end is None or end >= BIG else end).indices(shape[d])
+        steps = [V.Step("narrow", dim=d, start=lo, length=max(0, hi - lo))]
+        if lo == 0 and hi == shape[d]:
+            steps = []
+    else:
+        raise OpError(f"'{op}' is not a view")
+    if not steps or (len(steps) == 1 and steps[0].kind == "reshape" and steps[0].shape == tuple(shape)):
+        return x
+    return c.add(node, kind, [x], {"steps": tuple(steps)})
+
+
+_HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "pow", "floordiv", "mod", "lt", "gt", "le", "ge", "eq", "ne",
+                     "maximum", "minimum"), _binary),
+    "where": _where, "elu": _elu, "clone": _identity, "detach": _identity, "dropout": _identity,
+    "float": _to_copy, "conv": _conv, "max_pool": _max_pool, "avg_pool": _avg_pool,
+    "adaptive_avg_pool": _adaptive, "adaptive_max_pool": _adaptive, "batch_norm": _batch_norm,
+    "layer_norm": _layer_norm, "group_norm": _group_norm, "linear": _linear, "matmul": _matmul, "bmm": _matmul,
+    "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
+    **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
+                     "argmax", "argmin"), _reduce),
+    "cat": _cat, "permute": _permute, "transpose": _transpose, "view": _view,
+}
+"""How each kind's ATen arguments become the node's inputs and attributes (the rest: `_generic`)."""
+
+
+def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
+    """The OpGraph of a traced model (the tracer's JSON, `pypto_tui.trace`)."""
+    c = _Converter(data)
+    for node in data.get("nodes") or ():
+        c.convert(node)
+    out = c.output(data.get("output"))
+    b = c.b
+    notes = [f"read by tracing the model in eval mode with torch.export (torch {data.get('torch_version', '?')})"]
+    if "batch_norm" in c.modes:
+        notes.append("BatchNorm was traced in eval mode: it normalises with its running statistics")
+    used = {i for node in b.nodes for i in node.inputs} | ({out} if out else set())
+    values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")
+    problems = tuple(dict.fromkeys(_one_line(p) for p in b.problems))
+    return OpGraph(values, tuple(b.nodes), out, problems, tuple(notes))
+
+
+def shapes_of(graph: OpGraph) -> dict[str, Shape | None]:
+    """Every node's and value's shape (a test's and a report's view of the graph)."""
+    return {**{v.id: v.shape for v in graph.values}, **{n.id: n.shape for n in graph.nodes}}

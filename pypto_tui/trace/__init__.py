@@ -1,0 +1,7 @@
+"""The traced front end: a task's Model run through torch.export in the task runner, read back as an OpGraph.
+
+`tracer.trace_task` runs `runner.py` (the only part that imports torch and executes the task) in a
+process group of its own, with a timeout and a memory cap, and caches its JSON by the task file's content,
+the torch version and the pack; `contract.aten.graph_from_trace` (pure) turns that JSON into the same
+OpGraph the static reader builds; `pipeline.traced_pipeline` plans a task from that graph.
+"""
