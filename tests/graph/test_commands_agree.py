@@ -79,6 +79,6 @@ def test_a_refusal_names_the_construct_in_one_short_line(tmp_path: Path) -> None
         f"        return torch.special.xlogy({chain}, x)\n\n\ndef get_inputs():\n"
         "    return [torch.randn(8, 16)]\n\n\ndef get_init_inputs():\n    return []\n")
     code, doc = _json("contract", str(task))
-    assert doc is not None and not doc["supported"], doc
+    assert code != 2 and doc is not None and not doc["supported"], doc
     assert "\n" not in doc["reason"] and len(doc["reason"]) <= 200, doc["reason"]
     assert "xlogy" in doc["reason"]
