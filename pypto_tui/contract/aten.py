@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pypto_tui.contract.graph import OpGraph, Value, _Builder
@@ -155,8 +156,14 @@ class _Converter:
         return nid
 
     def unknown(self, node: Mapping[str, Any], why: str) -> str:
+        """A node the graph cannot read: a problem (one line naming the operator and its submodule), and a
+        node of kind `unknown` with the traced shape, so the shapes after it still follow."""
         ins = [self.tensor(a, node) for a in _flat(node.get("args") or ()) if _is_ref(a) and self._known(a)]
-        return self.b.unknown(_one_line(f"{node['target']} in {self.where(node)}: {why}"), ins)
+        nid = self.b.unknown(_one_line(f"{node['target']} in {self.where(node)}: {why}"), ins)
+        traced = node.get("shape")
+        if traced is not None:
+            self.b.nodes[-1] = replace(self.b.nodes[-1], shape=tuple(int(s) for s in traced), dtype=node.get("dtype"))
+        return nid
 
     def _known(self, a: Any) -> bool:
         return a["node"] in self.ref or a["node"] in self.pending

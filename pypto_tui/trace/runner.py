@@ -1,10 +1,11 @@
 """Trace a task file's Model with torch.export: the traced front end's subprocess (stdlib and torch).
 
 Invoked by file path (`python runner.py WORKDIR`), never as `-m pypto_tui...`, so it imports nothing of
-pypto-tui. WORKDIR/job.json names the task, the operators to keep whole (not decomposed) and the memory
-cap; the runner writes WORKDIR/result.json: the exported graph decomposed to core ATen, as plain JSON
-(`describe`). This executes the task file (it is code); whatever the task starts ends with this process
-(procgroup.guard_task_runner), and the parent stops it at its timeout.
+pypto-tui. WORKDIR/job.json names the task, the operators to keep whole (not decomposed), the device
+(meta, then cpu, by default) and the memory cap; the runner writes WORKDIR/result.json: the exported
+graph decomposed to core ATen, as plain JSON (`describe`). This executes the task file (it is code);
+whatever the task starts ends with this process (procgroup.guard_task_runner), and the parent stops it
+at its timeout.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def _keep_table(keep: list[str]) -> tuple[Any, list[str]]:
 
 
 def run(job: dict[str, Any]) -> dict[str, Any]:
+    """Trace on the meta device first (no weight is allocated or initialised: a 2 GB layer costs
+    nothing), then, when the model needs real numbers (`.item()`, a data-dependent branch), on the CPU."""
     t0 = time.monotonic()
     try:
         import torch
@@ -144,25 +147,44 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             return {"status": "error", "stage": "load", "message": f"cannot load {task}"}
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
-        torch.manual_seed(int(job.get("seed", 0)))
-        model = module.Model(*init).eval()
-        inputs = tuple(module.get_inputs())
     except Exception as exc:
-        return {"status": "error", "stage": "build", "message": f"building Model failed: {_last_line(exc)}"}
+        return {"status": "error", "stage": "load", "message": f"loading the task failed: {_last_line(exc)}"}
+    devices = [job["device"]] if job.get("device") else ["meta", "cpu"]
+    result: dict[str, Any] = {}
+    for device in devices:
+        result = _trace(module, device, list(job.get("keep", KEEP_WHOLE)), int(job.get("seed", 0)), t0)
+        if result["status"] == "ok":
+            break
+    return result
+
+
+def _trace(module: Any, device: str, keep: list[str], seed: int, t0: float) -> dict[str, Any]:
+    import torch
+
+    try:
+        torch.manual_seed(seed)
+        with torch.device(device):
+            init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
+            model = module.Model(*init).eval()
+            inputs = tuple(module.get_inputs())
+    except Exception as exc:
+        return {"status": "error", "stage": "build", "device": device,
+                "message": f"building Model failed: {_last_line(exc)}"}
     built = time.monotonic()
     try:
         ep = torch.export.export(model, inputs, strict=False)
     except Exception as exc:
-        return {"status": "error", "stage": "export", "message": f"torch.export failed: {_last_line(exc)}"}
+        return {"status": "error", "stage": "export", "device": device,
+                "message": f"torch.export failed: {_last_line(exc)}"}
     exported = time.monotonic()
     try:
-        table, kept = _keep_table(list(job.get("keep", KEEP_WHOLE)))
+        table, kept = _keep_table(keep)
         ep = ep.run_decompositions(table)
     except Exception as exc:
-        return {"status": "error", "stage": "decompose", "message": f"decomposing failed: {_last_line(exc)}"}
+        return {"status": "error", "stage": "decompose", "device": device,
+                "message": f"decomposing failed: {_last_line(exc)}"}
     done = time.monotonic()
-    return {"status": "ok", "torch_version": torch.__version__, "kept_whole": kept, **describe(ep),
+    return {"status": "ok", "torch_version": torch.__version__, "device": device, "kept_whole": kept, **describe(ep),
             "seconds": {"build": round(built - t0, 2), "export": round(exported - built, 2),
                         "decompose": round(done - exported, 2)}}
 

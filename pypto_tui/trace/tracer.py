@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-TRACE_FORMAT = 1
+TRACE_FORMAT = 2
 DEFAULT_TIMEOUT_S = 300.0
-DEFAULT_MEMORY_MB = 8192
+DEFAULT_MEMORY_MB = 12288
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,6 @@ def trace_task(task: str | os.PathLike[str], *, pack: str = "", timeout: float =
     status = str(result.get("status", "error"))
     if status == "no-torch":
         return Trace("no-torch", str(result.get("message", "")), seconds=seconds)
-    if cache is not None and (status == "ok" or result.get("stage") in ("build", "export", "decompose")):
+    if cache is not None and (status == "ok" or result.get("stage") in ("export", "decompose")):
         cache.put(key, result)
     return Trace(status, str(result.get("message", "")), result if status == "ok" else {}, seconds=seconds)

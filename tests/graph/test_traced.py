@@ -1,0 +1,189 @@
+"""The traced front end without torch: the converter from a stored trace (tests/fixtures/traces, the
+tracer's JSON for the fixture of the same name, made once by `pypto_tui/trace/runner.py`) to the OpGraph,
+against the static reader's graph of the same task, and `contract --front-end` reading a cached trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pypto_tui.cli import app
+from pypto_tui.contract.aten import PROBLEM_CHARS, graph_from_trace
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.contract.graph import OpGraph
+from pypto_tui.ops.registry import REGISTRY, by_aten
+from pypto_tui.plan import decompose, fusion_rules, partition
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+TRACES = FIX / "traces"
+TRACED_TASKS = FIX / "tasks_traced"
+
+
+def trace(name: str) -> dict:
+    return json.loads((TRACES / f"{name}.json").read_text())
+
+
+def kernels(g: OpGraph) -> list[list[str]]:
+    """Each kernel group's operators, in order (what both front ends must agree on)."""
+    d = decompose(g)
+    return [[d.node(n).op for n in grp.nodes] for grp in partition(d, fusion_rules(None)).groups]
+
+
+def static_graph(path: Path) -> OpGraph:
+    c = extract_contract(path)
+    assert c.graph is not None
+    return OpGraph.from_data(c.graph)
+
+
+def test_every_aten_name_belongs_to_one_kind():
+    seen: dict[str, str] = {}
+    for k in REGISTRY.values():
+        for name in k.aten:
+            assert name.startswith("aten.") and name.count(".") == 2, name
+            assert seen.setdefault(name, k.name) == k.name, (name, seen[name], k.name)
+    assert by_aten("aten.convolution.default").name == "conv" and by_aten("aten.max.dim").name == "max_dim"
+    assert by_aten("aten.upsample_nearest2d.vec") is None
+
+
+def test_a_resnet_block_reads_the_same_graph_as_the_static_reader():
+    traced = graph_from_trace(trace("resnet_basic_block"))
+    static = static_graph(FIX / "tasks_chain" / "resnet_basic_block.py")
+    assert not traced.problems
+    assert [(n.op, n.inputs, n.shape, n.role) for n in traced.nodes] == \
+        [(n.op, n.inputs, n.shape, n.role) for n in static.nodes]
+    for t, s in zip(traced.nodes, static.nodes, strict=True):  # the module's constructor arguments, read back
+        assert dict(t.attrs) == dict(s.attrs), t.id
+        if s.spelling.startswith("nn."):  # nn.Conv2d self.conv1: group_facts calls the task's own module
+            assert t.spelling == s.spelling
+    params = {v.id: (v.shape, v.source) for v in traced.values if v.kind == "param"}
+    assert params == {v.id: (v.shape, v.source) for v in static.values if v.kind == "param"}
+    assert kernels(traced) == kernels(static) == [["conv"], ["batch_norm"], ["relu"], ["conv"], ["batch_norm"],
+                                                  ["add", "relu"]]
+    assert any("eval mode" in n and "running statistics" in n for n in traced.notes)
+
+
+@pytest.mark.parametrize(("name", "ops", "groups"), [
+    ("sequential_mlp", ["linear", "relu", "linear", "relu", "linear"],
+     [["linear"], ["add", "relu"], ["linear"], ["add", "relu"], ["linear"], ["add"]]),
+    ("modulelist_loop", ["linear", "tanh", "add"] * 3, [["linear"], ["add", "tanh", "add"]] * 3),
+    ("helper_function", ["linear", "gelu", "mul"], [["linear"], ["add", "gelu", "mul"]]),
+    ("if_attribute", ["conv", "relu"], [["conv"], ["relu"]]),
+    ("shape_unpack", ["linear", "view", "view", "permute", "bmm", "div", "softmax"], None),
+])
+def test_constructs_the_static_reader_refuses_are_read_by_tracing(name, ops, groups):
+    static = static_graph(TRACED_TASKS / f"{name}.py")
+    assert static.problems  # nn.Sequential, a loop, a helper, an if, a shape unpacked into names
+    g = graph_from_trace(trace(name))
+    assert not g.problems, g.problems
+    assert [n.op for n in g.nodes] == ops
+    assert g.shape_of(g.output) == tuple(trace(name)["nodes"][-1]["shape"])
+    if groups is not None:
+        assert kernels(g) == groups
+
+
+def test_parameters_keep_their_module_path():
+    g = graph_from_trace(trace("sequential_mlp"))
+    w = g.value("net_2.weight")
+    assert (w.kind, w.shape, w.source) == ("param", (128, 128), "nn.Linear self.net.2")
+    assert g.node("n2").spelling == "nn.Linear self.net_2"
+    split = graph_from_trace(trace("shape_unpack"))
+    assert [dict(split.node(n).attrs)["steps"][0].to_data() for n in ("n1", "n2")] == [
+        {"kind": "narrow", "dim": 2, "start": 0, "length": 64}, {"kind": "narrow", "dim": 2, "start": 64, "length": 64}]
+
+
+def _node(name, target, args, shape, module="", module_type="Model", **kw):
+    return {"name": name, "target": target, "args": args, "kwargs": {}, "module": module, "module_type": module_type,
+            "shape": shape, "dtype": "fp32", **kw}
+
+
+def _graph(nodes, output):
+    return {"status": "ok", "torch_version": "2.13.0+cpu", "placeholders": [
+        {"name": "x", "kind": "input", "target": "x", "shape": [2, 4, 8, 8], "dtype": "fp32", "index": 0}],
+        "nodes": nodes, "output": [{"node": output}]}
+
+
+def test_an_unknown_operator_is_one_short_line_naming_it_and_its_submodule():
+    data = _graph([_node("up", "aten.upsample_nearest2d.vec", [{"node": "x"}, None, [2.0, 2.0]], [2, 4, 16, 16],
+                         module="decoder.blocks.3.up" + ".deep" * 60, module_type="Upsample"),
+                   _node("relu", "aten.relu.default", [{"node": "up"}], [2, 4, 16, 16])], "relu")
+    g = graph_from_trace(data)
+    assert len(g.problems) == 1
+    p = g.problems[0]
+    assert p.startswith("aten.upsample_nearest2d.vec in self.decoder.blocks.3.up.deep")
+    assert "\n" not in p and len(p) <= PROBLEM_CHARS
+    assert [n.op for n in g.nodes] == ["unknown", "relu"] and g.output == "n1"
+
+
+def test_a_max_pools_indices_read_are_a_problem_its_values_are_not():
+    pool = _node("mp", "aten.max_pool2d_with_indices.default", [{"node": "x"}, [2, 2], [2, 2]], None,
+                 module="pool", module_type="MaxPool2d")
+    values = _node("v", "getitem", [{"node": "mp"}, 0], [2, 4, 4, 4])
+    g = graph_from_trace(_graph([pool, values], "v"))
+    assert not g.problems and g.node("n0").op == "max_pool" and g.node("n0").shape == (2, 4, 4, 4)
+    assert g.node("n0").spelling == "nn.MaxPool2d self.pool"
+    indices = _node("i", "getitem", [{"node": "mp"}, 1], [2, 4, 4, 4])
+    g = graph_from_trace(_graph([pool, values, indices], "i"))
+    assert g.problems == ("aten.max_pool2d_with_indices.default in self.pool (MaxPool2d): its indices are read; "
+                          "the graph keeps the first output only",)
+
+
+def test_scalars_and_addmm_become_the_static_readers_nodes():
+    data = _graph([
+        _node("flat", "aten.view.default", [{"node": "x"}, [2, -1]], [2, 256]),
+        _node("half", "aten.mul.Tensor", [{"node": "flat"}, 0.5], [2, 256]),
+        _node("one_minus", "aten.rsub.Scalar", [{"node": "half"}, 1.0], [2, 256]),
+        _node("mm", "aten.addmm.default", [{"node": "b"}, {"node": "one_minus"}, {"node": "wt"}], [2, 16]),
+    ], "mm")
+    data["placeholders"] += [
+        {"name": "b", "kind": "parameter", "target": "fc.bias", "shape": [16], "dtype": "fp32"},
+        {"name": "wt", "kind": "parameter", "target": "fc.weight_t", "shape": [256, 16], "dtype": "fp32"}]
+    g = graph_from_trace(data)
+    assert not g.problems
+    assert [(n.op, n.inputs) for n in g.nodes] == [
+        ("view", ("x",)), ("mul", ("n0", "c0")), ("sub", ("c1", "n1")), ("matmul", ("n2", "fc.weight_t")),
+        ("add", ("n3", "fc.bias"))]
+    assert g.value("c1").value == 1.0 and g.shape_of("n4") == (2, 16)
+
+
+def test_a_shape_the_registry_disagrees_with_is_a_problem():
+    g = graph_from_trace(_graph([_node("s", "aten.sum.dim_IntList", [{"node": "x"}, [1], True], [2, 4, 8, 8])], "s"))
+    assert g.problems == ("aten.sum.dim_IntList: the registry's shape (2, 1, 8, 8) is not the traced (2, 4, 8, 8)",)
+
+
+def run(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "160", **(env or {})})
+
+
+def test_a_front_end_that_does_not_exist_is_one_line_and_exit_2():
+    r = run("contract", str(TRACED_TASKS / "if_attribute.py"), "--front-end", "dynamo")
+    assert r.exit_code == 2
+    assert "--front-end is static or traced, not 'dynamo'" in r.output and "Traceback" not in r.output
+
+
+def test_contract_reads_a_cached_trace_and_says_which_front_end(tmp_path):
+    """A trace in the cache (keyed by the file's content, torch's version and the pack) is read back: the
+    task's code does not run again, and the JSON names the front end."""
+    pytest.importorskip("importlib.metadata")
+    from pypto_tui.kb import bundled_pack_dir, get_kb
+    from pypto_tui.sim.cache import ResultCache
+    from pypto_tui.trace.pipeline import pack_id
+    from pypto_tui.trace.tracer import torch_version, trace_key
+
+    version = torch_version(sys.executable)
+    if version is None:
+        pytest.skip("torch is not installed: the cache key names its version")
+    task = TRACED_TASKS / "sequential_mlp.py"
+    key = trace_key(task.read_bytes(), version, pack_id(get_kb(bundled_pack_dir())))
+    ResultCache(tmp_path / "traces").put(key, trace("sequential_mlp"))
+    r = run("contract", str(task), "--front-end", "traced", "--json", env={"PYPTO_TUI_CACHE_DIR": str(tmp_path)})
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["front_end"] == "traced" and doc["supported"]
+    assert [k["ops"] for k in doc["kernels"]] == ["linear", "add, relu", "linear", "add, relu", "linear", "add"]
+    assert [n["op"] for n in doc["graph"]["nodes"]] == ["linear", "relu", "linear", "relu", "linear"]
+    static = json.loads(run("contract", str(task), "--json").stdout)
+    assert static["front_end"] == "static" and not static["supported"] and not static["kernels"]
