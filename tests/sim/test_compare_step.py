@@ -77,6 +77,7 @@ exec {sys.executable} {step} "$3" "$4"
     return str(script)
 
 
+@pytest.mark.torch  # two worker processes that import torch each (seconds): CI's, not the fast run's
 @pytest.mark.parametrize(("wrong", "status"), [(0.0, jobs.OK), (1e-3, jobs.MISMATCH)])
 def test_the_baseline_and_the_comparison_run_in_a_process_of_their_own(tmp_path: Path, wrong: float,
                                                                        status: str) -> None:
