@@ -450,12 +450,3 @@ class StepScreen(Screen[None]):
     def on_step_tab_clicked(self, event: StepTab.Clicked) -> None:
         if not self.busy:
             self.papp.action_goto(event.step)
-
-    def focus_first_field(self) -> None:
-        for w in self.query("Input, TextArea, DataTable, OptionList").results():
-            if w.focusable and w.display:
-                w.focus()
-                return
-
-    def step_title(self) -> str:
-        return STEP_LABELS[self.STEP]

@@ -473,7 +473,3 @@ def _for_the_kernel(mutate: Callable[[Design], None]) -> Callable[[Design], None
             kernels[key] = decided
         d.kernels = dict(sorted(kernels.items(), key=lambda kv: int(kv[0])))
     return apply
-
-
-def load_session(path: Path) -> Design:
-    return read_design(Path(path))

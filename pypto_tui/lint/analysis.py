@@ -1203,9 +1203,3 @@ def _scalar_param(p: cst.Param, qualify: Any) -> bool:
     if p.annotation is not None and qualify(p.annotation.annotation) in ("int", "float", "bool"):
         return True
     return p.default is not None and numeric_literal(p.default) is not None
-
-
-def _as_dim(v: Any) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return None
-    return v if v >= 0 else None

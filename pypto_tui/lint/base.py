@@ -46,13 +46,6 @@ class LintFinding:
             "fixable": self.fixable, "authority": self.authority,
         }
 
-    def to_finding(self) -> Any:
-        """The same problem as a plain `findings.Finding` (for screens that list findings)."""
-        from pypto_tui.findings import Finding
-
-        return Finding(self.rule, self.level, f"{self.path}:{self.line}:{self.col} {self.message}",  # type: ignore[arg-type]
-                       self.authority)
-
 
 def example(code: str) -> str:
     """Normalise an inline example: dedent it and drop the leading newline, so line 1 is code."""
