@@ -27,6 +27,7 @@ from pypto_tui.contract.reader import TaskFacts
 from pypto_tui.contract.signatures import bind_module
 from pypto_tui.contract.values import ModuleSpec, TensorSpec
 from pypto_tui.errors import Unsupported
+from pypto_tui.ops import registry
 from pypto_tui.ops import views as V
 
 if TYPE_CHECKING:
@@ -58,16 +59,6 @@ MODULE_ANCHORS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_av
 """Anchors that the task wrote as an `nn` module call: the kernel calls the task's own module (its
 weights and constructor arguments), as `Model` does."""
 
-IDENTITY = ("contiguous", "clone", "float", "detach", "identity")
-INFIX = ("add", "sub", "mul", "div", "pow", "lt", "gt", "le", "ge", "eq", "ne")
-TORCH_UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "rsqrt", "sin", "cos", "erf", "log1p",
-               "expm1", "sign", "floor", "ceil", "round", "square", "reciprocal", "neg", "clamp", "clamp_min",
-               "clamp_max")
-F_UNARY = ("leaky_relu", "gelu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
-           "hardswish", "swish", "mish", "logsigmoid", "softshrink", "hardshrink", "tanhshrink", "relu6")
-REDUCE = {"sum": "sum", "mean": "mean", "amax": "amax", "amin": "amin", "max_dim": "amax", "min_dim": "amin",
-          "prod": "prod", "logsumexp": "logsumexp"}
-POOLS = ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool")
 
 
 @dataclass(frozen=True)
@@ -191,45 +182,46 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
 
 
 def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
-    """One graph node in the canonical form the recogniser reads, over its inputs' trees."""
+    """One graph node in the canonical form the recogniser reads, over its inputs' trees: what the node
+    is comes from its registry entry (role, identity, the spelling a kernel reads it with), so no
+    operator is listed here."""
     op, at = n.op, n.attrs
+    kind = registry.kind(op)
     if op == "view":
         out = a[0]
         for step in at.get("steps", ()):
             out = _view(V.step_of(step), out)
         return out
-    if op in INFIX:
-        return Node("bin", name=op, args=a)
-    if op in ("maximum", "minimum", "where"):
-        return _call(op, a, "torch")
-    if op in IDENTITY:
+    if kind is None:
+        raise Unsupported(f"{n.spelling} ({op}) is not an operator of the registry")
+    if kind.identity:
         return a[0]
     if op == "dropout":
         if not at.get("p"):
             return a[0]
         raise Unsupported(f"{n.spelling}: dropout(p={at.get('p')}) in training mode is random, so no kernel can "
                           "match it; in eval mode it is the identity")
-    if op == "rotate_half" and n.shape:
+    if kind.row_local and n.shape:  # rotate_half, written as PyTorch code does; the reader folds it back
         h = n.shape[-1] // 2
         upper = Node("index", args=(a[0],), value=("...", {"slice": (h, None, None)}))
         lower = Node("index", args=(a[0],), value=("...", {"slice": (None, h, None)}))
         halves = Node("tuple", args=(Node("neg", args=(upper,)), lower))
         return _call("cat", (halves,), "torch", dim=-1)
-    if op in TORCH_UNARY:
-        return _call(op, a, "torch", **_present(at, ("min", "max")))
-    if op in F_UNARY:
-        return _call(op, a, "F", **_present(at, tuple(k for k in at if k != "inplace")))
-    if op == "linear":
+    if kind.role == "elementwise":
+        if op in ir.INFIX:  # written with its operator: (a + b), a ** 2, a < b
+            return Node("bin", name=op, args=a)
+        return _call(op, a, "torch", **_present(at, tuple(k for k in at if k != "inplace")))
+    if op == "linear":  # the weight is an input of the kernel: x @ W.T
         return _call("matmul", (a[0], _call("t", (a[1],), "method")), "torch")
-    if op in ("matmul", "bmm"):
+    if kind.role == "matmul" and kind.arity == 2:
         return _call(op, a, "torch")
-    if op in ("softmax", "log_softmax"):
+    if kind.role == "softmax":
         return _call(op, a, "torch", dim=at.get("dim"))
     if op == "transpose":
         return _call("transpose", (a[0], _const(at.get("dim0", -2)), _const(at.get("dim1", -1))), "method")
-    if op in REDUCE:
-        return _call(REDUCE[op], a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
-    if op in POOLS and n.spelling.startswith("F."):
+    if kind.role == "reduction" and kind.params[:2] == ("dim", "keepdim"):
+        return _call(kind.spelled_as or op, a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
+    if kind.role == "pool" and n.spelling.startswith("F."):
         keys = tuple(k for k in at if k not in ("nd", "return_indices"))
         return _call(n.spelling[2:], a, "F", **_present(at, keys))
     raise Unsupported(f"{n.spelling} ({op}, a {n.role}) inside a chain is not scaffolded yet")

@@ -117,6 +117,9 @@ def render(node: Node, names: Mapping[str, str] | None = None) -> str:
     return _render(node, names or {}, 0)
 
 
+INFIX = tuple(_INFIX)
+"""The binary operators a task writes with a symbol (`a + b`, `a ** 2`, `a < b`), by their node names."""
+
 BRIEF = 60
 
 

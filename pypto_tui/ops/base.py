@@ -59,6 +59,9 @@ class OpKind:
       into kernels (a biased linear: the product and an add), or None when it stays whole.
     - `aten`: the ATen operators (`aten.<name>.<overload>`, as torch.export prints them) that compute this
       kind; the traced front end (contract/aten.py) maps an exported graph's nodes through them.
+    - `identity`: the kind computes nothing (a copy, a view's contiguous copy): a kernel passes it on.
+    - `spelled_as`: the kind a kernel's contract reads it as, when not its own (`torch.max(x, d)[0]`,
+      max_dim, is amax over d).
     """
 
     name: str
@@ -75,6 +78,8 @@ class OpKind:
     note: str = ""
     row_local: bool = False
     decompose: Decomposer | None = None
+    identity: bool = False
+    spelled_as: str | None = None
     aten: tuple[str, ...] = ()
 
     @property

@@ -50,9 +50,9 @@ def _identity(x: np.ndarray) -> np.ndarray:
 
 
 def _unary(name: str, ref: Callable[..., Any], params: tuple[str, ...] = (), modules: tuple[str, ...] = (),
-           methods: bool = True, functions: tuple[str, ...] | None = None) -> OpKind:
+           methods: bool = True, functions: tuple[str, ...] | None = None, identity: bool = False) -> OpKind:
     return OpKind(name, "elementwise", same_shape, ref, functions=(name,) if functions is None else functions,
-                  methods=(name,) if methods else (), modules=modules, params=params)
+                  methods=(name,) if methods else (), modules=modules, params=params, identity=identity)
 
 
 def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = ()) -> OpKind:
@@ -103,13 +103,13 @@ UNARY_KINDS: tuple[OpKind, ...] = (
            functions=("clamp", "clip")),
     _unary("clamp_min", lambda x, min=None: _clamp(x, min, None), ("min",)),
     _unary("clamp_max", lambda x, max=None: _clamp(x, None, max), ("max",)),
-    _unary("float", _identity, functions=()), _unary("half", _identity, functions=()),
-    _unary("contiguous", _identity, functions=()), _unary("clone", _identity),
-    _unary("detach", _identity),
+    _unary("float", _identity, functions=(), identity=True), _unary("half", _identity, functions=()),
+    _unary("contiguous", _identity, functions=(), identity=True), _unary("clone", _identity, identity=True),
+    _unary("detach", _identity, identity=True),
     _unary("dropout", lambda x, p=0.5, training=False, inplace=False: x, ("p", "training", "inplace"),
            ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d"),
            functions=("dropout", "dropout1d", "dropout2d", "dropout3d")),
-    _unary("identity", _identity, modules=("Identity",), methods=False, functions=()),
+    _unary("identity", _identity, modules=("Identity",), methods=False, functions=(), identity=True),
 )
 def _rotate_half(x: np.ndarray) -> np.ndarray:
     h = x.shape[-1] // 2

@@ -62,10 +62,10 @@ def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
 def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
           params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction",
-          decompose: Decomposer | None = None, aten: tuple[str, ...] = ()) -> OpKind:
+          decompose: Decomposer | None = None, aten: tuple[str, ...] = (), spelled_as: str | None = None) -> OpKind:
     spell = functions if functions is not None else (name,)
     return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role,
-                  decompose=decompose, aten=tuple(f"aten.{a}" for a in aten))
+                  decompose=decompose, aten=tuple(f"aten.{a}" for a in aten), spelled_as=spelled_as)
 
 
 def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
@@ -101,8 +101,8 @@ KINDS = (
     _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction"),
           aten=("std.correction", "std.dim")),
     # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim
-    _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",)),
-    _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",)),
+    _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",), spelled_as="amax"),
+    _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",), spelled_as="amin"),
     OpKind("norm", "reduction", reduced_shape, None, functions=("norm", "linalg.norm", "linalg.vector_norm"),
            methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", aten=("aten.linalg_vector_norm.default",)),
     _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",)),
