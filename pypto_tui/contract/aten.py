@@ -25,6 +25,9 @@ from pypto_tui.ops import views as V
 from pypto_tui.ops.base import OpError, OpKind, Shape
 
 PROBLEM_CHARS = 200
+NO_VALUE = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
+            "aten.sym_constrain_range_for_size.default", "aten._assert_async.msg")
+"""Checks torch.export leaves in a graph: they compute nothing any node reads."""
 FRONT_END = "traced"
 
 
@@ -73,6 +76,7 @@ class _Converter:
         self.multi: dict[str, dict[int, Callable[[], str]]] = {}  # a tuple-valued node's elements
         self.pending: dict[str, Mapping[str, Any]] = {}  # parameters and buffers, made when first read
         self.modes: set[str] = set()
+        self.unknowns: set[str] = set()  # nodes the graph could not read (each one problem)
         placeholders = list(data.get("placeholders") or ())
         for p in sorted((p for p in placeholders if p.get("kind") == "input"),
                         key=lambda p: p.get("index") if isinstance(p.get("index"), int) else 0):
@@ -160,9 +164,8 @@ class _Converter:
         node of kind `unknown` with the traced shape, so the shapes after it still follow."""
         ins = [self.tensor(a, node) for a in _flat(node.get("args") or ()) if _is_ref(a) and self._known(a)]
         nid = self.b.unknown(_one_line(f"{node['target']} in {self.where(node)}: {why}"), ins)
-        traced = node.get("shape")
-        if traced is not None:
-            self.b.nodes[-1] = replace(self.b.nodes[-1], shape=tuple(int(s) for s in traced), dtype=node.get("dtype"))
+        self.unknowns.add(nid)
+        self.b.nodes[-1] = replace(self.b.nodes[-1], shape=_shape(node.get("shape")), dtype=node.get("dtype"))
         return nid
 
     def _known(self, a: Any) -> bool:
@@ -171,8 +174,17 @@ class _Converter:
     def convert(self, node: Mapping[str, Any]) -> None:
         name, target = str(node["name"]), str(node["target"])
         args = list(node.get("args") or ())
+        if target in NO_VALUE:
+            return
         if target in ("getitem", "<built-in function getitem>"):
             src, index = [*args, None, None][:2]
+            made = self.ref.get(src["node"]) if _is_ref(src) else None
+            if made is not None and made in self.unknowns:  # an element of an operator already reported
+                nid = self.b.add("unknown", "other", [made], {"why": f"element {index} of {made}"}, "getitem")
+                self.b.nodes[-1] = replace(self.b.nodes[-1], shape=_shape(node.get("shape")), dtype=node.get("dtype"))
+                self.unknowns.add(nid)
+                self.ref[name] = nid
+                return
             elements = self.multi.get(src["node"]) if _is_ref(src) else None
             make = elements.get(index) if elements is not None and isinstance(index, int) else None
             if make is None:
@@ -204,6 +216,10 @@ class _Converter:
         if len(outs) > 1:
             self.b.problems.append("forward returns a tuple: the graph follows its first element")
         return self.ref.get(refs[0]["node"])
+
+
+def _shape(s: Any) -> Shape | None:
+    return tuple(int(x) for x in s) if isinstance(s, list | tuple) else None
 
 
 def _flat(args: Sequence[Any]) -> list[Any]:
