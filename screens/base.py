@@ -227,6 +227,7 @@ class StepScreen(Screen[None]):
     def _mark_shown(self) -> None:
         if not self.busy:
             self._shown_at = time.monotonic()
+            self._focus_if_lost()  # laid out now: a panel that scrolls can take the focus
 
     def safe_refresh(self) -> None:
         if self.busy:

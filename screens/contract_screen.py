@@ -585,6 +585,7 @@ class ContractScreen(StepScreen):
         if job == "load":
             self.loading = False
             self.safe_refresh()
+            self.call_after_refresh(self._focus_if_lost)  # the form exists now (AUTO_FOCUS)
             # The later steps' imports run once the form is up, not while it is being drawn.
             self.set_timer(1.0, self.papp.warm_up)
             return
