@@ -476,7 +476,11 @@ def module_plan_of(pipeline: Pipeline) -> tuple[OpGraph, ModulePlan] | None:
         return None
     rules = pipeline.kb.fusion if pipeline.fuse else ()
     mp = partition(graph, rules)
-    return (graph, mp) if len(mp.groups) > 1 else None
+    # one group is a module too when its anchor took an epilogue (a GEMM with its bias and activation,
+    # FUSE.matmul-separate): the task's own reader sees a fused expression, the group's a matmul contract
+    fused = len(mp.groups) == 1 and mp.groups[0].anchor is not None and any(
+        n is not None and n.role == "elementwise" for n in (graph.node(i) for i in mp.groups[0].nodes))
+    return (graph, mp) if len(mp.groups) > 1 or fused else None
 
 
 @dataclass(frozen=True)
@@ -634,7 +638,8 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
                           designed.prelude, designed.after)
     summaries = [f"kernel {s.index}: {s.ops} ({s.kernel.pattern}; {s.rule or 'its own kernel'})"
                  for s in designed.stages]
-    doc = f"{len(trees)} kernels for {Path(c.task_path or 'the task').name}:\n" + "\n".join(summaries)
+    plural = "s" if len(trees) != 1 else ""
+    doc = f"{len(trees)} kernel{plural} for {Path(c.task_path or 'the task').name}:\n" + "\n".join(summaries)
     try:
         template = find_template(pipeline.kb, flavour, "module_model_new").text
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,

@@ -413,6 +413,39 @@ def _free_view(n: OpNode) -> bool:
     return bool(steps) and all(V.step_of(s).kind in FREE_VIEW_STEPS for s in steps)
 
 
+def _epilogue_fits(graph: OpGraph, nodes: dict[str, OpNode], members: list[str], n: OpNode) -> bool:
+    """Whether elementwise `n` can join an anchor's kernel as its epilogue: the anchor is a plain 2-D
+    matmul whose product the kernel writes tile by tile (FUSE.matmul-epilogue), the kernel so far is
+    that matmul (its operand transposes) and elementwise nodes, `n` keeps the product's shape and
+    every other tensor it reads is a row vector ((N,), (1, N)) or a whole (M, N) tensor that is not
+    an operand of the product."""
+    anchor = next((nodes[m] for m in members if nodes[m].role not in ("elementwise", "view")), None)
+    if anchor is None or anchor.role != "matmul" or anchor.op not in ("matmul", "mm", "linear"):
+        return False
+    if len(anchor.inputs) != 2 or any(nodes[m].role != "elementwise" and m != anchor.id and nodes[m].op != "transpose"
+                                      for m in members):
+        return False
+    out = anchor.shape
+    operand_shapes = [graph.shape_of(i) for i in anchor.inputs]
+    if out is None or len(out) != 2 or out[1] == 1 or any(s is None or len(s) != 2 for s in operand_shapes):
+        return False
+    if n.shape is not None and tuple(n.shape) != tuple(out):
+        return False
+    inside = set(members)
+    for i in n.inputs:
+        if i in inside:
+            continue
+        v = graph.value(i)
+        if v is not None and v.kind in ("const", "scalar"):
+            continue
+        if i in anchor.inputs or any(i in nodes[t].inputs for t in members if nodes[t].op == "transpose"):
+            return False
+        s = graph.shape_of(i)
+        if s is None or tuple(s) not in ((out[1],), (1, out[1]), tuple(out)):
+            return False
+    return True
+
+
 Groups = tuple[list[list[str]], list[str | None], list[str]]
 
 
@@ -485,7 +518,8 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
             g = max(producers)
             anchor = anchors[g]
             rule = chain_rule if anchor is None else by_anchor.get(nodes[anchor].role)
-            if rule is not None and (n.role == "view" or rule.takes(n.op, "epilogue")):
+            if rule is not None and (n.role == "view" or (rule.takes(n.op, "epilogue") and (
+                    anchor is None or _epilogue_fits(graph, nodes, members[g], n)))):
                 group_of[n.id] = g
                 members[g].append(n.id)
                 continue

@@ -614,6 +614,60 @@ def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+PRODUCT = "__product__"
+"""The name a matmul epilogue's tree gives the product (op_args['epilogue'])."""
+
+
+def _is_product(n: Node) -> bool:
+    return (n.kind == "bin" and n.name == "matmul") or (_is_call(n, "matmul", "mm") and len(n.args) == 2)
+
+
+def _swap_product(n: Node, product: Node) -> Node:
+    if n == product:
+        return Node("in", name=PRODUCT)
+    if not n.args and not n.kwargs:
+        return n
+    return Node(n.kind, n.name, tuple(_swap_product(a, product) for a in n.args),
+                tuple((k, _swap_product(v, product)) for k, v in n.kwargs), n.value)
+
+
+def _matmul_epilogue(n: Node, ctx: Ctx) -> Recognition | None:
+    """A plain 2-D matmul with an elementwise epilogue on its product (`relu((x @ w.t() + b) * 0.5)`, a
+    kernel group of a GEMM chain, FUSE.matmul-epilogue): the matmul's contract, the epilogue as data
+    (op_args['epilogue'], the tree over the product `__product__` and the other operands, which
+    `epilogue_operands` lists)."""
+    if _is_product(n) or views.has_views(n):
+        return None
+    products: list[Node] = []
+    for sub in n.walk():
+        if _is_product(sub) and sub not in products:
+            products.append(sub)
+    if len(products) != 1:
+        return None
+    product = products[0]
+    rec = _matmul(product, ctx)
+    if (rec is None or rec.op != "matmul" or rec.reason or rec.op_args.get("fused") or rec.op_args.get("post")
+            or rec.op_args.get("variant") or rec.op_args.get("einsum") or rec.op_args.get("transpose_a")):
+        return None
+    tree = _swap_product(n, product)
+    for sub in tree.walk():
+        if sub.kind == "in":
+            if sub.name != PRODUCT and sub.name not in ctx.inputs:
+                return None
+            continue
+        if sub.kind in ("const", "neg") or (sub.kind == "bin" and sub.name in ("add", "sub", "mul", "div")):
+            continue
+        if sub.kind == "call" and sub.name in ELEMENTWISE_FUNCS and sub.name != "rotate_half":
+            continue
+        return None
+    others = [x for x in ir.inputs_of(tree) if x != PRODUCT and ctx.is_tensor(Node("in", name=x))]
+    if set(others) & set(rec.op_args["operands"]):
+        return None  # an operand of the product read again by the epilogue: not written
+    rec.op_args["epilogue"] = ir.to_data(tree)
+    rec.op_args["epilogue_operands"] = tuple(others)
+    return rec
+
+
 def _matmul_operand(n: Node, ctx: Ctx) -> tuple[Node | None, bool, bool]:
     if ctx.is_tensor(n):
         return n, False, False
@@ -953,7 +1007,7 @@ def _einsum_matmul(n: Node, ctx: Ctx) -> Recognition | None:
 
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _elementwise,
+    _nested_unsupported, _matmul_epilogue, _elementwise,
 )
 
 

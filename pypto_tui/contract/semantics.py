@@ -698,6 +698,11 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
             out.supported = False
             out.reason = (f"{post} of a product is scaffolded for a 2-D product with a constant diagonal and A not "
                           "transposed (TRI.mask-by-cumsum)")
+    epilogue = a.get("epilogue")
+    if epilogue:  # FUSE.matmul-epilogue: an elementwise tree over the product, on each output tile
+        from pypto_tui.contract import ir
+
+        out.formula += f", then out = {ir.render(ir.from_data(_unfreeze(epilogue)), {'__product__': 'out'})}"
     if c.op == "bmm" and variant != "batched":
         raise _Missing("output_shape", "torch.bmm needs two 3-D operands")
 

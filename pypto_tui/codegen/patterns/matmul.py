@@ -12,8 +12,9 @@ from __future__ import annotations
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
+from pypto_tui.codegen.expr import Ex
 from pypto_tui.codegen.pattern import Pattern
-from pypto_tui.codegen.spec import KernelSpec, TensorParam
+from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
@@ -70,7 +71,28 @@ def build_matmul(b: Builder) -> None:
         dims = [*dims, "out_rows"]
     b.pattern = "B"
     prelude: Stmts = []
-    if loop:
+    epilogue = _Epilogue(b, out_shape) if c.op_args.get("epilogue") else None
+    if epilogue is not None:
+        if batch is not None or a_trans or ctx.plan.dynamic is not None:
+            raise Unsupported("a matmul epilogue is written for a 2-D product with A as stored and static shapes")
+        b.summary = ("Pattern B: 2-D matmul with its elementwise epilogue on each output tile"
+                     + (", loop along M (view -> matmul -> epilogue -> assemble)" if loop else ""))
+        setup = b.tmpl("matmul_setup", **cube) + b.tmpl("vec_setup", tile=epilogue.tile)
+
+        def ep_step(size: str, off: str | int, suffix: str) -> list:
+            assert epilogue is not None
+            chunk = f"{a_name}_{suffix}"
+            views, env = epilogue.reads(size, off, suffix)
+            return b.tmpl("matmul_epilogue_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]) + views,
+                          a_chunk=name(chunk), b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans),
+                          product=name(f"mm_{suffix}"), value=epilogue.value(env), offsets=dims_list([off, 0]),
+                          out=name("out"))
+
+        if loop:
+            prelude, body = b.chunked_loop("m", ep_step, "bi", "M_LOOP", setup=setup)
+        else:
+            body = setup + ep_step("m", 0, "all")
+    elif loop:
         b.summary = "Pattern B: 2-D matmul, loop along M (view -> matmul -> assemble)"
         def step(size: str, off: str, suffix: str) -> list:
             chunk = f"{a_name}_{suffix}"
@@ -92,12 +114,16 @@ def build_matmul(b: Builder) -> None:
     if b_trans:
         b.summary += ", B read transposed (b_trans=True)"
     spec = KernelSpec(
-        factory="create_matmul_kernel", kernel="matmul_kernel", dims=dims, scalars=[],
+        factory="create_matmul_kernel", kernel="matmul_kernel", dims=dims,
+        scalars=epilogue.scalars if epilogue is not None else [],
         inputs=[TensorParam(a_name, k_a, ops[0].dtype or ctx.dtype),
-                TensorParam(b_name, k_b, ops[1].dtype or ctx.dtype)],
+                TensorParam(b_name, k_b, ops[1].dtype or ctx.dtype),
+                *(epilogue.params(ctx.dtype) if epilogue is not None else [])],
         output=TensorParam("out", k_out, out_dtype), prelude=prelude, body=body,
-        doc=f"{b.summary} (B.matmul-m-loop, {'B.batched-loop' if per_batch else 'B.batched-no-loop'}, B.transposed-b); "
-            "shapes are closure constants (P1.static-shape).",
+        doc=f"{b.summary} (B.matmul-m-loop, {'B.batched-loop' if per_batch else 'B.batched-no-loop'}, B.transposed-b"
+            + (f", FUSE.matmul-separate): out = {c.formula.split('then out = ')[-1]}"
+               if epilogue is not None and c.formula else ")")
+            + "; shapes are closure constants (P1.static-shape).",
     )
     b.add_kernel(spec)
     # forward
@@ -121,7 +147,7 @@ def build_matmul(b: Builder) -> None:
         bn = b.prepare(bn, [b.expr("-1"), b.expr(b_shape[-1])], "rows")
         b.forward.prepare += b.fwd("out_rows = {a}.shape[0] // {k} * m" if a_trans else "out_rows = {a}.shape[0]",
                                    a=name(an), k=name("k"))
-    b.call_kernel(spec, [an, bn])
+    b.call_kernel(spec, [an, bn, *(epilogue.prepare() if epilogue is not None else [])])
     if rows_of_a:  # B.leading-rows: the rows back to A's leading axes
         lead = [b.expr("{a}.shape[{i}]", a=name(a_name), i=literal(i)) for i in range(a_rank - 1)]
         b.forward.result = b.expr("out.reshape({args})", args=[cst.Arg(e) for e in [*lead, name("n")]])
@@ -130,6 +156,74 @@ def build_matmul(b: Builder) -> None:
         b.forward.result = b.expr("out.reshape(batch, m, n)")
     else:
         b.forward.result = name("out")
+
+
+class _Epilogue:
+    """The contract's elementwise epilogue (op_args['epilogue'], FUSE.matmul-separate): its tree over
+    the product and the other operands, each a row vector ((N,) or (1, N), widened to the chunk's rows
+    with expand_clone) or a whole (M, N) tensor (a view of the chunk's rows), and the vec tile the
+    plan chose for the output."""
+
+    def __init__(self, b: Builder, out_shape: tuple[str, ...]) -> None:
+        from pypto_tui.codegen.patterns.elementwise import _expression, _thaw
+        from pypto_tui.contract.recognise import PRODUCT
+
+        c = b.ctx.contract
+        self.b = b
+        self.product = PRODUCT
+        self.operands = list(c.op_args.get("epilogue_operands") or ())
+        full = tuple(c.output_shape or ())
+        self.row: dict[str, bool] = {}
+        for o in self.operands:
+            inp = c.input(o)
+            shape = tuple(inp.shape or ()) if inp is not None else ()
+            if len(full) != 2 or shape not in ((full[1],), (1, full[1]), full):
+                raise Unsupported(f"the epilogue reads {o} of shape {shape}: only a row vector or a tensor of the "
+                                  f"product's shape {full} is read by a matmul epilogue")
+            self.row[o] = shape != full
+        found: dict[str, Scalar] = {}
+        self._value = _expression(b, _thaw(c.op_args["epilogue"]), found, (PRODUCT, *self.operands))
+        self._value({o: Ex.name(o) for o in (PRODUCT, *self.operands)})  # collects the scalars
+        self.scalars = list(found.values())
+        if b.ctx.main is None:
+            raise Unsupported("the plan has no vec tile for the matmul's epilogue")
+        self.tile = b.tile_constant(b.ctx.main, "the epilogue on the product " + "x".join(out_shape))
+
+    def value(self, env: dict[str, Ex]) -> Ex:
+        return self._value(env)
+
+    def reads(self, size: str, off: str | int, suffix: str) -> tuple[Stmts, dict[str, Ex]]:
+        stmts: Stmts = []
+        env: dict[str, Ex] = {self.product: Ex.name(f"mm_{suffix}")}
+        for o in self.operands:
+            chunk = f"{o}_{suffix}"
+            if self.row[o]:
+                stmts += self.b.fwd(f"{chunk} = pypto.expand_clone({o}, [{size}, n])")
+            else:
+                stmts += self.b.view(chunk, o, [size, "n"], [off, 0])
+            env[o] = Ex.name(chunk)
+        return stmts, env
+
+    def params(self, dtype: str) -> list[TensorParam]:
+        c = self.b.ctx.contract
+        out: list[TensorParam] = []
+        for o in self.operands:
+            inp = c.input(o)
+            shape: tuple[str | int, ...] = (1, "n") if self.row[o] else ("m", "n")
+            out.append(TensorParam(o, shape, (inp.dtype if inp is not None else None) or dtype))
+        return out
+
+    def prepare(self) -> list[str]:
+        """forward: a row vector as (1, N), a whole tensor as stored, both contiguous."""
+        b = self.b
+        names = []
+        for o in self.operands:
+            if self.row[o]:
+                names.append(b.prepare(o, [b.expr("1"), b.expr("-1")], "row"))
+            else:
+                b.assert_rank(o, 2)
+                names.append(b.prepare(o, None, ""))
+        return names
 
 
 def _stacked(shape: tuple[str, ...]) -> tuple[str, ...]:
