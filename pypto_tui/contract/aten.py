@@ -28,6 +28,9 @@ PROBLEM_CHARS = 200
 NO_VALUE = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
             "aten.sym_constrain_range_for_size.default", "aten._assert_async.msg")
 """Checks torch.export leaves in a graph: they compute nothing any node reads."""
+FILLS = {"aten.scalar_tensor.default": 0, "aten.full.default": 1, "aten.full_like.default": 1}
+"""Tensors of one value (`masked_fill`'s -inf, `torch.full`): a constant of the graph, broadcast where it is
+read (the argument position of the value)."""
 FRONT_END = "traced"
 
 
@@ -129,7 +132,9 @@ class _Converter:
     def spelling(self, node: Mapping[str, Any], kind: OpKind) -> str:
         """`nn.Conv2d self.layer1.0.conv1` for a module's own operator, else the ATen name and where it ran."""
         path, mtype = str(node.get("module") or ""), str(node.get("module_type") or "")
-        if path and mtype and registry.by_module(mtype) is kind:
+        same_rank = mtype[-2:] not in ("1d", "2d", "3d") or not any(f"{d}d" in str(node["target"]) for d in (1, 2, 3)) \
+            or f"{mtype[-2]}d" in str(node["target"])  # MaxPool1d may run as max_pool2d on an unsqueezed input
+        if path and mtype and registry.by_module(mtype) is kind and same_rank:
             return f"nn.{mtype} self.{attr_of(path)}"
         if kind.role == "pool" and kind.functions:
             nd = self.nd(node, 0)
@@ -138,13 +143,14 @@ class _Converter:
         return f"{node['target']} in self.{path}" if path else str(node["target"])
 
     def nd(self, node: Mapping[str, Any], x_rank: int) -> int:
-        mtype = str(node.get("module_type") or "")
-        if mtype[-2:] in ("1d", "2d", "3d"):
-            return int(mtype[-2])
+        """The operator's spatial rank: the ATen operator's own (`max_pool2d...`), else the module's."""
         target = str(node.get("target") or "")
         for d in (1, 2, 3):
             if f"{d}d" in target:
                 return d
+        mtype = str(node.get("module_type") or "")
+        if mtype[-2:] in ("1d", "2d", "3d"):
+            return int(mtype[-2])
         return max(1, x_rank - 2)
 
     def add(self, node: Mapping[str, Any], kind: OpKind, inputs: Sequence[str], attrs: Mapping[str, Any],
@@ -158,6 +164,9 @@ class _Converter:
             self.b.problems.append(_one_line(f"{spelling}: the registry's shape {tuple(made.shape)} is not the "
                                              f"traced {tuple(traced)}"))
         return nid
+
+    def node(self, nid: str) -> Any:
+        return next((n for n in reversed(self.b.nodes) if n.id == nid), None)
 
     def unknown(self, node: Mapping[str, Any], why: str) -> str:
         """A node the graph cannot read: a problem (one line naming the operator and its submodule), and a
@@ -175,6 +184,9 @@ class _Converter:
         name, target = str(node["name"]), str(node["target"])
         args = list(node.get("args") or ())
         if target in NO_VALUE:
+            return
+        if target in FILLS and len(args) > FILLS[target] and not _is_ref(args[FILLS[target]]):
+            self.ref[name] = self.b.const(_const_value(args[FILLS[target]]), target)
             return
         if target in ("getitem", "<built-in function getitem>"):
             src, index = [*args, None, None][:2]
@@ -433,6 +445,18 @@ def _group_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list
     return c.add(node, kind, ins, attrs)
 
 
+def _instance_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+                   kwargs: dict[str, Any]) -> str:
+    """instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn)."""
+    x = c.tensor(args[0], node)
+    w, b, rm = (c.tensor(a, node) if _is_ref(a) else None for a in args[1:4])
+    xs = c.b.shape(x) or ()
+    attrs = {"affine": w is not None, "eps": _const_value(args[7]), "momentum": _const_value(args[6]),
+             "nd": c.nd(node, len(xs)), "num_features": xs[1] if len(xs) > 1 else None,
+             "track_running_stats": rm is not None}
+    return c.add(node, kind, [x, *(p for p in (w, b) if p is not None)], attrs)
+
+
 def _linear(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
     x, w = c.tensor(args[0], node), c.tensor(args[1], node)
     b = c.tensor(args[2], node) if len(args) > 2 and _is_ref(args[2]) else None
@@ -511,7 +535,34 @@ def _reduce(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any
 
 
 def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
-    return c.add(node, kind, [c.tensor(a, node) for a in args[0]], {"dim": _arg(args, kwargs, 1, "dim", 0)})
+    parts = [c.tensor(a, node) for a in args[0]]
+    dim = _arg(args, kwargs, 1, "dim", 0)
+    x = _rotated_half(c, parts, dim)
+    if x is not None:  # cat((-x[..., h:], x[..., :h]), -1): the static reader's rotate_half (contract/rope.py)
+        rot = registry.kind("rotate_half")
+        assert rot is not None
+        return c.add(node, rot, [x], {}, "rotate_half")
+    return c.add(node, kind, parts, {"dim": dim})
+
+
+def _rotated_half(c: _Converter, parts: list[str], dim: Any) -> str | None:
+    """x when `parts` are -x's upper half and x's lower half along x's last axis, else None."""
+    if len(parts) != 2:
+        return None
+    neg, low = c.node(parts[0]), c.node(parts[1])
+    upper = c.node(neg.inputs[0]) if neg is not None and neg.op == "neg" else None
+    if upper is None or low is None or any(h.op != "view" or len(h.attrs.get("steps", ())) != 1
+                                           for h in (upper, low)):
+        return None
+    (up,), (lo,) = (V.step_of(s) for s in upper.attrs["steps"]), (V.step_of(s) for s in low.attrs["steps"])
+    x = upper.inputs[0]
+    shape = c.b.shape(x)
+    if shape is None or low.inputs[0] != x or not isinstance(dim, int) or dim % len(shape) != len(shape) - 1:
+        return None
+    h = shape[-1] // 2
+    want = (up.kind, up.dim, up.start, up.length, lo.kind, lo.dim, lo.start, lo.length)
+    ok = want == ("narrow", len(shape) - 1, h, h, "narrow", len(shape) - 1, 0, h) and shape[-1] == 2 * h
+    return x if ok else None
 
 
 def _permute(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -596,7 +647,8 @@ _HANDLERS: dict[str, Handler] = {
     "where": _where, "elu": _elu, "clone": _identity, "detach": _identity, "dropout": _identity,
     "float": _to_copy, "conv": _conv, "max_pool": _max_pool, "avg_pool": _avg_pool,
     "adaptive_avg_pool": _adaptive, "adaptive_max_pool": _adaptive, "batch_norm": _batch_norm,
-    "layer_norm": _layer_norm, "group_norm": _group_norm, "linear": _linear, "matmul": _matmul, "bmm": _matmul,
+    "layer_norm": _layer_norm, "group_norm": _group_norm, "instance_norm": _instance_norm, "linear": _linear,
+    "matmul": _matmul, "bmm": _matmul,
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),
@@ -615,10 +667,26 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     notes = [f"read by tracing the model in eval mode with torch.export (torch {data.get('torch_version', '?')})"]
     if "batch_norm" in c.modes:
         notes.append("BatchNorm was traced in eval mode: it normalises with its running statistics")
-    used = {i for node in b.nodes for i in node.inputs} | ({out} if out else set())
+    nodes = _reaching(b.nodes, out)
+    used = {i for node in nodes for i in node.inputs} | ({out} if out else set())
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")
     problems = tuple(dict.fromkeys(_one_line(p) for p in b.problems))
-    return OpGraph(values, tuple(b.nodes), out, problems, tuple(notes))
+    return OpGraph(values, nodes, out, problems, tuple(notes))
+
+
+def _reaching(nodes: Sequence[Any], out: str | None) -> tuple[Any, ...]:
+    """The nodes the output depends on, in order (what a fold left behind, an unread tuple element and a
+    value forward computes and drops are no kernels); the static reader builds only these."""
+    by_id = {n.id: n for n in nodes}
+    keep: set[str] = set()
+    todo = [out] if out is not None and out in by_id else []
+    while todo:
+        nid = todo.pop()
+        if nid in keep:
+            continue
+        keep.add(nid)
+        todo.extend(i for i in by_id[nid].inputs if i in by_id)
+    return tuple(n for n in nodes if n.id in keep)
 
 
 def shapes_of(graph: OpGraph) -> dict[str, Shape | None]:

@@ -147,7 +147,9 @@ def _ops(*names: str) -> tuple[str, ...]:
 
 # The ATen operators each kind is traced as (torch.export, decomposed to core ATen).
 ATEN: dict[str, tuple[str, ...]] = {
-    "relu": _ops("relu.default"), "leaky_relu": _ops("leaky_relu.default"), "sigmoid": _ops("sigmoid.default"),
+    "relu": _ops("relu.default"), "relu6": _ops("relu6.default"), "selu": _ops("selu.default"),
+    "celu": _ops("celu.default"), "softshrink": _ops("softshrink.default"),
+    "leaky_relu": _ops("leaky_relu.default"), "sigmoid": _ops("sigmoid.default"),
     "tanh": _ops("tanh.default"), "gelu": _ops("gelu.default"), "elu": _ops("elu.default"),
     "softplus": _ops("softplus.default"), "hardtanh": _ops("hardtanh.default"),
     "hardsigmoid": _ops("hardsigmoid.default"), "hardswish": _ops("hardswish.default"),

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-TRACE_FORMAT = 2
+TRACE_FORMAT = 3
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MB = 12288
 
