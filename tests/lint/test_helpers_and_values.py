@@ -44,6 +44,11 @@ HELPERS = textwrap.dedent("""\
     @pypto.frontend.jit
     def kernel(x: pypto.Tensor((64, 512), pypto.DT_FP32), out: pypto.Tensor((64, 512), pypto.DT_FP32)):
         out.move(tiles_then_scale(x))
+
+
+    class ModelNew:  # a KernelBench module: the documents' style rules report here by default
+        def forward(self, x):
+            return x
     """)
 
 

@@ -81,8 +81,10 @@ FIXABLE_KERNEL = (
     "import pypto as pt\n\nN = 16384\n\n\n@pt.frontend.jit\n"
     "def kernel(x: pt.Tensor((N,), pt.DT_FP32), out: pt.Tensor((N,), pt.DT_FP32)):\n"
     "    pt.set_vec_tile_shapes(8192)\n    out.move(1.0 - x)\n"
+    "\n\nclass ModelNew:\n    def forward(self, x):\n        return x\n"
 )
-"""A kernel with one mechanical lint finding (a scalar on the left of `-`): lint --fix rewrites it."""
+"""A KernelBench module with one mechanical lint finding (a scalar on the left of `-`, the documents'
+advice for a ModelNew module): lint --fix rewrites it."""
 
 HOSTILE_TASKS: dict[str, Callable[[], str]] = {
     "nested_parens.py": nested_parens,
