@@ -44,10 +44,12 @@ def _for_this_machine(kernel):
 
 # TILE_SHAPE: vec tile for x (16, 64, 16384) fp32 (P4.tile-budget, P4.auto-tiles, O1.contiguous-1kb,
 #   O1.reduce-sweet-spot):
-#   prod 4096 (limit 16384), auto_tiles 4096 (limit 2048), contiguous 8192 B (target 1024 B), 8 reduce
+#   prod 4096 (limit 16384), auto_tiles 4096 (limit 2048), contiguous 16384 B (target 1024 B), 4 reduce
 #     segment(s) on axis 2.
+#   (1, 1, 4096) instead of (2, 2, 1024): the same size with one row of the loop's axis 0, so a chunk of a
+#     few rows does not cut the tile.
 #   warn P4.auto-tiles: auto_tiles = 4096 > 2048: handled by the pypto.loop below (LOOP_COUNT)
-TILE_SHAPE = (1, 2, 2048)
+TILE_SHAPE = (1, 1, 4096)
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (16, 64, 16384) (P6.avoid-loops, O2.loop-log-scale,
 #   P6.loop-tail):
