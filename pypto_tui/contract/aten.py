@@ -566,7 +566,16 @@ def _rotated_half(c: _Converter, parts: list[str], dim: Any) -> str | None:
 
 
 def _permute(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
-    return c.add(node, kind, [c.tensor(args[0], node)], {"dims": tuple(_const_value(args[1]))})
+    """A permutation that swaps two axes is the transpose it was written as (core ATen has no transpose):
+    the partition reads a transpose that only a matmul reads as that matmul's operand layout."""
+    x = c.tensor(args[0], node)
+    dims = tuple(_const_value(args[1]))
+    rank = len(dims)
+    moved = [i for i, d in enumerate(dims) if d % rank != i] if rank else []
+    tr = registry.kind("transpose")
+    if len(moved) == 2 and tr is not None and dims[moved[0]] % rank == moved[1]:
+        return c.add(node, tr, [x], {"dim0": moved[0], "dim1": moved[1]}, "transpose")
+    return c.add(node, kind, [x], {"dims": dims})
 
 
 def _transpose(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
@@ -666,7 +675,8 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     b = c.b
     notes = [f"read by tracing the model in eval mode with torch.export (torch {data.get('torch_version', '?')})"]
     if "batch_norm" in c.modes:
-        notes.append("BatchNorm was traced in eval mode: it normalises with its running statistics")
+        notes.append("BatchNorm was traced in eval mode, where it normalises with its running statistics; the "
+                     "kernels' contracts take the batch's statistics, as for the static reader")
     nodes = _reaching(b.nodes, out)
     used = {i for node in nodes for i in node.inputs} | ({out} if out else set())
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")

@@ -64,6 +64,9 @@ def test_a_resnet_block_reads_the_same_graph_as_the_static_reader():
     assert kernels(traced) == kernels(static) == [["conv"], ["batch_norm"], ["relu"], ["conv"], ["batch_norm"],
                                                   ["add", "relu"]]
     assert any("eval mode" in n and "running statistics" in n for n in traced.notes)
+    transposed = graph_from_trace(_graph([_node("p", "aten.permute.default", [{"node": "x"}, [0, 1, 3, 2]],
+                                                [2, 4, 8, 8])], "p"))
+    assert (transposed.nodes[0].op, dict(transposed.nodes[0].attrs)) == ("transpose", {"dim0": 2, "dim1": 3})
 
 
 @pytest.mark.parametrize(("name", "ops"), [
@@ -71,7 +74,7 @@ def test_a_resnet_block_reads_the_same_graph_as_the_static_reader():
     ("modulelist_loop", ["linear", "tanh", "add"] * 3),
     ("helper_function", ["linear", "gelu", "mul"]),
     ("if_attribute", ["conv", "relu"]),
-    ("shape_unpack", ["linear", "view", "view", "permute", "bmm", "div", "softmax"]),
+    ("shape_unpack", ["linear", "view", "view", "transpose", "bmm", "div", "softmax"]),
 ])
 def test_constructs_the_static_reader_refuses_are_read_by_tracing(name, ops):
     static = static_graph(TRACED_TASKS / f"{name}.py")
