@@ -215,9 +215,29 @@ class Pipeline:
         pattern = self.pattern()
 
         def compute() -> Needs:
-            return (pattern.needs if pattern is not None else main_tile_needs)(c, dims, g, self.kb)
+            needs = (pattern.needs if pattern is not None else main_tile_needs)(c, dims, g, self.kb)
+            return self._epilogue_needs(needs)
 
         return self._memo("needs", (id(c), id(dims), g, pattern), compute)
+
+    def _epilogue_needs(self, needs: Needs) -> Needs:
+        """A matmul epilogue's tile role (TileRole.cube_n): its last axis cut to the cube's N tile, the
+        loop still planned on the whole output. Measured (fusion.toml FUSE.matmul-separate): a vec tile
+        spanning several cube N tiles lost the Pass_04/14/17 rows; one of the cube's N kept them."""
+        from dataclasses import replace as _replace
+
+        from pypto_tui.tiles import choose_cube
+
+        if not needs.tiles or not needs.tiles[0].cube_n or needs.cube is None:
+            return needs
+        role = needs.tiles[0]
+        M, K, N = needs.cube
+        cube = choose_cube(self.kb, M, K, N, needs.cube_dtype or role.dtype, self.design.cube)
+        if cube is None:
+            return needs
+        n_tile = min(role.shape[-1], int(cube.evaluation.n[0]))
+        role = _replace(role, shape=(*role.shape[:-1], n_tile))
+        return _replace(needs, tiles=(role, *needs.tiles[1:]), loop_shape=needs.loop_shape or needs.tiles[0].shape)
 
     def costs(self) -> DesignCosts:
         """The cost estimate's pricing of this design's tiles and loop counts (SIM.cost-estimate)."""

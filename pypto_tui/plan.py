@@ -189,6 +189,9 @@ class TileRole:
     # the smallest tile per axis the role's ops take (an axis gathered by index_select needs 2: at 1,
     # pass-verify cannot run the GATHER at Pass_04, HW.gather-tile); None: no floor
     min_tile: Shape | None = None
+    # an elementwise epilogue on a matmul's output (FUSE.matmul-separate): the tile's last axis is the
+    # cube's N tile and the loop takes one tile of rows per iteration (the design step fixes both)
+    cube_n: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,14 +9,24 @@ tiles from the design, the pack's starting point, or the best legal candidate fo
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex
-from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
+from pypto_tui.plan import Needs
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.model import Contract
+    from pypto_tui.dims import DimPlan
+    from pypto_tui.kb import KnowledgeBase
+    from pypto_tui.plan import Geometry
 
 
 @cites("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop", "B.batched-loop", "B.leading-rows")
@@ -226,6 +236,14 @@ class _Epilogue:
         return names
 
 
+def matmul_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
+    """The common needs; an epilogue's tile role is cut to the cube's N tile (TileRole.cube_n)."""
+    needs = main_tile_needs(c, dims, g, kb)
+    if not c.op_args.get("epilogue") or not needs.tiles:
+        return needs
+    return replace(needs, tiles=(replace(needs.tiles[0], cube_n=True), *needs.tiles[1:]))
+
+
 def _stacked(shape: tuple[str, ...]) -> tuple[str, ...]:
     """(batch, r, c) -> (batch * r, c): the batch elements one after another along the rows."""
     return (f"{shape[0]} * {shape[1]}", shape[2])
@@ -236,4 +254,4 @@ def _row_offset(b: Builder, rows: str) -> cst.List:
 
 
 PATTERNS = (Pattern("B", ("matmul",), build_matmul, ("B.matmul-m-loop", "B.transposed-b", "B.batched-no-loop",
-                                                     "B.batched-loop", "B.leading-rows")),)
+                                                     "B.batched-loop", "B.leading-rows"), needs=matmul_needs),)
