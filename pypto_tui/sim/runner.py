@@ -147,50 +147,41 @@ def run_in_subprocess(
     t0 = time.perf_counter()
     stderr_path = ctl / "stderr.log"
     try:
-        with stderr_path.open("wb") as err:
-            argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(job_path), str(result_path)]
-            proc = _WORKERS.start(batch if batch is not None else job, argv, err, stderr_path, warm=python is None)
-            if proc is None:
-                return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label, error="stopped before it started")
-            try:
-                rc = _wait(proc, work, timeout_s, job, status)
-            except BaseException as exc:  # the timeout, or the caller interrupted us
-                _kill_group(proc)
-                if not isinstance(exc, subprocess.TimeoutExpired):
-                    raise
-                return J.SimResult(
-                    kind=job.kind, status=J.TIMEOUT, label=job.label,
-                    error=f"no answer within {timeout_s:g} s; the worker was stopped",
-                    wall_s=round(time.perf_counter() - t0, 3),
-                )
-            finally:
-                _WORKERS.forget(proc)
+        def step(path: Path, mode: str, seconds: float, stopped: str, timed_out: str) -> int | J.SimResult:
+            """One worker process on `path`'s step: its exit code, or the result that ends the job."""
+            with stderr_path.open(mode) as err:
+                argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(path), str(result_path)]
+                proc = _WORKERS.start(batch if batch is not None else job, argv, err, stderr_path,
+                                      warm=python is None)
+                if proc is None:
+                    return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label, error=stopped)
+                try:
+                    return _wait(proc, work, seconds, job, status)
+                except BaseException as exc:  # the timeout, or the caller interrupted us
+                    _kill_group(proc)
+                    if not isinstance(exc, subprocess.TimeoutExpired):
+                        raise
+                    return J.SimResult(kind=job.kind, status=J.TIMEOUT, label=job.label, error=timed_out,
+                                       wall_s=round(time.perf_counter() - t0, 3))
+                finally:
+                    _WORKERS.forget(proc)
+
+        ran = step(job_path, "wb", timeout_s, "stopped before it started",
+                   f"no answer within {timeout_s:g} s; the worker was stopped")
+        if isinstance(ran, J.SimResult):
+            return ran
+        rc = ran
         if result_path.exists() and _handed_off(result_path):
             # The kernel ran and left its outputs: the baseline and the comparison run in a process
             # of their own, which never imports the kernel module (worker.run_compare).
             compare_path = ctl / "compare.json"
             compare_path.write_text(json.dumps({**job_json, "step": J.COMPARE_STEP}), encoding="utf-8")
-            with stderr_path.open("ab") as err:
-                argv = [python or sys.executable, "-m", "pypto_tui.sim.worker", str(compare_path), str(result_path)]
-                proc = _WORKERS.start(batch if batch is not None else job, argv, err, stderr_path,
-                                      warm=python is None)
-                if proc is None:
-                    return J.SimResult(kind=job.kind, status=J.CRASHED, label=job.label,
-                                       error="stopped before the comparison started")
-                try:
-                    left = max(timeout_s - (time.perf_counter() - t0), MIN_COMPARE_S)
-                    rc = _wait(proc, work, left, job, status)
-                except BaseException as exc:
-                    _kill_group(proc)
-                    if not isinstance(exc, subprocess.TimeoutExpired):
-                        raise
-                    return J.SimResult(
-                        kind=job.kind, status=J.TIMEOUT, label=job.label,
-                        error=f"no answer within {timeout_s:g} s (the comparison with the baseline was stopped)",
-                        wall_s=round(time.perf_counter() - t0, 3),
-                    )
-                finally:
-                    _WORKERS.forget(proc)
+            ran = step(compare_path, "ab", max(timeout_s - (time.perf_counter() - t0), MIN_COMPARE_S),
+                       "stopped before the comparison started",
+                       f"no answer within {timeout_s:g} s (the comparison with the baseline was stopped)")
+            if isinstance(ran, J.SimResult):
+                return ran
+            rc = ran
             if _handed_off(result_path):  # the compare step died before it wrote its answer
                 result_path.unlink()
         if result_path.exists():
