@@ -186,7 +186,10 @@ class _Converter:
         if target in NO_VALUE:
             return
         if target in FILLS and len(args) > FILLS[target] and not _is_ref(args[FILLS[target]]):
-            self.ref[name] = self.b.const(_const_value(args[FILLS[target]]), target)
+            shape = _shape(node.get("shape")) or ()
+            cid = self.b.const(_const_value(args[FILLS[target]]), f"{target} {list(shape)}" if shape else target)
+            self.b.values[cid] = replace(self.b.values[cid], shape=shape)  # zeros_like(bias): a tensor of one value
+            self.ref[name] = cid
             return
         if target in ("getitem", "<built-in function getitem>"):
             src, index = [*args, None, None][:2]

@@ -227,3 +227,15 @@ def test_a_masked_fill_reads_its_fill_as_a_constant_and_a_rotation_is_rotate_hal
     assert [(n.op, n.inputs) for n in g.nodes] == [("rotate_half", ("x",)), ("gt", ("x", "c0")),
                                                    ("where", ("n4", "c1", "n3"))]
     assert g.value("c1").value == float("-inf") and g.node("n4").dtype == "bool"
+
+
+def test_a_fill_with_a_shape_is_a_constant_of_that_shape():
+    """cat((q_bias, zeros_like(v_bias), v_bias)): the zeros are a constant of v_bias's shape, so the cat's
+    shape follows."""
+    data = _graph([_node("z", "aten.full_like.default", [{"node": "b"}, 0], [4]),
+                   _node("c", "aten.cat.default", [[{"node": "b"}, {"node": "z"}, {"node": "b"}]], [12])], "c")
+    data["placeholders"].append({"name": "b", "kind": "parameter", "target": "attn.v_bias", "shape": [4],
+                                 "dtype": "fp32"})
+    g = graph_from_trace(data)
+    assert not g.problems and g.shape_of("n0") == (12,)
+    assert (g.value("c0").shape, g.value("c0").value) == ((4,), 0)
