@@ -28,12 +28,21 @@ def _app(state: Path, task: str | None = None, **kw: object) -> PyptoApp:
 
 
 async def _settle(pilot) -> None:
+    """Wait until the step's background work is done, its result drawn and the focus and theme applied:
+    on a loaded machine (the whole suite on two cores) one pause was not always enough, and a snapshot
+    caught the screen between two paints."""
     app = pilot.app
     for _ in range(2):
         await app.workers.wait_for_complete()
         await pilot.pause()
+    for _ in range(100):  # at most 5 s: the step's worker has finished and the screen is no longer busy
+        if not getattr(app.screen, "busy", False) and not any(w.is_running for w in app.workers):
+            break
+        await pilot.pause(0.05)
     app.clear_notifications()
-    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    for _ in range(3):
+        await pilot.pause(0.05)
 
 
 def _steps(n: int, *extra: str):
