@@ -36,7 +36,8 @@ async def _settle(pilot) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
     for _ in range(100):  # at most 5 s: the step's worker has finished and the screen is no longer busy
-        if not getattr(app.screen, "busy", False) and not any(w.is_running for w in app.workers):
+        drawn = getattr(app.screen, "_shown_at", 0) is not None  # the app drops keys pressed before this
+        if drawn and not getattr(app.screen, "busy", False) and not any(w.is_running for w in app.workers):
             break
         await pilot.pause(0.05)
     app.clear_notifications()
