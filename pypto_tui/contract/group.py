@@ -54,10 +54,9 @@ FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 # `bmm(q, k.transpose(1, 2))` did: 'int' object has no attribute 'shape').
 PATTERN_LOCALS = frozenset({"m", "k", "n", "k_b", "batch", "batch_b", "out", "out_rows", "kernel", "rows", "cols"})
 
-MODULE_ANCHORS = ("conv", "conv_transpose", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool",
-                  "batch_norm", "group_norm", "layer_norm", "instance_norm", "rms_norm")
-"""Anchors that the task wrote as an `nn` module call: the kernel calls the task's own module (its
-weights and constructor arguments), as `Model` does."""
+MODULE_ROLES = ("conv", "pool", "norm")
+"""Roles of the anchors whose weights and settings live in the task's `nn` module: written as a module
+call, the kernel calls the task's own module (its weights and constructor arguments), as `Model` does."""
 
 
 
@@ -78,10 +77,10 @@ def arg_name(vid: str) -> str:
     return f"{name}_in" if name in PATTERN_LOCALS else name
 
 
-def module_of(n: OpNode) -> tuple[str, str] | None:
-    """(nn type, self attribute) of a node read from an `nn.<Type>` module call, else None."""
+def module_call(n: OpNode) -> tuple[str, str] | None:
+    """(nn type, self attribute) of a conv, pool or norm node the task wrote as an `nn.<Type>` module call."""
     parts = n.spelling.split()
-    if len(parts) == 2 and parts[0].startswith("nn.") and parts[1].startswith("self."):
+    if n.role in MODULE_ROLES and len(parts) == 2 and parts[0].startswith("nn.") and parts[1].startswith("self."):
         return parts[0][3:], parts[1][5:]
     return None
 
@@ -128,10 +127,13 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
     modules: list[str] = []
     module_rows: list[tuple[str, str, str, tuple[str, ...]]] = []
     owned: set[str] = set()
-    for nid in nodes:
-        n = graph.node(nid)
-        mod = module_of(n) if n is not None and n.op in MODULE_ANCHORS else None
-        if n is None or mod is None:
+    group = [n for n in (graph.node(nid) for nid in nodes) if n is not None]
+    if len(group) != len(nodes):
+        raise Unsupported("the kernel names a node the graph does not hold")
+    calls = {n.id: module_call(n) for n in group}
+    for n in group:
+        mod = calls[n.id]
+        if mod is None:
             continue
         kind, attr = mod
         args = _module_args(n.attrs)
@@ -160,20 +162,18 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
         params.append(vid)
         inputs.append(TensorSpec(tuple(shape), dtype, {"fn": "randn", "shape": list(shape), "dtype": dtype,
                                                        "post": [], "replayable": True}))
-    for nid in nodes:
-        n = graph.node(nid)
-        assert n is not None
-        mod = module_of(n) if n.op in MODULE_ANCHORS else None
+    for n in group:
+        mod = calls[n.id]
         if mod is not None:  # the module holds its own weights: forward hands it the tensor alone
             spec = attributes[mod[1]]
-            tree[nid] = Node("module", name=spec.type, args=(tree[n.inputs[0]],), value=spec)
+            tree[n.id] = Node("module", name=spec.type, args=(tree[n.inputs[0]],), value=spec)
         else:
-            tree[nid] = _node(n, tuple(tree[i] for i in n.inputs))
+            tree[n.id] = _node(n, tuple(tree[i] for i in n.inputs))
     names = tuple(arg_name(p) for p in params)
     forward = ", ".join(("self", *names))
     signature = Signature(init_source="self", forward_source=forward, forward_names=names, doc=title,
                           modules=tuple(module_rows))
-    ops = ", ".join(graph.node(n).op for n in nodes if graph.node(n) is not None)  # type: ignore[union-attr]
+    ops = ", ".join(n.op for n in group)
     facts = TaskFacts(
         path=None, aliases={}, env={}, init_params=[], init_values={}, init_problems=[], attributes=attributes,
         forward_params=list(names), inputs=list(inputs), inputs_problem=None, root=tree[writes],
