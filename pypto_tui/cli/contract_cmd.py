@@ -6,6 +6,7 @@ only in a subprocess of its own process group with a timeout, after a note on st
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,7 +43,6 @@ def contract(
     """Print the contract (formula, inputs, reduction, asymmetry), the operator graph, the kernels it is
     split into with each kernel's contract, and the dimension plan (rules P0-P3, O3)."""
     from pypto_tui.design import Design, Pipeline, task_kernels
-    from pypto_tui.dims import plan_dims
     from pypto_tui.fileio import require_file
 
     pack = load_kb(kb)
@@ -56,9 +56,10 @@ def contract(
         from pypto_tui.errors import InputError
 
         raise InputError(f"--front-end is static or traced, not {front_end!r}")
+    pipeline.design = replace(pipeline.design, strategy=strategy)  # before any step is computed
     c = pipeline.contract()
     _sizes_a_device_holds(c)
-    plan = plan_dims(c, pack, strategy)
+    plan = pipeline.dims()  # the plan the verdict below is made with (--strategy included)
     found = task_kernels(pipeline)
     check = None
     if run:
