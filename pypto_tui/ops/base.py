@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Shape = tuple[int, ...]
 ShapeFn = Callable[[Sequence[Shape], Mapping[str, Any]], Shape]
 Reference = Callable[..., Any]
+Render = Callable[..., Any]
+"""(x, bound parameters, the code generator's operations) -> the kind's expression in the kernel."""
+
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+"""Marks a constructor parameter with no default in `OpKind.module_signature`."""
 
 ROLES = ("elementwise", "view", "layout", "matmul", "conv", "pool", "reduction", "norm", "softmax", "scan", "loss",
          "attention", "argreduce", "other")
@@ -62,6 +67,15 @@ class OpKind:
     - `identity`: the kind computes nothing (a copy, a view's contiguous copy): a kernel passes it on.
     - `spelled_as`: the kind a kernel's contract reads it as, when not its own (`torch.max(x, d)[0]`,
       max_dim, is amax over d).
+    - `formula`: the text the app and `contract` show for the kind (`{x}` and the parameters as
+      placeholders), "" when the role's own wording says it.
+    - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
+      leaves it out).
+    - `module_signature`: the `nn.Module` constructor's parameters with defaults, in torch's order
+      (`REQUIRED` marks a required one): how a module call binds without asking torch.
+    - `render(x, params, ops)`: the kind's elementwise form in the kernel, written with the operations
+      the compiler has (`ops` builds calls and constants, so the registry needs no code generator);
+      None when the kernel cannot compute it, `unsupported` saying why.
     """
 
     name: str
@@ -81,6 +95,11 @@ class OpKind:
     identity: bool = False
     spelled_as: str | None = None
     aten: tuple[str, ...] = ()
+    formula: str = ""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    module_signature: tuple[tuple[str, Any], ...] = ()
+    render: Render | None = None
+    unsupported: str = ""
 
     @property
     def is_elementwise(self) -> bool:
