@@ -203,6 +203,21 @@ class Criterion:
 
 
 @dataclass(frozen=True, slots=True)
+class CompileError:
+    """What a compiler message means and what to do about it (verify.toml `[compile_error.NAME]`):
+    a failed compile is explained by the first entry whose `says` occurs in the message."""
+
+    name: str
+    says: str
+    meaning: str
+    advice: str
+    source: str
+
+    def explain(self) -> str:
+        return f"{self.meaning}; {self.advice} (measured: {self.source})"
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyCriteria:
     """verify.toml: the criteria a pack offers, the default one and the number of input seeds."""
 
@@ -210,6 +225,11 @@ class VerifyCriteria:
     default: str
     trials: int
     criteria: Mapping[str, Criterion]
+    compile_errors: tuple[CompileError, ...] = ()
+
+    def explain_compile_error(self, message: str) -> CompileError | None:
+        """The pack's entry for a compiler message, or None when the pack knows nothing of it."""
+        return next((e for e in self.compile_errors if e.says in message), None)
 
     def get(self, name: str | None) -> Criterion:
         """The named criterion (the default for None); InputError naming the choices otherwise."""
@@ -808,7 +828,12 @@ def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
     if not criteria:
         raise r.fail("criterion", "list at least one [criterion.NAME] table")
     default = head.text("criterion", choices=tuple(criteria))
-    return VerifyCriteria(rule, default, trials, criteria)
+    errors: list[CompileError] = []
+    known = r.sub("compile_error", required=False)
+    for name in known.table:
+        e = known.sub(name)
+        errors.append(CompileError(name, e.text("says"), e.text("meaning"), e.text("advice"), e.text("source")))
+    return VerifyCriteria(rule, default, trials, criteria, tuple(errors))
 
 
 @dataclass(frozen=True, slots=True)

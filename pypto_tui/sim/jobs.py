@@ -314,6 +314,7 @@ class SimResult:
     outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work outside the kernels
     first_diverging_kernel: int | None = None  # a failing module plan: the first kernel off its reference
     divergence: str | None = None              # ... and how (one line, added to the verdict's reason)
+    failed_kernel: dict[str, Any] | None = None  # a launch that raised: the jit kernel's name and module line
     passes_expected: list[str] = field(default_factory=list)
     passes_checked: list[str] = field(default_factory=list)
     missing_passes: list[str] = field(default_factory=list)

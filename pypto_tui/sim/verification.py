@@ -90,6 +90,7 @@ class VerifyReport:
     kernels_run: int | None = None      # how many of them launched (each must: sim/guard.py)
     outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work forward did itself
     first_diverging_kernel: int | None = None  # a failing module: the first kernel off its reference
+    failed_kernel: dict[str, Any] | None = None  # a compile failure: the jit kernel's name and module line
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -469,6 +470,12 @@ def finish_verify(prepared: PreparedVerify, r: J.SimResult) -> VerifyReport:
                             or r.reason or r.error or r.status)
         if r.divergence:
             report.reason += f"; {r.divergence}"
+        if r.status == J.COMPILE_ERROR:
+            from pypto_tui.sim.compile_failure import describe
+
+            known = prepared.test.kb.verify if prepared.test is not None else None
+            report.reason = describe(report.reason, r.failed_kernel, report.kernel_designs, known)
+            report.failed_kernel = dict(r.failed_kernel) if r.failed_kernel else None
     report.status, report.wall_s, report.outputs, report.peak_rss_mb = r.status, r.wall_s, r.outputs, r.peak_rss_mb
     for key in PASS_FIELDS:
         value = getattr(r, key)

@@ -72,7 +72,16 @@ _TORCH_DTYPES = {
 
 
 class _KernelFailed(Exception):
-    """A jit kernel call raised: the compiler (or its simulator) refused the kernel."""
+    """A jit kernel call raised: the compiler (or its simulator) refused the kernel. `kernel` is the
+    jit function's name and first line, so the verdict can say which kernel of a module it was."""
+
+    def __init__(self, exc: BaseException, wrapper: Any = None) -> None:
+        super().__init__(exc)
+        fn = getattr(wrapper, "_original_func", None)
+        code = getattr(fn, "__code__", None)
+        self.kernel: dict[str, Any] | None = None if fn is None else {
+            "name": str(getattr(fn, "__name__", "kernel")), "line": int(getattr(code, "co_firstlineno", 0)),
+            "qualname": str(getattr(fn, "__qualname__", ""))}
 
 
 class _Timing:
@@ -176,7 +185,7 @@ def hook_pypto(pypto: Any, *, verify: bool, timing: _Timing) -> None:
             return out
         except Exception as exc:
             if timing.in_kernel == 1:
-                raise _KernelFailed(exc) from exc
+                raise _KernelFailed(exc, self) from exc
             raise
         finally:
             timing.in_kernel -= 1
@@ -466,6 +475,7 @@ def _execute(job: J.SimJob, work: Path, result: J.SimResult) -> None:
             return
         result.status = J.COMPILE_ERROR
         result.error = _describe(cause)
+        result.failed_kernel = wrapped.kernel
         result.reason = _in_trial(job, result, swim.compile_error_reason(work / "log") or result.error)
     except Exception as exc:
         if _is_oom(exc):

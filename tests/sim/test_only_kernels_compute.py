@@ -8,7 +8,8 @@ forward can do the kernels' work itself fails, while its values are right:
 4. a forward that returns torch's own softmax;
 
 and a module that, at import, makes the worker's comparison always pass still fails: the comparison
-runs in a process that never imported it. A chain whose first kernel is wrong names that kernel.
+runs in a process that never imported it. A chain whose first kernel is wrong names that kernel, and
+a kernel the compiler refuses is named with what the compiler's code means.
 One batch, two workers (the machine is shared); the same checks without the compiler are in
 test_guard.py."""
 
@@ -59,6 +60,7 @@ EDITS: dict[str, tuple[Path, list[tuple[str, str]]]] = {
         ("x_chunk = pypto.view(x, [BASIC_BATCH, k], [off, 0])",
          "x_chunk = pypto.view(x, [BASIC_BATCH, k - 16], [off, 0])"),
         ("pypto.matmul(x_chunk, gemm_weight,", "pypto.matmul(x_chunk, pypto.view(gemm_weight, [n, k - 16], [0, 0]),")]),
+    "kernel_1_sets_no_tile": (GEMM, [("        pypto.set_vec_tile_shapes(*TILE_SHAPE_K1)\n", "")]),
     "patched_comparison": (SOFTMAX, [(SOFTMAX_BODY, "        out.move(pypto.exp(x))"),
                                      ("\nimport pypto\n", "\nimport pypto\n" + PATCH_COMPARE)]),
 }
@@ -129,3 +131,13 @@ def test_a_failing_chain_names_the_first_kernel_that_diverges(reports) -> None:
     r, _ = reports["chain_k_terms_dropped_in_kernel_0"]
     assert not r.passed and r.first_diverging_kernel == 0, r.reason
     assert "kernel 0 (linear) is the first whose output diverges from the plan's intermediate n0m" in r.reason
+
+
+def test_a_compile_failure_names_the_kernel_and_what_the_code_means(reports) -> None:
+    report, source = reports["kernel_1_sets_no_tile"]
+    assert not report.passed and report.status == "compile_error"
+    jit = line(source, "def broadcast_kernel(") - 1  # the @jit decorator's line
+    assert report.reason.startswith(f"kernel 1 (add, mul, leaky_relu; jit `broadcast_kernel`, module line {jit}) "
+                                    "failed to compile:"), report.reason
+    assert "F7A001" in report.reason and "set the vec tile in every kernel" in report.reason
+    assert report.failed_kernel is not None and report.failed_kernel["name"] == "broadcast_kernel"
