@@ -473,7 +473,18 @@ class _StagePipeline(Pipeline):
         self._given = contract
 
     def contract(self) -> Contract:
-        return self._given
+        """The given contract, with the design's edits applied: verifying a kernel on its own runs it
+        at test shapes given as edits (sim/verify_shapes.with_shapes), as a task file's contract takes them."""
+        edits = self.design.contract_edits
+        if not edits:
+            return self._given
+
+        def compute() -> Contract:
+            from pypto_tui.contract.edits import apply_edits
+
+            return apply_edits(self._given, edits)
+
+        return self._memo("contract", json.dumps(edits, sort_keys=True, default=str), compute)
 
     def with_design(self, **changes: Any) -> _StagePipeline:
         """The same kernel (its given contract) with some decisions changed."""

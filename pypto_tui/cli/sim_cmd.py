@@ -308,6 +308,10 @@ def verify(
     trials: Annotated[int | None, typer.Option("--trials", help="Input seeds; every one must pass (default: the "
                                                f"pack's, 2; at most {MAX_TRIALS}).", min=1, max=MAX_TRIALS,
                                                show_default=False)] = None,
+    per_kernel: Annotated[bool, typer.Option("--per-kernel", help="A module of several kernels: verify each "
+                                             "kernel on its own first (its own test shapes, random inputs and "
+                                             "worker, two at a time, against its part of the task's graph), then "
+                                             "the module end to end.")] = False,
     kb: KbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -324,6 +328,8 @@ def verify(
     if kernel is not None and (tile or loop_count):
         raise InputError("--tile and --loop-count choose the generated kernel's design; with --kernel the "
                          "kernel file decides: drop them")
+    if per_kernel and kernel is not None:
+        raise InputError("--per-kernel verifies the generated module's kernels; with --kernel drop it")
     p = _pipeline(task, kb, tile, loop_count)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
@@ -335,8 +341,14 @@ def verify(
     from pypto_tui.cli.progress import StageSpinner, workers_end_with_us
 
     with workers_end_with_us(), StageSpinner(f"verify {kernel.name if kernel else task.name}") as spinner:
-        report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache, memory_limit_mb=memory_mb,
-                            status=spinner.stage, kernel=kernel, criterion=judged)
+        if per_kernel:
+            from pypto_tui.sim.per_kernel import verify_per_kernel
+
+            report = verify_per_kernel(p, scale=scale, timeout_s=timeout, cache=not no_cache,
+                                       memory_limit_mb=memory_mb, status=spinner.stage, criterion=judged)
+        else:
+            report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache,
+                                memory_limit_mb=memory_mb, status=spinner.stage, kernel=kernel, criterion=judged)
     if json_out:
         emit_json(report.to_dict())
     else:
@@ -352,6 +364,19 @@ def _is_module(p: Any) -> bool:
         return module_stages(p) is not None
     except InputError:
         return False
+
+
+def _kernel_line(v: dict[str, Any]) -> Any:
+    """One kernel's verdict on its own (--per-kernel): where it ran, what it checked, what it cost."""
+    from rich.text import Text
+
+    ok = v["verdict"] == "pass"
+    shapes = ", ".join(f"{k}={tuple(s)}" for k, s in v["shapes"].items()) or "-"
+    ran = (f"{v['passes_checked']} of {v['passes_expected']} passes, max abs err {v['max_abs_err']}, "
+           f"{v['seconds']} s, peak RSS {v['peak_rss_mb']} MB" if v["status"] else "")
+    text = f"{v['verdict'].upper()} ({v['ops']}) at {shapes}" + ("" if ok else f": {v['reason']}") + (
+        f"; {ran}" if ran else "")
+    return Text(text, style="green" if ok else "red")
 
 
 def _show_verify(task: Path, report: Any) -> None:
@@ -372,6 +397,8 @@ def _show_verify(task: Path, report: Any) -> None:
         rows.append(("kernels", f"{report.kernels} (one module: every kernel's passes checked)"))
     if report.sizes:
         rows.append(("sizes", ", ".join(f"{n} {a} -> {b}" for n, (a, b) in report.sizes.items())))
+    for v in report.kernel_verdicts:  # --per-kernel: each kernel on its own, at its own shapes
+        rows.append((f"K{v['index']} alone", _kernel_line(v)))
     if report.kernel_designs:  # a module: each kernel has its own tile and loop
         rows += [(f"K{k['kernel']} tile / loop",
                   f"{dims(tuple(k['tile'])) if k['tile'] else '(its pattern sets it)'} / {k['loop_count'] or '-'}"

@@ -83,6 +83,8 @@ class VerifyReport:
     trials_run: int | None = None
     inputs_clobbered: bool | None = None
     pypto: str | None = None
+    per_kernel: bool = False            # each kernel verified on its own first (sim/per_kernel.py)
+    kernel_verdicts: list[dict[str, Any]] = field(default_factory=list)  # ... each one's verdict, errors, passes
     kernels: int = 1                                              # kernels in the module checked
     kernel_designs: list[dict[str, Any]] = field(default_factory=list)  # a module's: each kernel's tile and loop
     sizes: dict[str, list[int]] = field(default_factory=dict)     # a chain's size constants: [task's, test's]
