@@ -314,6 +314,30 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
     return ModuleTest(best.pipeline, kernel, sizes, kept, notes)
 
 
+def wiring_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
+    """The module at its task's size constants shrunk as far as it builds (to the vector verify size),
+    each kernel re-planned at those sizes: the designs are not kept. Why: once every kernel has been
+    verified on its own at shapes that keep its design (sim/per_kernel.py), the module end to end only
+    checks how they are wired (their order, forward's views, the task's parameters), and the sizes that
+    keep every design at once are what ran level-2 conv chains out of memory or time."""
+    from pypto_tui.contract.task_sizes import size_constants, size_groups
+
+    search = _Search(pipeline, full)
+    values = size_constants(search.source)
+    start = search.evaluate(values)
+    if start is None:
+        raise InputError("the task's module could not be rebuilt from its own file: verify it with --scale full")
+    first = pipeline.contract().tensor_inputs
+    batch = first[0].shape[0] if first and first[0].shape else None
+    best = _shrink(search, start, _order(size_groups(search.source), values, batch), keep=False,
+                   budget=scaled.VERIFY_ELEMENTS)
+    assert best.stages is not None  # a module's candidates always carry their stages
+    sizes = {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
+    note = ("the module end to end runs at the smallest sizes its task builds at, each kernel re-planned there: "
+            "it checks the wiring; each kernel's design is verified on its own")
+    return ModuleTest(best.pipeline, compose_module(best.pipeline, best.stages), sizes, kept=False, notes=[note])
+
+
 def _window_room(c: Any) -> list[str]:
     """A conv's or pool's spatial sizes keep room for two output positions, as the shapes' own
     floors do (contract/conv.py min_sizes). KernelBench level-1 46 (avg pool 3-D, kernel 3,
@@ -439,4 +463,4 @@ def _with_full_designs(keeps: list[StageKeep], stages: ModuleStages) -> ModuleSt
     return replace(stages, stages=tuple(out))
 
 
-__all__ = ["ModuleTest", "kernel_task_at_sizes", "module_test", "stage_keeps"]
+__all__ = ["ModuleTest", "kernel_task_at_sizes", "module_test", "stage_keeps", "wiring_test"]

@@ -9,9 +9,11 @@ each one's memory and time are its own. Its baseline is its group of the task's 
 (sim/group_reference.py), never the kernel module. The same criterion applies to each: every element
 within tolerance and every compiler pass row present and passing.
 
-The module then runs end to end, as `verify` always runs it (that checks the wiring: the order, the
-views forward takes between kernels, the task's parameters); it is skipped when a kernel already fails
-on its own, whose verdict then names that kernel.
+The module then runs end to end, at the smallest sizes its task builds at, each kernel re-planned there
+(module_test.wiring_test): that checks the wiring (the order, the views forward takes between kernels, the
+task's parameters and the baseline's own output) without holding every kernel's design at once, which is
+what ran level-2 conv chains out of memory or time. It is skipped when a kernel already fails on its own,
+whose verdict then names that kernel. `design_kept` is every kernel's own.
 """
 
 from __future__ import annotations
@@ -173,7 +175,8 @@ def verify_per_kernel(pipeline: Pipeline, *, scale: str = "small", jobs: int = 2
     to end. Passes only when every kernel and the module pass; a kernel that fails on its own is named
     (`first_diverging_kernel`, the reason)."""
     kernels = plan_kernel_jobs(pipeline, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion)
-    whole = prepare_verify(pipeline, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion)
+    whole = prepare_verify(pipeline, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion,
+                           wiring=True)
     return run_kernel_jobs(kernels, whole, jobs=jobs, timeout_s=timeout_s, cache=cache, progress=progress,
                            status=status)
 
@@ -207,6 +210,7 @@ def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: in
                              f"{failing['reason']}; the module end to end was not run")
     report.kernel_verdicts = verdicts
     report.per_kernel = True
+    report.design_kept = all(v["design_kept"] for v in verdicts)
     return report
 
 

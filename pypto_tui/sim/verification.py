@@ -161,13 +161,14 @@ def _check_scale(scale: str) -> None:
 
 
 def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb: int | None = None,
-                   criterion: Criterion = Criterion()) -> PreparedVerify:
+                   criterion: Criterion = Criterion(), wiring: bool = False) -> PreparedVerify:
     """The design's kernel at test shapes (the chosen tile, loop count and cube tiles kept
-    meaningful, or the change said) and its job."""
+    meaningful, or the change said) and its job. `wiring`: a module at the smallest sizes it builds
+    at, its kernels re-planned there (module_test.wiring_test; per_kernel.py verifies each design)."""
     _check_scale(scale)
     c = pipeline.contract()
     if not c.supported:
-        module = _prepare_module_verify(pipeline, scale, memory_limit_mb, criterion)
+        module = _prepare_module_verify(pipeline, scale, memory_limit_mb, criterion, wiring)
         return module or PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
     report = VerifyReport(False, False, "", scale=scale)
     try:
@@ -205,12 +206,12 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
 
 
 def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int | None,
-                           criterion: Criterion) -> PreparedVerify | None:
+                           criterion: Criterion, wiring: bool = False) -> PreparedVerify | None:
     """A chain the planner splits into several kernels (issue 21): the whole module, at the task's
     size constants made as small as every kernel's design allows (sim/module_test.py). None when
     the task is no module."""
     from pypto_tui.design import kernel_of, module_stages
-    from pypto_tui.sim.module_test import module_test
+    from pypto_tui.sim.module_test import module_test, wiring_test
 
     try:
         designed = module_stages(pipeline)
@@ -227,7 +228,7 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
         if scale == "full":
             test, gen = pipeline, full_gen
         else:
-            found = module_test(pipeline, designed)
+            found = (wiring_test if wiring else module_test)(pipeline, designed)
             test, gen = found.pipeline, found.kernel
             report.design_kept, report.notes = found.kept, list(found.notes)
             report.sizes = {n: list(v) for n, v in found.sizes.items()}

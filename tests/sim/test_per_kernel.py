@@ -8,6 +8,7 @@ kernel 1, the verdict names kernel 1."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -82,6 +83,19 @@ def test_a_linear_kernel_takes_its_weight_as_an_input_and_runs_smaller(kb) -> No
     assert linear.job is not None and len([i for i in linear.job.inputs if not i.is_scalar]) >= 2
     x = next(iter(linear.report.shapes.values()))
     assert x[0] < 2048, linear.report.shapes  # the tokens shrink, as the module's test shrinks them
+
+
+def test_the_end_to_end_run_checks_the_wiring_at_the_smallest_sizes(kb) -> None:
+    """Each kernel's design is verified on its own, so the module end to end need not hold every design at
+    once: the wide GEMM's test keeps 256 tokens for the linear's design, its wiring check shrinks further."""
+    p = Pipeline(kb, Design(task=str(WIDE)))
+    designs, wiring = prepare_verify(p).report, prepare_verify(p, wiring=True).report
+    assert designs.supported and wiring.supported, wiring.reason
+    assert designs.design_kept and not wiring.design_kept
+    assert any("checks the wiring" in n for n in wiring.notes)
+    task = {"tokens": 2048, "d_model": 4096, "d_ff": 4096}
+    work = lambda r: math.prod({**task, **{n: v[1] for n, v in r.sizes.items()}}.values())  # noqa: E731
+    assert work(wiring) * 8 <= work(designs), (wiring.sizes, designs.sizes)
 
 
 def test_one_kernel_tasks_are_refused_in_one_line(kb) -> None:
