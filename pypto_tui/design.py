@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -53,6 +53,17 @@ STEPS = ("contract", "dims", "tiles", "loops", "kernel")
 DESIGN_VERSION = 1
 
 
+FRONT_ENDS = ("static", "traced")
+"""How step 1 reads a task: statically (libcst, the task never runs) or traced (torch.export, in the task runner)."""
+
+
+def check_front_end(name: str) -> str:
+    """`name` when it is a front end; InputError (one line) otherwise."""
+    if name not in FRONT_ENDS:
+        raise InputError(f"--front-end is {' or '.join(FRONT_ENDS)}, not {name!r}")
+    return name
+
+
 KERNEL_DECISIONS = ("strategy", "tile", "loop_count", "loop_tail", "cube")
 """The decisions each kernel of a chain takes for itself (the Dimensions, Tiles and Loops steps')."""
 
@@ -80,6 +91,11 @@ class Design:
     # above hold a single-kernel task's).
     kernel: int = 0
     kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Where step 1's operator graph comes from: "static" reads forward with libcst and never runs it;
+    # "traced" runs the Model through torch.export in the task runner (trace.tracer.traced_graph). Every
+    # later step, every command and the app read the graph from the contract, so this is the one place
+    # the front end is decided.
+    front_end: str = "static"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +127,8 @@ class Design:
                 for k, v in d.kernels.items()):
             raise InputError("design file: kernels must map kernel numbers to their decisions "
                              f"({', '.join(KERNEL_DECISIONS)})")
+        if d.front_end not in FRONT_ENDS:
+            raise InputError(f"design file: front_end must be one of {', '.join(FRONT_ENDS)}, got {d.front_end!r}")
         if d.loop_tail not in (None, *TAIL_PREFERENCES):
             raise InputError(f"design file: loop_tail must be one of {', '.join(TAIL_PREFERENCES)}, "
                              f"got {d.loop_tail!r}")
@@ -185,10 +203,23 @@ class Pipeline:
             from pypto_tui.contract.extract import extract_contract
 
             c = extract_contract(Path(task), self.kb)
-            return apply_edits(c, d.contract_edits) if d.contract_edits else c
+            c = apply_edits(c, d.contract_edits) if d.contract_edits else c
+            if d.front_end == "traced":
+                c = self._traced(c, task)
+            return c
 
-        key = (task, _mtime(task), json.dumps(d.contract_edits, sort_keys=True, default=str))
+        key = (task, _mtime(task), json.dumps(d.contract_edits, sort_keys=True, default=str), d.front_end)
         return self._memo("contract", key, compute)
+
+    def _traced(self, c: Contract, task: str) -> Contract:
+        """The contract with the traced graph in place of the static one: the static reading still gives
+        the inputs, init parameters and the one-operator answer; the kernels come from the graph. A task
+        the static reader reads as one operator keeps that answer (so its module is the static one)."""
+        from pypto_tui.contract.model import freeze
+        from pypto_tui.trace.tracer import traced_graph
+
+        graph = traced_graph(task, self.kb)
+        return replace(c, graph=freeze(graph.to_data()))
 
     # -- step 2
     def dims(self) -> DimPlan:
@@ -538,6 +569,7 @@ class ModuleStages:
     output: str = ""
     after: tuple[tuple[int, ForwardView], ...] = ()  # views forward takes right after kernel i (of its output)
     refused: str = ""
+    paths: Mapping[str, str] = field(default_factory=dict)  # OpGraph.paths: a submodule's path in the task
 
 
 def module_stages(pipeline: Pipeline) -> ModuleStages | None:
@@ -563,7 +595,7 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         return None
     graph, mp = planned
     c = pipeline.contract()
-    param_text = {v.id: f"self.{v.id}" for v in graph.values if v.kind == "param"}
+    param_text = {v.id: f"self.{_task_path(v.id, graph.paths)}" for v in graph.values if v.kind == "param"}
     local: dict[str, str] = {v.id: v.id for v in graph.values if v.kind == "input"}
     nodes = {n.id: n for n in graph.nodes}
     prelude: list[ForwardView] = []
@@ -626,7 +658,14 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
             return ModuleStages(refused=why)
     if pending or mp.output not in local:
         return ModuleStages(refused=f"forward cannot take the view(s) {', '.join(pending)} in order")
-    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output], tuple(after))
+    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output], tuple(after), paths=graph.paths)
+
+
+def _task_path(vid: str, paths: Mapping[str, str]) -> str:
+    """A parameter's path in the task's module tree (`net_2.weight` -> `net.2.weight` for a traced
+    nn.Sequential): the composed module reads the task's own parameter there."""
+    owner, dot, name = vid.rpartition(".")
+    return f"{paths.get(owner, owner)}.{name}" if dot else paths.get(vid, vid)
 
 
 def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
@@ -665,8 +704,9 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
     trees = [s.kernel.tree for s in designed.stages]
     if any(not isinstance(t, cst.Module) for t in trees):
         return refused("a kernel of the module has no syntax tree to compose")
-    wiring = ModuleWiring(tuple(KernelCall(s.output, s.args, s.modules) for s in designed.stages), designed.output,
-                          designed.prelude, designed.after)
+    calls = tuple(KernelCall(s.output, s.args, s.modules, tuple(designed.paths.get(m, m) for m in s.modules))
+                  for s in designed.stages)
+    wiring = ModuleWiring(calls, designed.output, designed.prelude, designed.after)
     summaries = [f"kernel {s.index}: {s.ops} ({s.kernel.pattern}; {s.rule or 'its own kernel'})"
                  for s in designed.stages]
     plural = "s" if len(trees) != 1 else ""

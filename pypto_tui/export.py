@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +39,7 @@ class ScaffoldResult:
     output: str | None = None
     seconds: float = 0.0
     kernel: GeneratedKernel | None = field(default=None, repr=False)
+    front_end: str = "static"
 
     @property
     def ok(self) -> bool:
@@ -51,7 +53,7 @@ class ScaffoldResult:
         d: dict[str, Any] = {
             "task": self.task, "family": self.family, "op": self.op, "status": self.status,
             "reason": self.reason, "pattern": self.pattern, "flavour": self.flavour, "output": self.output,
-            "seconds": round(self.seconds, 4),
+            "seconds": round(self.seconds, 4), "front_end": self.front_end,
         }
         if self.kernel is not None:
             d["constants"] = self.kernel.constants
@@ -92,14 +94,15 @@ class ExportReport:
 
 
 def _generate(task_path: Path, kb: KnowledgeBase, flavour: str | None,
-              dynamic_axis: int | None = None) -> tuple[Pipeline, GeneratedKernel]:
-    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour, dynamic_axis=dynamic_axis))
+              dynamic_axis: int | None = None, front_end: str = "static") -> tuple[Pipeline, GeneratedKernel]:
+    pipeline = Pipeline(kb, Design(task=str(task_path), kb=str(kb.path), flavour=flavour, dynamic_axis=dynamic_axis,
+                                   front_end=front_end))
     return pipeline, kernel_of(pipeline)
 
 
 def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path | None = None,
                   force: bool = False, flavour: str | None = None, dynamic_axis: int | None = None,
-                  within: str | Path | None = None) -> ScaffoldResult:
+                  within: str | Path | None = None, front_end: str = "static") -> ScaffoldResult:
     """Generate the module for one task file; write it to `out_path` when given.
 
     Bad input (no such file, not a task file, an unknown flavour) raises InputError as every
@@ -118,11 +121,11 @@ def scaffold_task(task_path: str | Path, kb: KnowledgeBase, out_path: str | Path
         if out.resolve() == task.resolve():
             raise InputError(f"{out} is the task file itself: choose another output path")
     t0 = time.perf_counter()
-    pipeline, kernel = _generate(task, kb, fl, dynamic_axis)
+    pipeline, kernel = _generate(task, kb, fl, dynamic_axis, front_end)
     c = pipeline.contract()
     result = ScaffoldResult(task=str(task), status="ok" if kernel.supported else "unsupported",
                             reason=kernel.reason, family=c.family, op=c.op, pattern=kernel.pattern,
-                            flavour=kernel.flavour, kernel=kernel)
+                            flavour=kernel.flavour, kernel=kernel, front_end=front_end)
     if kernel.supported and out_path is not None:
         result.output = str(write_atomic(Path(out_path), kernel.source, force=force, within=within))
     result.seconds = time.perf_counter() - t0
@@ -156,8 +159,10 @@ def is_kernel_module(path: Path) -> bool:
 
 
 def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, force: bool = False,
-               flavour: str | None = None, dynamic_axis: int | None = None) -> ExportReport:
-    """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task."""
+               flavour: str | None = None, dynamic_axis: int | None = None, front_end: str = "static",
+               prepare: Callable[[Path], object] | None = None) -> ExportReport:
+    """Scaffold every task of `tasks_dir` into `out_dir/<task>.py`, one row per task. `prepare(task)` runs
+    first for each task (the CLI traces it there, with its note and timeout, for the traced front end)."""
     src, dst = Path(tasks_dir), Path(out_dir)
     files = task_files(src)
     if dst.exists() and dst.resolve() == src.resolve():
@@ -172,10 +177,12 @@ def export_dir(tasks_dir: str | Path, out_dir: str | Path, kb: KnowledgeBase, fo
             continue
         t1 = time.perf_counter()
         try:
+            if prepare is not None:
+                prepare(task)
             row = scaffold_task(task, kb, dst / task.name, force=force, flavour=flavour, dynamic_axis=dynamic_axis,
-                                within=dst)
+                                within=dst, front_end=front_end)
         except InputError as exc:
-            row = ScaffoldResult(task=str(task), status="error", reason=str(exc))
+            row = ScaffoldResult(task=str(task), status="error", reason=str(exc), front_end=front_end)
         except Exception as exc:  # one broken task never stops the others
             row = ScaffoldResult(task=str(task), status="error", reason=f"internal error: {type(exc).__name__}: {exc}")
         row.seconds = time.perf_counter() - t1

@@ -39,6 +39,20 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFB
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symlink"}
 
 
+CACHE_DIR_ENV = "PYPTO_TUI_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """`$PYPTO_TUI_CACHE_DIR`, else the user cache folder for pypto-tui: the compiler's results
+    (`sim.cache`) and the tracer's graphs (`trace`, a layer below the design pipeline) live under it."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pypto-tui"))
+
+
 def kind_of(mode: int) -> str:
     """'a FIFO', 'a character device', ... for a stat mode (what the user pointed at, in words)."""
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")

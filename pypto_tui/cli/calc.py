@@ -10,7 +10,17 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb
+from pypto_tui.cli.common import (
+    Exit,
+    FrontEndOption,
+    JsonOption,
+    KbOption,
+    TraceTimeoutOption,
+    emit_json,
+    handles_input_errors,
+    load_kb,
+    use_front_end,
+)
 from pypto_tui.errors import InputError
 from pypto_tui.findings import has_error
 from pypto_tui.shapes import MAX_DIM, parse_dims
@@ -34,13 +44,13 @@ FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator fa
                                                show_default=False)]
 
 
-def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[no-untyped-def]
+def _task_pipelines(task: Path, kb, kernel_index: int | None, front_end: str = "static"):  # type: ignore[no-untyped-def]
     """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels as
     (index, ops) (one with --kernel-index). The kernels are `design.task_kernels`', the ones
     `contract`, `scaffold`, the app and `verify` take, so the tile and loop shown here are theirs."""
     from pypto_tui.design import Design, Pipeline, task_kernels
 
-    p = Pipeline(kb, Design(task=str(task)))
+    p = Pipeline(kb, Design(task=str(task), front_end=front_end))
     if p.contract().supported:
         if kernel_index not in (None, 0):
             raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
@@ -58,12 +68,16 @@ def _task_pipelines(task: Path, kb, kernel_index: int | None):  # type: ignore[n
     return [((k.index, k.ops), k.pipeline) for k in kernels]
 
 
-def _emit(shown, json_out: bool, to_dict, show, failed: bool) -> None:  # type: ignore[no-untyped-def]
+def _emit(shown, json_out: bool, to_dict, show, failed: bool, front_end: str | None = None) -> None:  # type: ignore[no-untyped-def]
     """`shown`: [(kernel, result)]. One kernel: its result's document as it always was; a chain's
-    kernels: {"kernels": [{index, ops, ...}]} and a table under each kernel's heading."""
+    kernels: {"kernels": [{index, ops, ...}]} and a table under each kernel's heading. With a task file,
+    the document also names the front end that read it (`front_end`)."""
     if json_out:
-        emit_json(to_dict(shown[0][1]) if len(shown) == 1 and shown[0][0] is None else {"kernels": [
-            {"index": kernel[0], "ops": kernel[1], **to_dict(result)} for kernel, result in shown]})
+        doc = to_dict(shown[0][1]) if len(shown) == 1 and shown[0][0] is None else {"kernels": [
+            {"index": kernel[0], "ops": kernel[1], **to_dict(result)} for kernel, result in shown]}
+        if front_end is not None:
+            doc["front_end"] = front_end
+        emit_json(doc)
     else:
         for kernel, result in shown:
             if kernel is not None:
@@ -127,6 +141,8 @@ def tile(
     kernel_index: KernelIndexOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Evaluate a tile (--tile) or rank the candidate tiles for a shape (rules P4, O1)."""
     from pypto_tui.tiles import evaluate_tile, rank_candidates
@@ -137,7 +153,10 @@ def tile(
         raise InputError("--no-candidates without --tile leaves nothing to show: give --tile 1,16,256 "
                          "(or drop --no-candidates)")
     if task is not None and shape is None and dtype is None and reduce_dim is None:
-        _tile_task(task, pack, tile, top, want_candidates, kernel_index, json_out)
+        front_end = use_front_end(task, pack, front_end, trace_timeout)
+        _tile_task(task, pack, tile, top, want_candidates, kernel_index, json_out, front_end)
+    if front_end != "static":
+        raise InputError("--front-end reads a task file: give the task (without --shape, --dtype or --reduce-dim)")
     if kernel_index is not None:
         raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape, --dtype "
                          "or --reduce-dim)")
@@ -153,20 +172,20 @@ def tile(
     _emit_tiles([(None, (plan, evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None))], json_out)
 
 
-def _tile_task(task: Path, pack, tile, top, want_candidates, kernel_index, json_out):  # type: ignore[no-untyped-def]
+def _tile_task(task: Path, pack, tile, top, want_candidates, kernel_index, json_out, front_end="static"):  # type: ignore[no-untyped-def]
     """`tile TASK`: each kernel's main tile ranked exactly as the design's tile step ranks it."""
     from pypto_tui.tiles import evaluate_tile
 
     shown = []
-    for kernel, p in _task_pipelines(task, pack, kernel_index):
+    for kernel, p in _task_pipelines(task, pack, kernel_index, front_end):
         role = p.needs().tiles[0]
         plan = p.tile_plan(top=top) if want_candidates else None
         evaluation = evaluate_tile(pack, role.shape, role.dtype, tile, role.reduce_dim) if tile is not None else None
         shown.append((kernel, (plan, evaluation)))
-    _emit_tiles(shown, json_out)
+    _emit_tiles(shown, json_out, front_end)
 
 
-def _emit_tiles(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
+def _emit_tiles(shown, json_out: bool, front_end: str | None = None) -> None:  # type: ignore[no-untyped-def]
     def to_dict(result):  # type: ignore[no-untyped-def]
         plan, evaluation = result
         doc = plan.to_dict() if plan else {
@@ -181,7 +200,7 @@ def _emit_tiles(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
         views.show_tiles(*result)
 
     failed = any(has_error(e.findings) if e else (p is None or p.recommended is None) for _, (p, e) in shown)
-    _emit(shown, json_out, to_dict, show, failed)
+    _emit(shown, json_out, to_dict, show, failed, front_end)
 
 
 @handles_input_errors
@@ -198,6 +217,8 @@ def loop(
     kernel_index: KernelIndexOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Plan the loop: whether one is needed, and loop_count candidates on the log scale (rules P6, O2)."""
     from pypto_tui.loops import plan_loops
@@ -205,7 +226,10 @@ def loop(
 
     pack = load_kb(kb)
     if task is not None and shape is None and dtype is None:
-        _loop_task(task, pack, tile, loop_count, kernel_index, json_out)
+        front_end = use_front_end(task, pack, front_end, trace_timeout)
+        _loop_task(task, pack, tile, loop_count, kernel_index, json_out, front_end)
+    if front_end != "static":
+        raise InputError("--front-end reads a task file: give the task (without --shape or --dtype)")
     if kernel_index is not None:
         raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape or --dtype)")
     shp, dt, rd, why = _geometry(task, shape, dtype, None, pack)
@@ -234,7 +258,7 @@ def loop(
     _emit_loops([(None, plan)], json_out)
 
 
-def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out):  # type: ignore[no-untyped-def]
+def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out, front_end="static"):  # type: ignore[no-untyped-def]
     """`loop TASK`: each kernel's loop planned exactly as the design's loop step plans it (its loop
     axis, unit and chunk limits), for its recommended tile or --tile."""
     changes: dict[str, object] = {}
@@ -243,7 +267,7 @@ def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out):  # t
     if loop_count is not None:
         changes["loop_count"] = loop_count
     shown = []
-    for kernel, p in _task_pipelines(task, pack, kernel_index):
+    for kernel, p in _task_pipelines(task, pack, kernel_index, front_end):
         if changes:
             p = p.with_design(**changes)
         plan = p.loop_plan()
@@ -253,14 +277,14 @@ def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out):  # t
             where = f"kernel {kernel[0]} ({kernel[1]})" if kernel is not None else task.name
             raise InputError(f"{where}: no legal tile, so no loop to plan: pick one with --tile")
         shown.append((kernel, plan))
-    _emit_loops(shown, json_out)
+    _emit_loops(shown, json_out, front_end)
 
 
-def _emit_loops(shown, json_out: bool) -> None:  # type: ignore[no-untyped-def]
+def _emit_loops(shown, json_out: bool, front_end: str | None = None) -> None:  # type: ignore[no-untyped-def]
     def show(plan):  # type: ignore[no-untyped-def]
         from pypto_tui.cli import views
 
         views.show_loops(plan)
 
     failed = any(plan.recommended is None or has_error(plan.recommended.findings) for _, plan in shown)
-    _emit(shown, json_out, lambda plan: plan.to_dict(), show, failed)
+    _emit(shown, json_out, lambda plan: plan.to_dict(), show, failed, front_end)

@@ -42,6 +42,27 @@ KbOption = Annotated[
                  show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+FrontEndOption = Annotated[str, typer.Option(
+    "--front-end", help="static: read forward with libcst (never runs it); traced: run the Model through "
+    "torch.export in a subprocess of its own process group (EXECUTES the task file; cached by its content) and "
+    "read the traced graph: nn.Sequential, submodules, loops, helpers, if.")]
+TraceTimeoutOption = Annotated[float, typer.Option("--trace-timeout", help="Seconds tracing may take.", min=1)]
+
+
+def use_front_end(task: Path, pack: Any, front_end: str, timeout: float) -> str:
+    """The front end the design takes (`Design.front_end`), checked. For `traced`, the task is traced here,
+    after a note on stderr (the task's code runs) and with the user's timeout; the design pipeline's step 1
+    then reads the trace from the cache. Nothing is imported for the static front end."""
+    if front_end == "static":
+        return front_end
+    from pypto_tui.design import check_front_end
+    from pypto_tui.fileio import require_file
+    from pypto_tui.trace.tracer import traced_graph
+
+    check_front_end(front_end)
+    require_file(task, "task file")
+    traced_graph(task, pack, timeout=timeout, announce=note)
+    return front_end
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -6,13 +6,23 @@ only in a subprocess of its own process group with a timeout, after a note on st
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
+from pypto_tui.cli.common import (
+    Exit,
+    FrontEndOption,
+    JsonOption,
+    KbOption,
+    TraceTimeoutOption,
+    emit_json,
+    handles_input_errors,
+    load_kb,
+    note,
+    use_front_end,
+)
 from pypto_tui.findings import Finding, has_error
 
 if TYPE_CHECKING:
@@ -32,13 +42,8 @@ def contract(
                                                  "alternatives).", show_default=False)] = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
-    front_end: Annotated[str, typer.Option("--front-end", help="static: read forward with libcst (never runs "
-                                           "it); traced: run the Model through torch.export in a subprocess "
-                                           "of its own process group (EXECUTES the task file; cached by its "
-                                           "content) and read the traced graph: nn.Sequential, loops, helpers, "
-                                           "if.")] = "static",
-    trace_timeout: Annotated[float, typer.Option("--trace-timeout", help="Seconds tracing may take.",
-                                                 min=1)] = 300.0,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Print the contract (formula, inputs, reduction, asymmetry), the operator graph, the kernels it is
     split into with each kernel's contract, and the dimension plan (rules P0-P3, O3)."""
@@ -47,16 +52,8 @@ def contract(
 
     pack = load_kb(kb)
     require_file(task, "task file")
-    pipeline = Pipeline(pack, Design(task=str(task)))
-    if front_end == "traced":
-        from pypto_tui.trace.pipeline import traced_pipeline
-
-        pipeline = traced_pipeline(pack, task, timeout=trace_timeout, announce=note)
-    elif front_end != "static":
-        from pypto_tui.errors import InputError
-
-        raise InputError(f"--front-end is static or traced, not {front_end!r}")
-    pipeline.design = replace(pipeline.design, strategy=strategy)  # before any step is computed
+    front_end = use_front_end(task, pack, front_end, trace_timeout)
+    pipeline = Pipeline(pack, Design(task=str(task), strategy=strategy, front_end=front_end))
     c = pipeline.contract()
     _sizes_a_device_holds(c)
     plan = pipeline.dims()  # the plan the verdict below is made with (--strategy included)

@@ -11,7 +11,18 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, one_line
+from pypto_tui.cli.common import (
+    Exit,
+    FrontEndOption,
+    JsonOption,
+    KbOption,
+    TraceTimeoutOption,
+    emit_json,
+    handles_input_errors,
+    load_kb,
+    one_line,
+    use_front_end,
+)
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 FlavourOpt = Annotated[str | None, typer.Option("--flavour", help="API flavour from the pack (default: the pack's "
@@ -50,12 +61,16 @@ def scaffold(
     dynamic_axis: DynamicOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Generate the PyPTO ModelNew module for one task."""
     from pypto_tui.export import scaffold_task
 
     pack = load_kb(kb)
-    result = scaffold_task(task, pack, output, force=force, flavour=flavour, dynamic_axis=_dynamic_axis(dynamic_axis))
+    front_end = use_front_end(task, pack, front_end, trace_timeout)
+    result = scaffold_task(task, pack, output, force=force, flavour=flavour, dynamic_axis=_dynamic_axis(dynamic_axis),
+                           front_end=front_end)
     if json_out:
         emit_json(result.to_dict(with_source=output is None))
     elif not result.ok:
@@ -76,15 +91,26 @@ def export(
     dynamic_axis: DynamicOpt = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Scaffold every task in a folder; one that cannot be scaffolded is reported and does not stop the rest."""
     from pypto_tui.export import export_dir
 
     pack = load_kb(kb)
+    prepare = None
+    if front_end != "static":
+        from pypto_tui.design import check_front_end
+
+        check_front_end(front_end)
+
+        def prepare(task: Path) -> None:
+            use_front_end(task, pack, front_end, trace_timeout)
+
     report = export_dir(tasks_dir, output, pack, force=force, flavour=flavour,
-                        dynamic_axis=_dynamic_axis(dynamic_axis))
+                        dynamic_axis=_dynamic_axis(dynamic_axis), front_end=front_end, prepare=prepare)
     if json_out:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "front_end": front_end})
     else:
         from rich.table import Table
         from rich.text import Text

@@ -13,7 +13,18 @@ from typing import Annotated, Any
 
 import typer
 
-from pypto_tui.cli.common import Exit, JsonOption, KbOption, emit_json, handles_input_errors, load_kb, note
+from pypto_tui.cli.common import (
+    Exit,
+    FrontEndOption,
+    JsonOption,
+    KbOption,
+    TraceTimeoutOption,
+    emit_json,
+    handles_input_errors,
+    load_kb,
+    note,
+    use_front_end,
+)
 from pypto_tui.cli.suite_cmd import suite_dispatch
 from pypto_tui.errors import InputError
 from pypto_tui.kb import MAX_TRIALS
@@ -22,15 +33,17 @@ from pypto_tui.shapes import MAX_DIM
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
 
 
-def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None, flavour: str | None = None):  # type: ignore[no-untyped-def]
+def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None, flavour: str | None = None,  # type: ignore[no-untyped-def]
+              front_end: str = "static", trace_timeout: float = 300.0):
     from pypto_tui.design import Design, Pipeline
     from pypto_tui.fileio import require_file
     from pypto_tui.shapes import parse_dims
 
     require_file(task, "task file")
     pack = load_kb(kb)
+    front_end = use_front_end(task, pack, front_end, trace_timeout)
     design = Design(task=str(task), kb=str(kb) if kb else None, flavour=flavour,
-                    tile=list(parse_dims(tile, "tile")) if tile else None, loop_count=loop_count)
+                    tile=list(parse_dims(tile, "tile")) if tile else None, loop_count=loop_count, front_end=front_end)
     p = Pipeline(pack, design)
     if tile:
         from pypto_tui.shapes import parse_tile_for
@@ -314,6 +327,8 @@ def verify(
                                              "the module end to end.")] = False,
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Run a kernel through pypto's interpreter and every compiler pass it checks, and compare it
     with the torch baseline (the generated kernel, or --kernel FILE).
@@ -330,7 +345,7 @@ def verify(
                          "kernel file decides: drop them")
     if per_kernel and kernel is not None:
         raise InputError("--per-kernel verifies the generated module's kernels; with --kernel drop it")
-    p = _pipeline(task, kb, tile, loop_count)
+    p = _pipeline(task, kb, tile, loop_count, front_end=front_end, trace_timeout=trace_timeout)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
     if kernel is not None or p.contract().supported or _is_module(p):
@@ -350,7 +365,7 @@ def verify(
             report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache,
                                 memory_limit_mb=memory_mb, status=spinner.stage, kernel=kernel, criterion=judged)
     if json_out:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "front_end": p.design.front_end})
     else:
         _show_verify(task, report)
     raise typer.Exit(Exit.OK if report.passed else Exit.FINDINGS)

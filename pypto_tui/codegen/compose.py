@@ -12,6 +12,8 @@ kernel's output, or a free view of one of them, which forward keeps in a local.
 
 from __future__ import annotations
 
+import json
+import keyword
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +56,7 @@ class KernelCall:
     local: str
     args: tuple[str, ...]
     modules: tuple[str, ...] = ()  # the task's modules the kernel calls, handed to its own ModelNew
+    sources: tuple[str, ...] = ()  # each module's path in the task's module tree (default: its name)
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,17 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
 
 
 def dotted(path: str) -> cst.BaseExpression:
-    """`self.gemm.weight` as attribute nodes (built, not parsed)."""
+    """`self.gemm.weight` as attribute nodes (built, not parsed). A path through a submodule that no
+    attribute names (an nn.Sequential's or ModuleList's `layer1.0`) reaches it with `get_submodule`:
+    `self.layer1.0.conv1.weight` is `self.get_submodule("layer1.0").conv1.weight`, the task's own module."""
     first, *rest = path.split(".")
     node: cst.BaseExpression = cst.Name(first)
+    named = [not part.isidentifier() or keyword.iskeyword(part) for part in rest]
+    if any(named):
+        last = len(named) - 1 - named[::-1].index(True)
+        text = ".".join(rest[:last + 1])
+        node = cst.Call(cst.Attribute(node, cst.Name("get_submodule")), [cst.Arg(cst.SimpleString(json.dumps(text)))])
+        rest = rest[last + 1:]
     for part in rest:
         node = cst.Attribute(node, cst.Name(part))
     return node
@@ -198,7 +209,8 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     init: list[cst.BaseStatement] = list(init_body) or [cst.SimpleStatementLine([cst.Expr(cst.Call(
         cst.Attribute(cst.Call(cst.Name("super")), cst.Name("__init__"))))])]
     init += [_assign(f"self._k{i}", cst.Call(cst.Name(f"ModelNew_K{i}"))) for i in range(len(stages))]
-    init += [_assign(f"self._k{i}.{m}", dotted(f"self.{m}")) for i, c in enumerate(wiring.calls) for m in c.modules]
+    init += [_assign(f"self._k{i}.{m}", dotted(f"self.{src}")) for i, c in enumerate(wiring.calls)
+             for m, src in zip(c.modules, c.sources or c.modules, strict=True)]
     forward: list[cst.BaseStatement] = [_assign(v.target, _view_expr(v)) for v in wiring.prelude]
     for i, call in enumerate(wiring.calls):
         forward.append(_assign(call.local, cst.Call(dotted(f"self._k{i}"), _args([dotted(a) for a in call.args]))))

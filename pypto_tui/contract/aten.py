@@ -79,6 +79,7 @@ class _Converter:
         self.multi: dict[str, dict[int, Callable[[], str]]] = {}  # a tuple-valued node's elements
         self.pending: dict[str, Mapping[str, Any]] = {}  # parameters and buffers, made when first read
         self.modes: set[str] = set()
+        self.paths: dict[str, str] = {}  # attribute name -> module path, where they differ
         self.unknowns: set[str] = set()  # nodes the graph could not read (each one problem)
         placeholders = list(data.get("placeholders") or ())
         for p in sorted((p for p in placeholders if p.get("kind") == "input"),
@@ -112,7 +113,7 @@ class _Converter:
             else:
                 source = f"nn.Parameter self.{target}" if not owner else f"{p.get('kind')} self.{target}"
             shape = p.get("shape")
-            pid = f"{attr_of(owner)}.{target.rsplit('.', 1)[-1]}" if owner else target
+            pid = f"{self.attr(owner)}.{target.rsplit('.', 1)[-1]}" if owner else target
             self.ref[name] = self.b.param(pid, tuple(int(s) for s in shape) if shape is not None else None,
                                           p.get("dtype"), source)
             return self.ref[name]
@@ -123,6 +124,13 @@ class _Converter:
         if _is_ref(a):
             return self.tensor(a, node)
         return self.b.const(_const_value(a), "a constant of forward")
+
+    def attr(self, path: str) -> str:
+        """`attr_of(path)`, remembering the path the composed module reaches the submodule by."""
+        name = attr_of(path)
+        if name != path:
+            self.paths[name] = path
+        return name
 
     # ------------------------------------------------------------------ the graph
     def where(self, node: Mapping[str, Any]) -> str:
@@ -135,7 +143,7 @@ class _Converter:
         same_rank = mtype[-2:] not in ("1d", "2d", "3d") or not any(f"{d}d" in str(node["target"]) for d in (1, 2, 3)) \
             or f"{mtype[-2]}d" in str(node["target"])  # MaxPool1d may run as max_pool2d on an unsqueezed input
         if path and mtype and registry.by_module(mtype) is kind and same_rank:
-            return f"nn.{mtype} self.{attr_of(path)}"
+            return f"nn.{mtype} self.{self.attr(path)}"
         if kind.role == "pool" and kind.functions:
             nd = self.nd(node, 0)
             fn = next((f for f in kind.functions if f.endswith(f"{nd}d")), kind.functions[0])
@@ -684,7 +692,7 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     used = {i for node in nodes for i in node.inputs} | ({out} if out else set())
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")
     problems = tuple(dict.fromkeys(_one_line(p) for p in b.problems))
-    return OpGraph(values, nodes, out, problems, tuple(notes))
+    return OpGraph(values, nodes, out, problems, tuple(notes), dict(sorted(c.paths.items())))
 
 
 def _reaching(nodes: Sequence[Any], out: str | None) -> tuple[Any, ...]:

@@ -77,6 +77,10 @@ class OpGraph:
     output: str | None
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # A module's path in the task's module tree (`layer1.0.conv1`) under the one attribute name the ids
+    # and spellings use for it (`layer1_0_conv1`), where the two differ (a traced nested model): the
+    # composed module reaches the task's own submodule by its path.
+    paths: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ops(self) -> tuple[OpNode, ...]:
@@ -113,6 +117,7 @@ class OpGraph:
             "edges": [{"from": a, "to": b, "port": p} for a, b, p in self.edges()],
             "output": self.output, "output_shape": _list(self.shape_of(self.output) if self.output else None),
             "problems": list(self.problems), "notes": list(self.notes),
+            **({"paths": dict(self.paths)} if self.paths else {}),
         }
 
     @classmethod
@@ -123,7 +128,8 @@ class OpGraph:
                              {k: _frozen(x) for k, x in dict(n.get("attrs") or {}).items()},
                              _tuple(n.get("shape")), n.get("dtype"), n.get("spelling", ""))
                       for n in d.get("nodes", ()))
-        return cls(values, nodes, d.get("output"), tuple(d.get("problems", ())), tuple(d.get("notes", ())))
+        return cls(values, nodes, d.get("output"), tuple(d.get("problems", ())), tuple(d.get("notes", ())),
+                   dict(d.get("paths") or {}))
 
     def describe(self) -> list[str]:
         """One line per node: `n2 = relu(n1) -> (128, 32) fp32`."""

@@ -26,19 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pypto_tui import fileio
+
 ENV_CACHE_DIR = "PYPTO_TUI_CACHE_DIR"
 APP_NAME = "pypto-tui"
 CACHE_FORMAT = 1
 
 
 def cache_root() -> Path:
-    """`$PYPTO_TUI_CACHE_DIR`, else the user cache dir for pypto-tui."""
-    env = os.environ.get(ENV_CACHE_DIR)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir(APP_NAME))
+    """`$PYPTO_TUI_CACHE_DIR`, else the user cache dir for pypto-tui (fileio.cache_root: one answer for
+    this cache and the tracer's, which sits below the design pipeline and cannot import this layer)."""
+    return fileio.cache_root()
 
 
 def cache_key(material: Mapping[str, Any]) -> str:

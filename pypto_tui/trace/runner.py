@@ -113,6 +113,24 @@ def describe(ep: Any) -> dict[str, Any]:
     return {"placeholders": placeholders, "nodes": nodes, "output": output}
 
 
+def _modes(model: Any) -> list[dict[str, Any]]:
+    """The mode each BatchNorm and Dropout module was built in, before the model is put in eval mode to be
+    exported: `verify`'s baseline runs `Model(*get_init_inputs())` as built (training mode unless its
+    __init__ calls eval()), where BatchNorm normalises with the batch's statistics and Dropout is random,
+    so the converter must know which of the eval-mode graph's nodes the baseline computes otherwise."""
+    import torch
+
+    kinds = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.dropout._DropoutNd)
+    out: list[dict[str, Any]] = []
+    for path, m in model.named_modules():
+        if isinstance(m, kinds):
+            row: dict[str, Any] = {"path": path, "type": type(m).__name__, "training": bool(m.training)}
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+                row["p"] = float(m.p)
+            out.append(row)
+    return out
+
+
 def _target(t: Any) -> str:
     """`aten.relu.default` for an ATen overload; a Python function (operator.getitem) by its name."""
     name = str(t)
@@ -168,7 +186,9 @@ def _trace(module: Any, device: str, keep: list[str], seed: int, t0: float) -> d
         torch.manual_seed(seed)
         with torch.device(device):
             init = list(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else []
-            model = module.Model(*init).eval()
+            model = module.Model(*init)
+            modes = _modes(model)
+            model = model.eval()
             inputs = tuple(module.get_inputs())
     except Exception as exc:
         return {"status": "error", "stage": "build", "device": device,
@@ -188,6 +208,7 @@ def _trace(module: Any, device: str, keep: list[str], seed: int, t0: float) -> d
                 "message": f"decomposing failed: {_last_line(exc)}"}
     done = time.monotonic()
     return {"status": "ok", "torch_version": torch.__version__, "device": device, "kept_whole": kept, **describe(ep),
+            "modes": modes,
             "seconds": {"build": round(built - t0, 2), "export": round(exported - built, 2),
                         "decompose": round(done - exported, 2)}}
 

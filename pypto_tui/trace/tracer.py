@@ -20,10 +20,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pypto_tui.contract.graph import OpGraph
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-TRACE_FORMAT = 3
+TRACE_FORMAT = 4
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MB = 12288
 
@@ -69,10 +72,35 @@ def trace_key(task_bytes: bytes, torch: str, pack: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _cache() -> Any:
-    from pypto_tui.sim.cache import ResultCache, cache_root
+class _TraceCache:
+    """Traces on disk, `<root>/<key[:2]>/<key>.json` (the layout of the compiler's result cache, so one
+    folder of the user's cache holds both), each written atomically."""
 
-    return ResultCache(cache_root() / "traces")
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        from pypto_tui.fileio import write_atomic
+
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, json.dumps(value, sort_keys=True), force=True)
+
+
+def _cache() -> _TraceCache:
+    from pypto_tui.fileio import cache_root
+
+    return _TraceCache(cache_root() / "traces")
 
 
 def trace_task(task: str | os.PathLike[str], *, pack: str = "", timeout: float = DEFAULT_TIMEOUT_S,
@@ -125,3 +153,24 @@ def trace_task(task: str | os.PathLike[str], *, pack: str = "", timeout: float =
     if cache is not None and (status == "ok" or result.get("stage") in ("export", "decompose")):
         cache.put(key, result)
     return Trace(status, str(result.get("message", "")), result if status == "ok" else {}, seconds=seconds)
+
+
+def pack_id(kb: Any) -> str:
+    """The pack's identity for the trace cache (its name and version)."""
+    return f"{getattr(kb, 'name', '')}@{getattr(kb, 'version', '')}"
+
+
+def traced_graph(task: str | os.PathLike[str], kb: Any, *, timeout: float = DEFAULT_TIMEOUT_S,
+                 memory_mb: int | None = None, announce: Callable[[str], None] | None = None,
+                 use_cache: bool = True) -> OpGraph:
+    """The task's traced OpGraph (`contract.aten.graph_from_trace` of the runner's JSON); InputError (one
+    line) when the model cannot be traced. The design pipeline's step 1 calls this when the design asks
+    for the traced front end (`Design.front_end`)."""
+    from pypto_tui.contract.aten import graph_from_trace
+    from pypto_tui.errors import InputError
+
+    t = trace_task(task, pack=pack_id(kb), timeout=timeout, memory_mb=memory_mb or DEFAULT_MEMORY_MB,
+                   announce=announce, use_cache=use_cache)
+    if not t.ok:
+        raise InputError(f"the traced front end could not read {task}: {t.message or t.status}")
+    return graph_from_trace(t.data)
