@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Shape = tuple[int, ...]
 ShapeFn = Callable[[Sequence[Shape], Mapping[str, Any]], Shape]
 Reference = Callable[..., Any]
 Render = Callable[..., Any]
 """(x, bound parameters, the code generator's operations) -> the kind's expression in the kernel."""
+
+
+class KernelOps(Protocol):
+    """What an elementwise `render` writes with. The code generator hands one in, so a registry entry
+    can say how the kernel computes its kind without the ops layer importing code generation; the
+    values it returns take Python's arithmetic operators (`x * 2.0 - 1.0`)."""
+
+    def call(self, fn: str, *args: Any) -> Any:
+        """`pypto.<fn>(args...)` over kernel values and numbers."""
+
+    def literal(self, value: Any) -> float | int | None:
+        """The number a bound parameter is written as, or None when it is a named scalar of the kernel
+        (so a render can drop work a literal makes useless, softplus's `* 1.0`)."""
+
 
 REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 """Marks a constructor parameter with no default in `OpKind.module_signature`."""
@@ -67,15 +81,19 @@ class OpKind:
     - `identity`: the kind computes nothing (a copy, a view's contiguous copy): a kernel passes it on.
     - `spelled_as`: the kind a kernel's contract reads it as, when not its own (`torch.max(x, d)[0]`,
       max_dim, is amax over d).
-    - `formula`: the text the app and `contract` show for the kind (`{x}` and the parameters as
-      placeholders), "" when the role's own wording says it.
+    - `formula`: the text the app and `contract` show for the kind (`{x}`, `{y}` for a second operand,
+      and the parameters as placeholders), "" when the role's own wording says it.
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
       leaves it out).
     - `module_signature`: the `nn.Module` constructor's parameters with defaults, in torch's order
       (`REQUIRED` marks a required one): how a module call binds without asking torch.
     - `render(x, params, ops)`: the kind's elementwise form in the kernel, written with the operations
-      the compiler has (`ops` builds calls and constants, so the registry needs no code generator);
+      the compiler has (`ops` builds calls and constants, so the registry needs no code generator; a
+      kind of arity 2 takes both operands first, `render(a, b, params, ops)`);
       None when the kernel cannot compute it, `unsupported` saying why.
+    - `kernel_params`: the leading `params` the render reads, each a scalar of the kernel (bound to the
+      call's value or its default); the kernel's form needs no other (softplus's threshold: past it torch
+      returns x, which its overflow-safe form already gives to float precision).
     """
 
     name: str
@@ -100,6 +118,7 @@ class OpKind:
     module_signature: tuple[tuple[str, Any], ...] = ()
     render: Render | None = None
     unsupported: str = ""
+    kernel_params: tuple[str, ...] = ()
 
     @property
     def is_elementwise(self) -> bool:

@@ -1,9 +1,12 @@
-"""Elementwise operators: one entry each (name, numpy reference, parameters, spellings).
+"""Elementwise operators: one entry each (name, numpy reference, parameters, spellings, kernel form).
 
-A new elementwise operator is one `_unary(...)` or `_binary(...)` line here: its reference, the
-parameters after the tensor (in torch's order, with defaults), and the module type when torch has
-one. The kernel side (pypto text) lives in `codegen/activations.py`; an op without it is still
-read, shaped and referenced, and the contract says the scaffold cannot write it yet.
+A new elementwise operator is one `_unary(...)` or `_binary(...)` entry here: its reference, the
+parameters after the tensor (in torch's order, with torch's defaults), the module type when torch has
+one (with its constructor's signature), the formula the contract shows, and its kernel form
+(`render`), written with the operations pypto 0.2.0 has. Ops pypto lacks are composed from ones it
+has: tanh is `2 * sigmoid(2x) - 1` (0.2.0 has no `pypto.tanh`), softplus is the overflow-safe
+`max(x, 0) + log1p(exp(-|x|))`. An op without a render is still read, shaped and referenced; its
+`unsupported` says why the kernel cannot compute it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Shape, broadcast, same_shape
+from pypto_tui.ops.base import KernelOps, OpError, OpKind, Render, Shape, broadcast, same_shape
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -49,14 +52,82 @@ def _identity(x: np.ndarray) -> np.ndarray:
     return x
 
 
+# ------------------------------------------------------------------ the kernel's form (`OpKind.render`)
+def _k_tanh(x: Any, ops: KernelOps) -> Any:
+    return ops.call("sigmoid", x * 2.0) * 2.0 - 1.0
+
+
+def _k_softplus(x: Any, ops: KernelOps, beta: Any = None) -> Any:
+    """`max(bx, 0) + log1p(exp(-|bx|))`, over beta: no overflow for large x, and past torch's threshold
+    (where torch returns x) the log1p term is already below float precision."""
+    plain = beta is None or ops.literal(beta) == 1
+    bx = x if plain else x * beta
+    out = ops.call("maximum", bx, 0.0) + ops.call("log1p", ops.call("exp", ops.call("abs", bx) * (-1.0)))
+    return out if plain else out / beta
+
+
+def _k_clamp(x: Any, ops: KernelOps, lo: Any, hi: Any) -> Any:
+    """None means no bound on that side (torch.clamp's convention)."""
+    out = x
+    if lo is not None:
+        out = ops.call("maximum", out, lo)
+    if hi is not None:
+        out = ops.call("minimum", out, hi)
+    return out
+
+
+def _k_hardsigmoid(x: Any, ops: KernelOps) -> Any:
+    return ops.call("minimum", ops.call("maximum", x + 3.0, 0.0), 6.0) * (1.0 / 6.0)
+
+
+def _k_negative_part_exp(x: Any, ops: KernelOps) -> Any:
+    """exp(min(x, 0)) - 1: ELU's negative side (pypto.expm1 takes rank 2..4 only, and pattern A is 1-D)."""
+    return ops.call("exp", ops.call("minimum", x, 0.0)) - 1.0
+
+
+def _k_log1p_exp_neg_abs(x: Any, ops: KernelOps) -> Any:
+    return ops.call("log1p", ops.call("exp", ops.call("abs", x) * (-1.0)))
+
+
+def _k_gelu_exact(x: Any, ops: KernelOps) -> Any:
+    """Exact GELU inside an expression (GELU.exact-erf): erf by Abramowitz & Stegun 7.1.26 on
+    |x| / sqrt(2), q = 1 - erf, then x - x q / 2 for x >= 0 and x q / 2 below; the same maths as
+    the gelu_erf_terms template, written as one expression (t is recomputed where it recurs)."""
+    z = ops.call("abs", x) * 0.7071067811865476
+    t = ops.call("reciprocal", z * 0.3275911 + 1.0)
+    poly = (((t * 1.061405429 + (-1.453152027)) * t + 1.421413741) * t + (-0.284496736)) * t + 0.254829592
+    q = poly * t * ops.call("exp", z * z * (-1.0))
+    return ops.call("where", ops.call("ge", x, 0.0), x - x * q * 0.5, x * q * 0.5)
+
+
+def _k_call(fn: str) -> Render:
+    """The kind is one pypto function of the same meaning."""
+    return lambda x, p, ops: ops.call(fn, x)
+
+
+def _k_same(x: Any, p: Mapping[str, Any], ops: KernelOps) -> Any:
+    """A copy or a cast to the kernel's own dtype: the value itself."""
+    return x
+
+
+# ------------------------------------------------------------------ entries
 def _unary(name: str, ref: Callable[..., Any], params: tuple[str, ...] = (), modules: tuple[str, ...] = (),
-           methods: bool = True, functions: tuple[str, ...] | None = None, identity: bool = False) -> OpKind:
+           methods: bool = True, functions: tuple[str, ...] | None = None, identity: bool = False, *,
+           render: Render | None = None, formula: str = "", defaults: Mapping[str, Any] | None = None,
+           signature: tuple[tuple[str, Any], ...] = (), kernel_params: tuple[str, ...] = (),
+           unsupported: str = "") -> OpKind:
+    """A unary kind; `signature` is its module's constructor (torch's defaults), `kernel_params` the
+    leading `params` its render reads."""
     return OpKind(name, "elementwise", same_shape, ref, functions=(name,) if functions is None else functions,
-                  methods=(name,) if methods else (), modules=modules, params=params, identity=identity)
+                  methods=(name,) if methods else (), modules=modules, params=params, identity=identity,
+                  render=render, formula=formula, defaults=dict(defaults or {}), module_signature=signature,
+                  kernel_params=kernel_params, unsupported=unsupported)
 
 
-def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = ()) -> OpKind:
-    return OpKind(name, "elementwise", _broadcast, ref, functions=functions, methods=functions, arity=2)
+def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = (), *,
+            render: Render | None = None) -> OpKind:
+    return OpKind(name, "elementwise", _broadcast, ref, functions=functions, methods=functions, arity=2,
+                  render=render)
 
 
 def _broadcast(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -67,48 +138,111 @@ def _where_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return broadcast(shapes)
 
 
+_INPLACE = (("inplace", False),)
+"""The trailing `inplace` flag of most activations: bound so a positional call reads right, never computed."""
+
 UNARY_KINDS: tuple[OpKind, ...] = (
-    _unary("relu", lambda x: np.maximum(x, 0.0), modules=("ReLU",)),
-    _unary("relu6", lambda x: np.clip(x, 0.0, 6.0), modules=("ReLU6",)),
-    _unary("leaky_relu", lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x), ("negative_slope",),
-           ("LeakyReLU",)),
-    _unary("sigmoid", _sigmoid, modules=("Sigmoid",)),
-    _unary("tanh", np.tanh, modules=("Tanh",)),
-    _unary("gelu", _gelu, ("approximate",), ("GELU",)),
-    _unary("elu", lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0))), ("alpha",),
-           ("ELU",)),
+    _unary("relu", lambda x: np.maximum(x, 0.0), ("inplace",), ("ReLU",), defaults=dict(_INPLACE),
+           signature=_INPLACE, formula="max({x}, 0)", render=lambda x, p, ops: ops.call("maximum", x, 0.0)),
+    _unary("relu6", lambda x: np.clip(x, 0.0, 6.0), ("inplace",), ("ReLU6",), defaults=dict(_INPLACE),
+           signature=_INPLACE, formula="min(max({x}, 0), 6)",
+           render=lambda x, p, ops: ops.call("minimum", ops.call("maximum", x, 0.0), 6.0)),
+    _unary("leaky_relu", lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x),
+           ("negative_slope", "inplace"), ("LeakyReLU",), defaults={"negative_slope": 0.01, **dict(_INPLACE)},
+           signature=(("negative_slope", 0.01), *_INPLACE), kernel_params=("negative_slope",),
+           formula="{x} if {x} > 0 else {negative_slope} * {x}",
+           render=lambda x, p, ops: ops.call("maximum", x, 0.0)
+           + ops.call("minimum", x, 0.0) * p["negative_slope"]),
+    _unary("sigmoid", _sigmoid, modules=("Sigmoid",), formula="1 / (1 + exp(-{x}))", render=_k_call("sigmoid")),
+    _unary("tanh", np.tanh, modules=("Tanh",), formula="tanh({x})", render=lambda x, p, ops: _k_tanh(x, ops)),
+    _unary("gelu", _gelu, ("approximate",), ("GELU",), defaults={"approximate": "none"},
+           signature=(("approximate", "none"),),
+           formula="{x} * Phi({x})  (Phi: the standard normal CDF; approximate={approximate})",
+           render=lambda x, p, ops: _k_gelu_exact(x, ops)),
+    _unary("elu", lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0))),
+           ("alpha", "inplace"), ("ELU",), defaults={"alpha": 1.0, **dict(_INPLACE)},
+           signature=(("alpha", 1.0), *_INPLACE), kernel_params=("alpha",),
+           formula="{x} if {x} > 0 else {alpha} * (exp({x}) - 1)",
+           render=lambda x, p, ops: ops.call("maximum", x, 0.0) + _k_negative_part_exp(x, ops) * p["alpha"]),
     _unary("celu", lambda x, alpha=1.0: np.maximum(x, 0.0) + np.minimum(0.0, alpha * np.expm1(
-        np.minimum(x, 0.0) / alpha)), ("alpha",), ("CELU",)),
+        np.minimum(x, 0.0) / alpha)), ("alpha", "inplace"), ("CELU",), defaults={"alpha": 1.0, **dict(_INPLACE)},
+           signature=(("alpha", 1.0), *_INPLACE), kernel_params=("alpha",),
+           formula="max(0, {x}) + min(0, {alpha} * (exp({x} / {alpha}) - 1))",
+           render=lambda x, p, ops: ops.call("maximum", x, 0.0)
+           + (ops.call("exp", ops.call("minimum", x, 0.0) / p["alpha"]) - 1.0) * p["alpha"]),
     _unary("selu", lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(np.minimum(x, 0.0))),
-           modules=("SELU",)),
-    _unary("softplus", _softplus, ("beta", "threshold"), ("Softplus",)),
-    _unary("softsign", lambda x: x / (1.0 + np.abs(x)), modules=("Softsign",)),
-    _unary("hardtanh", lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val), ("min_val", "max_val"),
-           ("Hardtanh",)),
-    _unary("hardsigmoid", lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0), modules=("Hardsigmoid",)),
-    _unary("hardswish", lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, modules=("Hardswish",)),
-    _unary("swish", lambda x: x * _sigmoid(x), modules=("SiLU",), functions=("swish", "silu")),
-    _unary("mish", lambda x: x * np.tanh(np.logaddexp(0.0, x)), modules=("Mish",)),
-    _unary("logsigmoid", lambda x: -np.logaddexp(0.0, -x), modules=("LogSigmoid",)),
+           ("inplace",), ("SELU",), defaults=dict(_INPLACE), signature=_INPLACE,
+           formula="1.0507010 * ({x} if {x} > 0 else 1.6732632 * (exp({x}) - 1))",
+           render=lambda x, p, ops: (ops.call("maximum", x, 0.0) + _k_negative_part_exp(x, ops) * SELU_ALPHA)
+           * SELU_SCALE),
+    _unary("softplus", _softplus, ("beta", "threshold"), ("Softplus",), defaults={"beta": 1.0, "threshold": 20.0},
+           signature=(("beta", 1.0), ("threshold", 20.0)), kernel_params=("beta",),
+           formula="log(1 + exp({beta} * {x})) / {beta}  ({x} where {beta} * {x} > {threshold})",
+           render=lambda x, p, ops: _k_softplus(x, ops, p.get("beta"))),
+    _unary("softsign", lambda x: x / (1.0 + np.abs(x)), modules=("Softsign",), formula="{x} / (1 + |{x}|)",
+           render=lambda x, p, ops: x / (ops.call("abs", x) + 1.0)),
+    _unary("hardtanh", lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val),
+           ("min_val", "max_val", "inplace"), ("Hardtanh",),
+           defaults={"min_val": -1.0, "max_val": 1.0, **dict(_INPLACE)},
+           signature=(("min_val", -1.0), ("max_val", 1.0), *_INPLACE), kernel_params=("min_val", "max_val"),
+           formula="clamp({x}, {min_val}, {max_val})",
+           render=lambda x, p, ops: _k_clamp(x, ops, p["min_val"], p["max_val"])),
+    _unary("hardsigmoid", lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0), ("inplace",), ("Hardsigmoid",),
+           defaults=dict(_INPLACE), signature=_INPLACE, formula="clamp({x} / 6 + 0.5, 0, 1)",
+           render=lambda x, p, ops: _k_hardsigmoid(x, ops)),
+    _unary("hardswish", lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, ("inplace",), ("Hardswish",),
+           defaults=dict(_INPLACE), signature=_INPLACE, formula="{x} * clamp({x} + 3, 0, 6) / 6",
+           render=lambda x, p, ops: x * _k_hardsigmoid(x, ops)),
+    _unary("swish", lambda x: x * _sigmoid(x), ("inplace",), ("SiLU",), functions=("swish", "silu"),
+           defaults=dict(_INPLACE), signature=_INPLACE, formula="{x} * sigmoid({x})",
+           render=lambda x, p, ops: x * ops.call("sigmoid", x)),
+    _unary("mish", lambda x: x * np.tanh(np.logaddexp(0.0, x)), ("inplace",), ("Mish",), defaults=dict(_INPLACE),
+           signature=_INPLACE, formula="{x} * tanh(log(1 + exp({x})))",
+           render=lambda x, p, ops: x * _k_tanh(_k_softplus(x, ops), ops)),
+    _unary("logsigmoid", lambda x: -np.logaddexp(0.0, -x), modules=("LogSigmoid",),
+           formula="log(1 / (1 + exp(-{x})))",
+           render=lambda x, p, ops: ops.call("minimum", x, 0.0) - _k_log1p_exp_neg_abs(x, ops)),
     _unary("softshrink", lambda x, lambd=0.5: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0.0)),
-           ("lambd",), ("Softshrink",)),
-    _unary("hardshrink", lambda x, lambd=0.5: np.where(np.abs(x) > lambd, x, 0.0), ("lambd",), ("Hardshrink",)),
-    _unary("tanhshrink", lambda x: x - np.tanh(x), modules=("Tanhshrink",)),
-    _unary("exp", np.exp), _unary("log", np.log), _unary("abs", np.abs), _unary("neg", np.negative),
-    _unary("sqrt", np.sqrt), _unary("rsqrt", lambda x: 1.0 / np.sqrt(x)), _unary("square", np.square),
-    _unary("reciprocal", lambda x: 1.0 / x), _unary("sin", np.sin), _unary("cos", np.cos), _unary("erf", _erf),
-    _unary("log1p", np.log1p), _unary("expm1", np.expm1), _unary("sign", np.sign), _unary("floor", np.floor),
-    _unary("ceil", np.ceil), _unary("round", np.round),
-    _unary("clamp", lambda x, min=None, max=None: _clamp(x, min, max), ("min", "max"),
-           functions=("clamp", "clip")),
-    _unary("clamp_min", lambda x, min=None: _clamp(x, min, None), ("min",)),
-    _unary("clamp_max", lambda x, max=None: _clamp(x, None, max), ("max",)),
-    _unary("float", _identity, functions=(), identity=True), _unary("half", _identity, functions=()),
-    _unary("contiguous", _identity, functions=(), identity=True), _unary("clone", _identity, identity=True),
-    _unary("detach", _identity, identity=True),
+           ("lambd",), ("Softshrink",), defaults={"lambd": 0.5}, signature=(("lambd", 0.5),),
+           kernel_params=("lambd",),
+           formula="{x} - {lambd} if {x} > {lambd} else {x} + {lambd} if {x} < -{lambd} else 0",
+           render=lambda x, p, ops: x - _k_clamp(x, ops, -p["lambd"], p["lambd"])),
+    _unary("hardshrink", lambda x, lambd=0.5: np.where(np.abs(x) > lambd, x, 0.0), ("lambd",), ("Hardshrink",),
+           defaults={"lambd": 0.5}, signature=(("lambd", 0.5),), formula="{x} if |{x}| > {lambd} else 0",
+           unsupported="needs a comparison mask (where(|x| > lambd, x, 0)); not scaffolded yet"),
+    _unary("tanhshrink", lambda x: x - np.tanh(x), modules=("Tanhshrink",), signature=(),
+           formula="{x} - tanh({x})", render=lambda x, p, ops: x - _k_tanh(x, ops)),
+    _unary("exp", np.exp, render=_k_call("exp")), _unary("log", np.log, render=_k_call("log")),
+    _unary("abs", np.abs, render=_k_call("abs")), _unary("neg", np.negative, render=lambda x, p, ops: -x),
+    _unary("sqrt", np.sqrt, render=_k_call("sqrt")),
+    _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), render=_k_call("rsqrt")),
+    _unary("square", np.square, render=lambda x, p, ops: x * x),
+    _unary("reciprocal", lambda x: 1.0 / x, render=_k_call("reciprocal")),
+    _unary("sin", np.sin, render=_k_call("sin")), _unary("cos", np.cos, render=_k_call("cos")),
+    _unary("erf", _erf, unsupported="pypto 0.2.0 has no erf"),
+    _unary("log1p", np.log1p, render=_k_call("log1p")),
+    # pypto.expm1 only takes rank 2..4 and pattern A is 1-D: exp(x) - 1, as the documents' ELU does
+    _unary("expm1", np.expm1, render=lambda x, p, ops: ops.call("exp", x) - 1.0),
+    _unary("sign", np.sign, render=_k_call("sign")), _unary("floor", np.floor, render=_k_call("floor")),
+    _unary("ceil", np.ceil, render=_k_call("ceil")),
+    _unary("round", np.round,
+           unsupported="pypto.round takes rank-2..4 tensors only (measured with 0.2.0) and pattern A is 1-D"),
+    _unary("clamp", lambda x, min=None, max=None: _clamp(x, min, max), ("min", "max"), functions=("clamp", "clip"),
+           defaults={"min": None, "max": None}, kernel_params=("min", "max"), formula="clamp({x}, {min}, {max})",
+           render=lambda x, p, ops: _k_clamp(x, ops, p.get("min"), p.get("max"))),
+    _unary("clamp_min", lambda x, min=None: _clamp(x, min, None), ("min",), kernel_params=("min",),
+           render=lambda x, p, ops: _k_clamp(x, ops, p.get("min"), None)),
+    _unary("clamp_max", lambda x, max=None: _clamp(x, None, max), ("max",), kernel_params=("max",),
+           render=lambda x, p, ops: _k_clamp(x, ops, None, p.get("max"))),
+    _unary("float", _identity, functions=(), identity=True, render=_k_same), _unary("half", _identity, functions=()),
+    _unary("contiguous", _identity, functions=(), identity=True, render=_k_same),
+    _unary("clone", _identity, identity=True, render=_k_same),
+    _unary("detach", _identity, identity=True, render=_k_same),
     _unary("dropout", lambda x, p=0.5, training=False, inplace=False: x, ("p", "training", "inplace"),
            ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d"),
-           functions=("dropout", "dropout1d", "dropout2d", "dropout3d")),
+           functions=("dropout", "dropout1d", "dropout2d", "dropout3d"), signature=(("p", 0.5), *_INPLACE),
+           unsupported="dropout(p > 0) in training mode is random, so no kernel can match it; in eval mode it "
+                       "is the identity"),
     _unary("identity", _identity, modules=("Identity",), methods=False, functions=(), identity=True),
 )
 def _rotate_half(x: np.ndarray) -> np.ndarray:
@@ -131,11 +265,13 @@ UNARY_KINDS += (OpKind("rotate_half", "elementwise", _rotate_half_shape, _rotate
 BINARY_KINDS = (
     _binary("add", np.add, ("add",)), _binary("sub", np.subtract, ("sub", "subtract")),
     _binary("mul", np.multiply, ("mul", "multiply")), _binary("div", np.true_divide, ("div", "divide", "true_divide")),
-    _binary("pow", np.power, ("pow",)), _binary("floordiv", np.floor_divide, ("floor_divide",)),
+    _binary("pow", np.power, ("pow",), render=lambda a, b, p, ops: a ** b),
+    _binary("floordiv", np.floor_divide, ("floor_divide",)),
     _binary("mod", np.mod, ("remainder", "fmod")), _binary("lt", np.less, ("lt",)), _binary("gt", np.greater, ("gt",)),
     _binary("le", np.less_equal, ("le",)), _binary("ge", np.greater_equal, ("ge",)), _binary("eq", np.equal, ("eq",)),
-    _binary("ne", np.not_equal, ("ne",)), _binary("maximum", np.maximum, ("maximum",)),
-    _binary("minimum", np.minimum, ("minimum",)),
+    _binary("ne", np.not_equal, ("ne",)),
+    _binary("maximum", np.maximum, ("maximum",), render=lambda a, b, p, ops: ops.call("maximum", a, b)),
+    _binary("minimum", np.minimum, ("minimum",), render=lambda a, b, p, ops: ops.call("minimum", a, b)),
     OpKind("where", "elementwise", _where_shape, np.where, functions=("where",), arity=3),
 )
 

@@ -70,25 +70,23 @@ def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple
         if n.kind == "call":
             if n.name == "rotate_half" and len(n.args) == 1:
                 return _rotate_half(b, conv(n.args[0], env))
-            if n.name in ("maximum", "minimum") and len(n.args) == 2:
-                return call(n.name, conv(n.args[0], env), conv(n.args[1], env))
-            if n.name == "pow" and len(n.args) == 2:
-                return conv(n.args[0], env) ** conv(n.args[1], env)
             if n.name == "gelu" and any(k == "approximate" and v.is_const and v.value not in (None, "none")
                                         for k, v in n.kwargs):
                 raise Unsupported("gelu(approximate='tanh') inside an expression is not scaffolded")
-            if activations.supports(n.name) and n.args:
+            arity = activations.arity(n.name)
+            if activations.supports(n.name) and len(n.args) >= arity:
+                # the parameters first: the kernel's scalars are declared in the order they are met
                 params: dict[str, Ex] = {}
-                defaults = activations.DEFAULTS.get(n.name, {})
+                defaults = activations.defaults(n.name)
                 kw = dict(n.kwargs)
-                keys = activations.SCALAR_PARAMS.get(n.name, ())
-                for i, key in enumerate(keys):
-                    node = kw.get(key) or (n.args[i + 1] if len(n.args) > i + 1 else None)
+                for i, key in enumerate(activations.kernel_params(n.name)):
+                    at = arity + i
+                    node = kw.get(key) or (n.args[at] if len(n.args) > at else None)
                     if node is not None:
                         params[key] = conv(node, env)
                     elif defaults.get(key) is not None:
                         params[key] = Ex.num(float(defaults[key]))
-                return activations.ACTIVATIONS[n.name](conv(n.args[0], env), params)
+                return activations.render(n.name, [conv(a, env) for a in n.args[:arity]], params)
             raise Unsupported(f"{n.name}(...) in the expression: {activations.why_not(n.name)}")
         raise Unsupported(f"'{ir.render(n)}' in the expression has no pypto form")
 
@@ -153,7 +151,7 @@ def _gelu(b: Builder) -> tuple[list[str], Value, list[Scalar], Terms]:
         def tanh_form(env: Mapping[str, Ex]) -> Ex:
             v = arg(env)
             inner = (v + v * v * v * 0.044715) * 0.7978845608028654
-            return narrow(v * 0.5 * (activations.ACTIVATIONS["tanh"](inner, {}) + 1.0))
+            return narrow(v * 0.5 * (activations.render("tanh", [inner], {}) + 1.0))
         return [x], tanh_form, [], widen
 
     note = ("exact GELU: erf by Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, never the tanh form "
@@ -177,9 +175,9 @@ def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
     if "expr" in args:
         fn = _expression(b, args["expr"], scalars)
         return operands, fn, list(scalars.values())
-    if activations.supports(op):
-        keys = activations.SCALAR_PARAMS.get(op, ())
-        defaults = activations.DEFAULTS.get(op, {})
+    if activations.supports(op) and len(operands) >= activations.arity(op):
+        keys = activations.kernel_params(op)
+        defaults = activations.defaults(op)
         params: dict[str, Ex] = {}
         for key in keys:
             value = args.get(key, defaults.get(key))
@@ -187,8 +185,8 @@ def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
                 continue
             scalars[key] = b.scalar(key, value, init_key=b.ctx.task.op_arg_source(op, key, keys))
             params[key] = Ex.name(key, tensor=False)
-        first = operands[0]
-        return operands[:1], (lambda env: activations.ACTIVATIONS[op](env[first], params)), list(scalars.values())
+        reads = operands[:activations.arity(op)]
+        return reads, (lambda env: activations.render(op, [env[o] for o in reads], params)), list(scalars.values())
     if op in _BINARY and (args.get("scalar") is not None or args.get("scalar_input")):
         # a forward input (scalar-multiply's `s`) is a factory parameter; a literal stays a literal
         found: list[Scalar] = []
@@ -211,9 +209,6 @@ def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
         a0, a1 = operands
         binop2 = _BINARY[op]
         return operands, (lambda env: binop2(env[a0], env[a1])), []
-    if op in ("maximum", "minimum") and len(operands) == 2:
-        a0, a1 = operands
-        return operands, (lambda env: call(op, env[a0], env[a1])), []
     raise Unsupported(f"elementwise op '{op}': {activations.why_not(op)}")
 
 
@@ -227,7 +222,7 @@ def _broadcast_tree(c: Any) -> Any:
     names = [t.name for t in c.operands]
     if len(names) == 2 and c.op in _BINARY:
         return ir.Node("bin", c.op, (ir.Node("in", names[0]), ir.Node("in", names[1])))
-    if len(names) == 2 and c.op in ("maximum", "minimum"):
+    if len(names) == 2 and activations.supports(c.op) and activations.arity(c.op) == 2:
         return ir.Node("call", c.op, (ir.Node("in", names[0]), ir.Node("in", names[1])), value="torch")
     return None
 
