@@ -7,17 +7,19 @@ not the parser. Everything is computed in float64; the caller chooses the tolera
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pypto_tui.contract import ir, views
-from pypto_tui.contract.model import Contract, norm_axes
+from pypto_tui.contract.model import Contract
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
 from pypto_tui.ops import elementwise as ops_elementwise
+from pypto_tui.ops import registry
 from pypto_tui.ops import views as ops_views
+from pypto_tui.ops.base import OpError, OpKind
+from pypto_tui.ops.loss import reduce_loss
 
 
 class NoReference(Exception):
@@ -120,14 +122,40 @@ def eval_expr(n: ir.Node, env: Mapping[str, Any]) -> Any:
     raise NoReference(f"cannot evaluate '{ir.render(n)}'")
 
 
+def _kind(c: Contract) -> OpKind:
+    """The registry's entry for the contract's op: its numpy reference is the one reference of the kind."""
+    k = registry.of_contract(c.op or (c.reduction.op if c.reduction is not None else None))
+    if k is None or k.reference is None:
+        raise NoReference(f"no reference for {c.family} '{c.op}'")
+    return k
+
+
+def _attrs(c: Contract, **more: Any) -> dict[str, Any]:
+    """The contract's op_args as the kind's attributes (None, torch's default, left to the kind), with
+    `more` (the contract's derived axes) over them."""
+    return {**{k: v for k, v in c.op_args.items() if v is not None and k != "operands"}, **more}
+
+
+def _run(k: OpKind, *arrays: Any, **attrs: Any) -> np.ndarray:
+    assert k.reference is not None
+    try:
+        return np.asarray(k.reference(*arrays, **attrs))
+    except OpError as exc:
+        raise NoReference(f"{k.name}: {exc}") from None
+
+
+def _operands(c: Contract, k: OpKind, ops: list[np.ndarray]) -> list[np.ndarray]:
+    n = k.arity if k.arity > 0 else len(ops)
+    if len(ops) < n:
+        raise NoReference(f"{c.op} needs {n} operands")
+    return ops[:n]
+
+
 def _softmax(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
     if c.reduction is None:
         raise NoReference("softmax without its axis")
     (axis,) = c.reduction.axes
-    x = ops[0]
-    m = x.max(axis=axis, keepdims=True)
-    lse = np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m
-    return x - lse if c.op == "log_softmax" else np.exp(x - lse)
+    return _run(_kind(c), ops[0], dim=axis)
 
 
 def _reduction(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
@@ -137,75 +165,18 @@ def _reduction(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.nd
     x = ops[0]
     if c.op_args.get("operand_expr") is not None:
         x = eval_expr(ir.from_data(_thaw(c.op_args["operand_expr"])), env)
-    axes, kd = tuple(r.axes), r.keepdim
-    op = c.op or r.op
-    if op in ("sum", "nansum"):
-        return (np.nansum if op == "nansum" else np.sum)(x, axis=axes, keepdims=kd)
-    if op == "mean":
-        # the count comes from the arrays, not r.count: the reference must work at any size
-        return np.sum(x, axis=axes, keepdims=kd) / max(1, math.prod(x.shape[a] for a in axes))
-    if op == "prod":
-        return np.prod(x, axis=axes, keepdims=kd)
-    if op in ("max", "amax"):
-        return np.max(x, axis=axes, keepdims=kd)
-    if op in ("min", "amin"):
-        return np.min(x, axis=axes, keepdims=kd)
-    if op in ("argmax", "argmin"):
-        f = np.argmax if op == "argmax" else np.argmin
-        if c.op_args.get("dim") is None:
-            return np.asarray(f(x))
-        (a,) = axes
-        res = f(x, axis=a)
-        return np.expand_dims(res, a) if kd else res
-    if op == "logsumexp":
-        m = np.max(x, axis=axes, keepdims=True)
-        res = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
-        return res if kd else np.squeeze(res, axis=axes)
-    if op in ("var", "std"):
-        corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
-        v = np.var(x, axis=axes, keepdims=kd, ddof=corr)
-        return np.sqrt(v) if op == "std" else v
-    raise NoReference(f"no reference for reduction '{op}'")
-
-
-def _normalise(x: np.ndarray, axes: tuple[int, ...], eps: float) -> np.ndarray:
-    mean = x.mean(axis=axes, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
+    # no dim: every axis (an arg-reduction then indexes the flattened tensor)
+    dim = tuple(r.axes) if c.op_args.get("dim") is not None else None
+    return _run(_kind(c), x, **_attrs(c, dim=dim, keepdim=r.keepdim))
 
 
 def _norm(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
-    x = ops[0]
-    a = c.op_args
-    op = c.op
     r = c.reduction
-    eps = a.get("eps")
-    if op in ("batch_norm", "instance_norm", "layer_norm") and r is not None:
-        return _normalise(x, tuple(r.axes), 1e-5 if eps is None else eps)
-    if op == "group_norm":
-        g = a["num_groups"]
-        n = x.shape[0]
-        y = _normalise(x.reshape(n, g, -1), (2,), 1e-5 if eps is None else eps)
-        return y.reshape(x.shape)
-    if op == "rms_norm" and r is not None:
-        if eps is None:
-            dt = _input_dtype(c)
-            eps = float(np.finfo(dt).eps)
-        ms = np.mean(x * x, axis=tuple(r.axes), keepdims=r.keepdim)
-        return x / np.sqrt(ms + eps)
-    if op == "frobenius_norm":
-        return x / (np.sqrt(np.sum(x * x)) + (eps or 0.0))
-    if op in ("l1_norm", "l2_norm") and r is not None:
-        axes = tuple(r.axes)
-        if op == "l1_norm":
-            stat = np.mean(np.abs(x), axis=axes, keepdims=r.keepdim) if a.get("mean") else np.sum(
-                np.abs(x), axis=axes, keepdims=r.keepdim)
-        else:
-            stat = np.sqrt(np.sum(x * x, axis=axes, keepdims=r.keepdim))
-        if a.get("clamp_eps"):
-            return x / np.maximum(stat, 1e-12 if eps is None else eps)
-        return x / (stat + (eps or 0.0))
-    raise NoReference(f"no reference for norm '{op}'")
+    if r is None:
+        raise NoReference(f"no reference for norm '{c.op}' without its axes")
+    # the axes the contract derived name the written-out forms' statistics; eps None is the input
+    # dtype's machine epsilon where torch defaults to it (RMSNorm)
+    return _run(_kind(c), ops[0], **_attrs(c, dim=tuple(r.axes), keepdim=r.keepdim, dtype=_input_dtype(c)))
 
 
 def _input_dtype(c: Contract) -> Any:
@@ -213,113 +184,52 @@ def _input_dtype(c: Contract) -> Any:
     return {"fp16": np.float16, "bf16": np.float32, "fp64": np.float64}.get(d or "fp32", np.float32)
 
 
-def _reduce_loss(term: np.ndarray, reduction: str, batch: int) -> np.ndarray:
-    if reduction == "mean":
-        return np.asarray(term.mean())
-    if reduction == "sum":
-        return np.asarray(term.sum())
-    if reduction == "batchmean":
-        return np.asarray(term.sum() / batch)
-    if reduction == "none":
-        return term
-    raise NoReference(f"reduction '{reduction}'")
-
-
-def _pdist(u: np.ndarray, v: np.ndarray, p: float, eps: float) -> np.ndarray:
-    d = np.abs(u - v + eps)
-    if p == math.inf:
-        return d.max(axis=-1)
-    return np.sum(d**p, axis=-1) ** (1.0 / p)
+def _legacy_dim(x: np.ndarray) -> int:
+    """torch's implicit softmax dim (deprecated): 0 for rank 0, 1 and 3, else 1."""
+    return 0 if x.ndim in (0, 1, 3) else 1
 
 
 def _loss(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
-    a = c.op_args
-    op = c.op
-    red = a.get("reduction", "mean")
-    if op in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "hinge_loss", "kl_div"):
-        p, t = ops[0], ops[1]
-        batch = p.shape[0] if p.ndim else 1
-        if op == "mse_loss":
-            term = (p - t) ** 2
-        elif op == "l1_loss":
-            term = np.abs(p - t)
-        elif op == "smooth_l1_loss":
-            beta = a.get("beta", 1.0)
-            d = np.abs(p - t)
-            term = d if beta == 0 else np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
-        elif op == "huber_loss":
-            delta = a.get("delta", 1.0)
-            d = np.abs(p - t)
-            term = np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-        elif op == "hinge_loss":
-            term = np.maximum(a.get("margin", 1.0) - p * t, 0.0)
-        else:
-            tf = a.get("input_transform")
-            if tf == "log":
-                inp = np.log(p)
-            elif tf == "log_softmax":
-                axis = a.get("transform_dim", -1)
-                m = p.max(axis=axis, keepdims=True)
-                inp = p - (np.log(np.exp(p - m).sum(axis=axis, keepdims=True)) + m)
-            elif tf is None:
-                inp = p
-            else:
-                raise NoReference(f"kl_div input transform '{tf}'")
-            if a.get("log_target"):
-                term = np.exp(t) * (t - inp)
-            else:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    tlogt = np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
-                term = tlogt - t * inp
-        return _reduce_loss(term, red, batch)
-    if op == "triplet_margin_loss":
-        an, po, ne = ops[:3]
-        pn, eps, margin = a.get("p", 2.0), a.get("eps", 1e-6), a.get("margin", 1.0)
-        d_ap = _pdist(an, po, pn, eps)
-        d_an = _pdist(an, ne, pn, eps)
-        if a.get("swap"):
-            d_an = np.minimum(d_an, _pdist(po, ne, pn, eps))
-        return _reduce_loss(np.maximum(d_ap - d_an + margin, 0.0), red, 1)
-    if op == "cosine_similarity":
-        x1, x2 = ops[:2]
-        (d,) = norm_axes(a.get("dim", 1), x1.ndim) or (1,)
-        eps = a.get("eps", 1e-8)
-        n1 = np.maximum(np.sqrt(np.sum(x1 * x1, axis=d, keepdims=True)), eps)
-        n2 = np.maximum(np.sqrt(np.sum(x2 * x2, axis=d, keepdims=True)), eps)
-        cos = np.sum((x1 / n1) * (x2 / n2), axis=d)
-        if a.get("reduction") in ("mean", "sum"):
-            return _reduce_loss(a.get("offset", 1) - cos, a["reduction"], 1)
-        return cos
-    if op == "cross_entropy":
-        x, t = ops[0], ops[1].astype(np.int64)
-        m = x.max(axis=1, keepdims=True)
-        logp = x - (np.log(np.exp(x - m).sum(axis=1, keepdims=True)) + m)
-        nll = -np.take_along_axis(logp, np.expand_dims(t, 1), axis=1).squeeze(1)
-        ls = a.get("label_smoothing", 0.0) or 0.0
-        if ls:
-            nll = (1 - ls) * nll - ls * logp.mean(axis=1)
-        return _reduce_loss(nll, red, 1)
-    raise NoReference(f"no reference for loss '{op}'")
+    k = _kind(c)
+    arrays = _operands(c, k, ops)
+    a = _attrs(c)
+    tf = a.pop("input_transform", None)
+    if tf is not None:  # kl_div(log(p), t): the input's transform is a kind of its own, applied first
+        t = registry.kind(tf)
+        if t is None or t.reference is None:
+            raise NoReference(f"{c.op} input transform '{tf}'")
+        dim = c.op_args.get("transform_dim", -1)
+        extra = {"dim": _legacy_dim(arrays[0]) if dim is None else dim} if "dim" in t.params else {}
+        arrays = [_run(t, arrays[0], **extra), *arrays[1:]]
+    out = _run(k, *arrays, **a)
+    if "reduction" not in k.params and a.get("reduction") in ("mean", "sum"):
+        # a similarity averaged as a loss: mean(offset - cos), the contract's composition
+        return reduce_loss(a.get("offset", 1) - out, a["reduction"])
+    return out
 
 
 def _matmul(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
+    k = _kind(c)
+    if k.weights is not None:
+        raise NoReference(f"{c.op} has learned weights, not contract inputs")
     a = c.op_args
-    if c.op == "linear":
-        raise NoReference("nn.Linear has learned weights")
-    A, B = ops[0], ops[1]
-    if c.op == "diag_matmul":
-        return A * B[None, :] if a.get("diag_b") and not a.get("diag_a") else A[:, None] * B
+    A, B = _operands(c, k, ops)
     if a.get("transpose_a"):
         A = np.swapaxes(A, -1, -2)
     if a.get("transpose_b"):
         B = np.swapaxes(B, -1, -2)
-    out = np.matmul(A, B)
+    out = _run(k, A, B, **_attrs(c))
     post = a.get("post")
-    if post == "tril":
-        out = np.tril(out, a.get("post_diagonal", 0))
-    elif post == "triu":
-        out = np.triu(out, a.get("post_diagonal", 0))
+    if post:  # the product masked by a layout kind (tril / triu) with its diagonal
+        p = registry.kind(post)
+        if p is None or p.reference is None:
+            raise NoReference(f"{c.op} followed by '{post}'")
+        out = _run(p, out, diagonal=a.get("post_diagonal", 0))
     return out
+
+
+_SCAN_FORMS = ("reverse_", "masked_", "exclusive_")
+"""The prefixes the contract's scan ops carry: the form around the scan kind (a composition, not a kind)."""
 
 
 def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
@@ -328,24 +238,23 @@ def _scan(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray
         raise NoReference("scan axis unknown")
     (axis,) = r.axes
     op = c.op or ""
-    x = ops[0] * ops[1] if op.startswith("masked_") and len(ops) > 1 else ops[0]
-    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
-    scans: dict[str, Callable[..., Any]] = {
-        "cumsum": np.cumsum, "cumprod": np.cumprod,
-        "cummax": lambda v, axis: np.maximum.accumulate(v, axis=axis),
-        "cummin": lambda v, axis: np.minimum.accumulate(v, axis=axis),
-        "logcumsumexp": lambda v, axis: np.logaddexp.accumulate(v, axis=axis)}
-    fn = scans.get(base)
-    if fn is None:
+    form = next((f for f in _SCAN_FORMS if op.startswith(f)), "")
+    k = registry.kind(op[len(form):])
+    if k is None or k.reference is None or k.role != "scan":
         raise NoReference(f"no reference for scan '{op}'")
-    if op.startswith("reverse_"):
-        return np.flip(fn(np.flip(x, axis), axis=axis), axis)
-    if op.startswith("exclusive_"):  # a zero slice before x along the axis; [:-1] then trims axis 0
+
+    def fn(v: np.ndarray) -> np.ndarray:
+        return _run(k, v, dim=axis)
+
+    x = ops[0] * ops[1] if form == "masked_" and len(ops) > 1 else ops[0]
+    if form == "reverse_":
+        return np.flip(fn(np.flip(x, axis)), axis)
+    if form == "exclusive_":  # a zero slice before x along the axis; [:-1] then trims axis 0
         if c.op_args.get("narrow"):  # x without its last position along the axis
             x = np.take(x, np.arange(x.shape[axis] - 1), axis=axis)
         y = np.concatenate([np.zeros_like(np.take(x, [0], axis=axis)), x], axis=axis)
-        return fn(y[:-1] if c.op_args.get("trim_last_row") else y, axis=axis)
-    return fn(x, axis=axis)
+        return fn(y[:-1] if c.op_args.get("trim_last_row") else y)
+    return fn(x)
 
 
 def _thaw(v: Any) -> Any:
@@ -357,13 +266,8 @@ def _thaw(v: Any) -> Any:
 
 
 def _attention(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
-    if c.op != "scaled_dot_product_attention" or len(ops) < 3:
-        raise NoReference(f"no reference for attention '{c.op}'")
-    q, k, v = ops[:3]
-    scale = c.op_args.get("scale")
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return np.matmul(e / e.sum(axis=-1, keepdims=True), v)
+    k = _kind(c)
+    return _run(k, *_operands(c, k, ops), **_attrs(c))
 
 
 _FAMILIES: dict[str, Callable[[Contract, list[np.ndarray], dict[str, Any]], np.ndarray]] = {

@@ -90,10 +90,13 @@ class OpKind:
     - `render(x, params, ops)`: the kind's elementwise form in the kernel, written with the operations
       the compiler has (`ops` builds calls and constants, so the registry needs no code generator; a
       kind of arity 2 takes both operands first, `render(a, b, params, ops)`);
-      None when the kernel cannot compute it, `unsupported` saying why.
+      None when the kernel cannot compute it, `unsupported` saying why (for an anchor: why its pattern
+      does not take the kind, "" when it does).
     - `kernel_params`: the leading `params` the render reads, each a scalar of the kernel (bound to the
       call's value or its default); the kernel's form needs no other (softplus's threshold: past it torch
       returns x, which its overflow-safe form already gives to float precision).
+    - `scaling`: what a reduction divides its sum by, as the contract's `Reduction.scaling` says it
+      ("sum": nothing, "mean": the count of the reduced values, as var and std do too; "none": not a sum).
     """
 
     name: str
@@ -119,6 +122,7 @@ class OpKind:
     render: Render | None = None
     unsupported: str = ""
     kernel_params: tuple[str, ...] = ()
+    scaling: str = "none"
 
     @property
     def is_elementwise(self) -> bool:

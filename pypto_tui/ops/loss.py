@@ -5,10 +5,13 @@ averaged, is a graph of elementwise nodes and a reduction, not an entry here).""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pypto_tui.ops.base import OpError, OpKind, Shape, axis, broadcast
+import numpy as np
+
+from pypto_tui.ops.base import OpError, OpKind, Reference, Shape, axis, broadcast
 
 
 def _reduced(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -43,24 +46,106 @@ def _pairwise(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return both[:-1] + ((1,) if attrs.get("keepdim") else ())
 
 
+def reduce_loss(term: np.ndarray, reduction: str = "mean", batch: int = 1) -> np.ndarray:
+    """A loss's per-element terms reduced as `reduction` says (batchmean: the sum over `batch`)."""
+    if reduction == "mean":
+        return np.asarray(term.mean())
+    if reduction == "sum":
+        return np.asarray(term.sum())
+    if reduction == "batchmean":
+        return np.asarray(term.sum() / batch)
+    if reduction == "none":
+        return term
+    raise OpError(f"reduction '{reduction}'")
+
+
+def _pointwise(term: Any) -> Reference:
+    """A loss of (input, target) whose terms are elementwise: reduced with `reduction`, batchmean over
+    the input's first axis."""
+    def ref(p: np.ndarray, t: np.ndarray, reduction: str = "mean", **attrs: Any) -> np.ndarray:
+        return reduce_loss(np.asarray(term(p, t, **attrs)), reduction, p.shape[0] if p.ndim else 1)
+    return ref
+
+
+def _smooth_l1(p: np.ndarray, t: np.ndarray, beta: float = 1.0, **_: Any) -> np.ndarray:
+    d = np.abs(p - t)
+    return np.asarray(d if beta == 0 else np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta))
+
+
+def _huber(p: np.ndarray, t: np.ndarray, delta: float = 1.0, **_: Any) -> np.ndarray:
+    d = np.abs(p - t)
+    return np.asarray(np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)))
+
+
+def _kl_div(inp: np.ndarray, t: np.ndarray, log_target: bool = False, **_: Any) -> np.ndarray:
+    """The terms of KL(target || input) with the input given as log-probabilities (0 where target is 0)."""
+    if log_target:
+        return np.asarray(np.exp(t) * (t - inp))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tlogt = np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
+    return np.asarray(tlogt - t * inp)
+
+
+def _pdist(u: np.ndarray, v: np.ndarray, p: float, eps: float) -> np.ndarray:
+    d = np.abs(u - v + eps)
+    if p == math.inf:
+        return np.asarray(d.max(axis=-1))
+    return np.asarray(np.sum(d**p, axis=-1) ** (1.0 / p))
+
+
+def _triplet_ref(an: np.ndarray, po: np.ndarray, ne: np.ndarray, margin: float = 1.0, p: float = 2.0,
+                 eps: float = 1e-6, swap: bool = False, reduction: str = "mean", **_: Any) -> np.ndarray:
+    d_ap, d_an = _pdist(an, po, p, eps), _pdist(an, ne, p, eps)
+    if swap:
+        d_an = np.minimum(d_an, _pdist(po, ne, p, eps))
+    return reduce_loss(np.maximum(d_ap - d_an + margin, 0.0), reduction)
+
+
+def _cross_entropy_ref(x: np.ndarray, t: np.ndarray, reduction: str = "mean", label_smoothing: float | None = 0.0,
+                       **_: Any) -> np.ndarray:
+    """Class scores on axis 1 and integer targets (class weights and ignore_index are not modelled)."""
+    m = x.max(axis=1, keepdims=True)
+    logp = x - (np.log(np.exp(x - m).sum(axis=1, keepdims=True)) + m)
+    nll = -np.take_along_axis(logp, np.expand_dims(t.astype(np.int64), 1), axis=1).squeeze(1)
+    ls = label_smoothing or 0.0
+    if ls:
+        nll = (1 - ls) * nll - ls * logp.mean(axis=1)
+    return reduce_loss(nll, reduction)
+
+
+def _cosine_similarity_ref(x1: np.ndarray, x2: np.ndarray, dim: Any = 1, eps: float = 1e-8, **_: Any) -> np.ndarray:
+    d = axis(dim, x1.ndim)
+    n1 = np.maximum(np.sqrt(np.sum(x1 * x1, axis=d, keepdims=True)), eps)
+    n2 = np.maximum(np.sqrt(np.sum(x2 * x2, axis=d, keepdims=True)), eps)
+    return np.asarray(np.sum((x1 / n1) * (x2 / n2), axis=d))
+
+
 def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = ("reduction",),
-          arity: int = 2) -> OpKind:
-    return OpKind(name, "loss", shape, None, functions=(name,), modules=modules, params=params, arity=arity,
-                  pattern="D")
+          arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None) -> OpKind:
+    return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
+                  modules=modules, params=params, arity=arity, pattern="D")
 
 
 KINDS = (
-    _loss("mse_loss", _reduced, ("MSELoss",)), _loss("l1_loss", _reduced, ("L1Loss",)),
-    _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), ("reduction", "beta")),
-    _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta")),
-    _loss("kl_div", _reduced, ("KLDivLoss",), ("reduction", "log_target")),
+    _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2)),
+    _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t))),
+    _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), ("reduction", "beta"), reference=_pointwise(_smooth_l1)),
+    _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta"), reference=_pointwise(_huber)),
+    _loss("kl_div", _reduced, ("KLDivLoss",), ("reduction", "log_target"), reference=_pointwise(_kl_div)),
     _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",), ("weight", "ignore_index", "reduction",
-                                                                   "label_smoothing")),
+                                                                   "label_smoothing"), reference=_cross_entropy_ref),
     _loss("hinge_embedding_loss", _reduced, ("HingeEmbeddingLoss",), ("margin", "reduction")),
+    # the broadcast hinge the contract reads written out, mean(clamp(margin - input * target, min=0)):
+    # no torch spelling (F.hinge_embedding_loss is another loss)
+    _loss("hinge_loss", _reduced, (), ("margin", "reduction"), functions=(),
+          reference=_pointwise(lambda p, t, margin=1.0, **_: np.maximum(margin - p * t, 0.0))),
     _loss("cosine_embedding_loss", _triplet, ("CosineEmbeddingLoss",), ("margin", "reduction"), 3),
-    _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", "reduction"), 3),
-    OpKind("cosine_similarity", "reduction", _cosine_similarity, None, functions=("cosine_similarity",),
-           modules=("CosineSimilarity",), params=("dim", "eps"), arity=2),
+    _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", "reduction"), 3,
+          reference=_triplet_ref),
+    # a similarity, not a loss, in a graph; the loss pattern (D) writes it, alone or as mean(1 - cos)
+    OpKind("cosine_similarity", "reduction", _cosine_similarity, _cosine_similarity_ref,
+           functions=("cosine_similarity",), modules=("CosineSimilarity",), params=("dim", "eps"), arity=2,
+           pattern="D"),
     OpKind("pairwise_distance", "reduction", _pairwise, None, functions=("pairwise_distance",),
            modules=("PairwiseDistance",), params=("p", "eps", "keepdim"), arity=2),
 )

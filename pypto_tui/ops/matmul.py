@@ -6,6 +6,7 @@ epilogue on its output (which kinds: the pack's fusion rules).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,7 +27,36 @@ def _linear_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
 
 def _linear_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **_: Any) -> np.ndarray:
     y = x @ w.T
-    return y + b if b is not None else y
+    return np.asarray(y + b if b is not None else y)
+
+
+def _matmul_ref(a: np.ndarray, b: np.ndarray, **_: Any) -> np.ndarray:
+    return np.asarray(np.matmul(a, b))
+
+
+def _diag_matmul_ref(a: np.ndarray, b: np.ndarray, diag_a: bool = True, diag_b: bool = False,
+                     **_: Any) -> np.ndarray:
+    """diag(a) @ b as a row scaling (a the diagonal's vector), or a @ diag(b) as a column scaling."""
+    return np.asarray(a * b[None, :] if diag_b and not diag_a else a[:, None] * b)
+
+
+def _diag_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """The matrix operand's shape (the other operand is the diagonal's vector)."""
+    return tuple(shapes[1] if attrs.get("diag_a", True) and not attrs.get("diag_b") else shapes[0])
+
+
+def _sdpa_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, attn_mask: Any = None, dropout_p: float = 0.0,
+              is_causal: bool = False, scale: float | None = None, **_: Any) -> np.ndarray:
+    """softmax(q @ k^T * scale (1/sqrt(E) by default), over the last axis) @ v, with the causal mask or a
+    boolean / additive mask array (dropout is not modelled: a reference is deterministic)."""
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+    if is_causal:
+        lq, lk = s.shape[-2], s.shape[-1]
+        s = np.where(np.tril(np.ones((lq, lk), dtype=bool)), s, -np.inf)
+    if isinstance(attn_mask, np.ndarray):
+        s = np.where(attn_mask, s, -np.inf) if attn_mask.dtype == bool else s + attn_mask
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.asarray(np.matmul(e / e.sum(axis=-1, keepdims=True), v))
 
 
 def _linear_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
@@ -111,15 +141,19 @@ def _linear_bias(n: Any, shape_of: ShapeOf) -> Decomposition | None:
 KINDS = (
     OpKind("einsum", "matmul", _einsum_shape, None, params=("equation",), arity=-1, pattern="B",
            note="read through its equation (attrs['equation'])"),
-    OpKind("scaled_dot_product_attention", "attention", _sdpa_shape, None,
+    OpKind("scaled_dot_product_attention", "attention", _sdpa_shape, _sdpa_ref,
            functions=("scaled_dot_product_attention",), params=("attn_mask", "dropout_p", "is_causal", "scale"),
            arity=3, pattern="attention", aten=("aten.scaled_dot_product_attention.default",)),
     OpKind("linear", "matmul", _linear_shape, _linear_ref, functions=("linear",), modules=("Linear",),
            params=("weight", "bias"), arity=1, pattern="B", weights=_linear_weights, decompose=_linear_bias,
            aten=("aten.linear.default",),
            note="y = x @ W.T + b; the module's weight (out, in) and bias (out,) are its parameters"),
-    OpKind("matmul", "matmul", _matmul_shape, np.matmul, functions=("matmul", "mm"), methods=("matmul", "mm"),
+    OpKind("matmul", "matmul", _matmul_shape, _matmul_ref, functions=("matmul", "mm"), methods=("matmul", "mm"),
            arity=2, pattern="B", aten=("aten.mm.default", "aten.matmul.default", "aten.addmm.default")),
-    OpKind("bmm", "matmul", _bmm_shape, np.matmul, functions=("bmm",), methods=("bmm",), arity=2, pattern="B",
+    OpKind("bmm", "matmul", _bmm_shape, _matmul_ref, functions=("bmm",), methods=("bmm",), arity=2, pattern="B",
            aten=("aten.bmm.default",)),
+    # torch.diag(v) @ B (or A @ torch.diag(v)), read by the contract as a scaling by the vector: the graph
+    # reader keeps diag and the product as they are written
+    OpKind("diag_matmul", "matmul", _diag_shape, _diag_matmul_ref, params=("diag_a", "diag_b"), arity=2,
+           pattern="diag"),
 )

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, part, same_shape
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part, same_shape
 
 
 def _affine(y: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, axis: int) -> np.ndarray:
@@ -60,11 +60,45 @@ def _group_norm(x: np.ndarray, w: np.ndarray | None = None, b: np.ndarray | None
 
 
 def _rms_norm(x: np.ndarray, w: np.ndarray | None = None, eps: float | None = None, normalized_shape: Any = None,
-              **_: Any) -> np.ndarray:
-    k = len(normalized_shape) if isinstance(normalized_shape, tuple | list) else 1
-    axes = tuple(range(x.ndim - k, x.ndim))
-    e = np.finfo(np.float32).eps if eps is None else eps
-    return _affine(x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + e), w, None, x.ndim - k)
+              dim: Any = None, keepdim: bool = True, dtype: Any = np.float32, **_: Any) -> np.ndarray:
+    """RMS norm over the trailing `normalized_shape` axes, or over `dim` (the written-out form
+    `x / sqrt(mean(x**2, dim, keepdim) + eps)` names its axes). eps None is the machine epsilon of the
+    input's dtype (torch's default; the arrays here are float64, so the caller says which)."""
+    if dim is not None:
+        axes = tuple(sorted({axis(d, x.ndim) for d in (dim if isinstance(dim, tuple | list) else (dim,))}))
+        at = axes[0] if axes else x.ndim
+    else:
+        k = len(normalized_shape) if isinstance(normalized_shape, tuple | list) else 1
+        axes = tuple(range(x.ndim - k, x.ndim))
+        at = x.ndim - k
+    e = float(np.finfo(dtype).eps) if eps is None else eps
+    return _affine(x / np.sqrt(np.mean(x * x, axis=axes, keepdims=keepdim) + e), w, None, at)
+
+
+def _axes(x: np.ndarray, dim: Any) -> tuple[int, ...]:
+    dims = dim if isinstance(dim, tuple | list) else (dim,)
+    return tuple(sorted({axis(d, x.ndim) for d in dims}))
+
+
+def _frobenius_norm(x: np.ndarray, eps: float | None = None, **_: Any) -> np.ndarray:
+    """x divided by its Frobenius norm (every element), plus eps when the task adds one."""
+    return np.asarray(x / (np.sqrt(np.sum(x * x)) + (eps or 0.0)))
+
+
+def _lp_normalise(p: int) -> Any:
+    def ref(x: np.ndarray, dim: Any = 1, keepdim: bool = True, eps: float | None = None, mean: bool = False,
+            clamp_eps: bool = False, **_: Any) -> np.ndarray:
+        """x divided by its L1 norm (sum, or mean when `mean`, of |x|) or L2 norm over `dim`: F.normalize
+        (`clamp_eps`: max(norm, eps), eps 1e-12 by default) or the written-out `x / (norm + eps)`."""
+        axes = _axes(x, dim)
+        if p == 1:
+            stat = (np.mean if mean else np.sum)(np.abs(x), axis=axes, keepdims=keepdim)
+        else:
+            stat = np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdim))
+        if clamp_eps:
+            return np.asarray(x / np.maximum(stat, 1e-12 if eps is None else eps))
+        return np.asarray(x / (stat + (eps or 0.0)))
+    return ref
 
 
 def _channels(attrs: Mapping[str, Any], key: str) -> int:
@@ -128,11 +162,49 @@ def _checked(kind: str) -> Any:
     return shape
 
 
+def _batch_norm_eval(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """BatchNorm in eval mode (`training: False`: the task's module was put in eval mode, or traced as
+    `_native_batch_norm_legit_no_training`) as its composition: a per-channel affine map with the
+    module's own running statistics, (x - running_mean) * rsqrt(running_var + eps) * weight + bias,
+    each (C,) tensor viewed as (C, 1, ...) against (N, C, ...). No statistic is computed, so each part is
+    an elementwise kernel's (the rsqrt on the (C, 1, ...) statistics one of its own). The last node keeps
+    the id."""
+    x = n.inputs[0]
+    shape = shape_of(x)
+    named = {i.rsplit(".", 1)[-1]: i for i in n.inputs[1:]}
+    if shape is None or len(shape) < 2 or not {"running_mean", "running_var"} <= set(named):
+        return None
+    nid = n.id
+    per_channel = (shape[1], *(1,) * (len(shape) - 2))
+    eps = (f"{nid}_eps", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
+    from pypto_tui.ops.views import Step
+
+    def view(name: str) -> Any:
+        return part(n, f"_{name}", "view", "view", (named[name],), {"steps": (Step("reshape", shape=per_channel),)},
+                    per_channel)
+
+    parts = [view("running_mean"), view("running_var"),
+             part(n, "_dev", "sub", "elementwise", (x, f"{nid}_running_mean"), {}, n.shape),
+             part(n, "_veps", "add", "elementwise", (f"{nid}_running_var", eps[0]), {}, per_channel),
+             part(n, "_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, per_channel),
+             part(n, "_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
+    if "weight" in named and "bias" in named:
+        parts += [view("weight"), view("bias"),
+                  part(n, "_scaled", "mul", "elementwise", (f"{nid}_norm", f"{nid}_weight"), {}, n.shape),
+                  part(n, "", "add", "elementwise", (f"{nid}_scaled", f"{nid}_bias"), {}, n.shape)]
+    else:
+        parts[-1] = replace(parts[-1], id=nid)
+    return Decomposition(tuple(parts), (eps,))
+
+
 def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
     means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then
     (x - m) * rsqrt(v + eps) * weight + bias. The (B, C, S) pattern has no spatial axis here; each
-    part is a kernel the level-1 patterns write. The last node keeps the id."""
+    part is a kernel the level-1 patterns write. The last node keeps the id. In eval mode the module's
+    running statistics are used instead (`_batch_norm_eval`), at any rank."""
+    if n.attrs.get("training") is False:
+        return _batch_norm_eval(n, shape_of)
     x = n.inputs[0]
     if len(shape_of(x) or ()) != 2:
         return None
@@ -155,7 +227,7 @@ def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition(tuple(parts), (eps, two))
 
 
-KINDS = (
+KINDS: tuple[OpKind, ...] = (
     OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
            modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
                                                                           "bias", "training", "momentum", "eps"),
@@ -174,4 +246,12 @@ KINDS = (
            params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights,
            aten=("aten.rms_norm.default",)),
 )
+# Normalisations the contract reads from their written-out forms (and F.normalize): no spelling of
+# their own, so the graph reader keeps such a forward as its elementwise nodes and reductions.
+WRITTEN_KINDS = (
+    OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, params=("eps",), pattern="C"),
+    OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), params=("dim", "keepdim", "eps"), pattern="C"),
+    OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), params=("dim", "keepdim", "eps"), pattern="C"),
+)
+KINDS = KINDS + WRITTEN_KINDS
 

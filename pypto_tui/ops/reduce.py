@@ -3,6 +3,7 @@ argmax/argmin. The shape function reads `dim` and `keepdim` (dim None: every axi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ def reduced_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
 def _lse(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
     m = np.max(x, axis=axis, keepdims=True)
     out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else np.squeeze(out, axis=axis)
+    return np.asarray(out if keepdims else np.squeeze(out, axis=axis))
 
 
 def _ref(fn: Callable[..., Any], extra: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
@@ -40,6 +41,12 @@ def _ref(fn: Callable[..., Any], extra: Callable[[Mapping[str, Any]], dict[str, 
         kw = extra(attrs) if extra else {}
         return np.asarray(fn(x, axis=axes, keepdims=bool(attrs.get("keepdim")), **kw))
     return run
+
+
+def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """The sum over the axes divided by the count the arrays give (what np.mean computes, written so
+    the count is plainly the arrays' own: a reference must hold at any size)."""
+    return np.asarray(np.sum(x, axis=axis, keepdims=keepdims) / max(1, math.prod(x.shape[a] for a in axis)))
 
 
 def _correction(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,6 +59,8 @@ def _correction(attrs: Mapping[str, Any]) -> dict[str, Any]:
 def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
     def run(x: np.ndarray, **attrs: Any) -> np.ndarray:
         dim = attrs.get("dim")
+        if isinstance(dim, tuple | list) and len(dim) == 1:  # the contract's axes: one axis
+            dim = dim[0]
         if dim is None:
             return np.asarray(fn(x.reshape(-1)))
         a = axis(dim, x.ndim)
@@ -62,10 +71,17 @@ def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
 def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
           params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction",
-          decompose: Decomposer | None = None, aten: tuple[str, ...] = (), spelled_as: str | None = None) -> OpKind:
+          decompose: Decomposer | None = None, aten: tuple[str, ...] = (), spelled_as: str | None = None,
+          scaling: str = "none", unsupported: str = "") -> OpKind:
     spell = functions if functions is not None else (name,)
     return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role,
-                  decompose=decompose, aten=tuple(f"aten.{a}" for a in aten), spelled_as=spelled_as)
+                  decompose=decompose, aten=tuple(f"aten.{a}" for a in aten), spelled_as=spelled_as,
+                  scaling=scaling, unsupported=unsupported)
+
+
+_UNVERIFIED = "no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"
+"""Why the reduction pattern does not take a kind the contract reads: the compiler's reductions are
+those four (a mean is a sum and a scale)."""
 
 
 def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
@@ -91,15 +107,18 @@ def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
 
 
 KINDS = (
-    _kind("sum", _ref(np.sum), aten=("sum.dim_IntList", "sum.default")),
-    _kind("mean", _ref(np.mean), aten=("mean.dim", "mean.default")),
+    _kind("sum", _ref(np.sum), aten=("sum.dim_IntList", "sum.default"), scaling="sum"),
+    _kind("mean", _ref(_mean), aten=("mean.dim", "mean.default"), scaling="mean"),
     _kind("amax", _ref(np.max), aten=("amax.default",)), _kind("amin", _ref(np.min), aten=("amin.default",)),
     _kind("prod", _ref(np.prod), aten=("prod.dim_int", "prod.default")),
-    _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts, aten=("logsumexp.default",)),
+    _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts, aten=("logsumexp.default",),
+          unsupported=_UNVERIFIED),
     _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction"),
-          aten=("var.correction", "var.dim")),
+          aten=("var.correction", "var.dim"), scaling="mean", unsupported=_UNVERIFIED),
     _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction"),
-          aten=("std.correction", "std.dim")),
+          aten=("std.correction", "std.dim"), scaling="mean", unsupported=_UNVERIFIED),
+    # torch.nansum: the contract reads it (a sum with NaN as 0); the graph reader does not spell it yet
+    _kind("nansum", _ref(np.nansum), functions=(), scaling="sum", unsupported=_UNVERIFIED),
     # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim
     _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",), spelled_as="amax"),
     _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",), spelled_as="amin"),

@@ -61,3 +61,12 @@ def by_module(type_name: str) -> OpKind | None:
 def by_aten(name: str) -> OpKind | None:
     """The kind an ATen operator computes (`aten.relu.default`), as an exported graph names it."""
     return _ATEN.get(name)
+
+
+def of_contract(op: str | None) -> OpKind | None:
+    """The kind a contract's op names: the kind of that name, or for `torch.max(x, dim)` and
+    `torch.min(x, dim)` (a contract's "max" / "min" reduction) the dim form the graph reader calls
+    max_dim / min_dim."""
+    if not op:
+        return None
+    return REGISTRY.get(op) or REGISTRY.get(f"{op}_dim")

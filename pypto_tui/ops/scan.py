@@ -21,4 +21,9 @@ KINDS = (
            params=("dim",), pattern="scan"),
     OpKind("cumprod", "scan", same_shape, _scan(np.cumprod), functions=("cumprod",), methods=("cumprod",),
            params=("dim",), pattern="scan"),
+    # the contract reads these (torch.cummax / cummin return values and indices; the graph reader does not
+    # spell them yet)
+    OpKind("cummax", "scan", same_shape, _scan(np.maximum.accumulate), params=("dim",), pattern="scan"),
+    OpKind("cummin", "scan", same_shape, _scan(np.minimum.accumulate), params=("dim",), pattern="scan"),
+    OpKind("logcumsumexp", "scan", same_shape, _scan(np.logaddexp.accumulate), params=("dim",), pattern="scan"),
 )

@@ -9,17 +9,19 @@ import numpy as np
 from pypto_tui.ops.base import OpKind, axis, same_shape
 
 
-def _softmax(x: np.ndarray, dim: Any = None, **_: Any) -> np.ndarray:
+def _lse(x: np.ndarray, dim: Any) -> np.ndarray:
+    """log(sum(exp(x))) along `dim`, kept as size 1, shifted by the max so it cannot overflow."""
     a = axis(dim, x.ndim)
     m = x.max(axis=a, keepdims=True)
-    e = np.exp(x - m)
-    return e / e.sum(axis=a, keepdims=True)
+    return np.asarray(np.log(np.exp(x - m).sum(axis=a, keepdims=True)) + m)
+
+
+def _softmax(x: np.ndarray, dim: Any = None, **_: Any) -> np.ndarray:
+    return np.asarray(np.exp(x - _lse(x, dim)))
 
 
 def _log_softmax(x: np.ndarray, dim: Any = None, **_: Any) -> np.ndarray:
-    a = axis(dim, x.ndim)
-    m = x.max(axis=a, keepdims=True)
-    return x - (np.log(np.exp(x - m).sum(axis=a, keepdims=True)) + m)
+    return np.asarray(x - _lse(x, dim))
 
 
 KINDS = (

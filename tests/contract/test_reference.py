@@ -116,3 +116,40 @@ def test_scale_map_keeps_sizes_distinct_and_small(shape):
     assert all(m[v] <= v for v in vals)
     arrays, _shapes, replayed = make_inputs(replace(c))
     assert arrays[0].ndim == len(shape) and replayed
+
+
+def _as(c, op, **op_args):
+    """The contract `c` with another op (and op_args), its derived fields recomputed."""
+    from dataclasses import replace
+
+    from pypto_tui.contract.semantics import derive
+
+    return derive(replace(c, op=op, op_args={**c.op_args, **op_args}))
+
+
+def test_anchor_ops_the_graph_reader_does_not_spell_have_their_registry_reference(contracts):
+    """nansum, the scans with values only (cummax) and the written-out hinge are registry kinds without a
+    torch spelling: the contract's reference is still theirs, worked out by hand here."""
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, 2.0, -1.0]])
+    got = reference(_as(contracts["sum_over_channels"], "nansum", dim=1, keepdim=True), [x])
+    np.testing.assert_allclose(got, [[4.0], [1.0]])
+    p, t = np.array([[0.5, -2.0], [1.5, 0.2]]), np.array([[1.0, 1.0], [-1.0, 1.0]])
+    hinge = reference(_as(contracts["mse_loss"], "hinge_loss"), [p, t])
+    assert math.isclose(float(hinge), (0.5 + 3.0 + 2.5 + 0.8) / 4)
+    y = np.array([[[3.0, 1.0], [2.0, 4.0]], [[0.0, 5.0], [-1.0, 6.0]]])
+    np.testing.assert_allclose(reference(_as(contracts["max_over_dim"], "min", dim=1), [y]), [[2.0, 1.0], [-1.0, 5.0]])
+
+
+def test_scan_forms_wrap_the_registry_scan(kb):
+    c = extract_contract(EXTRA / "cumsum_reverse_last.py", kb)
+    x = np.array([[1.0, 3.0, 2.0, 5.0]])
+    np.testing.assert_allclose(reference(_as(c, "reverse_cummax", dim=1), [x]), [[5.0, 5.0, 5.0, 5.0]])
+    np.testing.assert_allclose(reference(_as(c, "cummin", dim=1), [x]), [[1.0, 1.0, 1.0, 1.0]])
+    lcse = reference(_as(c, "logcumsumexp", dim=1), [x])
+    np.testing.assert_allclose(lcse, [[math.log(sum(math.exp(v) for v in x[0, :i + 1])) for i in range(4)]])
+
+
+def test_a_matmul_masked_by_tril_keeps_its_diagonal_offset(contracts):
+    A, B = np.arange(9.0).reshape(3, 3), np.eye(3)
+    c = _as(contracts["matmul_tall"], "matmul", post="tril", post_diagonal=-1)
+    np.testing.assert_allclose(reference(c, [A, B]), [[0, 0, 0], [3, 0, 0], [6, 7, 0]])
