@@ -348,6 +348,8 @@ def verify(
     p = _pipeline(task, kb, tile, loop_count, front_end=front_end, trace_timeout=trace_timeout)
     judged = Criterion(criterion, trials)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
+    if per_kernel and not _is_module(p):
+        raise InputError("--per-kernel verifies a module of several kernels; this task is one kernel")
     if kernel is not None or p.contract().supported or _is_module(p):
         _require_sim()
         what = f"{task} and {kernel}" if kernel is not None else str(task)

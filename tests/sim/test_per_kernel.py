@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
+from support import PYPTO_TUI
 
 from pypto_tui.design import Design, Pipeline, module_stages
 from pypto_tui.errors import InputError
@@ -101,6 +103,17 @@ def test_the_end_to_end_run_checks_the_wiring_at_the_smallest_sizes(kb) -> None:
 def test_one_kernel_tasks_are_refused_in_one_line(kb) -> None:
     with pytest.raises(InputError, match="one kernel"):
         plan_kernel_jobs(Pipeline(kb, Design(task=str(ROOT / "tasks" / "softmax_rows.py"))))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([str(ROOT / "tasks" / "softmax_rows.py"), "--per-kernel"], "--per-kernel verifies a module of several kernels"),
+    ([str(CHAIN), "--per-kernel", "--kernel", str(CHAIN)], "--per-kernel verifies the generated module's kernels"),
+])
+def test_the_flag_refuses_what_it_cannot_verify_in_one_line(args: list[str], message: str) -> None:
+    done = subprocess.run([PYPTO_TUI, "verify", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    errors = [ln for ln in done.stderr.splitlines() if "error" in ln]
+    assert len(errors) == 1 and message in errors[0] and "note: verify executes" not in done.stderr, done.stderr
 
 
 @pytest.mark.sim
