@@ -56,6 +56,8 @@ class ModuleTest:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)   # name: (task's, test's)
     kept: bool = True
     notes: list[str] = field(default_factory=list)
+    counts: tuple[scaled.AxisCount, ...] = ()   # each kernel's counted axes at these sizes
+    second: ModuleTest | None = None            # the second size tried (another count on those axes)
 
 
 def _design_constants(gen: Any, tile_name: str | None) -> dict[str, Any]:
@@ -301,6 +303,20 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
         notes.append(f"keeping every kernel's design needs a tensor of {kept_at} elements, over the verify limit "
                      f"of {limit}; `--scale full` verifies the design as chosen")
     notes += [f"not kept: {p}" for p in best.problems]
+    counted = _spread_module(search, best, limit)
+    best = search.evaluate(counted.values) or best
+    test = _module_at(search, best, values, kept, notes + counted.notes, counted.axes)
+    second = _spread_module(search, best, limit, {a.what: a.count for a in counted.axes})
+    again = search.evaluate(second.values) if second.values != best.values else None
+    if again is not None:
+        test.second = _module_at(search, again, values, kept, list(notes), second.axes)
+    return test
+
+
+def _module_at(search: _Search, best: Candidate, values: dict[str, int], kept: bool, notes: list[str],
+               counts: tuple[scaled.AxisCount, ...]) -> ModuleTest:
+    """The module at the candidate's sizes, each kernel with the full module's design given
+    explicitly; `kept` turns false when a kernel's design constants differ there."""
     assert best.stages is not None  # a module's candidates always carry their stages
     test_stages = _with_full_designs(search.keeps, best.stages)
     kernel = compose_module(best.pipeline, test_stages)
@@ -311,7 +327,42 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
             notes.append(f"not kept: kernel {s.index} ({s.ops}) sets {got} at the test sizes, {k.constants} "
                          "at the task's")
     sizes = {n: (values[n], best.values[n]) for n in values if best.values[n] != values[n]}
-    return ModuleTest(best.pipeline, kernel, sizes, kept, notes)
+    return ModuleTest(best.pipeline, kernel, sizes, kept, notes, counts)
+
+
+def _spread_module(search: _Search, best: Candidate, limit: int,
+                   avoid: dict[str, int] | None = None) -> scaled.Spread:
+    """The size constants with every kernel's counted axes (a tiled reduction or scan axis, a
+    matmul's K) at an odd tile count of at least three (scaled.spread): the shrink above stops at two
+    tiles, and KernelBench level-2 14's row sum hard-coded to the 2048 columns it shrank to passed.
+    A candidate keeps every design `best` keeps and stays within the module's element limit."""
+    from pypto_tui.sim.verify_shapes import loop_iterations
+
+    given_up = _kernels_given_up(best.problems)
+
+    def probe(v: dict[Any, int]) -> scaled.Probe | None:
+        cand = search.evaluate({str(k): n for k, n in v.items()})
+        if cand is None or cand.stages is None:
+            return None
+        axes: list[scaled.AxisCount] = []
+        iterations = 1
+        for k, s in zip(search.keeps, cand.stages.stages, strict=True):
+            if k.keep is None:
+                continue
+            try:
+                g = s.pipeline.geometry()
+                own = tuple(s.pipeline.needs().tiles[0].shape) if k.keep.tile_shape is not None else None
+            except (InputError, IndexError):
+                return None
+            axes += scaled.counted_axes(k.keep, g.shape, g.matmul, own, prefix=f"kernel {s.index} ({s.ops}): ")
+            iterations = max(iterations, loop_iterations(k.keep, g.shape))
+        kept = (_kernels_given_up(cand.problems) <= given_up
+                and cand.measure <= max(limit, best.measure) * scaled.SPREAD_GROWTH)
+        return scaled.Probe(tuple(axes), kept, cand.measure, iterations)
+
+    found = scaled.spread(dict(best.values), list(best.values), probe, avoid)
+    found.values = {str(k): n for k, n in found.values.items()}
+    return found
 
 
 def wiring_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
@@ -336,6 +387,55 @@ def wiring_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
     note = ("the module end to end runs at the smallest sizes its task builds at, each kernel re-planned there: "
             "it checks the wiring; each kernel's design is verified on its own")
     return ModuleTest(best.pipeline, compose_module(best.pipeline, best.stages), sizes, kept=False, notes=[note])
+
+
+def declared_stages(stages: ModuleStages, constants: dict[str, object]) -> tuple[ModuleStages, list[str]]:
+    """The module's kernels with the design a kernel file declares for each (its `<TILE>_K<i>`,
+    `LOOP_COUNT_K<i>`, `CUBE_M_K<i>`... constants, named as compose.py suffixes the generated
+    module's), so `verify --kernel` picks test sizes for the file's tiles, loops and cube tiles
+    rather than the generated ones. Returns the stages and a note for each constant it could not
+    apply (that kernel keeps the generated design)."""
+    from pypto_tui.design import kernel_of
+    from pypto_tui.sim.verify_shapes import kernel_constants, tile_constant_name
+
+    out, notes = [], []
+    for s in stages.stages:
+        i = s.index
+        ours = kernel_constants(s.kernel)
+        tile_name = tile_constant_name(ours, s.pipeline.chosen_tile())
+        changes: dict[str, Any] = {}
+        tile = constants.get(f"{tile_name}_K{i}") if tile_name else None
+        if isinstance(tile, list | tuple) and _ints(tile) and list(tile) != list(ours.get(tile_name or "") or ()):
+            changes["tile"] = list(tile)
+        loop = constants.get(f"LOOP_COUNT_K{i}")
+        if isinstance(loop, int) and not isinstance(loop, bool) and loop > 0 and loop != s.pipeline.chosen_loop_count():
+            changes["loop_count"] = loop
+        cube = {a: v for a in "mkn" if isinstance(v := constants.get(f"CUBE_{a.upper()}_K{i}"), list | tuple)}
+        if len(cube) == 3 and all(_ints(v) for v in cube.values()) and any(
+                list(v) != list(ours.get(f"CUBE_{a.upper()}") or ()) for a, v in cube.items()):
+            changes["cube"] = {a: list(v) for a, v in cube.items()}
+        if not changes:
+            out.append(s)
+            continue
+        gen: Any = None
+        try:
+            given = s.pipeline.with_design(**changes)
+            gen = kernel_of(given)
+            why = gen.reason
+        except InputError as exc:
+            why = str(exc)
+        if gen is None or not gen.supported:
+            notes.append(f"kernel {i} ({s.ops}): the kernel file's {sorted(changes)} could not be laid out for "
+                         f"this task ({why}); its test sizes keep the generated design")
+            out.append(s)
+            continue
+        out.append(replace(s, pipeline=given, kernel=gen))
+    return replace(stages, stages=tuple(out)), notes
+
+
+def _ints(v: object) -> bool:
+    return isinstance(v, list | tuple) and bool(v) and all(
+        isinstance(t, int) and not isinstance(t, bool) and t > 0 for t in v)
 
 
 def _window_room(c: Any) -> list[str]:
@@ -463,4 +563,4 @@ def _with_full_designs(keeps: list[StageKeep], stages: ModuleStages) -> ModuleSt
     return replace(stages, stages=tuple(out))
 
 
-__all__ = ["ModuleTest", "kernel_task_at_sizes", "module_test", "stage_keeps", "wiring_test"]
+__all__ = ["ModuleTest", "declared_stages", "kernel_task_at_sizes", "module_test", "stage_keeps", "wiring_test"]

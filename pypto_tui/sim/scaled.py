@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from typing import Any
 
 from pypto_tui.shapes import ceil_div
 
@@ -34,6 +35,15 @@ worker's 8 GB address-space cap: an RMSNorm kept at 1.57M elements verified in 9
 InstanceNorm at 3.1M and a BatchNorm at 2.1M ran the interpreter out of memory (326 s, 375 s); a
 transposed conv at 1.1M (a cube stage) did not finish in 1200 s."""
 MIN_LAST = 32
+MAX_TEST_ITERATIONS = 16
+"""The most loop iterations a test runs. Pass-verify's memory grows with iterations x tensor size
+(measured, an ELU at 1M elements: 16 iterations 1.2 GB, 64 iterations at 4M 6.2 GB; a pool with one
+output row per iteration ran out of memory), so a test keeps at least two iterations and the tail,
+but no more than this many."""
+MAX_TEST_WORK = 1 << 25
+"""The bound on (largest tensor's elements) x (loop iterations) for the tile counts chosen after the
+shrink (`spread`): 32M element-iterations, about 2.4 GB at the 75 bytes per element-iteration
+measured for a 1M-element loop of 16 iterations."""
 
 Shapes = dict[str, tuple[int, ...]]
 
@@ -112,12 +122,14 @@ def _loop_problems(keep: DesignToKeep, shape: tuple[int, ...], count: int) -> li
 def loop_count_at(keep: DesignToKeep, shape: Sequence[int], fewest: bool = False) -> int | None:
     """The loop count to run at test geometry `shape`: the design's own when it keeps the loop,
     else the largest smaller count that does (None when no count does, or there is no loop).
-    `fewest`: the smallest count that does instead (the cheapest test of a design not kept)."""
+    `fewest`: the smallest count that does instead (the cheapest test of a design not kept).
+    Never more than MAX_TEST_ITERATIONS: pass-verify keeps copies per iteration, so iterations
+    cost memory as elements do (a pool with one output row per iteration ran out of it)."""
     count = keep.loop_count or 0
     if count <= 1 or not 0 <= keep.loop_axis < len(shape):
         return None
     shape = tuple(shape)
-    counts = range(min(count, shape[keep.loop_axis]), 1, -1)
+    counts = range(min(count, shape[keep.loop_axis], MAX_TEST_ITERATIONS), 1, -1)
     for c in (reversed(counts) if fewest else counts):
         if not _loop_problems(keep, shape, c):
             return c
@@ -281,3 +293,186 @@ def _smaller(size: int) -> tuple[int, ...]:
 
 def largest_input(shapes: Mapping[str, Sequence[int]]) -> int:
     return max((math.prod(s) for s in shapes.values()), default=0)
+
+
+# ------------------------------------------------------------------------------ tile counts
+# The shrink above stops at the first size that keeps the design, which for a tiled reduction is
+# exactly two tiles (KernelBench level-2 14: hidden 8192 shrunk to 2048, two tiles of 1024). A
+# kernel that hard-codes that width or that count then passes. So every counted axis (a tiled
+# reduction or scan axis, a matmul's K) is then moved to an odd number of tiles, at least three,
+# and a second trial runs at the next odd count: no width or count written into a kernel can equal
+# both, and none equals a power-of-two shrink of the task's size.
+MAX_SPREAD_PROBES = 8
+SPREAD_GROWTH = 1.5
+"""How far past the element limit the tile counts may take a test that sat at it: a third tile on an
+axis the shrink left at two grows it by half (KernelBench level-2 14: batch 1024 is held by its last
+kernel's tile, so hidden 2048 -> 3072 takes its product from 2M to 3M elements). The work bound
+(MAX_TEST_WORK) still holds."""
+
+
+@dataclass(frozen=True)
+class AxisCount:
+    """One counted axis at a candidate: its size there, its tile, and its size in the task."""
+
+    what: str       # "reduction axis 1", "K", "kernel 2 (sum): reduction axis 1"
+    size: int
+    step: int
+    full: int
+
+    @property
+    def count(self) -> int:
+        return ceil_div(self.size, self.step)
+
+    @property
+    def full_count(self) -> int:
+        return ceil_div(self.full, self.step)
+
+    @property
+    def tail(self) -> int:
+        return self.size % self.step
+
+
+def counted_axes(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, int, int] | None = None,
+                 tile_shape: Sequence[int] | None = None, prefix: str = "") -> list[AxisCount]:
+    """The axes of `keep` whose tile count the test chooses: a tiled reduction or scan axis (of the
+    geometry; not when the tile is another tensor's) and a matmul's K under its L1 cube tile, each
+    only when the task's size spans more than one tile (one tile stays one: the design covers it)."""
+    out: list[AxisCount] = []
+    shape = tuple(shape)
+    own = keep.tile_shape is not None and tile_shape is not None
+    ax = keep.reduce_axis
+    if (keep.tile and ax is not None and not own and len(keep.tile) == len(shape) == len(keep.shape)
+            and 0 <= ax < len(shape) and keep.tile[ax] > 1 and keep.shape[ax] > keep.tile[ax]):
+        out.append(AxisCount(f"{prefix}reduction axis {ax}", shape[ax], keep.tile[ax], keep.shape[ax]))
+    if keep.matmul and keep.cube and matmul and keep.cube[1] > 1 and keep.matmul[1] > keep.cube[1]:
+        out.append(AxisCount(f"{prefix}K", matmul[1], keep.cube[1], keep.matmul[1]))
+    return out
+
+
+def count_targets(full: int, step: int, avoid: int | None = None, tries: int = 3) -> tuple[int, ...]:
+    """The tile counts to try on a counted axis, best first: the odd counts from 3 up, then, where no
+    odd count can be had (a matmul whose M, K and N are one size: every odd multiple of a K tile of 128
+    misses a whole N tile of 256), the even ones from 4 up; never more than the task has (a test
+    larger than the task checks a case it never runs), never `avoid` (the first trial's count), at
+    most `tries` of each kind."""
+    top = ceil_div(full, step)
+    odd = [c for c in range(3, top + 1, 2) if c != avoid][:tries]
+    even = [c for c in range(4, top + 1, 2) if c != avoid][:tries]
+    return (*odd, *even)
+
+
+def sized_for(size: int, step: int, count: int) -> int:
+    """The size with `count` tiles of `step` that keeps the tail `size` has (or its lack of one)."""
+    tail = size % step
+    return (count - 1) * step + tail if tail else count * step
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What a candidate's sizes give: its counted axes, whether it keeps the design, its cost."""
+
+    axes: tuple[AxisCount, ...]
+    kept: bool
+    elements: int
+    iterations: int = 1
+
+    @property
+    def work(self) -> int:
+        return self.elements * max(self.iterations, 1)
+
+
+@dataclass
+class Spread:
+    """The sizes of one trial, its counted axes there, and a note for each axis left off its count."""
+
+    values: dict[Any, int]
+    axes: tuple[AxisCount, ...]
+    notes: list[str]
+    probe: Probe | None
+
+
+def spread(values: Mapping[Any, int], knobs: Sequence[Any], probe: Callable[[dict[Any, int]], Probe | None],
+           avoid: Mapping[str, int] | None = None, work_limit: int = MAX_TEST_WORK) -> Spread:
+    """Move each counted axis of the candidate `values` to the first count of count_targets it can
+    take (3 tiles, else 5, ...; `avoid` names each axis's count in the first trial, so a second trial
+    gives it another) by changing one knob (a size class, a size constant) by the ratio of the target
+    size to the axis's size. A change is taken only when the design is still kept, every axis already
+    settled keeps its count, and the work (elements x loop iterations) stays within `work_limit` (or
+    the candidate's own, when that is larger). Pure: `probe` judges."""
+    cur = dict(values)
+    base = probe(cur)
+    if base is None:
+        return Spread(cur, (), [], None)
+    notes: list[str] = []
+    settled: dict[str, int] = {}
+    last = base
+    for axis in base.axes:
+        now = next((a for a in last.axes if a.what == axis.what), None)
+        if now is None:
+            continue
+        avoided = (avoid or {}).get(now.what)
+        targets = count_targets(now.full, now.step, avoided)
+        if not targets or (avoided is None and now.count in targets[:1]):
+            settled[now.what] = now.count
+            if not targets and now.count < 3 and avoided is None:
+                notes.append(f"{now.what} stays at {now.count} tile(s) of {now.step}: the task has "
+                             f"{now.full_count}, fewer than three")
+            continue
+        found = _move(cur, knobs, probe, now, targets, settled, max(work_limit, base.work))
+        if found is None:
+            settled[now.what] = now.count
+            notes.append(f"{now.what} stays at {now.count} tiles of {now.step}: no size that keeps the design "
+                         f"gives it {' or '.join(map(str, targets))} within the test's bound of "
+                         f"{work_limit} element-iterations")
+            continue
+        cur, last = found
+        settled[now.what] = next(a.count for a in last.axes if a.what == now.what)
+        if settled[now.what] % 2 == 0 and avoided is None:
+            notes.append(f"{now.what} runs {settled[now.what]} tiles of {now.step}: no odd count keeps the design "
+                         "(another axis tied to its size needs whole tiles of another step)")
+    return Spread(cur, last.axes, notes, last)
+
+
+def _move(cur: dict[Any, int], knobs: Sequence[Any], probe: Callable[[dict[Any, int]], Probe | None],
+          now: AxisCount, targets: Sequence[int], settled: Mapping[str, int], limit: int
+          ) -> tuple[dict[Any, int], Probe] | None:
+    """The first target count `now`'s axis reaches by changing one knob, and the candidate there.
+    At most MAX_SPREAD_PROBES candidates are judged per axis (a module's each rewrites its task): the
+    knob whose value is the axis's size first, the others only when none is."""
+    direct = [k for k in knobs if cur[k] == now.size]
+    order = direct or sorted(knobs, key=lambda k: (-cur[k], str(k)))
+    budget = MAX_SPREAD_PROBES
+    for want in targets:
+        target = sized_for(now.size, now.step, want)
+        for k in order:
+            v = cur[k]
+            if (v * target) % now.size:
+                continue
+            nv = v * target // now.size
+            if nv == v or nv < 1:
+                continue
+            if budget <= 0:
+                return None
+            budget -= 1
+            cand = {**cur, k: nv}
+            q = probe(cand)
+            if q is None or not q.kept or q.work > limit:
+                continue
+            got = {a.what: a.count for a in q.axes}
+            if got.get(now.what) == want and all(got.get(w) == c for w, c in settled.items()):
+                return cand, q
+    return None
+
+
+def describe_counts(axes: Sequence[AxisCount]) -> list[dict[str, object]]:
+    """The counted axes for the report: what, the tile, the count at the test and in the task, why."""
+    out: list[dict[str, object]] = []
+    for a in axes:
+        why = ("an odd number of tiles, at least three: no width or tile count written into a kernel matches it"
+               if a.count >= 3 and a.count % 2 else
+               f"the task's own {a.full_count} tile(s): fewer than three" if a.full_count < 3 else
+               "at least three tiles; no odd count keeps the design here (see notes)" if a.count >= 3 else
+               "the design could not take three tiles or more here (see notes)")
+        out.append({"axis": a.what, "size": a.size, "tile": a.step, "tiles": a.count, "task_tiles": a.full_count,
+                    "tail": a.tail, "why": why})
+    return out

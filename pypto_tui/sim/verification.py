@@ -32,6 +32,7 @@ from pypto_tui.sim.verify_shapes import (
     geometry_at,
     kernel_constants,
     measure_elements,
+    spread_shapes,
     tile_constant_name,
     tile_fits,
     tile_tensor_at,
@@ -93,9 +94,14 @@ class VerifyReport:
     outside_kernels: list[dict[str, Any]] = field(default_factory=list)  # torch work forward did itself
     first_diverging_kernel: int | None = None  # a failing module: the first kernel off its reference
     failed_kernel: dict[str, Any] | None = None  # a compile failure: the jit kernel's name and module line
+    shapes_why: str = ""                # why the test runs at `shapes`
+    tile_counts: list[dict[str, Any]] = field(default_factory=list)  # each counted axis: its tiles and why
+    size_trials: list[dict[str, Any]] = field(default_factory=list)  # every size tried (the first is `shapes`)
+    second_trial: Any = None            # (test pipeline, kernel, report) of the second size, before it runs
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d.pop("second_trial", None)
         d["findings"] = [f.to_dict() for f in self.findings]
         return d
 
@@ -107,6 +113,7 @@ class PreparedVerify:
     job: J.SimJob | None
     report: VerifyReport
     test: Pipeline | None = None
+    second: PreparedVerify | None = None  # the same check at a second size (more tiles on the counted axes)
 
 
 # ------------------------------------------------------------------------------ jobs
@@ -202,7 +209,29 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
         report.design_kept = True
     job = _job(test, gen.source, str(test.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
                criterion, report)
-    return PreparedVerify(job, report, test)
+    return PreparedVerify(job, report, test, _second(report, tile_name, memory_limit_mb, criterion,
+                                                     Path(str(pipeline.design.task)).name))
+
+
+def _second(report: VerifyReport, tile_name: str | None, memory_limit_mb: int | None, criterion: Criterion,
+            label: str, source: str | None = None) -> PreparedVerify | None:
+    """The second size's verification (another odd tile count on every counted axis), when the
+    test found one: `report.second_trial` taken off the report. `source`: a kernel file's text (it
+    runs instead of the generated module)."""
+    found, report.second_trial = report.second_trial, None
+    if found is None:
+        return None
+    test, gen, extra = found
+    extra.supported, extra.kernel, extra.design_kept = True, report.kernel, report.design_kept and extra.design_kept
+    consts = kernel_constants(gen)
+    if source is None:
+        extra.tile = list(consts[tile_name]) if tile_name and tile_name in consts else None
+        extra.loop_count = consts.get("LOOP_COUNT")
+    else:
+        extra.tile, extra.loop_count = report.tile, report.loop_count
+    job = _job(test, source if source is not None else gen.source, str(test.design.task), memory_limit_mb,
+               label, criterion, extra)
+    return PreparedVerify(job, extra, test)
 
 
 def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int | None,
@@ -238,6 +267,7 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
             why = ("at the test sizes " + ", ".join(f"{n}={b}" for n, (_, b) in found.sizes.items())
                    if found.sizes else "at the task's sizes")
             report.changes = module_differences(full_gen.source, gen.source, why)
+            _module_trials(found, report)
         report.kernel_designs = kernel_designs(test)
         shapes = full_shapes(test)
     except InputError as exc:
@@ -245,9 +275,34 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
         return PreparedVerify(None, report)
     report.shapes = {k: list(v) for k, v in shapes.items()}
     report.supported = True
-    job = _job(test, gen.source, str(test.design.task), memory_limit_mb, Path(str(pipeline.design.task)).name,
-               criterion, report)
-    return PreparedVerify(job, report, test)
+    label = Path(str(pipeline.design.task)).name
+    job = _job(test, gen.source, str(test.design.task), memory_limit_mb, label, criterion, report)
+    return PreparedVerify(job, report, test, _second(report, None, memory_limit_mb, criterion, label))
+
+
+def _module_trials(found: Any, report: VerifyReport) -> None:
+    """A module test's counted axes, why its sizes, and its second size (when it has one) onto the
+    report (module_test.ModuleTest)."""
+    report.tile_counts = scaled.describe_counts(found.counts)
+    report.shapes_why = _sizes_why(found)
+    second = found.second
+    if second is None or not second.kernel.supported:
+        return
+    extra = VerifyReport(False, False, "", scale=report.scale, kernels=report.kernels)
+    extra.tile_counts, extra.shapes_why = scaled.describe_counts(second.counts), _sizes_why(second)
+    extra.sizes = {n: list(v) for n, v in second.sizes.items()}
+    extra.shapes = {k: list(v) for k, v in full_shapes(second.pipeline).items()}
+    extra.design_kept, extra.notes = second.kept, list(second.notes)
+    extra.kernel_designs = kernel_designs(second.pipeline)
+    report.second_trial = (second.pipeline, second.kernel, extra)
+
+
+def _sizes_why(found: Any) -> str:
+    counted = "; ".join(f"{a.what} {a.size} = {a.count} tile(s) of {a.step}" for a in found.counts)
+    return ("the task's size constants as small as every kernel's design allows" + (f", with {counted}" if counted
+                                                                                  else "")
+            + (" (odd counts of at least three: no width or count hard-coded into a kernel equals them)"
+               if any(a.count >= 3 and a.count % 2 for a in found.counts) else ""))
 
 
 def _list(t: Sequence[int] | None) -> list[int] | None:
@@ -271,6 +326,40 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
             base, sizes, (shapes, keep, notes) = resized
     report.notes += notes
     report.sizes = {n: list(v) for n, v in sizes.items()}
+    shapes, first = spread_shapes(base, keep, shapes)
+    report.notes += first.notes
+    report.tile_counts = scaled.describe_counts(first.axes)
+    report.shapes_why = _shapes_why(keep, first)
+    test, gen = _test_at(pipeline, full_gen, consts, tile_name, report, base, shapes, keep, full_keep, sizes, notes)
+    more, second = spread_shapes(base, keep, shapes, {a.what: a.count for a in first.axes})
+    if more != shapes and gen.supported:
+        extra = VerifyReport(False, False, "", scale=report.scale)
+        extra.tile_counts, extra.shapes_why = scaled.describe_counts(second.axes), _shapes_why(keep, second)
+        extra.sizes = dict(report.sizes)
+        test2, gen2 = _test_at(pipeline, full_gen, consts, tile_name, extra, base, more, keep, full_keep, sizes,
+                               notes)
+        if gen2.supported:
+            extra.shapes = {k: list(v) for k, v in more.items()}
+            report.second_trial = (test2, gen2, extra)
+    return test, gen, shapes
+
+
+def _shapes_why(keep: scaled.DesignToKeep | None, found: scaled.Spread) -> str:
+    """Why the test runs at its shapes, in one line for the report."""
+    if keep is None:
+        return "the inputs shrunk to the verify size: no tile or loop of the design to keep"
+    counted = "; ".join(f"{a.what} {a.size} = {a.count} tile(s) of {a.step}" for a in found.axes)
+    return (f"the smallest shapes that keep {keep.describe()}" + (f", with {counted}" if counted else "")
+            + (" (an odd count of at least three: no width or count hard-coded into a kernel equals it)"
+               if any(a.count >= 3 and a.count % 2 for a in found.axes) else ""))
+
+
+def _test_at(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_name: str | None,
+             report: VerifyReport, base: Pipeline, shapes: scaled.Shapes, keep: scaled.DesignToKeep | None,
+             full_keep: scaled.DesignToKeep | None, sizes: dict[str, tuple[int, int]],
+             notes: list[str]) -> tuple[Pipeline, Any]:
+    """The design's kernel at `shapes` of `base`, its tile, cube tiles and loop given explicitly, and
+    the report's changes and whether the design is kept."""
     geometry = geometry_at(base, shapes)
     # The tile the full kernel sets (after any step-down the generator made), passed explicitly.
     tile = tuple(consts[tile_name]) if tile_name else pipeline.chosen_tile()
@@ -309,7 +398,7 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
         if not report.design_kept:
             report.notes += [f"not kept: {p}" for p in problems] or [
                 "not kept: the generated kernel's tile or cube constants differ at the test shapes (see changes)"]
-    return test, gen, shapes
+    return test, gen
 
 
 def _at_smaller_sizes(pipeline: Pipeline, full_keep: scaled.DesignToKeep
@@ -366,17 +455,29 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
         chain = _module_kernel_verify(pipeline, kfile, report, memory_limit_mb, criterion)
         if chain is not None:
             return chain
+    second: PreparedVerify | None = None
     if scale == "full":
         shapes = full_shapes(pipeline)
     else:
         declared = _declared_design(pipeline, kfile)
         shapes, kept, report.notes = small_shapes(pipeline, declared)
         report.design_kept = declared is None or kept == declared
+        shapes, first = spread_shapes(pipeline, kept, shapes)
+        report.notes += first.notes
+        report.tile_counts, report.shapes_why = scaled.describe_counts(first.axes), _shapes_why(kept, first)
+        more, other = spread_shapes(pipeline, kept, shapes, {a.what: a.count for a in first.axes})
+        if more != shapes:
+            extra = replace(report, notes=list(report.notes), supported=True,
+                            shapes={k: list(v) for k, v in more.items()},
+                            tile_counts=scaled.describe_counts(other.axes), shapes_why=_shapes_why(kept, other))
+            test2 = with_shapes(pipeline, more)
+            second = PreparedVerify(_job(test2, kfile.source, str(pipeline.design.task), memory_limit_mb,
+                                         kfile.path.name, criterion, extra), extra, test2)
     test = with_shapes(pipeline, shapes) if scale == "small" else pipeline
     report.shapes = {k: list(v) for k, v in shapes.items()}
     report.supported = True
     job = _job(test, kfile.source, str(pipeline.design.task), memory_limit_mb, kfile.path.name, criterion, report)
-    return PreparedVerify(job, report, test)
+    return PreparedVerify(job, report, test, second)
 
 
 def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyReport, memory_limit_mb: int | None,
@@ -387,14 +488,15 @@ def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyR
     module's; every one that differs is named, since those sizes were chosen for the generated
     design. None when the task is no chain."""
     from pypto_tui.design import kernel_of, module_stages
-    from pypto_tui.sim.module_test import module_test
+    from pypto_tui.sim.module_test import declared_stages, module_test
 
     try:
         designed = module_stages(pipeline)
         if designed is None or designed.refused:
             return None
         full_gen = kernel_of(pipeline)
-        found = module_test(pipeline, designed)
+        declared, unapplied = declared_stages(designed, kfile.constants)
+        found = module_test(pipeline, declared)
         shapes = full_shapes(found.pipeline)
     except InputError:
         return None
@@ -405,15 +507,17 @@ def _module_kernel_verify(pipeline: Pipeline, kfile: KernelFile, report: VerifyR
     report.kernels = max(len(designed.stages), 1)
     report.kernel_designs = kernel_designs(found.pipeline)
     report.sizes = {n: list(v) for n, v in found.sizes.items()}
-    report.notes = list(found.notes) + [
-        f"the kernel file's {k} = {theirs[k]!r} is not the generated module's {ours[k]!r}: the test sizes keep the "
-        "generated design, so this kernel's may not be kept; --scale full verifies it as written" for k in differ]
-    report.design_kept = found.kept and not differ
+    report.notes = list(found.notes) + unapplied + [
+        f"the kernel file's {k} = {theirs[k]!r} is not the generated module's {ours[k]!r}: the test sizes are "
+        "chosen for the file's value" for k in differ]
+    report.design_kept = found.kept and not unapplied
     report.shapes = {k: list(v) for k, v in shapes.items()}
     report.supported = True
+    _module_trials(found, report)
     job = _job(found.pipeline, kfile.source, str(found.pipeline.design.task), memory_limit_mb, kfile.path.name,
                criterion, report)
-    return PreparedVerify(job, report, found.pipeline)
+    return PreparedVerify(job, report, found.pipeline,
+                          _second(report, None, memory_limit_mb, criterion, kfile.path.name, kfile.source))
 
 
 def kernel_designs(pipeline: Pipeline) -> list[dict[str, Any]]:
@@ -447,8 +551,11 @@ def _declared_design(pipeline: Pipeline, kfile: KernelFile) -> scaled.DesignToKe
             return None
         g = pipeline.geometry()
         tile = kfile.tile if kfile.tile and len(kfile.tile) == len(g.shape) else None
+        cube = {a: kfile.constants.get(f"CUBE_{a.upper()}") for a in "mkn"}
+        declared_cube = ({a: list(v) for a, v in cube.items()}  # type: ignore[call-overload]
+                         if all(isinstance(v, list | tuple) and v for v in cube.values()) else pipeline.design.cube)
         as_declared = variant(pipeline, tile=list(tile) if tile else pipeline.design.tile,
-                              loop_count=kfile.loop_count or 1)
+                              loop_count=kfile.loop_count or 1, cube=declared_cube)
         return design_to_keep(as_declared)
     except InputError:
         return None
@@ -512,7 +619,47 @@ def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: in
     runnable = [x for x in prepared if x.job is not None]
     results = iter(run_many([x.job for x in runnable if x.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
                             progress=progress, status=status)) if runnable else iter(())
-    return [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
+    reports = [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
+    # The second size runs only where the first passed: a failure is already the verdict.
+    again = [(i, x.second) for i, (x, r) in enumerate(zip(prepared, reports, strict=True))
+             if r.passed and x.second is not None and x.second.job is not None]
+    seconds = run_many([s.job for _, s in again if s.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
+                       progress=progress, status=status) if again else []
+    done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}
+    for i, r in enumerate(reports):
+        if prepared[i].job is not None:
+            with_second_size(r, done.get(i))
+    return reports
+
+
+def _trial(r: VerifyReport, n: int) -> dict[str, Any]:
+    return {"trial": n, "shapes": r.shapes, "sizes": r.sizes, "tile_counts": r.tile_counts, "why": r.shapes_why,
+            "tile": r.tile, "loop_count": r.loop_count, "passed": r.passed, "status": r.status, "reason": r.reason,
+            "wall_s": r.wall_s, "peak_rss_mb": r.peak_rss_mb}
+
+
+def with_second_size(report: VerifyReport, second: VerifyReport | None) -> VerifyReport:
+    """Fold the second size's verdict into the report: both must pass. `size_trials` lists every
+    size tried; a failure at the second size becomes the report's verdict, its reason saying where."""
+    report.size_trials = [_trial(report, 1)] + ([_trial(second, 2)] if second is not None else [])
+    if second is None:
+        return report
+    report.wall_s = (report.wall_s or 0.0) + (second.wall_s or 0.0)
+    peaks = [p for p in (report.peak_rss_mb, second.peak_rss_mb) if p is not None]
+    report.peak_rss_mb = max(peaks) if peaks else None
+    where = _fmt_shapes({k: tuple(v) for k, v in second.shapes.items()}) + "".join(
+        f", {n}={b}" for n, (_, b) in second.sizes.items())
+    if second.passed:
+        report.reason += f"; so it is at a second size ({where})"
+        return report
+    report.passed = False
+    report.reason = f"at the second test size ({where}): {second.reason}"
+    report.status, report.outputs = second.status, second.outputs
+    report.max_abs_err, report.max_rel_err = second.max_abs_err, second.max_rel_err
+    report.fail_share = second.fail_share
+    for key in PASS_FIELDS:
+        setattr(report, key, getattr(second, key))
+    return report
 
 
 def verify(pipeline: Pipeline, *, scale: str = "small", timeout_s: float = 600.0, cache: bool = True,

@@ -9,7 +9,7 @@ Both import this module; it imports neither (the two used to import each other).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -282,3 +282,55 @@ def fmt_value(v: Any) -> str:
     if v is None:
         return "none"
     return str(tuple(v)) if isinstance(v, list | tuple) else str(v)
+
+
+# ------------------------------------------------------------------------------ tile counts
+def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: scaled.Shapes,
+                  avoid: Mapping[str, int] | None = None) -> tuple[scaled.Shapes, scaled.Spread]:
+    """The test shapes with every counted axis of `keep` (a tiled reduction or scan axis, a matmul's
+    K) at an odd tile count of at least three (scaled.spread; `avoid`: each axis's count in the first
+    trial, for the second), each change made to one size class of the
+    inputs (a norm's channels and the sizes its module is built for stay). Why: the shrink stops at
+    two tiles, the one count (and width) a kernel hard-coding it would pass at."""
+    if keep is None:
+        return shapes, scaled.Spread({}, (), [], None)
+    # The classes of the task's own shapes: sizes the shrink happened to make equal (a matmul's M, K and
+    # N all at 256) stay apart, as the shrink kept them.
+    by_position = _elementwise_operands(pipeline)
+    cls = scaled.size_classes(full_shapes(pipeline), by_position)
+    if set(cls) != {(n, ax) for n, s in shapes.items() for ax in range(len(s))} or any(
+            shapes[n][ax] != shapes[m][bx] for (n, ax), c in cls.items() for (m, bx), d in cls.items() if c == d):
+        cls = scaled.size_classes(shapes, by_position)
+    values: dict[Any, int] = {c: shapes[n][ax] for (n, ax), c in cls.items()}
+    keep_values, _ = _keep_values(pipeline)
+    keep_values, positions = _channels_by_position(pipeline, keep_values)
+    frozen = {cls[p] for p in positions if p in cls}
+    knobs = [c for c in values if c not in frozen and values[c] not in keep_values]
+    measure = measure_elements(pipeline)
+    start = measure(shapes)
+
+    def apply(v: dict[Any, int]) -> scaled.Shapes:
+        return {n: tuple(v[cls[(n, ax)]] for ax in range(len(s))) for n, s in shapes.items()}
+
+    def probe(v: dict[Any, int]) -> scaled.Probe | None:
+        s = apply(v)
+        g = geometry_at(pipeline, s)
+        if g is None:
+            return None
+        own = tile_tensor_at(pipeline, keep, s)
+        size = measure(s)
+        kept = (not scaled.kept_problems(keep, g.shape, g.matmul, own)
+                and size <= max(keep.element_limit, start) * scaled.SPREAD_GROWTH)
+        return scaled.Probe(tuple(scaled.counted_axes(keep, g.shape, g.matmul, own)), kept, size,
+                            loop_iterations(keep, g.shape))
+
+    found = scaled.spread(values, knobs, probe, avoid)
+    return apply(found.values), found
+
+
+def loop_iterations(keep: scaled.DesignToKeep | None, shape: Sequence[int]) -> int:
+    """The iterations the test's loop runs at geometry `shape` (1 without a loop)."""
+    if keep is None or not keep.loop_count or not 0 <= keep.loop_axis < len(shape):
+        return 1
+    count = scaled.loop_count_at(keep, shape) or 1
+    return scaled.loop_shape(shape[keep.loop_axis], count)[1] if count > 1 else 1
