@@ -414,6 +414,12 @@ def _show_verify(task: Path, report: Any) -> None:
         rows.append(("kernels", f"{report.kernels} (one module: every kernel's passes checked)"))
     if report.sizes:
         rows.append(("sizes", ", ".join(f"{n} {a} -> {b}" for n, (a, b) in report.sizes.items())))
+    if report.shapes_why:
+        rows.append(("why these", report.shapes_why))
+    for i, t in enumerate(report.size_trials[1:], start=2):  # the first is `shapes run`
+        at = ", ".join(f"{k}={tuple(s)}" for k, s in t["shapes"].items())
+        rows.append((f"size {i}", Text(f"{'PASS' if t['passed'] else 'FAIL'} at {at}: {t['why']}",
+                                       style="green" if t["passed"] else "red")))
     for v in report.kernel_verdicts:  # --per-kernel: each kernel on its own, at its own shapes
         rows.append((f"K{v['index']} alone", _kernel_line(v)))
     if report.kernel_designs:  # a module: each kernel has its own tile and loop
