@@ -29,7 +29,14 @@ from pypto_tui.errors import InputError
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.design_runs import Progress, Status
 from pypto_tui.sim.group_reference import SPEC_VERSION
-from pypto_tui.sim.verification import Criterion, PreparedVerify, VerifyReport, finish_verify, prepare_verify
+from pypto_tui.sim.verification import (
+    Criterion,
+    PreparedVerify,
+    VerifyReport,
+    finish_verify,
+    prepare_verify,
+    with_second_size,
+)
 
 SHAPED_VIEWS = ("reshape", "expand")
 """View steps that carry the task's sizes: a group holding one has no reference at smaller shapes."""
@@ -153,8 +160,24 @@ def plan_kernel_jobs(pipeline: Pipeline, *, scale: str = "small", memory_limit_m
         title = f"Kernel {s.index} of {task.name} ({s.ops})"
         ref = _store(reference_source(spec, shapes, title), f"{task.stem}_k{s.index}.py")
         job = replace(prepared.job, task_file=str(ref), label=label, stages=None)
-        out.append(KernelJob(s.index, s.ops, replace(prepared, job=job), ref))
+        second = _second_against_group(prepared.second, graph, groups[s.index], title, task, s.index, label)
+        out.append(KernelJob(s.index, s.ops, replace(prepared, job=job, second=second), ref))
     return out
+
+
+def _second_against_group(second: PreparedVerify | None, graph: Any, group: Any, title: str, task: Path,
+                          index: int, label: str) -> PreparedVerify | None:
+    """A kernel's second test size (another tile count on its counted axes) against its group's
+    reference at those shapes; None when it has none or its group cannot be referenced there."""
+    if second is None or second.job is None or second.test is None:
+        return None
+    try:
+        spec = group_spec(graph, group, second.test.contract())
+    except InputError:
+        return None
+    shapes = [list(i.shape) for i in second.job.inputs if not i.is_scalar]
+    ref = _store(reference_source(spec, shapes, title), f"{task.stem}_k{index}.py")
+    return replace(second, job=replace(second.job, task_file=str(ref), label=label, stages=None))
 
 
 def kernel_verdict(kj: KernelJob, report: VerifyReport) -> dict[str, Any]:
@@ -165,7 +188,8 @@ def kernel_verdict(kj: KernelJob, report: VerifyReport) -> dict[str, Any]:
             "pass_rows": report.pass_rows, "passes_checked": len(report.passes_checked),
             "passes_expected": len(report.passes_expected), "missing_passes": list(report.missing_passes),
             "first_failing_pass": report.first_failing_pass, "design_kept": report.design_kept,
-            "seconds": report.wall_s, "peak_rss_mb": report.peak_rss_mb}
+            "seconds": report.wall_s, "peak_rss_mb": report.peak_rss_mb, "tile_counts": report.tile_counts,
+            "size_trials": report.size_trials}
 
 
 def verify_per_kernel(pipeline: Pipeline, *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
@@ -191,10 +215,18 @@ def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: in
     runnable = [k for k in kernels if k.prepared.job is not None]
     results = iter(run_many([k.prepared.job for k in runnable if k.prepared.job is not None], jobs=jobs,
                             timeout_s=timeout_s, cache=cache, progress=progress, status=status))
-    verdicts = []
-    for k in kernels:
-        rep = finish_verify(k.prepared, next(results)) if k.prepared.job is not None else k.prepared.report
-        verdicts.append(kernel_verdict(k, rep))
+    reports = [finish_verify(k.prepared, next(results)) if k.prepared.job is not None else k.prepared.report
+               for k in kernels]
+    # Each kernel that passed runs again at its second size (another tile count): both must pass.
+    again = [(i, k.prepared.second) for i, (k, rep) in enumerate(zip(kernels, reports, strict=True))
+             if rep.passed and k.prepared.second is not None and k.prepared.second.job is not None]
+    seconds = run_many([s.job for _, s in again if s.job is not None], jobs=jobs, timeout_s=timeout_s, cache=cache,
+                       progress=progress, status=status) if again else []
+    done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}
+    for i, k in enumerate(kernels):
+        if k.prepared.job is not None:
+            with_second_size(reports[i], done.get(i))
+    verdicts = [kernel_verdict(k, rep) for k, rep in zip(kernels, reports, strict=True)]
     failing = next((v for v in verdicts if v["verdict"] != "pass"), None)
     if failing is None and whole.job is not None:
         report = finish_verify(whole, run_many([whole.job], jobs=1, timeout_s=timeout_s, cache=cache,

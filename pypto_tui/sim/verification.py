@@ -268,6 +268,8 @@ def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int 
                    if found.sizes else "at the task's sizes")
             report.changes = module_differences(full_gen.source, gen.source, why)
             _module_trials(found, report)
+            if wiring:
+                report.shapes_why = "the smallest sizes the task builds at, each kernel re-planned there (the wiring)"
         report.kernel_designs = kernel_designs(test)
         shapes = full_shapes(test)
     except InputError as exc:
