@@ -17,31 +17,21 @@ from pypto_tui.contract import ir, views
 from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Input
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
+from pypto_tui.ops.registry import REGISTRY
 
-# Elementwise unary ops with their parameters (besides the input).
-ACTIVATIONS: dict[str, tuple[str, ...]] = {
-    "relu": (), "relu6": (), "leaky_relu": ("negative_slope",), "sigmoid": (), "tanh": (),
-    "gelu": ("approximate",), "elu": ("alpha",), "celu": ("alpha",), "selu": (),
-    "softplus": ("beta", "threshold"), "softsign": (), "hardtanh": ("min_val", "max_val"),
-    "hardsigmoid": (), "hardswish": (), "swish": (), "mish": (), "logsigmoid": (),
-    "softshrink": ("lambd",), "hardshrink": ("lambd",), "tanhshrink": (),
-    "exp": (), "log": (), "abs": (), "neg": (), "sqrt": (), "rsqrt": (), "square": (),
-    "reciprocal": (), "sin": (), "cos": (), "erf": (), "log1p": (), "expm1": (), "sign": (),
-    "clamp": ("min", "max"), "clamp_min": ("min",), "clamp_max": ("max",), "floor": (), "ceil": (),
-    "round": (),
-}
-# Functions allowed inside a generic elementwise expression.
-ELEMENTWISE_FUNCS = set(ACTIVATIONS) | {"maximum", "minimum", "where", "pow", "float", "half",
-                                        "contiguous", "clone", "detach", "rotate_half"}
+_UNARY = [k for k in REGISTRY.values() if k.is_elementwise and k.arity == 1 and k.functions and not k.identity
+          and not k.row_local]
+# The unary elementwise ops a contract names as its op (a copy, a cast or a view is not one), each with
+# its parameters besides the input and the `inplace` flag (which computes nothing).
+ACTIVATIONS: dict[str, tuple[str, ...]] = {k.name: tuple(p for p in k.params if p != "inplace") for k in _UNARY}
+# Functions allowed inside a generic elementwise expression: every elementwise kind of the registry.
+ELEMENTWISE_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise}
+# The binary ones: a call of one on two inputs (`torch.maximum(a, b)`) is that named op.
+BINARY_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise and k.arity == 2}
 REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std",
               "nansum", "max", "min")
 SCANS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
-MODULE_ACTIVATIONS = {
-    "ReLU": "relu", "ReLU6": "relu6", "LeakyReLU": "leaky_relu", "ELU": "elu", "CELU": "celu",
-    "SELU": "selu", "GELU": "gelu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softplus",
-    "Softsign": "softsign", "Hardtanh": "hardtanh", "Hardsigmoid": "hardsigmoid",
-    "Hardswish": "hardswish", "SiLU": "swish", "Mish": "mish", "LogSigmoid": "logsigmoid",
-}
+MODULE_ACTIVATIONS = {m: k.name for k in _UNARY for m in k.modules}
 MODULE_LOSSES = {
     "MSELoss": "mse_loss", "L1Loss": "l1_loss", "SmoothL1Loss": "smooth_l1_loss", "HuberLoss": "huber_loss",
     "KLDivLoss": "kl_div", "TripletMarginLoss": "triplet_margin_loss", "CrossEntropyLoss": "cross_entropy",
@@ -798,8 +788,7 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
                 and b.args[0].is_const and b.args[0].value == 1 and _abs_of(b.args[1]) == a):
             rec.op = "softsign"
             return rec
-    if n.kind == "call" and n.name in ("maximum", "minimum") and len(n.args) == 2 and all(
-            ctx.is_tensor(a) for a in n.args):
+    if n.kind == "call" and n.name in BINARY_FUNCS and len(n.args) == 2 and all(ctx.is_tensor(a) for a in n.args):
         rec.op = n.name
         rec.op_args["operands"] = tuple(a.name for a in n.args)
         return rec

@@ -8,13 +8,17 @@ axes, the count of a mean and the output shape follow.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from pypto_tui.contract import ir
 from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
+from pypto_tui.ops import registry
+from pypto_tui.ops.registry import REGISTRY
 
 IDX = "ijklmnopq"
 
@@ -23,40 +27,10 @@ SUPPORTED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_d
                     "hinge_loss", "cosine_similarity")
 SUPPORTED_NORMS = ("batch_norm", "instance_norm", "group_norm", "layer_norm", "rms_norm", "frobenius_norm",
                    "l1_norm", "l2_norm")
-# Functions a generic elementwise expression may use and still be scaffolded.
-KERNEL_FUNCS = {"exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sigmoid", "tanh", "relu",
-                "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "square", "pow", "float",
-                "contiguous", "clone", "detach",
-                # the activations pattern A writes inside an expression (codegen/activations.py)
-                "relu6", "leaky_relu", "elu", "celu", "selu", "softplus", "softsign", "hardtanh", "hardsigmoid",
-                "hardswish", "swish", "silu", "mish", "logsigmoid", "softshrink", "tanhshrink", "log1p", "gelu",
-                # rotary embeddings' halves of the last axis, a view-and-concat helper (contract/rope.py)
-                "rotate_half"}
-
-UNARY_FORMULA = {
-    "relu": "max({x}, 0)",
-    "relu6": "min(max({x}, 0), 6)",
-    "leaky_relu": "{x} if {x} > 0 else {negative_slope} * {x}",
-    "sigmoid": "1 / (1 + exp(-{x}))",
-    "tanh": "tanh({x})",
-    "gelu": "{x} * Phi({x})  (Phi: the standard normal CDF; approximate={approximate})",
-    "elu": "{x} if {x} > 0 else {alpha} * (exp({x}) - 1)",
-    "celu": "max(0, {x}) + min(0, {alpha} * (exp({x} / {alpha}) - 1))",
-    "selu": "1.0507010 * ({x} if {x} > 0 else 1.6732632 * (exp({x}) - 1))",
-    "softplus": "log(1 + exp({beta} * {x})) / {beta}  ({x} where {beta} * {x} > {threshold})",
-    "softsign": "{x} / (1 + |{x}|)",
-    "hardtanh": "clamp({x}, {min_val}, {max_val})",
-    "hardsigmoid": "clamp({x} / 6 + 0.5, 0, 1)",
-    "hardswish": "{x} * clamp({x} + 3, 0, 6) / 6",
-    "swish": "{x} * sigmoid({x})",
-    "mish": "{x} * tanh(log(1 + exp({x})))",
-    "logsigmoid": "log(1 / (1 + exp(-{x})))",
-    "clamp": "clamp({x}, {min}, {max})",
-    "softshrink": "{x} - {lambd} if {x} > {lambd} else {x} + {lambd} if {x} < -{lambd} else 0",
-    "hardshrink": "{x} if |{x}| > {lambd} else 0",
-    "tanhshrink": "{x} - tanh({x})",
-}
-BIN_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+# Functions a generic elementwise expression may use and still be scaffolded: the elementwise kinds
+# whose registry entry has a kernel form, and those the kernel reads whole along the last axis
+# (rotary embeddings' rotate_half, a view-and-concat helper, contract/rope.py).
+KERNEL_FUNCS = frozenset(k.name for k in REGISTRY.values() if k.is_elementwise and (k.render or k.row_local))
 
 
 @dataclass
@@ -190,13 +164,14 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     x = names[0]
     op = c.op or ""
     args = dict(c.op_args)
-    if op in UNARY_FORMULA:
+    kind = registry.kind(op)
+    if kind is not None and kind.is_elementwise and kind.formula:
         try:
-            body = UNARY_FORMULA[op].format(x=x, **{k: _fmt(v) for k, v in args.items()})
+            body = kind.formula.format(**{**{k: _fmt(v) for k, v in args.items()}, "x": x, "y": names[-1]})
         except (KeyError, IndexError):
             body = f"{op}({x})"
         out.formula = f"out = {body}  (elementwise over {shape})"
-    elif op in BIN_SYMBOL:
+    elif kind is not None and op in ir.INFIX:  # an operator a task writes with its symbol: `x * 2.0`, `a - b`
         if args.get("scalar_input") or args.get("scalar") is not None:
             sc = args.get("scalar_input") or _fmt(args.get("scalar"))
             lhs, rhs = (x, sc) if args.get("scalar_side", "right") == "right" else (sc, x)
@@ -204,14 +179,10 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
             sc = c.input(args["scalar_input"]) if args.get("scalar_input") else None
             if sc is not None and sc.value is not None:
                 extra = f", {sc.name} = {_fmt(sc.value)}"
-            out.formula = f"out = {lhs} {BIN_SYMBOL[op]} {rhs}  (elementwise over {shape}{extra})"
+            out.formula = f"out = {_infix(op, lhs, rhs)}  (elementwise over {shape}{extra})"
         else:
-            out.formula = f"out = {names[0]} {BIN_SYMBOL[op]} {names[-1]}  (elementwise over {shape})"
-    elif op in ("maximum", "minimum"):
-        out.formula = f"out = {op}({', '.join(names)})  (elementwise over {shape})"
+            out.formula = f"out = {_infix(op, names[0], names[-1])}  (elementwise over {shape})"
     elif op == "expression" and "expr" in args:
-        from pypto_tui.contract import ir
-
         tree = ir.from_data(_unfreeze(args["expr"]))
         out.formula = f"out = {ir.render(tree)}  (elementwise over {shape})"
         funcs = {n.name for n in tree.walk() if n.kind == "call"} - KERNEL_FUNCS
@@ -222,12 +193,13 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
         if funcs:
             out.supported = False
             out.reason = f"the expression uses {', '.join(sorted(funcs))}, which the scaffolds do not translate"
-    else:
-        out.formula = f"out = {op}({x})  (elementwise over {shape})"
+    else:  # a call: `relu(x)`, `maximum(a, b)`
+        out.formula = f"out = {op}({', '.join(names)})  (elementwise over {shape})"
     # asymmetry
-    if len(ops) < 2 or op in ("add", "mul", "maximum", "minimum"):
+    commutes = _commutes(op) if len(ops) >= 2 else None
+    if len(ops) < 2 or commutes:
         out.asymmetric = False
-    elif op in ("sub", "div", "pow"):
+    elif commutes is False:
         out.asymmetric = True
     else:
         out.asymmetric = _numeric_asymmetry(c, ops)
@@ -235,6 +207,24 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
             out.asymmetric = True  # the inputs broadcast (or are read through views): their roles are fixed
         if out.asymmetric is None:
             out.unknown["asymmetric"] = "the inputs have different shapes: swapping them is not defined"
+
+
+def _infix(op: str, lhs: str, rhs: str) -> str:
+    """`lhs <symbol> rhs` for an operator a task writes with its symbol (the expression printer's own)."""
+    return ir.render(ir.Node("bin", op, (ir.Node("in", lhs), ir.Node("in", rhs))))
+
+
+@functools.cache
+def _commutes(op: str) -> bool | None:
+    """Whether swapping the two operands of a binary elementwise kind leaves its value unchanged (its
+    registry reference on fixed random data: add, maximum do; sub, pow do not); None for any other op."""
+    k = registry.kind(op)
+    if k is None or not k.is_elementwise or k.arity != 2 or k.reference is None:
+        return None
+    import numpy as np
+
+    a, b = np.random.default_rng(1).uniform(0.5, 2.0, size=(2, 3, 5))
+    return bool(np.allclose(k.reference(a, b), k.reference(b, a), rtol=1e-9, atol=1e-12, equal_nan=True))
 
 
 def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:

@@ -11,10 +11,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pypto_tui.ops import base as ops_base
+from pypto_tui.ops.registry import REGISTRY
+
 _REQ = object()  # marks a required parameter
 REQUIRED = _REQ
 
 _LOSS_TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
+
+
+def _elementwise_rows() -> tuple[dict[str, tuple[tuple[str, Any], ...]], dict[str, tuple[str, ...]],
+                                 dict[str, dict[str, Any]]]:
+    """The elementwise kinds' rows, read from their registry entries (a new activation is one entry
+    there): each module type's constructor, each unary kind's call (the tensor, then its parameters in
+    torch's order) and torch's defaults for them."""
+    kinds = [k for k in REGISTRY.values() if k.is_elementwise]
+    modules = {m: tuple((p, _REQ if d is ops_base.REQUIRED else d) for p, d in k.module_signature)
+               for k in kinds for m in k.modules}
+    calls = {k.name: ("input", *k.params) for k in kinds if k.arity == 1 and k.params}
+    defaults = {k.name: dict(k.defaults) for k in kinds if k.defaults}
+    return modules, calls, defaults
+
+
+_ELEMENTWISE_MODULES, _ELEMENTWISE_CALLS, _ELEMENTWISE_DEFAULTS = _elementwise_rows()
 
 # nn module constructors: type -> ((param, default), ...). REQUIRED marks required ones.
 MODULE_SIGS: dict[str, tuple[tuple[str, Any], ...]] = {
@@ -36,23 +55,7 @@ MODULE_SIGS: dict[str, tuple[tuple[str, Any], ...]] = {
     "HingeEmbeddingLoss": (("margin", 1.0), *_LOSS_TAIL),
     "CosineEmbeddingLoss": (("margin", 0.0), *_LOSS_TAIL),
     "CosineSimilarity": (("dim", 1), ("eps", 1e-8)),
-    "ReLU": (("inplace", False),),
-    "ReLU6": (("inplace", False),),
-    "LeakyReLU": (("negative_slope", 0.01), ("inplace", False)),
-    "ELU": (("alpha", 1.0), ("inplace", False)),
-    "CELU": (("alpha", 1.0), ("inplace", False)),
-    "SELU": (("inplace", False),),
-    "GELU": (("approximate", "none"),),
-    "Sigmoid": (),
-    "Tanh": (),
-    "Softplus": (("beta", 1.0), ("threshold", 20.0)),
-    "Softsign": (),
-    "Hardtanh": (("min_val", -1.0), ("max_val", 1.0), ("inplace", False)),
-    "Hardsigmoid": (("inplace", False),),
-    "Hardswish": (("inplace", False),),
-    "SiLU": (("inplace", False),),
-    "Mish": (("inplace", False),),
-    "LogSigmoid": (),
+    **_ELEMENTWISE_MODULES,
     "Softmax": (("dim", None),),
     "LogSoftmax": (("dim", None),),
     # conv and pool modules: torch's parameter order (AvgPool1d has no divisor_override)
@@ -72,8 +75,6 @@ MODULE_SIGS: dict[str, tuple[tuple[str, Any], ...]] = {
     **{f"Adaptive{k}Pool{d}d": (("output_size", _REQ),) for k in ("Avg", "Max") for d in (1, 2, 3)},
     "MultiheadAttention": (("embed_dim", _REQ), ("num_heads", _REQ), ("dropout", 0.0), ("bias", True)),
     "Linear": (("in_features", _REQ), ("out_features", _REQ), ("bias", True)),
-    "Dropout": (("p", 0.5), ("inplace", False)),
-    "Identity": (),
     "Flatten": (("start_dim", 1), ("end_dim", -1)),
 }
 
@@ -82,14 +83,7 @@ _LOSS2 = ("input", "target", "size_average", "reduce", "reduction")
 
 # Functions and tensor methods: canonical name -> positional parameter order (defaults below).
 FUNC_SIGS: dict[str, tuple[str, ...]] = {
-    "relu": ("input", "inplace"), "relu6": ("input", "inplace"), "selu": ("input", "inplace"),
-    "leaky_relu": ("input", "negative_slope", "inplace"),
-    "elu": ("input", "alpha", "inplace"), "celu": ("input", "alpha", "inplace"),
-    "softplus": ("input", "beta", "threshold"),
-    "hardtanh": ("input", "min_val", "max_val", "inplace"),
-    "gelu": ("input", "approximate"),
-    "clamp": ("input", "min", "max"), "clamp_min": ("input", "min"), "clamp_max": ("input", "max"),
-    "softshrink": ("input", "lambd"), "hardshrink": ("input", "lambd"),
+    **_ELEMENTWISE_CALLS,
     "softmax": ("input", "dim", "_stacklevel", "dtype"),
     "log_softmax": ("input", "dim", "_stacklevel", "dtype"),
     "sum": ("input", "dim", "keepdim", "dtype"), "mean": ("input", "dim", "keepdim", "dtype"),
@@ -140,10 +134,7 @@ FUNC_SIGS: dict[str, tuple[str, ...]] = {
 }
 
 FUNC_DEFAULTS: dict[str, dict[str, Any]] = {
-    "leaky_relu": {"negative_slope": 0.01}, "elu": {"alpha": 1.0}, "celu": {"alpha": 1.0},
-    "softplus": {"beta": 1.0, "threshold": 20.0}, "hardtanh": {"min_val": -1.0, "max_val": 1.0},
-    "gelu": {"approximate": "none"}, "clamp": {"min": None, "max": None},
-    "softshrink": {"lambd": 0.5}, "hardshrink": {"lambd": 0.5},
+    **_ELEMENTWISE_DEFAULTS,
     "kl_div": {"reduction": "mean", "log_target": False},
     "mse_loss": {"reduction": "mean"}, "l1_loss": {"reduction": "mean"},
     "smooth_l1_loss": {"reduction": "mean", "beta": 1.0},
