@@ -684,7 +684,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
     from pypto_tui.codegen.compose import KernelCall, ModuleWiring, compose
     from pypto_tui.codegen.result import GeneratedKernel
     from pypto_tui.codegen.templates import find_template
-    from pypto_tui.contract.init_body import init_statements
+    from pypto_tui.contract.init_body import init_statements, task_support
     from pypto_tui.contract.signature import parameters
     from pypto_tui.errors import Unsupported
 
@@ -713,8 +713,9 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
     doc = f"{len(trees)} kernel{plural} for {Path(c.task_path or 'the task').name}:\n" + "\n".join(summaries)
     try:
         template = find_template(pipeline.kb, flavour, "module_model_new").text
+        support = task_support(source)
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
-                       parameters(sig.forward_source))
+                       parameters(sig.forward_source), support.statements, support.methods)
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(tree.code, True, "", "module", flavour, summary=doc.replace("\n", "; "), tree=tree)

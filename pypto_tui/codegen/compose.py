@@ -22,6 +22,7 @@ from typing import Any
 import libcst as cst
 
 from pypto_tui.codegen.templates import fill_statements
+from pypto_tui.contract.init_body import import_names
 from pypto_tui.errors import Unsupported
 
 SHARED_HINT = ("_for_this_machine", "ceil_div", "RUNTIME_OPTIONS", "DEBUG_OPTIONS", "_PYPTO_RUN_MODE",
@@ -171,10 +172,14 @@ def _docstring(doc: str, indent: str) -> cst.SimpleStatementLine:
 
 
 def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_new: str, init_params: cst.Parameters,
-            init_body: Sequence[cst.BaseStatement], forward_params: cst.Parameters) -> cst.Module:
+            init_body: Sequence[cst.BaseStatement], forward_params: cst.Parameters,
+            support: Sequence[cst.BaseStatement] = (), methods: Sequence[cst.FunctionDef] = ()) -> cst.Module:
     """The module: `stages` are the kernels' generated trees in plan order; `model_new` is the pack's
     template text for the composed ModelNew; `init_body` is Model.__init__'s body (a bare
-    `super().__init__()` when it is empty)."""
+    `super().__init__()` when it is empty). `support` are the task file's statements `__init__` reaches
+    (a submodule's class, a helper, the import they need: placed before ModelNew, an import only when the
+    kernels' own imports do not bind its names) and `methods` Model's methods it calls (ModelNew's too), so
+    ModelNew builds the task's own module tree."""
     if len(wiring.calls) != len(stages):
         raise Unsupported("every kernel of the module needs its call")
     header: list[cst.BaseStatement] = []
@@ -218,7 +223,29 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     forward.append(cst.SimpleStatementLine([cst.Return(dotted(wiring.result))]))
     model = fill_statements(model_new, doc=[_docstring(doc, "    ")], init_params=init_params, init_body=init,
                             forward_params=forward_params, forward_body=forward)
+    if methods:
+        model = [_with_methods(m, methods) for m in model]
     if model:
         model[0] = model[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-    statements: list[Any] = [_docstring(doc, ""), *header, *body, *model]
+    bound = {name for s in header for small in getattr(s, "body", ()) if isinstance(small, cst.Import | cst.ImportFrom)
+             for name in import_names(small)}
+    extra: list[cst.BaseStatement] = []
+    for s in support:
+        if _is_import(s):
+            names = {n for small in s.body for n in import_names(small)}  # type: ignore[attr-defined]
+            if names <= bound:
+                continue
+            bound |= names
+            header.append(s.with_changes(leading_lines=[]))
+            continue
+        extra.append(s.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    statements: list[Any] = [_docstring(doc, ""), *header, *body, *extra, *model]
     return cst.Module(body=statements)
+
+
+def _with_methods(stmt: cst.BaseStatement, methods: Sequence[cst.FunctionDef]) -> cst.BaseStatement:
+    """ModelNew with Model's own helper methods after its __init__ and forward."""
+    if not isinstance(stmt, cst.ClassDef) or stmt.name.value != "ModelNew":
+        return stmt
+    spaced = [m.with_changes(leading_lines=[cst.EmptyLine()]) for m in methods]
+    return stmt.with_changes(body=stmt.body.with_changes(body=[*stmt.body.body, *spaced]))

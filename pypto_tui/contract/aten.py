@@ -80,6 +80,10 @@ class _Converter:
         self.pending: dict[str, Mapping[str, Any]] = {}  # parameters and buffers, made when first read
         self.modes: set[str] = set()
         self.paths: dict[str, str] = {}  # attribute name -> module path, where they differ
+        modes = [m for m in data.get("modes") or () if isinstance(m, Mapping)]
+        # the BatchNorm and Dropout modules the task builds in training mode (the tracer exports in eval mode)
+        self.training = {str(m.get("path")) for m in modes if m.get("training")}
+        self.random = [m for m in modes if m.get("training") and m.get("p")]
         self.unknowns: set[str] = set()  # nodes the graph could not read (each one problem)
         placeholders = list(data.get("placeholders") or ())
         for p in sorted((p for p in placeholders if p.get("kind") == "input"),
@@ -411,11 +415,15 @@ def _batch_norm(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list
     x = c.tensor(args[0], node)
     parts = [c.tensor(a, node) if _is_ref(a) else None for a in args[1:5]]
     w, b, rm, rv = parts
-    c.modes.add("batch_norm")
     xs = c.b.shape(x) or ()
-    attrs = {"affine": w is not None, "eps": _const_value(args[6]), "momentum": _const_value(args[5]),
-             "nd": c.nd(node, len(xs)), "num_features": xs[1] if len(xs) > 1 else None,
-             "track_running_stats": rm is not None}
+    attrs: dict[str, Any] = {"affine": w is not None, "eps": _const_value(args[6]),
+                             "momentum": _const_value(args[5]), "nd": c.nd(node, len(xs)),
+                             "num_features": xs[1] if len(xs) > 1 else None, "track_running_stats": rm is not None}
+    if str(node.get("module") or "") in c.training:  # built in training mode: verify's baseline takes the batch's
+        c.modes.add("batch_norm training")
+    elif rm is not None:  # eval mode: the running statistics (the static reader's `training: False`)
+        c.modes.add("batch_norm eval")
+        attrs["training"] = False
     ins = [x, *(p for p in (w, b, rm, rv) if p is not None)]
     return _first_of_tuple(c, node, lambda: c.add(node, kind, ins, attrs), "saved statistics")
 
@@ -685,9 +693,15 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     out = c.output(data.get("output"))
     b = c.b
     notes = [f"read by tracing the model in eval mode with torch.export (torch {data.get('torch_version', '?')})"]
-    if "batch_norm" in c.modes:
-        notes.append("BatchNorm was traced in eval mode, where it normalises with its running statistics; the "
-                     "kernels' contracts take the batch's statistics, as for the static reader")
+    if "batch_norm eval" in c.modes:
+        notes.append("BatchNorm modules the task puts in eval mode normalise with their running statistics "
+                     "(running_mean, running_var, weight, bias, eps): the kernels read them from the module")
+    if "batch_norm training" in c.modes:
+        notes.append("BatchNorm modules the task builds in training mode (verify's baseline runs Model as built) "
+                     "normalise with the batch's statistics, as the static reader reads them")
+    notes += [f"nn.{m.get('type')} self.{m.get('path')} is in training mode with p={m.get('p')}: it zeroes random "
+              "elements, so the baseline is random and cannot be compared; in eval mode it is the identity"
+              for m in c.random]
     nodes = _reaching(b.nodes, out)
     used = {i for node in nodes for i in node.inputs} | ({out} if out else set())
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")

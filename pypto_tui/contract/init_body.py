@@ -3,6 +3,8 @@ create the same parameters in the same order (the same seed then gives the same 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 
@@ -39,3 +41,122 @@ def init_statements(source: str) -> list[cst.BaseStatement] | None:
                         return [item.body.visit(_BareSuper())]  # type: ignore[list-item]
                     return [s.visit(_BareSuper()) for s in item.body.body]  # type: ignore[misc]
     return None
+
+
+TASK_FUNCTIONS = ("get_inputs", "get_init_inputs")
+"""The harness's functions: a kernel module defines its own inputs nowhere (verify reads the task's)."""
+
+
+@dataclass(frozen=True)
+class TaskSupport:
+    """What `Model.__init__` reaches beyond its own body: the task file's module-level statements (a
+    submodule class, a helper function, a constant, the import they use) and Model's own methods other
+    than `__init__` and `forward` (ResNet's `_make_layer`), in the file's order."""
+
+    statements: tuple[cst.BaseStatement, ...] = ()
+    methods: tuple[cst.FunctionDef, ...] = ()
+
+
+class _Names(cst.CSTVisitor):
+    """Every name a statement reads, and the `self.<attr>` it reads (a method call of Model)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.attrs: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            self.attrs.add(node.attr.value)
+
+
+def _read(nodes: list[cst.CSTNode]) -> _Names:
+    seen = _Names()
+    for n in nodes:
+        n.visit(seen)
+    return seen
+
+
+def _bound(stmt: cst.BaseStatement) -> set[str]:
+    """The module-level names a statement binds (a class, a function, an assignment's names, an import's)."""
+    if isinstance(stmt, cst.ClassDef | cst.FunctionDef):
+        return {stmt.name.value}
+    out: set[str] = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Import | cst.ImportFrom):
+                out |= import_names(small)
+            elif isinstance(small, cst.Assign):
+                for t in small.targets:
+                    out |= {n.value for n in _names_in(t.target)}
+            elif isinstance(small, cst.AnnAssign):
+                out |= {n.value for n in _names_in(small.target)}
+    return out
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(node, cst.Name):
+        return [node]
+    if isinstance(node, cst.Tuple | cst.List):
+        return [n for e in node.elements for n in _names_in(e.value)]
+    return []
+
+
+def import_names(small: cst.Import | cst.ImportFrom) -> set[str]:
+    """The names an import statement binds (`import torch.nn as nn` -> nn; `import torch.nn` -> torch)."""
+    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+        return {"*"}
+    out: set[str] = set()
+    for alias in small.names:  # type: ignore[union-attr]
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.add(alias.asname.name.value)
+        else:
+            name = cst.Module(body=[]).code_for_node(alias.name)
+            out.add(name.split(".")[0])
+    return out
+
+
+def task_support(source: str) -> TaskSupport:
+    """The statements and methods `Model.__init__` reaches, transitively (nothing for a task whose
+    __init__ builds only `nn` modules: its composed module is unchanged by this)."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return TaskSupport()
+    model = next((s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == "Model"), None)
+    if model is None:
+        return TaskSupport()
+    defs = {s.name.value: s for s in model.body.body if isinstance(s, cst.FunctionDef)}
+    init = defs.get("__init__")
+    if init is None:
+        return TaskSupport()
+    methods = {k: v for k, v in defs.items() if k not in ("__init__", "forward")}
+    items = [s for s in module.body if s is not model and not (
+        isinstance(s, cst.FunctionDef) and s.name.value in TASK_FUNCTIONS)]
+    bound = [_bound(s) for s in items]
+    read = _read([init])
+    names, wanted_methods = set(read.names), {a for a in read.attrs if a in methods}
+    chosen: set[int] = set()
+    todo = [methods[m] for m in wanted_methods]
+    for m in todo:
+        names |= _read([m]).names
+    changed = True
+    while changed:
+        changed = False
+        for i, (stmt, binds) in enumerate(zip(items, bound, strict=True)):
+            if i in chosen or not (binds & names):
+                continue
+            chosen.add(i)
+            names |= _read([stmt]).names
+            changed = True
+        more = {a for m in (methods[w] for w in wanted_methods) for a in _read([m]).attrs if a in methods}
+        if more - wanted_methods:
+            for a in more - wanted_methods:
+                names |= _read([methods[a]]).names
+            wanted_methods |= more
+            changed = True
+    statements = tuple(s.visit(_BareSuper()) for i, s in enumerate(items) if i in chosen)  # type: ignore[misc]
+    kept = tuple(m.visit(_BareSuper()) for k, m in methods.items() if k in wanted_methods)  # type: ignore[misc]
+    return TaskSupport(statements, kept)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ one-line fix; everything else degrades to `Unknown` values with reasons.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import libcst as cst
@@ -162,6 +162,37 @@ def _assign(small: cst.BaseSmallStatement, ev: Evaluator, env: dict[str, Any], s
         func = small.value.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend"):
             ev.ev(small.value, env)
+        elif selfobj is not None:
+            _eval_mode(small.value, selfobj)
+
+
+def _eval_mode(call: cst.Call, selfobj: SelfObj) -> None:
+    """`self.eval()`, `self.train(False)` (or `self.bn.eval()`) in __init__: the modules built so far run in eval
+    mode, as verify's baseline (`Model(*get_init_inputs())`, never put in eval mode by the harness) runs them.
+    A module whose kind reads the mode (`training` among its registry parameters: BatchNorm) records
+    `training=False`, so its graph node normalises with the running statistics; the others are unchanged."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("eval", "train"):
+        return
+    if func.attr.value == "train":
+        flag = call.args[0].value if len(call.args) == 1 else None
+        if not (isinstance(flag, cst.Name) and flag.value == "False"):
+            return
+    owner = func.value
+    if isinstance(owner, cst.Name) and owner.value == "self":
+        names = list(selfobj.attrs)
+    elif (isinstance(owner, cst.Attribute) and isinstance(owner.value, cst.Name) and owner.value.value == "self"
+          and owner.attr.value in selfobj.attrs):
+        names = [owner.attr.value]
+    else:
+        return
+    from pypto_tui.ops import registry
+
+    for name in names:
+        spec = selfobj.attrs[name]
+        kind = registry.by_module(spec.type) if isinstance(spec, ModuleSpec) else None
+        if kind is not None and "training" in kind.params:
+            selfobj.attrs[name] = replace(spec, params={**spec.params, "training": False})
 
 
 def _bind_target(target: cst.BaseExpression, value: Any, ev: Evaluator, env: dict[str, Any],

@@ -197,6 +197,41 @@ def _batch_norm_eval(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition(tuple(parts), (eps,))
 
 
+def _batch_norm_eval(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """BatchNorm in eval mode (`training: False`: the task's module was put in eval mode, or traced as
+    `_native_batch_norm_legit_no_training`) as its composition: a per-channel affine map with the
+    module's own running statistics, (x - running_mean) * rsqrt(running_var + eps) * weight + bias,
+    each (C,) tensor viewed as (C, 1, ...) against (N, C, ...). No statistic is computed, so each part is
+    an elementwise kernel's (the rsqrt on the (C, 1, ...) statistics one of its own). The last node keeps
+    the id."""
+    x = n.inputs[0]
+    shape = shape_of(x)
+    named = {i.rsplit(".", 1)[-1]: i for i in n.inputs[1:]}
+    if shape is None or len(shape) < 2 or not {"running_mean", "running_var"} <= set(named):
+        return None
+    nid = n.id
+    per_channel = (shape[1], *(1,) * (len(shape) - 2))
+    eps = (f"{nid}_eps", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
+    from pypto_tui.ops.views import Step
+
+    def view(name: str) -> Any:
+        return part(n, f"_{name}", "view", "view", (named[name],), {"steps": (Step("reshape", shape=per_channel),)},
+                    per_channel)
+
+    parts = [view("running_mean"), view("running_var"),
+             part(n, "_dev", "sub", "elementwise", (x, f"{nid}_running_mean"), {}, n.shape),
+             part(n, "_veps", "add", "elementwise", (f"{nid}_running_var", eps[0]), {}, per_channel),
+             part(n, "_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, per_channel),
+             part(n, "_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
+    if "weight" in named and "bias" in named:
+        parts += [view("weight"), view("bias"),
+                  part(n, "_scaled", "mul", "elementwise", (f"{nid}_norm", f"{nid}_weight"), {}, n.shape),
+                  part(n, "", "add", "elementwise", (f"{nid}_scaled", f"{nid}_bias"), {}, n.shape)]
+    else:
+        parts[-1] = replace(parts[-1], id=nid)
+    return Decomposition(tuple(parts), (eps,))
+
+
 def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
     means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then

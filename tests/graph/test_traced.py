@@ -61,8 +61,11 @@ def test_a_resnet_block_reads_the_same_graph_as_the_static_reader():
             assert t.spelling == s.spelling
     params = {v.id: (v.shape, v.source) for v in traced.values if v.kind == "param"}
     assert params == {v.id: (v.shape, v.source) for v in static.values if v.kind == "param"}
-    assert kernels(traced) == kernels(static) == [["conv"], ["batch_norm"], ["relu"], ["conv"], ["batch_norm"],
-                                                  ["add", "relu"]]
+    # the block calls self.eval() in __init__: both front ends read its BatchNorms in eval mode, where each is a
+    # per-channel affine map with the module's running statistics (no statistic computed: elementwise kernels)
+    assert [dict(n.attrs).get("training") for n in traced.nodes if n.op == "batch_norm"] == [False, False]
+    bn_eval = ["sub", "add", "rsqrt", "mul", "mul", "add"]
+    assert kernels(traced) == kernels(static) == [["conv"], [*bn_eval, "relu"], ["conv"], [*bn_eval, "add", "relu"]]
     assert any("eval mode" in n and "running statistics" in n for n in traced.notes)
     transposed = graph_from_trace(_graph([_node("p", "aten.permute.default", [{"node": "x"}, [0, 1, 3, 2]],
                                                 [2, 4, 8, 8])], "p"))
@@ -109,6 +112,31 @@ def _graph(nodes, output):
     return {"status": "ok", "torch_version": "2.13.0+cpu", "placeholders": [
         {"name": "x", "kind": "input", "target": "x", "shape": [2, 4, 8, 8], "dtype": "fp32", "index": 0}],
         "nodes": nodes, "output": [{"node": output}]}
+
+
+def test_a_batch_norm_built_in_training_mode_takes_the_batch_statistics_as_verify_baseline_does():
+    """The tracer exports in eval mode, but verify's baseline runs Model as built: a BatchNorm the task never
+    puts in eval mode (KernelBench's default) keeps the batch's statistics, as the static reader reads it, and a
+    Dropout in training mode with p > 0 is named (its baseline is random)."""
+    data = trace("resnet_basic_block")
+    data["modes"] = [{**m, "training": True} for m in data["modes"]] + [
+        {"path": "drop", "type": "Dropout", "training": True, "p": 0.5}]
+    g = graph_from_trace(data)
+    assert [dict(n.attrs).get("training") for n in g.nodes if n.op == "batch_norm"] == [None, None]
+    assert kernels(g) == [["conv"], ["batch_norm"], ["relu"], ["conv"], ["batch_norm"], ["add", "relu"]]
+    assert any("training mode" in n and "batch's statistics" in n for n in g.notes)
+    assert any(n.startswith("nn.Dropout self.drop is in training mode with p=0.5") for n in g.notes)
+
+
+def test_nested_modules_keep_their_path_for_the_composed_module():
+    """nn.Sequential(Block, ReLU, Block): ids and spellings use one attribute name per submodule
+    (`blocks_0_conv`), and the graph keeps the path the composed module reaches it by (`blocks.0.conv`)."""
+    g = graph_from_trace(trace("nested_bn_eval"))
+    assert not g.problems
+    assert dict(g.paths) == {"blocks_0_bn": "blocks.0.bn", "blocks_0_conv": "blocks.0.conv", "blocks_1": "blocks.1",
+                             "blocks_2_bn": "blocks.2.bn", "blocks_2_conv": "blocks.2.conv"}
+    assert g.node("n0").spelling == "nn.Conv2d self.blocks_0_conv"
+    assert OpGraph.from_data(g.to_data()).paths == g.paths
 
 
 def test_an_unknown_operator_is_one_short_line_naming_it_and_its_submodule():
