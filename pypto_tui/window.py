@@ -131,9 +131,13 @@ class WindowPlan:
 
     @property
     def depth_slices(self) -> bool:
-        """A 3-D pool strided along depth runs one output depth slice per block (POOL.depth-slices):
-        0.2.0's pass-verify loses its rows at a gather along the depth axis of the rank-4 views."""
-        return self.strategy == "pool-taps" and self.nd == 3 and self.axes[0].step > 1
+        """A 2-D or 3-D pool strided along its first spatial axis runs one output slice (a row, a
+        depth slice) per block (POOL.depth-slices): its offset along that axis is then a scalar in
+        each tap's view, never a gather. 3-D: 0.2.0's pass-verify loses its rows at a gather along
+        the depth axis of the rank-4 views. 2-D: the gather along the rows is most of the kernel's
+        time (KernelBench 45 at (2, 64, 32, 128): the tap kernel 4136.7 -> 402.1 us SIM; the pack's
+        ops.toml [op.avg_pool] holds the measurement)."""
+        return self.strategy == "pool-taps" and self.nd >= 2 and self.axes[0].step > 1
 
     def gathers(self, i: int) -> bool:
         """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided

@@ -218,7 +218,8 @@ def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
     dilated = plan_window(spec_of(kb, "maxpool3d_dilated.py"))
     assert dilated.depth_slices and dilated.rows == 62  # floor((128 + 2 - 6 - 1) / 2) + 1
     assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).depth_slices
-    assert not plan_window(spec_of(kb, "maxpool2d_ceil.py")).depth_slices  # 2-D: its gathers verify
+    assert plan_window(spec_of(kb, "maxpool2d_ceil.py")).depth_slices  # 2-D strided along rows: one row each
+    assert not plan_window(spec_of(kb, "maxpool1d_dilated.py")).depth_slices  # 1-D: its one axis is the row
     p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py")))
     plan = p.loop_plan()
     assert plan is not None and plan.needs_loop and plan.recommended is not None
@@ -228,6 +229,27 @@ def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
     assert "ROWS = 1\n" in code and "LOOP_COUNT = 62\n" in code
     assert "pypto.index_select(win, 1," not in code  # the depth is never gathered
     assert "pypto.index_select(win, 2, keep_h)" in code and "pypto.index_select(win, 3, keep_w)" in code
+
+
+@pytest.mark.parametrize("name", ["maxpool2d_ceil.py", "avgpool2d_exclude_pad.py", "avgpool2d_functional.py"])
+def test_a_row_strided_2d_pool_takes_one_output_row_per_iteration(kb, name):
+    """POOL.depth-slices for 2-D: the loop step pins one output row per iteration (the Loops step's
+    count is the output height) and the kernel takes each tap's row at a scalar offset: no gather
+    along the rows, whose index_select was most of the kernel's time (KernelBench 45)."""
+    from pypto_tui.design import kernel_of
+
+    p = Pipeline(kb, Design(task=str(CONV / name)))
+    window = plan_window(spec_of(kb, name))
+    choice = p.loop_choice()
+    assert choice is not None and choice.why == "slices" and choice.count == window.rows
+    assert choice.candidate.basic_batch == 1 and choice.candidate.num_iters == window.rows
+    k = kernel_of(p)
+    assert k.constants["LOOP_COUNT"]["value"] == window.rows
+    assert k.constants["LOOP_COUNT"]["numbers"]["iterations"] == window.repeat * window.rows
+    assert k.constants["TILE"]["value"][:2] == [1, 1]  # one row of one plane per view
+    code = k.source
+    assert "ROWS = 1\n" in code and "keep_h" not in code  # the rows are never gathered
+    assert "[plane, r0 * " in code and "pypto.index_select(win, 2, keep_w)" in code
 
 
 def test_a_one_group_transposed_conv_transposes_its_weights_whole(kb):

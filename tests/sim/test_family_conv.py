@@ -54,10 +54,11 @@ def test_pools_verify_against_torch(kb, name):
     _check([name], verify_many([pipe(kb, name)], jobs=1, cache=False))
 
 
-@pytest.mark.parametrize("name", ["maxpool2d_ceil.py", *tiered(["conv2d_grouped_strided.py",
-                                                                "conv_transpose1d_dilated.py"], set())])
+@pytest.mark.parametrize("name", ["avgpool1d_padded.py", *tiered(["conv2d_grouped_strided.py",
+                                                                 "conv_transpose1d_dilated.py"], set())])
 def test_blocks_of_rows_with_a_shifted_last_block_verify(kb, name):
-    """Three blocks of rows that do not divide the rows: the last block starts at rows - block."""
+    """Three blocks of rows that do not divide the rows: the last block starts at rows - block. (A
+    2-D pool strided along its rows takes one row per iteration, whatever count is asked for.)"""
     reports = verify_many([pipe(kb, name, loop_count=3)], jobs=1, cache=False)
     _check([name], reports)
     assert reports[0].loop_count == 3
@@ -76,6 +77,23 @@ def test_a_conv_with_one_tap_dropped_fails(kb):
     r = _broken(kb, "conv2d_grouped_strided.py", "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))",
                 "taps.append(pypto.reshape(win * (0.0 if t == TAPS - 1 else 1.0), [CG, 1, BLOCK]))")
     assert r.status == J.MISMATCH and r.passed is False
+
+
+def test_a_row_strided_2d_pool_verifies_one_output_row_per_iteration(kb):
+    """POOL.depth-slices for 2-D: avg_pool2d(x, 5) takes one output row per iteration, each tap's row at a
+    scalar offset (no gather along the rows), and verifies at every pass with the design kept; the same
+    kernel reading the row after the window's misses (a row offset ignored) fails."""
+    p = pipe(kb, "avgpool2d_functional.py")
+    src = kernel_of(p).source
+    assert "ROWS = 1\n" in src and "keep_h" not in src
+    r = verify_many([p], jobs=1, cache=False)[0]
+    _check(["avgpool2d_functional.py"], [r])
+    assert r.design_kept and not r.missing_passes and r.first_failing_pass is None
+    out_rows = (r.shapes["x"][2] - 5) // 5 + 1
+    assert r.loop_count == out_rows  # one iteration per output row at the test shape
+    broken = _broken(kb, "avgpool2d_functional.py", "[plane, r0 * 5 + TAP_H[t], TAP_W[t]]",
+                     "[plane, r0 * 5 + TAP_H[t] // 2, TAP_W[t]]")
+    assert broken.status == J.MISMATCH and broken.passed is False
 
 
 def test_a_pool_with_one_tap_dropped_fails(kb):

@@ -102,6 +102,10 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", full_window, dtype,
                                   None, reducing=False, min_tile=_gather_floor(plan, 4)))
+    elif plan.depth_slices:  # a 2-D pool's one output row per iteration: its views are one row (1, 1, OW*SW)
+        full_window = win
+        roles[0] = TileRole("window", "TILE", (1, 1, win[2]), dtype, None, reducing=False,
+                            live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)))
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
         roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
@@ -127,7 +131,8 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     loop_shape = None
     if plan.depth_slices:  # one output depth slice per iteration over the full window (POOL.depth-slices)
         why, loop_shape = "slices", full_window
-        note = f"one output depth slice per iteration, repeated for {plan.repeat} item(s)"
+        what = data.loop_note or "one output depth slice per iteration"
+        note = f"{what}, repeated for {plan.repeat} item(s)"
     return Needs(tuple(roles), cube, loop_axis, why, note, loop_shape, unit, max_chunk, tuple(plan.rows_table()))
 
 
@@ -642,7 +647,9 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
                  unpack: Stmts) -> None:
     spec = plan.spec
     nd = plan.nd
-    combine = "pypto.maximum(acc, win)" if spec.kind == "max_pool" else "acc + win"
+    # the max as a compare and a select (POOL.tap-views): exact, -inf padding included, and the cost
+    # model prices pypto.maximum at about ten times the select
+    combine = "pypto.where(pypto.gt(win, acc), win, acc)" if spec.kind == "max_pool" else "acc + win"
     taps = [f"TAP_{a}[t]" for a in nm.L]
     chain = _window(b, plan, nm, "xq", "1", "plane", taps, win, win if nd == 3 else win4)
     axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
