@@ -26,7 +26,7 @@ def _numpy_pypto() -> types.SimpleNamespace:
 
 
 def _run(e: Ex, **tensors: np.ndarray) -> np.ndarray:
-    return np.asarray(eval(code(e), {"pypto": _numpy_pypto(), **tensors}))  # noqa: S307 - our own text
+    return np.asarray(eval(code(e), {"pypto": _numpy_pypto(), **tensors}))  # our own generated text
 
 
 @pytest.mark.parametrize("k", RENDERED, ids=lambda k: k.name)
