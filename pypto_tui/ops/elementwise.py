@@ -125,9 +125,9 @@ def _unary(name: str, ref: Callable[..., Any], params: tuple[str, ...] = (), mod
 
 
 def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = (), *,
-            render: Render | None = None) -> OpKind:
+            render: Render | None = None, formula: str = "") -> OpKind:
     return OpKind(name, "elementwise", _broadcast, ref, functions=functions, methods=functions, arity=2,
-                  render=render)
+                  render=render, formula=formula)
 
 
 def _broadcast(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -272,6 +272,10 @@ BINARY_KINDS = (
     _binary("ne", np.not_equal, ("ne",)),
     _binary("maximum", np.maximum, ("maximum",), render=lambda a, b, p, ops: ops.call("maximum", a, b)),
     _binary("minimum", np.minimum, ("minimum",), render=lambda a, b, p, ops: ops.call("minimum", a, b)),
+    # overflow-safe: max(a, b) + log1p(exp(-|a - b|)), never exp of a large operand
+    _binary("logaddexp", np.logaddexp, ("logaddexp",), formula="log(exp({x}) + exp({y}))",
+            render=lambda a, b, p, ops: ops.call("maximum", a, b)
+            + ops.call("log1p", ops.call("exp", ops.call("abs", a - b) * (-1.0)))),
     OpKind("where", "elementwise", _where_shape, np.where, functions=("where",), arity=3),
 )
 
@@ -304,6 +308,7 @@ ATEN: dict[str, tuple[str, ...]] = {
     "mod": _ops("remainder.Tensor", "remainder.Scalar", "fmod.Tensor", "fmod.Scalar"),
     **{op: _ops(f"{op}.Tensor", f"{op}.Scalar") for op in ("lt", "gt", "le", "ge", "eq", "ne")},
     "maximum": _ops("maximum.default"), "minimum": _ops("minimum.default"), "where": _ops("where.self"),
+    "logaddexp": _ops("logaddexp.default"),
 }
 KINDS = tuple(replace(k, aten=ATEN.get(k.name, ())) for k in UNARY_KINDS + BINARY_KINDS)
 
