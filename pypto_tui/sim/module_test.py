@@ -303,10 +303,12 @@ def module_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
         notes.append(f"keeping every kernel's design needs a tensor of {kept_at} elements, over the verify limit "
                      f"of {limit}; `--scale full` verifies the design as chosen")
     notes += [f"not kept: {p}" for p in best.problems]
-    counted = _spread_module(search, best, limit)
+    shrunk = best.measure
+    counted = _spread_module(search, best, limit, shrunk)
     best = search.evaluate(counted.values) or best
     test = _module_at(search, best, values, kept, notes + counted.notes, counted.axes)
-    second = _spread_module(search, best, limit, {a.what: a.count for a in counted.axes})
+    second = _spread_module(search, best, limit, shrunk, {a.what: a.count for a in counted.axes},
+                            scaled.SECOND_GROWTH)
     again = search.evaluate(second.values) if second.values != best.values else None
     if again is not None:
         test.second = _module_at(search, again, values, kept, list(notes), second.axes)
@@ -330,12 +332,14 @@ def _module_at(search: _Search, best: Candidate, values: dict[str, int], kept: b
     return ModuleTest(best.pipeline, kernel, sizes, kept, notes, counts)
 
 
-def _spread_module(search: _Search, best: Candidate, limit: int,
-                   avoid: dict[str, int] | None = None) -> scaled.Spread:
+def _spread_module(search: _Search, best: Candidate, limit: int, shrunk: int,
+                   avoid: dict[str, int] | None = None, growth: float = scaled.SPREAD_GROWTH) -> scaled.Spread:
     """The size constants with every kernel's counted axes (a tiled reduction or scan axis, a
     matmul's K) at an odd tile count of at least three (scaled.spread): the shrink above stops at two
     tiles, and KernelBench level-2 14's row sum hard-coded to the 2048 columns it shrank to passed.
-    A candidate keeps every design `best` keeps and stays within the module's element limit."""
+    A candidate keeps every design `best` keeps and stays within the module's element limit, or the
+    shrink's largest tensor `shrunk` when larger, times `growth` (scaled.SPREAD_GROWTH, SECOND_GROWTH
+    for the second size); a kernel whose design is given up has no counted axes."""
     from pypto_tui.sim.verify_shapes import loop_iterations
 
     given_up = _kernels_given_up(best.problems)
@@ -347,7 +351,7 @@ def _spread_module(search: _Search, best: Candidate, limit: int,
         axes: list[scaled.AxisCount] = []
         iterations = 1
         for k, s in zip(search.keeps, cand.stages.stages, strict=True):
-            if k.keep is None:
+            if k.keep is None or f"kernel {s.index} ({s.ops})" in given_up:
                 continue
             try:
                 g = s.pipeline.geometry()
@@ -357,7 +361,7 @@ def _spread_module(search: _Search, best: Candidate, limit: int,
             axes += scaled.counted_axes(k.keep, g.shape, g.matmul, own, prefix=f"kernel {s.index} ({s.ops}): ")
             iterations = max(iterations, loop_iterations(k.keep, g.shape))
         kept = (_kernels_given_up(cand.problems) <= given_up
-                and cand.measure <= max(limit, best.measure) * scaled.SPREAD_GROWTH)
+                and cand.measure <= max(limit, shrunk) * growth)
         return scaled.Probe(tuple(axes), kept, cand.measure, iterations)
 
     found = scaled.spread(dict(best.values), list(best.values), probe, avoid)

@@ -308,6 +308,9 @@ SPREAD_GROWTH = 1.5
 axis the shrink left at two grows it by half (KernelBench level-2 14: batch 1024 is held by its last
 kernel's tile, so hidden 2048 -> 3072 takes its product from 2M to 3M elements). The work bound
 (MAX_TEST_WORK) still holds."""
+SECOND_GROWTH = 2.0
+"""The same for the second size: twice the shrink's, four tiles where it left two (five would be 2.5x),
+so an axis the limit pins still runs a count the first size did not."""
 
 
 @dataclass(frozen=True)

@@ -328,12 +328,13 @@ def _small_test(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_
             base, sizes, (shapes, keep, notes) = resized
     report.notes += notes
     report.sizes = {n: list(v) for n, v in sizes.items()}
+    shrunk = shapes
     shapes, first = spread_shapes(base, keep, shapes)
     report.notes += first.notes
     report.tile_counts = scaled.describe_counts(first.axes)
     report.shapes_why = _shapes_why(keep, first)
     test, gen = _test_at(pipeline, full_gen, consts, tile_name, report, base, shapes, keep, full_keep, sizes, notes)
-    more, second = spread_shapes(base, keep, shapes, {a.what: a.count for a in first.axes})
+    more, second = spread_shapes(base, keep, shapes, {a.what: a.count for a in first.axes}, shrunk)
     if more != shapes and gen.supported:
         extra = VerifyReport(False, False, "", scale=report.scale)
         extra.tile_counts, extra.shapes_why = scaled.describe_counts(second.axes), _shapes_why(keep, second)
@@ -464,10 +465,11 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
         declared = _declared_design(pipeline, kfile)
         shapes, kept, report.notes = small_shapes(pipeline, declared)
         report.design_kept = declared is None or kept == declared
+        shrunk = shapes
         shapes, first = spread_shapes(pipeline, kept, shapes)
         report.notes += first.notes
         report.tile_counts, report.shapes_why = scaled.describe_counts(first.axes), _shapes_why(kept, first)
-        more, other = spread_shapes(pipeline, kept, shapes, {a.what: a.count for a in first.axes})
+        more, other = spread_shapes(pipeline, kept, shapes, {a.what: a.count for a in first.axes}, shrunk)
         if more != shapes:
             extra = replace(report, notes=list(report.notes), supported=True,
                             shapes={k: list(v) for k, v in more.items()},

@@ -286,12 +286,15 @@ def fmt_value(v: Any) -> str:
 
 # ------------------------------------------------------------------------------ tile counts
 def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: scaled.Shapes,
-                  avoid: Mapping[str, int] | None = None) -> tuple[scaled.Shapes, scaled.Spread]:
+                  avoid: Mapping[str, int] | None = None, shrunk: scaled.Shapes | None = None
+                  ) -> tuple[scaled.Shapes, scaled.Spread]:
     """The test shapes with every counted axis of `keep` (a tiled reduction or scan axis, a matmul's
     K) at an odd tile count of at least three (scaled.spread; `avoid`: each axis's count in the first
     trial, for the second), each change made to one size class of the
     inputs (a norm's channels and the sizes its module is built for stay). Why: the shrink stops at
-    two tiles, the one count (and width) a kernel hard-coding it would pass at."""
+    two tiles, the one count (and width) a kernel hard-coding it would pass at. `shrunk`: the shapes
+    the shrink chose, whose size bounds the growth (default `shapes`; a second trial passes the first's
+    shrink so growth does not compound)."""
     if keep is None:
         return shapes, scaled.Spread({}, (), [], None)
     # The classes of the task's own shapes: sizes the shrink happened to make equal (a matmul's M, K and
@@ -307,7 +310,7 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
     frozen = {cls[p] for p in positions if p in cls}
     knobs = [c for c in values if c not in frozen and values[c] not in keep_values]
     measure = measure_elements(pipeline)
-    start = measure(shapes)
+    start = measure(shrunk if shrunk is not None else shapes)
 
     def apply(v: dict[Any, int]) -> scaled.Shapes:
         return {n: tuple(v[cls[(n, ax)]] for ax in range(len(s))) for n, s in shapes.items()}
@@ -320,7 +323,8 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
         own = tile_tensor_at(pipeline, keep, s)
         size = measure(s)
         kept = (not scaled.kept_problems(keep, g.shape, g.matmul, own)
-                and size <= max(keep.element_limit, start) * scaled.SPREAD_GROWTH)
+                and size <= max(keep.element_limit, start) * (
+                    scaled.SPREAD_GROWTH if shrunk is None else scaled.SECOND_GROWTH))
         return scaled.Probe(tuple(scaled.counted_axes(keep, g.shape, g.matmul, own)), kept, size,
                             loop_iterations(keep, g.shape))
 
