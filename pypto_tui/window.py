@@ -106,6 +106,9 @@ class WindowPlan:
     axes: tuple[AxisPlan, ...]
     channels_per_item: int
     items_per_image: int
+    # CONV.flat-taps: each tap's window is one contiguous view of the planes read flat (H*W), so no
+    # strided window is copied into the column buffer; the decision is flat_taps(spec)'s, made here
+    flat: bool = False
 
     # ------------------------------------------------------------------ derived
     @property
@@ -210,6 +213,9 @@ class WindowPlan:
             how = (f"zero insertion (stride {tuple(ins)}: {tuple(i - 1 for i in ins)} zero(s) between inputs), "
                    "then a stride-1 conv with the taps reversed and each group's weights transposed")
             return f"transposed conv as im2col: {how}"
+        if self.strategy == "im2col" and self.flat:
+            return ("implicit matmul on flat planes: per block of rows, one contiguous view per tap of the planes "
+                    "read as rows of H*W, stacked, one matmul per image and group, each output row stored from it")
         if self.strategy == "im2col":
             return "im2col: one window view per tap, stacked, then one matmul per image and group"
         if self.strategy == "depthwise-taps" and s.pointwise:
@@ -274,6 +280,7 @@ class WindowPlan:
             "pointwise_matmul": list(self.pointwise_matmul) if self.pointwise_matmul else None,
             "channels_per_item": self.channels_per_item, "items_per_image": self.items_per_image,
             "repeat": self.repeat, "rows": self.rows, "row_unit": self.row_unit, "prepare": self.prepare,
+            "flat": self.flat,
             "fill": "-inf" if self.fill == float("-inf") else 0.0, "divisor": self.divisor,
             "axes": [{"size": a.size, "out": a.out, "kernel": a.kernel, "step": a.step, "dilation": a.dilation,
                       "insert": a.insert, "lo": a.lo, "hi": a.hi, "base": a.base, "prepared": a.prepared}
@@ -287,6 +294,18 @@ def _bytes(b: int) -> str:
         if b >= size:
             return f"{b / size:.1f} {unit}"
     return f"{b} B"
+
+
+def flat_taps(spec: WindowSpec) -> bool:
+    """Whether a conv takes the flat-plane form (CONV.flat-taps): a 2-D conv with stride 1 on both
+    axes, not transposed. With stride 1, output row r, column o of tap (i, j) reads flat position
+    (r + i*DH)*QW + o + j*DW of its plane, so one tap's window over a block of rows is one contiguous
+    view of ROWS*QW - (QW - OW) positions (the QW - OW positions past each row's end are computed and
+    never stored). Measured on KernelBench 63 at x=(2, 16, 64, 64): 87.75 -> 47.86 us SIM, every pass
+    PASS (benchmarks/probes/conv_implicit). A stride would make the view strided again; a 1-D or 3-D
+    conv and a transposed conv keep im2col (not measured in this form)."""
+    return spec.is_conv and spec.nd == 2 and not spec.transposed and not spec.depthwise and \
+        all(s == 1 for s in spec.stride)
 
 
 def default_strategy(spec: WindowSpec) -> str:
@@ -312,7 +331,7 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
                          "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
-        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups)
+        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, flat=flat_taps(spec))
     # the tap strategies take one channel plane per item: their window views then never merge channels
     # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
     return WindowPlan(spec, strategy, axes, 1, spec.in_channels)

@@ -68,11 +68,30 @@ def test_the_kernel_writes_the_plans_loop_and_tiles(kb):
     assert "r0 = ((it % BLOCKS) * LAST) // SPREAD" in k.source  # the last block shifted back (CONV.row-blocks)
 
 
+def test_a_stride_one_2d_conv_reads_its_planes_flat(kb):
+    """CONV.flat-taps: the kernel takes the prepared planes as (N*C, 1, QH*QW), each tap one contiguous
+    view of SPAN positions (no strided window copied, no window tile), one matmul, and each output row
+    stored as a computed tensor; forward passes the prepared planes as a view. A strided conv keeps
+    im2col's window copies."""
+    src = kernel_of(pipe(kb, "conv2d_same_asymmetric.py")).source
+    assert "xf: pypto.Tensor((n * c, 1, QH * QW), pypto.DT_FP32)" in src
+    assert "taps.append(pypto.view(xf, [CG, 1, SPAN], [img * c + g * CG, 0, (r0 + TAP_H[t]) * QW + TAP_W[t]]))" in src
+    assert "SPAN = (ROWS - 1) * QW + OW" in src and "WINDOW_TILE" not in src
+    assert "row = pypto.view(y, [OCG, OW], [0, r * QW]) + 0.0" in src  # CONV.assemble-whole
+    assert "out: pypto.Tensor((n * OUT_CHANNELS, OH * OW), pypto.DT_FP32)" in src
+    fwd = src[src.index("    def forward"):]
+    assert "flat = prepared.reshape(n * c, 1, QH * QW)" in fwd and "kernel(flat, weight, out)" in fwd
+    strided = kernel_of(pipe(kb, "conv2d_grouped_strided.py")).source
+    assert "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))" in strided and "SPAN" not in strided
+
+
 def test_a_max_pool_pads_with_minus_infinity_and_an_average_divides(kb):
     mx = kernel_of(pipe(kb, "maxpool2d_ceil.py")).source
     # the max as a compare and a select (POOL.tap-views): pypto.maximum costs ten times it in SIM
     assert 'FILL = float("-inf")' in mx and "pypto.where(pypto.gt(win, acc), win, acc)" in mx
     assert "pypto.maximum" not in mx
+    # a 1-D max keeps pypto.maximum: the select did not compile at KernelBench 41's test shape
+    assert "pypto.maximum(acc, win)" in kernel_of(pipe(kb, "maxpool1d_dilated.py")).source
     avg = kernel_of(pipe(kb, "avgpool1d_padded.py")).source
     assert "FILL = 0.0" in avg and "INV_COUNT = 1.0 / 5.0" in avg
     excl = kernel_of(pipe(kb, "avgpool2d_exclude_pad.py")).source

@@ -310,3 +310,26 @@ def test_the_im2col_plan_is_made_once_by_the_dimension_step(kb, monkeypatch):
     k = kernel_of(p)
     assert k.supported and calls == []
     assert p.kernel_plan().window is dims.window
+
+
+def test_a_stride_one_2d_conv_plans_the_flat_form_and_the_others_keep_im2col(kb):
+    """CONV.flat-taps is the plan's decision: a 2-D conv with stride 1 (padding and dilation allowed)
+    reads its planes flat; a strided, 1-D or transposed conv keeps the column copies."""
+    flat = plan_window(spec_of(kb, "conv2d_same_asymmetric.py"))
+    assert flat.strategy == "im2col" and flat.flat and flat.to_dict()["flat"] is True
+    assert "flat planes" in flat.strategy_text()
+    for name in ("conv2d_grouped_strided.py", "conv1d_dilated_strided.py", "conv_transpose2d_strided.py",
+                 "conv3d_asymmetric.py"):
+        assert not plan_window(spec_of(kb, name)).flat, name
+
+
+def test_the_flat_forms_loop_cuts_whole_prepared_rows(kb):
+    """The columns of the flat form span whole prepared rows (QW positions each): the loop's unit is QW,
+    and the store tile covers one output row of an item (OCG, OW)."""
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_same_asymmetric.py")))
+    plan = p.kernel_plan()
+    qw = p.dims().window.axes[1].prepared
+    assert qw == 80 + 1 + 2
+    assert plan.tile("columns").role.shape == (5, 12, 48 * qw)
+    assert plan.tile("store").role.shape == (7, 80)
+    assert "window" not in {t.role.name for t in plan.tiles}

@@ -120,3 +120,17 @@ def test_a_design_compiles_at_the_tasks_full_shape(kb):
     assert kernel_of(p).supported
     r = run_one(cost_job(p, "full shape"), cache=False)
     assert r.status == J.OK and r.e2e_us is not None and r.e2e_us > 0
+
+
+def test_a_stride_one_conv_verifies_in_the_flat_form_and_a_shifted_tap_fails(kb):
+    """CONV.flat-taps through the compiler: the padded, dilated stride-1 conv reads its planes flat and
+    verifies at every pass, the design kept; the same kernel reading the first image's planes for
+    every image fails."""
+    name = "conv2d_same_asymmetric.py"
+    p = pipe(kb, name)
+    assert "pypto.view(xf, [CG, 1, SPAN]" in kernel_of(p).source
+    r = verify_many([p], jobs=1, cache=False)[0]
+    _check([name], [r])
+    assert r.design_kept and not r.missing_passes and r.first_failing_pass is None
+    broken = _broken(kb, name, "[CG, 1, SPAN], [img * c + g * CG, 0,", "[CG, 1, SPAN], [g * CG, 0,")
+    assert broken.status == J.MISMATCH and broken.passed is False
