@@ -122,7 +122,7 @@ def test_a_design_compiles_at_the_tasks_full_shape(kb):
     assert r.status == J.OK and r.e2e_us is not None and r.e2e_us > 0
 
 
-def test_a_stride_one_conv_verifies_in_the_flat_form_and_a_shifted_tap_fails(kb):
+def test_a_stride_one_conv_verifies_in_the_flat_form_and_one_reading_image_0_fails(kb):
     """CONV.flat-taps through the compiler: the padded, dilated stride-1 conv reads its planes flat and
     verifies at every pass, the design kept; the same kernel reading the first image's planes for
     every image fails."""
