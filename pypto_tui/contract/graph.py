@@ -25,7 +25,6 @@ from pypto_tui.ops import views as V
 from pypto_tui.ops.base import OpError, OpKind, Shape
 
 BOOL_OPS = ("lt", "gt", "le", "ge", "eq", "ne")
-INDEX_OPS = ("argmax", "argmin")
 
 
 @dataclass(frozen=True)
@@ -232,7 +231,7 @@ class _Builder:
             self.problems.append(f"{spelling}: the shape of an input is unknown")
         if dtype is None:
             tensor_dtypes = [self.dtype(i) for i in inputs if self.dtype(i) is not None]
-            dtype = "bool" if op in BOOL_OPS else "int64" if op in INDEX_OPS else (
+            dtype = "bool" if op in BOOL_OPS else "int64" if kind is not None and kind.role == "argreduce" else (
                 tensor_dtypes[0] if tensor_dtypes else None)
         nid = f"n{len(self.nodes)}"
         self.nodes.append(OpNode(nid, op, role, tuple(inputs), dict(attrs), shape, dtype, spelling))

@@ -17,7 +17,8 @@ from pypto_tui.contract import ir, views
 from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Input
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
-from pypto_tui.ops.registry import REGISTRY
+from pypto_tui.ops import norm as ops_norm
+from pypto_tui.ops.registry import REGISTRY, by_module, by_spelling
 
 _UNARY = [k for k in REGISTRY.values() if k.is_elementwise and k.arity == 1 and k.functions and not k.identity
           and not k.row_local]
@@ -28,23 +29,23 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {k.name: tuple(p for p in k.params if 
 ELEMENTWISE_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise}
 # The binary ones: a call of one on two inputs (`torch.maximum(a, b)`) is that named op.
 BINARY_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise and k.arity == 2}
-REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std",
-              "nansum", "max", "min")
-SCANS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+_ANCHORS = [k for k in REGISTRY.values() if k.is_anchor]
+# The reductions over `dim` a call names: the kinds the reduction patterns take, by name and spelling (a
+# kind another one spells, max_dim, is read through torch.max); torch.max / torch.min are also the
+# elementwise maximum and minimum: the matcher tells them apart by their arguments.
+REDUCTIONS = (*dict.fromkeys(s for k in _ANCHORS if k.role in ("reduction", "argreduce") and k.pattern == k.role
+                             and not k.spelled_as for s in (k.name, *k.functions)), "max", "min")
+SCANS = tuple(k.name for k in _ANCHORS if k.role == "scan")
 MODULE_ACTIVATIONS = {m: k.name for k in _UNARY for m in k.modules}
-MODULE_LOSSES = {
-    "MSELoss": "mse_loss", "L1Loss": "l1_loss", "SmoothL1Loss": "smooth_l1_loss", "HuberLoss": "huber_loss",
-    "KLDivLoss": "kl_div", "TripletMarginLoss": "triplet_margin_loss", "CrossEntropyLoss": "cross_entropy",
-    "HingeEmbeddingLoss": "hinge_embedding_loss", "CosineEmbeddingLoss": "cosine_embedding_loss",
-    "CosineSimilarity": "cosine_similarity",
-}
-FUNC_LOSSES = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
-               "cross_entropy", "hinge_embedding_loss", "cosine_embedding_loss", "cosine_similarity"}
-CONV_NAMES = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
-POOL_NAMES = ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-              "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-              "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d")
-ATTENTION_NAMES = ("scaled_dot_product_attention", "multi_head_attention_forward")
+# The losses (and the similarity) the loss pattern writes, by their module and function spellings.
+_LOSSES = [k for k in _ANCHORS if k.pattern == "D"]
+MODULE_LOSSES = {m: k.name for k in _LOSSES for m in k.modules}
+FUNC_LOSSES = {f for k in _LOSSES for f in k.functions}
+CONV_NAMES = tuple(f for k in _ANCHORS if k.role == "conv" for f in k.functions)
+POOL_NAMES = tuple(f for k in _ANCHORS if k.role == "pool" for f in k.functions)
+# nn.MultiheadAttention's functional form is no registry kind yet: the contract names it unsupported
+ATTENTION_NAMES = (*(f for k in _ANCHORS if k.role == "attention" for f in k.functions),
+                   "multi_head_attention_forward")
 
 
 @dataclass
@@ -156,29 +157,26 @@ def _module(n: Node, ctx: Ctx) -> Recognition | None:
     direct = first is not None and ctx.is_tensor(first)
     if t in MODULE_ACTIVATIONS:
         return _finish(rec, "elementwise", MODULE_ACTIVATIONS[t], params, [first], direct, n)
-    if t in ("Softmax", "LogSoftmax"):
-        return _finish(rec, "softmax", "softmax" if t == "Softmax" else "log_softmax", params, [first], direct, n)
-    norm = {"GroupNorm": "group_norm", "LayerNorm": "layer_norm", "RMSNorm": "rms_norm"}.get(t)
-    if t.startswith("BatchNorm"):
-        norm = "batch_norm"
-        params["training"] = True
-    elif t.startswith("InstanceNorm"):
-        norm = "instance_norm"
-    if norm:
+    kind = by_module(t)
+    if kind is not None and kind.role == "softmax":
+        return _finish(rec, "softmax", kind.name, params, [first], direct, n)
+    if kind is not None and kind.role == "norm":
+        if "training" in kind.params:  # the module's default mode normalises with the batch's statistics
+            params["training"] = True
         params["module"] = t
-        return _finish(rec, "norm", norm, params, [first], direct, n)
+        return _finish(rec, "norm", kind.name, params, [first], direct, n)
     if t in MODULE_LOSSES:
         op = MODULE_LOSSES[t]
         return _loss_from_args(rec, op, params, list(n.args), ctx, n)
-    if t.startswith(("Conv", "ConvTranspose")) or "Pool" in t:
+    if kind is not None and kind.role in ("conv", "pool"):
         chain = None if direct else _pointwise_chain(t, spec.attr, params, first, ctx)
         if chain is not None:
             return chain
         return _window_module(rec, t, spec.attr, params, first, direct, n)
     if t == "MultiheadAttention":
         return _finish(rec, "attention", "multihead_attention", params, list(n.args), True, n)
-    if t == "Linear":
-        return _finish(rec, "matmul", "linear", params, [first], direct, n)
+    if kind is not None and kind.role == "matmul":
+        return _finish(rec, "matmul", kind.name, params, [first], direct, n)
     rec.reason = f"self.{t}-module call: nn.{t} is not a module pypto-tui knows"
     return rec
 
@@ -279,12 +277,13 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
         if not direct:
             return None  # part of a bigger elementwise expression, or something else
         return _finish(rec, "elementwise", name, _params(n, ACTIVATIONS[name], rec), [n.args[0]], True, n)
-    if name in ("softmax", "log_softmax") and n.args:
+    kind = by_spelling(name)
+    if kind is not None and kind.role == "softmax" and n.args:
         args = _params(n, ("dim",), rec)
-        return _finish(rec, "softmax", name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
-    if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm", "rms_norm", "normalize"):
+        return _finish(rec, "softmax", kind.name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
+    if (kind is not None and kind.role == "norm" and kind.name == name) or name == "normalize":
         return _functional_norm(n, ctx, rec)
-    if name == "scaled_dot_product_attention":
+    if kind is not None and kind.role == "attention":
         return _sdpa(n, ctx, rec)
     if name in CONV_NAMES or (name in POOL_NAMES and not name.startswith("adaptive_")):
         return _window_call(n, ctx, rec)
@@ -299,22 +298,16 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
 # Their arguments are contract fields (op_args); contract/conv.py normalises them and derives the
 # output size. The module's `self.` attribute is recorded so a generated ModelNew can build the same
 # module (same weights under the same seed) and pass its weight and bias to the kernel.
-_WINDOW_ARGS = {
-    "conv": ("stride", "padding", "dilation", "groups"),
-    "conv_transpose": ("stride", "padding", "output_padding", "groups", "dilation"),
-    "max_pool": ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
-    "avg_pool": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
-}
+_WINDOW_TENSORS = ("weight", "bias")
+"""A conv's tensor parameters: its inputs, not contract fields."""
 
 
 def _window_module(rec: Recognition, t: str, attr: str | None, params: dict[str, Any], first: Node | None,
                    direct: bool, n: Node) -> Recognition:
     """nn.Conv*d, nn.ConvTranspose*d, nn.MaxPool*d, nn.AvgPool*d, nn.Adaptive*Pool*d."""
-    if "Pool" in t:
-        family, op = "pool", ("adaptive_" if t.startswith("Adaptive") else "") + (
-            "max_pool" if "Max" in t else "avg_pool")
-    else:
-        family, op = "conv", "conv_transpose" if "Transpose" in t else "conv"
+    kind = by_module(t)
+    assert kind is not None
+    family, op = kind.role, kind.name
     args = {k: v for k, v in params.items() if k not in ("device", "dtype")}
     args["module"] = t
     if attr:
@@ -356,17 +349,17 @@ def _pointwise_chain(t: str, attr: str | None, params: dict[str, Any], first: No
 def _window_call(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
     """F.conv2d(x, w, b, stride, ...), F.max_pool2d(x, k, s, ...), F.avg_pool1d(x, k, ...)."""
     name = n.name
-    kind = "conv_transpose" if name.startswith("conv_transpose") else "conv" if name.startswith("conv") else \
-        "max_pool" if name.startswith("max_pool") else "avg_pool"
-    args = _params(n, _WINDOW_ARGS[kind], rec)
+    kind = by_spelling(name)
+    assert kind is not None
+    args = _params(n, tuple(p for p in kind.params if p not in _WINDOW_TENSORS), rec)
     b = _bound(n)
     tensors = [b[p] for p in ("input", "weight", "bias") if isinstance(b.get(p), Node) and not (
         b[p].is_const and b[p].value is None)]
     x = tensors[0] if tensors else None
     direct = x is not None and ctx.is_tensor(x)
-    if kind.startswith("conv"):
+    if kind.role == "conv":
         args["weight_input"] = True
-    return _finish(rec, "conv" if kind.startswith("conv") else "pool", name, args, tensors, direct, n)
+    return _finish(rec, kind.role, name, args, tensors, direct, n)
 
 
 def _functional_norm(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
@@ -377,17 +370,17 @@ def _functional_norm(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
         op = "l1_norm" if args.get("p") == 1 else "l2_norm" if args.get("p") in (2, 2.0) else "lp_norm"
         args.update({"keepdim": True, "clamp_eps": True})
         return _finish(rec, "norm", op, args, [first], ctx.is_tensor(first), n)
-    names = {"layer_norm": ("normalized_shape", "eps"), "group_norm": ("num_groups", "eps"),
-             "instance_norm": ("use_input_stats", "eps"), "batch_norm": ("training", "eps"),
-             "rms_norm": ("normalized_shape", "eps")}[name]
-    args = _params(n, names, rec)
+    kind = by_spelling(name)
+    assert kind is not None
+    args = _params(n, tuple(p for p in kind.params if p not in (*ops_norm.TENSOR_PARAMS, *ops_norm.STATE_PARAMS)),
+                   rec)
     b = _bound(n)
-    for p in ("weight", "bias", "running_mean", "running_var"):
+    for p in ops_norm.TENSOR_PARAMS:
         v = b.get(p)
         if isinstance(v, Node) and not (v.is_const and v.value is None):
             args[p] = ir.render(v)
-    if name == "batch_norm" and not args.get("training"):
-        rec.reason = "F.batch_norm with training=False normalises with running statistics the file does not fix"
+    if "training" in kind.params and not args.get("training"):
+        rec.reason = f"F.{name} with training=False normalises with running statistics the file does not fix"
     return _finish(rec, "norm", name, args, [first], ctx.is_tensor(first), n)
 
 

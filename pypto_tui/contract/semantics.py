@@ -22,11 +22,6 @@ from pypto_tui.ops.registry import REGISTRY
 
 IDX = "ijklmnopq"
 
-SUPPORTED_REDUCTIONS = ("sum", "mean", "max", "min", "amax", "amin", "prod")
-SUPPORTED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "triplet_margin_loss",
-                    "hinge_loss", "cosine_similarity")
-SUPPORTED_NORMS = ("batch_norm", "instance_norm", "group_norm", "layer_norm", "rms_norm", "frobenius_norm",
-                   "l1_norm", "l2_norm")
 # Functions a generic elementwise expression may use and still be scaffolded: the elementwise kinds
 # whose registry entry has a kernel form, and those the kernel reads whole along the last axis
 # (rotary embeddings' rotate_half, a view-and-concat helper, contract/rope.py).
@@ -246,9 +241,9 @@ def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:
     x = ops[0].name
     sub = L.copy()
     sub[a] = "r"
-    body = f"exp({_at(x, L)}) / sum_r exp({_at(x, sub)})"
-    if c.op == "log_softmax":
-        body = f"{_at(x, L)} - log(sum_r exp({_at(x, sub)}))"
+    kind = registry.of_contract(c.op or "softmax")
+    form = kind.formula if kind is not None and kind.formula else "exp({x}) / sum_r exp({x_r})"
+    body = form.format(x=_at(x, L), x_r=_at(x, sub))
     out.formula = f"out[{', '.join(L)}] = {body}  (over axis {a}, size {shape[a]})"
     out.asymmetric = False
 
@@ -265,14 +260,15 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
     if axes is None:
         raise _Missing("reduction", f"dim={dim!r} is not an axis of a rank-{rank} input")
     keepdim = bool(c.op_args.get("keepdim", False))
-    if op in ("argmax", "argmin") and dim is None:
+    kind = registry.of_contract(op)
+    arg = kind is not None and kind.role == "argreduce"  # an index, not a value
+    if arg and dim is None:
         keepdim = False
     count = math.prod(shape[a] for a in axes) if axes else 1
-    scalings = {"sum": "sum", "nansum": "sum", "mean": "mean", "var": "mean", "std": "mean"}
-    scaling = cast(Scaling, scalings.get(op, "none"))
+    scaling = cast(Scaling, kind.scaling if kind is not None else "none")
     out.reduction = Reduction(op, axes, keepdim, scaling, count if scaling == "mean" else None)
-    out.output_shape = _reduced_shape(shape, axes, keepdim) if dim is not None or op not in ("argmax", "argmin") else ()
-    if op in ("argmax", "argmin"):
+    out.output_shape = _reduced_shape(shape, axes, keepdim) if dim is not None or not arg else ()
+    if arg:
         out.output_dtype = "int64"
     out.asymmetric = False
     L = _ix(rank)
@@ -285,28 +281,18 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
         from pypto_tui.contract import ir
 
         src = ir.render(ir.from_data(_unfreeze(c.op_args["operand_expr"])))
-    body = {
-        "sum": f"sum_{{{red}}} {src}", "nansum": f"sum_{{{red}}} {src} (NaN as 0)",
-        "mean": f"sum_{{{red}}} {src} / {count}", "prod": f"prod_{{{red}}} {src}",
-        "max": f"max_{{{red}}} {src}", "amax": f"max_{{{red}}} {src}", "min": f"min_{{{red}}} {src}",
-        "amin": f"min_{{{red}}} {src}", "argmax": f"argmax_{{{red}}} {src}", "argmin": f"argmin_{{{red}}} {src}",
-        "logsumexp": f"log sum_{{{red}}} exp({src})",
-        "var": f"var_{{{red}}} {src}", "std": f"std_{{{red}}} {src}",
-    }.get(op, f"{op}_{{{red}}} {src}")
-    out.formula = f"{lhs} = {body}"
-    if op in ("var", "std"):
-        corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
-        out.formula += f"  (divisor {count} - {corr})"
-    if op in ("argmax", "argmin"):
+    corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
+    form = kind.formula if kind is not None and kind.formula else f"{op}_{{{{{{dim}}}}}} {{x}}"
+    out.formula = f"{lhs} = {form.format(x=src, dim=red, count=count, correction=corr)}"
+    if arg:
         if dim is not None:
             return  # pypto.topk(k=1) (ARG.topk-last-axis)
         out.supported = False
         out.reason = f"{op} over the flattened tensor (no dim) is not scaffolded: it returns an index into x.flatten()"
         return
-    if op not in SUPPORTED_REDUCTIONS:
+    if kind is None or kind.unsupported:
         out.supported = False
-        out.reason = (f"{op} has no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"
-                      if op in ("argmax", "argmin", "logsumexp", "var", "std", "nansum") else f"{op} is not supported")
+        out.reason = f"{op} has {kind.unsupported}" if kind is not None else f"{op} is not supported"
 
 
 def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
@@ -404,9 +390,6 @@ def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
         out.reason = f"{op} is not a norm pypto-tui knows"
         out.unknown["formula"] = out.reason
         return
-    if op not in SUPPORTED_NORMS:
-        out.supported = False
-        out.reason = f"{op} is not supported"
     for p in ("running_mean", "running_var", "weight", "bias"):
         if isinstance(a.get(p), str):  # a tensor passed to F.*_norm (module flags are bools)
             out.supported = False

@@ -17,7 +17,31 @@ from pypto_tui.ops.registry import REGISTRY
 _REQ = object()  # marks a required parameter
 REQUIRED = _REQ
 
-_LOSS_TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
+
+
+def _anchor_modules() -> dict[str, tuple[tuple[str, Any], ...]]:
+    """The anchor kinds' module constructors, read from their registry entries (`module_signature`): a
+    new norm, loss, conv or pool module is one entry there."""
+    return {m: tuple((p, _REQ if d is ops_base.REQUIRED else d) for p, d in k.module_signature)
+            for k in REGISTRY.values() if k.is_anchor and k.module_signature for m in k.modules}
+
+
+_ANCHOR_MODULES = _anchor_modules()
+
+
+def _anchor_calls() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Any]]]:
+    """The anchor kinds' functions, read from their registry entries: each spelling's parameters
+    (`inputs`, then `params`, torch's order) and torch's defaults (a kind the contract reads without a
+    torch spelling, nansum, under its name). The rows below override the spellings whose parameters
+    differ within a kind."""
+    kinds = [k for k in REGISTRY.values() if k.is_anchor and k.role not in ("matmul", "layout", "other")
+             and not k.spelled_as]
+    calls = {f: (*k.inputs, *k.params) for k in kinds for f in (k.functions or (k.name,))}
+    defaults = {f: dict(k.defaults) for k in kinds if k.defaults for f in (k.functions or (k.name,))}
+    return calls, defaults
+
+
+_ANCHOR_CALLS, _ANCHOR_DEFAULTS = _anchor_calls()
 
 
 def _elementwise_rows() -> tuple[dict[str, tuple[tuple[str, Any], ...]], dict[str, tuple[str, ...]],
@@ -37,137 +61,51 @@ _ELEMENTWISE_MODULES, _ELEMENTWISE_CALLS, _ELEMENTWISE_DEFAULTS = _elementwise_r
 
 # nn module constructors: type -> ((param, default), ...). REQUIRED marks required ones.
 MODULE_SIGS: dict[str, tuple[tuple[str, Any], ...]] = {
-    **{f"BatchNorm{d}d": (("num_features", _REQ), ("eps", 1e-5), ("momentum", 0.1), ("affine", True),
-                          ("track_running_stats", True)) for d in (1, 2, 3)},
-    **{f"InstanceNorm{d}d": (("num_features", _REQ), ("eps", 1e-5), ("momentum", 0.1), ("affine", False),
-                             ("track_running_stats", False)) for d in (1, 2, 3)},
-    "GroupNorm": (("num_groups", _REQ), ("num_channels", _REQ), ("eps", 1e-5), ("affine", True)),
-    "LayerNorm": (("normalized_shape", _REQ), ("eps", 1e-5), ("elementwise_affine", True), ("bias", True)),
-    "RMSNorm": (("normalized_shape", _REQ), ("eps", None), ("elementwise_affine", True)),
-    "MSELoss": _LOSS_TAIL,
-    "L1Loss": _LOSS_TAIL,
-    "SmoothL1Loss": (*_LOSS_TAIL, ("beta", 1.0)),
-    "HuberLoss": (("reduction", "mean"), ("delta", 1.0)),
-    "KLDivLoss": (*_LOSS_TAIL, ("log_target", False)),
-    "TripletMarginLoss": (("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False), *_LOSS_TAIL),
-    "CrossEntropyLoss": (("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
-                         ("reduction", "mean"), ("label_smoothing", 0.0)),
-    "HingeEmbeddingLoss": (("margin", 1.0), *_LOSS_TAIL),
-    "CosineEmbeddingLoss": (("margin", 0.0), *_LOSS_TAIL),
-    "CosineSimilarity": (("dim", 1), ("eps", 1e-8)),
+    **_ANCHOR_MODULES,
     **_ELEMENTWISE_MODULES,
-    "Softmax": (("dim", None),),
-    "LogSoftmax": (("dim", None),),
-    # conv and pool modules: torch's parameter order (AvgPool1d has no divisor_override)
-    **{f"Conv{d}d": (("in_channels", _REQ), ("out_channels", _REQ), ("kernel_size", _REQ), ("stride", 1),
-                     ("padding", 0), ("dilation", 1), ("groups", 1), ("bias", True), ("padding_mode", "zeros"),
-                     ("device", None), ("dtype", None)) for d in (1, 2, 3)},
-    **{f"ConvTranspose{d}d": (("in_channels", _REQ), ("out_channels", _REQ), ("kernel_size", _REQ),
-                              ("stride", 1), ("padding", 0), ("output_padding", 0), ("groups", 1),
-                              ("bias", True), ("dilation", 1), ("padding_mode", "zeros"), ("device", None),
-                              ("dtype", None)) for d in (1, 2, 3)},
-    **{f"MaxPool{d}d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("dilation", 1),
-                        ("return_indices", False), ("ceil_mode", False)) for d in (1, 2, 3)},
+    # one pool kind, two constructors: torch's AvgPool1d has no divisor_override (its kind's row is 2-D / 3-D's)
     "AvgPool1d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
                   ("count_include_pad", True)),
-    **{f"AvgPool{d}d": (("kernel_size", _REQ), ("stride", None), ("padding", 0), ("ceil_mode", False),
-                        ("count_include_pad", True), ("divisor_override", None)) for d in (2, 3)},
-    **{f"Adaptive{k}Pool{d}d": (("output_size", _REQ),) for k in ("Avg", "Max") for d in (1, 2, 3)},
+    # no registry kind yet: the contract reads the module and says it has no kernel
     "MultiheadAttention": (("embed_dim", _REQ), ("num_heads", _REQ), ("dropout", 0.0), ("bias", True)),
-    "Linear": (("in_features", _REQ), ("out_features", _REQ), ("bias", True)),
     "Flatten": (("start_dim", 1), ("end_dim", -1)),
 }
 
 _RED = ("input", "dim", "keepdim")
-_LOSS2 = ("input", "target", "size_average", "reduce", "reduction")
 
 # Functions and tensor methods: canonical name -> positional parameter order (defaults below).
 FUNC_SIGS: dict[str, tuple[str, ...]] = {
+    **_ANCHOR_CALLS,
     **_ELEMENTWISE_CALLS,
-    "softmax": ("input", "dim", "_stacklevel", "dtype"),
-    "log_softmax": ("input", "dim", "_stacklevel", "dtype"),
-    "sum": ("input", "dim", "keepdim", "dtype"), "mean": ("input", "dim", "keepdim", "dtype"),
-    "prod": ("input", "dim", "keepdim", "dtype"), "nansum": ("input", "dim", "keepdim"),
-    "max": _RED, "min": _RED, "amax": _RED, "amin": _RED, "argmax": _RED, "argmin": _RED,
-    "logsumexp": _RED,
-    "var": ("input", "dim", "unbiased", "keepdim"), "std": ("input", "dim", "unbiased", "keepdim"),
+    # torch.max / torch.min: a reduction over dim or the elementwise maximum (the matcher tells which)
+    "max": _RED, "min": _RED,
+    # one kind, three spellings: torch.norm's p, linalg's ord
     "norm": ("input", "p", "dim", "keepdim", "out", "dtype"),
     "linalg.norm": ("input", "ord", "dim", "keepdim"),
     "linalg.vector_norm": ("input", "ord", "dim", "keepdim"),
-    "cumsum": ("input", "dim"), "cumprod": ("input", "dim"), "cummax": ("input", "dim"),
-    "cummin": ("input", "dim"), "logcumsumexp": ("input", "dim"),
     "narrow": ("input", "dim", "start", "length"), "select": ("input", "dim", "index"),
     "unsqueeze": ("input", "dim"), "squeeze": ("input", "dim"), "expand": ("input", "size"),
-    "kl_div": (*_LOSS2, "log_target"),
-    "mse_loss": _LOSS2, "l1_loss": _LOSS2,
-    "smooth_l1_loss": (*_LOSS2, "beta"),
-    "huber_loss": ("input", "target", "reduction", "delta"),
-    "triplet_margin_loss": ("anchor", "positive", "negative", "margin", "p", "eps", "swap",
-                            "size_average", "reduce", "reduction"),
-    "cosine_similarity": ("x1", "x2", "dim", "eps"),
-    "cross_entropy": ("input", "target", "weight", "size_average", "ignore_index", "reduce",
-                      "reduction", "label_smoothing"),
-    "hinge_embedding_loss": ("input", "target", "margin", "size_average", "reduce", "reduction"),
-    "batch_norm": ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"),
-    "instance_norm": ("input", "running_mean", "running_var", "weight", "bias", "use_input_stats",
-                      "momentum", "eps"),
-    "layer_norm": ("input", "normalized_shape", "weight", "bias", "eps"),
-    "group_norm": ("input", "num_groups", "weight", "bias", "eps"),
-    "rms_norm": ("input", "normalized_shape", "weight", "eps"),
-    "normalize": ("input", "p", "dim", "eps"),
+    "normalize": ("input", "p", "dim", "eps"),  # F.normalize: the contract's l1 / l2 norms
+    # one kind, several spellings whose second operand torch names differently
     "matmul": ("input", "other"), "mm": ("input", "mat2"), "bmm": ("input", "mat2"),
     "mv": ("input", "vec"),
     "tril": ("input", "diagonal"), "triu": ("input", "diagonal"),
     "diag": ("input", "diagonal"),
     "transpose": ("input", "dim0", "dim1"),
     "pow": ("input", "exponent"),
-    "scaled_dot_product_attention": ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"),
-    # conv and pool functions (torch.nn.functional), torch's parameter order
-    **{f"conv{d}d": ("input", "weight", "bias", "stride", "padding", "dilation", "groups") for d in (1, 2, 3)},
-    **{f"conv_transpose{d}d": ("input", "weight", "bias", "stride", "padding", "output_padding", "groups",
-                               "dilation") for d in (1, 2, 3)},
-    **{f"max_pool{d}d": ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-       for d in (1, 2, 3)},
+    # one pool kind: torch's avg_pool1d has no divisor_override
     "avg_pool1d": ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"),
-    **{f"avg_pool{d}d": ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
-                         "divisor_override") for d in (2, 3)},
 }
 
 FUNC_DEFAULTS: dict[str, dict[str, Any]] = {
+    **_ANCHOR_DEFAULTS,
     **_ELEMENTWISE_DEFAULTS,
-    "kl_div": {"reduction": "mean", "log_target": False},
-    "mse_loss": {"reduction": "mean"}, "l1_loss": {"reduction": "mean"},
-    "smooth_l1_loss": {"reduction": "mean", "beta": 1.0},
-    "huber_loss": {"reduction": "mean", "delta": 1.0},
-    "triplet_margin_loss": {"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False, "reduction": "mean"},
-    "cosine_similarity": {"dim": 1, "eps": 1e-8},
-    "cross_entropy": {"reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0},
-    "hinge_embedding_loss": {"margin": 1.0, "reduction": "mean"},
-    "batch_norm": {"training": False, "momentum": 0.1, "eps": 1e-5},
-    "instance_norm": {"use_input_stats": True, "momentum": 0.1, "eps": 1e-5},
-    "layer_norm": {"eps": 1e-5}, "group_norm": {"eps": 1e-5}, "rms_norm": {"eps": None},
     "normalize": {"p": 2.0, "dim": 1, "eps": 1e-12},
-    "sum": {"dim": None, "keepdim": False}, "mean": {"dim": None, "keepdim": False},
-    "prod": {"dim": None, "keepdim": False}, "nansum": {"dim": None, "keepdim": False},
     "max": {"dim": None, "keepdim": False}, "min": {"dim": None, "keepdim": False},
-    "amax": {"dim": (), "keepdim": False}, "amin": {"dim": (), "keepdim": False},
-    "argmax": {"dim": None, "keepdim": False}, "argmin": {"dim": None, "keepdim": False},
-    "logsumexp": {"keepdim": False},
-    "var": {"dim": None, "unbiased": True, "keepdim": False},
-    "std": {"dim": None, "unbiased": True, "keepdim": False},
     "norm": {"p": "fro", "dim": None, "keepdim": False},
     "linalg.norm": {"ord": None, "dim": None, "keepdim": False},
     "linalg.vector_norm": {"ord": 2, "dim": None, "keepdim": False},
     "tril": {"diagonal": 0}, "triu": {"diagonal": 0}, "diag": {"diagonal": 0},
-    "softmax": {"dim": None}, "log_softmax": {"dim": None},
-    # conv and pool functions
-    **{f"conv{d}d": {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1} for d in (1, 2, 3)},
-    **{f"conv_transpose{d}d": {"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "groups": 1,
-                               "dilation": 1} for d in (1, 2, 3)},
-    **{f"max_pool{d}d": {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False,
-                         "return_indices": False} for d in (1, 2, 3)},
-    **{f"avg_pool{d}d": {"stride": None, "padding": 0, "ceil_mode": False, "count_include_pad": True,
-                         "divisor_override": None} for d in (1, 2, 3)},
 }
 
 

@@ -95,6 +95,8 @@ class OpKind:
     - `kernel_params`: the leading `params` the render reads, each a scalar of the kernel (bound to the
       call's value or its default); the kernel's form needs no other (softplus's threshold: past it torch
       returns x, which its overflow-safe form already gives to float precision).
+    - `inputs`: the names torch's function gives its tensor arguments before `params` ("input", "target";
+      a keyword call binds by them): the function's signature is `(*inputs, *params)`.
     - `scaling`: what a reduction divides its sum by, as the contract's `Reduction.scaling` says it
       ("sum": nothing, "mean": the count of the reduced values, as var and std do too; "none": not a sum).
     """
@@ -123,6 +125,7 @@ class OpKind:
     unsupported: str = ""
     kernel_params: tuple[str, ...] = ()
     scaling: str = "none"
+    inputs: tuple[str, ...] = ("input",)
 
     @property
     def is_elementwise(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pypto_tui.ops.base import OpError, OpKind, Shape
+from pypto_tui.ops.base import REQUIRED, OpError, OpKind, Shape
 
 
 def tup(v: Any, n: int, what: str) -> tuple[int, ...]:
@@ -71,12 +71,23 @@ def _weights(transposed: bool) -> Any:
     return weights
 
 
+_SHAPE = (("in_channels", REQUIRED), ("out_channels", REQUIRED), ("kernel_size", REQUIRED), ("stride", 1),
+          ("padding", 0))
+_TAIL = (("padding_mode", "zeros"), ("device", None), ("dtype", None))
+
 KINDS = (
     OpKind("conv", "conv", _conv_shape(False), None, functions=("conv1d", "conv2d", "conv3d"),
            modules=("Conv1d", "Conv2d", "Conv3d"), pattern="window", weights=_weights(False),
+           params=("weight", "bias", "stride", "padding", "dilation", "groups"),
+           defaults={"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1},
+           module_signature=(*_SHAPE, ("dilation", 1), ("groups", 1), ("bias", True), *_TAIL),
            aten=("aten.convolution.default",)),
     OpKind("conv_transpose", "conv", _conv_shape(True), None,
            functions=("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
            modules=("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"), pattern="window",
-           weights=_weights(True)),
+           weights=_weights(True), params=("weight", "bias", "stride", "padding", "output_padding", "groups",
+                                           "dilation"),
+           defaults={"bias": None, "stride": 1, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1},
+           module_signature=(*_SHAPE, ("output_padding", 0), ("groups", 1), ("bias", True), ("dilation", 1),
+                             *_TAIL)),
 )

@@ -120,32 +120,53 @@ def _cosine_similarity_ref(x1: np.ndarray, x2: np.ndarray, dim: Any = 1, eps: fl
     return np.asarray(np.sum((x1 / n1) * (x2 / n2), axis=d))
 
 
-def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = ("reduction",),
-          arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None) -> OpKind:
+_LEGACY = ("size_average", "reduce", "reduction")
+"""A loss function's last parameters: the legacy size_average / reduce flags, then reduction."""
+_TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
+"""The loss modules' last parameters, with torch's defaults."""
+
+
+def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = _LEGACY,
+          arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None,
+          signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
+          defaults: Mapping[str, Any] | None = None) -> OpKind:
     return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
-                  modules=modules, params=params, arity=arity, pattern="D")
+                  modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
+                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})})
 
 
 KINDS = (
-    _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2)),
-    _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t))),
-    _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), ("reduction", "beta"), reference=_pointwise(_smooth_l1)),
-    _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta"), reference=_pointwise(_huber)),
-    _loss("kl_div", _reduced, ("KLDivLoss",), ("reduction", "log_target"), reference=_pointwise(_kl_div)),
-    _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",), ("weight", "ignore_index", "reduction",
-                                                                   "label_smoothing"), reference=_cross_entropy_ref),
-    _loss("hinge_embedding_loss", _reduced, ("HingeEmbeddingLoss",), ("margin", "reduction")),
+    _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2), signature=_TAIL),
+    _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t)), signature=_TAIL),
+    _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), (*_LEGACY, "beta"), reference=_pointwise(_smooth_l1),
+          signature=(*_TAIL, ("beta", 1.0)), defaults={"beta": 1.0}),
+    _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta"), reference=_pointwise(_huber),
+          signature=(("reduction", "mean"), ("delta", 1.0)), defaults={"delta": 1.0}),
+    _loss("kl_div", _reduced, ("KLDivLoss",), (*_LEGACY, "log_target"), reference=_pointwise(_kl_div),
+          signature=(*_TAIL, ("log_target", False)), defaults={"log_target": False}),
+    _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",),
+          ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"),
+          reference=_cross_entropy_ref,
+          signature=(("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
+                     ("reduction", "mean"), ("label_smoothing", 0.0)),
+          defaults={"ignore_index": -100, "label_smoothing": 0.0}),
+    _loss("hinge_embedding_loss", _reduced, ("HingeEmbeddingLoss",), ("margin", *_LEGACY),
+          signature=(("margin", 1.0), *_TAIL), defaults={"margin": 1.0}),
     # the broadcast hinge the contract reads written out, mean(clamp(margin - input * target, min=0)):
     # no torch spelling (F.hinge_embedding_loss is another loss)
-    _loss("hinge_loss", _reduced, (), ("margin", "reduction"), functions=(),
+    _loss("hinge_loss", _reduced, (), ("margin", *_LEGACY), functions=(), defaults={"margin": 1.0},
           reference=_pointwise(lambda p, t, margin=1.0, **_: np.maximum(margin - p * t, 0.0))),
-    _loss("cosine_embedding_loss", _triplet, ("CosineEmbeddingLoss",), ("margin", "reduction"), 3),
-    _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", "reduction"), 3,
-          reference=_triplet_ref),
+    _loss("cosine_embedding_loss", _triplet, ("CosineEmbeddingLoss",), ("margin", *_LEGACY), 3,
+          signature=(("margin", 0.0), *_TAIL), inputs=("input1", "input2", "target"), defaults={"margin": 0.0}),
+    _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", *_LEGACY), 3,
+          reference=_triplet_ref, inputs=("anchor", "positive", "negative"),
+          signature=(("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False), *_TAIL),
+          defaults={"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False}),
     # a similarity, not a loss, in a graph; the loss pattern (D) writes it, alone or as mean(1 - cos)
     OpKind("cosine_similarity", "reduction", _cosine_similarity, _cosine_similarity_ref,
            functions=("cosine_similarity",), modules=("CosineSimilarity",), params=("dim", "eps"), arity=2,
-           pattern="D"),
+           pattern="D", module_signature=(("dim", 1), ("eps", 1e-8)), inputs=("x1", "x2"),
+           defaults={"dim": 1, "eps": 1e-8}),
     OpKind("pairwise_distance", "reduction", _pairwise, None, functions=("pairwise_distance",),
-           modules=("PairwiseDistance",), params=("p", "eps", "keepdim"), arity=2),
+           modules=("PairwiseDistance",), params=("p", "eps", "keepdim"), arity=2, inputs=("x1", "x2")),
 )

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, part
+from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf, part
 
 
 def _linear_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -143,10 +143,12 @@ KINDS = (
            note="read through its equation (attrs['equation'])"),
     OpKind("scaled_dot_product_attention", "attention", _sdpa_shape, _sdpa_ref,
            functions=("scaled_dot_product_attention",), params=("attn_mask", "dropout_p", "is_causal", "scale"),
+           inputs=("query", "key", "value"),
            arity=3, pattern="attention", aten=("aten.scaled_dot_product_attention.default",)),
     OpKind("linear", "matmul", _linear_shape, _linear_ref, functions=("linear",), modules=("Linear",),
            params=("weight", "bias"), arity=1, pattern="B", weights=_linear_weights, decompose=_linear_bias,
            aten=("aten.linear.default",),
+           module_signature=(("in_features", REQUIRED), ("out_features", REQUIRED), ("bias", True)),
            note="y = x @ W.T + b; the module's weight (out, in) and bias (out,) are its parameters"),
     OpKind("matmul", "matmul", _matmul_shape, _matmul_ref, functions=("matmul", "mm"), methods=("matmul", "mm"),
            arity=2, pattern="B", aten=("aten.mm.default", "aten.matmul.default", "aten.addmm.default")),

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part, same_shape
+from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part, same_shape
 
 
 def _affine(y: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, axis: int) -> np.ndarray:
@@ -197,41 +197,6 @@ def _batch_norm_eval(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition(tuple(parts), (eps,))
 
 
-def _batch_norm_eval(n: Any, shape_of: ShapeOf) -> Decomposition | None:
-    """BatchNorm in eval mode (`training: False`: the task's module was put in eval mode, or traced as
-    `_native_batch_norm_legit_no_training`) as its composition: a per-channel affine map with the
-    module's own running statistics, (x - running_mean) * rsqrt(running_var + eps) * weight + bias,
-    each (C,) tensor viewed as (C, 1, ...) against (N, C, ...). No statistic is computed, so each part is
-    an elementwise kernel's (the rsqrt on the (C, 1, ...) statistics one of its own). The last node keeps
-    the id."""
-    x = n.inputs[0]
-    shape = shape_of(x)
-    named = {i.rsplit(".", 1)[-1]: i for i in n.inputs[1:]}
-    if shape is None or len(shape) < 2 or not {"running_mean", "running_var"} <= set(named):
-        return None
-    nid = n.id
-    per_channel = (shape[1], *(1,) * (len(shape) - 2))
-    eps = (f"{nid}_eps", float(n.attrs.get("eps", 1e-5)), "BatchNorm eps")
-    from pypto_tui.ops.views import Step
-
-    def view(name: str) -> Any:
-        return part(n, f"_{name}", "view", "view", (named[name],), {"steps": (Step("reshape", shape=per_channel),)},
-                    per_channel)
-
-    parts = [view("running_mean"), view("running_var"),
-             part(n, "_dev", "sub", "elementwise", (x, f"{nid}_running_mean"), {}, n.shape),
-             part(n, "_veps", "add", "elementwise", (f"{nid}_running_var", eps[0]), {}, per_channel),
-             part(n, "_inv", "rsqrt", "elementwise", (f"{nid}_veps",), {}, per_channel),
-             part(n, "_norm", "mul", "elementwise", (f"{nid}_dev", f"{nid}_inv"), {}, n.shape)]
-    if "weight" in named and "bias" in named:
-        parts += [view("weight"), view("bias"),
-                  part(n, "_scaled", "mul", "elementwise", (f"{nid}_norm", f"{nid}_weight"), {}, n.shape),
-                  part(n, "", "add", "elementwise", (f"{nid}_scaled", f"{nid}_bias"), {}, n.shape)]
-    else:
-        parts[-1] = replace(parts[-1], id=nid)
-    return Decomposition(tuple(parts), (eps,))
-
-
 def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     """BatchNorm1d on (B, F) in training mode as its composition: the batch statistics are column
     means (m = mean(x, 0), v = mean((x - m)^2, 0), biased as training mode normalizes), then
@@ -262,24 +227,42 @@ def _batch_norm_rows(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition(tuple(parts), (eps, two))
 
 
+TENSOR_PARAMS = ("weight", "bias", "running_mean", "running_var")
+"""The norms' parameters that are tensors (the affine weight and bias, the running statistics)."""
+STATE_PARAMS = ("momentum",)
+"""Parameters that update the module's running statistics only: not what forward returns."""
+
 KINDS: tuple[OpKind, ...] = (
     OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
            modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
                                                                           "bias", "training", "momentum", "eps"),
+           defaults={"training": False, "momentum": 0.1, "eps": 1e-5},
            pattern="C", weights=_bn_weights, note="training-mode statistics (the module's default mode)",
-           decompose=_batch_norm_rows, aten=("aten._native_batch_norm_legit_no_training.default",)),
+           decompose=_batch_norm_rows, aten=("aten._native_batch_norm_legit_no_training.default",),
+           module_signature=(("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", True),
+                             ("track_running_stats", True))),
     OpKind("instance_norm", "norm", _checked("instance_norm"), _instance_norm, functions=("instance_norm",),
            modules=("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"), pattern="C", weights=_in_weights,
-           aten=("aten.instance_norm.default",)),
+           params=("running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps"),
+           defaults={"use_input_stats": True, "momentum": 0.1, "eps": 1e-5},
+           aten=("aten.instance_norm.default",),
+           module_signature=(("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", False),
+                             ("track_running_stats", False))),
     OpKind("layer_norm", "norm", _checked("layer_norm"), _layer_norm, functions=("layer_norm",),
            modules=("LayerNorm",), params=("normalized_shape", "weight", "bias", "eps"), pattern="C",
-           weights=_ln_weights, aten=("aten.layer_norm.default", "aten.native_layer_norm.default")),
+           defaults={"eps": 1e-5},
+           weights=_ln_weights, aten=("aten.layer_norm.default", "aten.native_layer_norm.default"),
+           module_signature=(("normalized_shape", REQUIRED), ("eps", 1e-5), ("elementwise_affine", True),
+                             ("bias", True))),
     OpKind("group_norm", "norm", _checked("group_norm"), _group_norm, functions=("group_norm",),
            modules=("GroupNorm",), params=("num_groups", "weight", "bias", "eps"), pattern="C", weights=_gn_weights,
-           aten=("aten.group_norm.default", "aten.native_group_norm.default")),
+           defaults={"eps": 1e-5},
+           aten=("aten.group_norm.default", "aten.native_group_norm.default"),
+           module_signature=(("num_groups", REQUIRED), ("num_channels", REQUIRED), ("eps", 1e-5), ("affine", True))),
     OpKind("rms_norm", "norm", _checked("rms_norm"), _rms_norm, functions=("rms_norm",), modules=("RMSNorm",),
-           params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights,
-           aten=("aten.rms_norm.default",)),
+           params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights, defaults={"eps": None},
+           aten=("aten.rms_norm.default",),
+           module_signature=(("normalized_shape", REQUIRED), ("eps", None), ("elementwise_affine", True))),
 )
 # Normalisations the contract reads from their written-out forms (and F.normalize): no spelling of
 # their own, so the graph reader keeps such a forward as its elementwise nodes and reductions.

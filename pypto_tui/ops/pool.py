@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf
+from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf
 from pypto_tui.ops.conv import tup
 
 
@@ -80,14 +80,24 @@ def _global_mean(n: Any, shape_of: ShapeOf) -> Decomposition | None:
 KINDS = (
     OpKind("max_pool", "pool", _pool_shape, None, functions=_MAX, modules=_MAX_M, pattern="window",
            params=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
-           aten=tuple(f"aten.max_pool{d}d{w}.default" for d in (1, 2, 3) for w in ("", "_with_indices"))),
+           defaults={"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False, "return_indices": False},
+           aten=tuple(f"aten.max_pool{d}d{w}.default" for d in (1, 2, 3) for w in ("", "_with_indices")),
+           module_signature=(("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("dilation", 1),
+                             ("return_indices", False), ("ceil_mode", False))),
     OpKind("avg_pool", "pool", _pool_shape, None, functions=_AVG, modules=_AVG_M, pattern="window",
            params=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
-           aten=tuple(f"aten.avg_pool{d}d.default" for d in (1, 2, 3))),
+           defaults={"stride": None, "padding": 0, "ceil_mode": False, "count_include_pad": True,
+                     "divisor_override": None},
+           aten=tuple(f"aten.avg_pool{d}d.default" for d in (1, 2, 3)),
+           # AvgPool2d / 3d's (AvgPool1d has no divisor_override: contract/signatures.py keeps its row)
+           module_signature=(("kernel_size", REQUIRED), ("stride", None), ("padding", 0), ("ceil_mode", False),
+                             ("count_include_pad", True), ("divisor_override", None))),
     OpKind("adaptive_max_pool", "pool", _adaptive_shape, None, functions=_AMAX, modules=_AMAX_M,
            params=("output_size", "return_indices"),
-           aten=tuple(f"aten.adaptive_max_pool{d}d.default" for d in (1, 2, 3))),
+           aten=tuple(f"aten.adaptive_max_pool{d}d.default" for d in (1, 2, 3)),
+           module_signature=(("output_size", REQUIRED),)),
     OpKind("adaptive_avg_pool", "pool", _adaptive_shape, None, functions=_AAVG, modules=_AAVG_M,
            params=("output_size",), decompose=_global_mean,
-           aten=tuple(f"aten.{u}adaptive_avg_pool{d}d.default" for u in ("", "_") for d in (1, 2, 3))),
+           aten=tuple(f"aten.{u}adaptive_avg_pool{d}d.default" for u in ("", "_") for d in (1, 2, 3)),
+           module_signature=(("output_size", REQUIRED),)),
 )

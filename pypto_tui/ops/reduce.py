@@ -72,11 +72,25 @@ def _arg(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 def _kind(name: str, fn: Callable[..., np.ndarray], functions: tuple[str, ...] | None = None,
           params: tuple[str, ...] = ("dim", "keepdim"), role: str = "reduction",
           decompose: Decomposer | None = None, aten: tuple[str, ...] = (), spelled_as: str | None = None,
-          scaling: str = "none", unsupported: str = "") -> OpKind:
+          scaling: str = "none", unsupported: str = "", formula: str | None = None,
+          defaults: Mapping[str, Any] | None = None) -> OpKind:
+    """A reduction over `dim`; its formula (default: the name over the reduced axes) has the
+    placeholders {x} (the reduced operand), {dim} (the reduced axes' letters), {count} (how many values
+    each output reduces) and {correction} (var and std's divisor correction)."""
     spell = functions if functions is not None else (name,)
     return OpKind(name, role, reduced_shape, fn, functions=spell, methods=spell, params=params, pattern=role,
                   decompose=decompose, aten=tuple(f"aten.{a}" for a in aten), spelled_as=spelled_as,
-                  scaling=scaling, unsupported=unsupported)
+                  scaling=scaling, unsupported=unsupported,
+                  formula=formula if formula is not None else name + "_{{{dim}}} {x}", defaults=dict(defaults or {}))
+
+
+_ALL = {"dim": None, "keepdim": False}
+"""torch's defaults of a reduction whose dim may be left out (every axis)."""
+_SUM = ("dim", "keepdim", "dtype")
+
+
+_MAX, _MIN = "max_{{{dim}}} {x}", "min_{{{dim}}} {x}"
+_STAT = "_{{{dim}}} {x}  (divisor {count} - {correction})"
 
 
 _UNVERIFIED = "no verified PyPTO reduction (pypto 0.2.0 has sum, amax, amin, prod)"
@@ -107,23 +121,28 @@ def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
 
 
 KINDS = (
-    _kind("sum", _ref(np.sum), aten=("sum.dim_IntList", "sum.default"), scaling="sum"),
-    _kind("mean", _ref(_mean), aten=("mean.dim", "mean.default"), scaling="mean"),
-    _kind("amax", _ref(np.max), aten=("amax.default",)), _kind("amin", _ref(np.min), aten=("amin.default",)),
-    _kind("prod", _ref(np.prod), aten=("prod.dim_int", "prod.default")),
+    _kind("sum", _ref(np.sum), params=_SUM, aten=("sum.dim_IntList", "sum.default"), scaling="sum", defaults=_ALL),
+    _kind("mean", _ref(_mean), params=_SUM, aten=("mean.dim", "mean.default"), scaling="mean",
+          formula="sum_{{{dim}}} {x} / {count}", defaults=_ALL),
+    _kind("amax", _ref(np.max), aten=("amax.default",), formula=_MAX, defaults={"dim": (), "keepdim": False}),
+    _kind("amin", _ref(np.min), aten=("amin.default",), formula=_MIN, defaults={"dim": (), "keepdim": False}),
+    _kind("prod", _ref(np.prod), params=_SUM, aten=("prod.dim_int", "prod.default"), defaults=_ALL),
     _kind("logsumexp", _ref(_lse), decompose=_logsumexp_parts, aten=("logsumexp.default",),
-          unsupported=_UNVERIFIED),
+          unsupported=_UNVERIFIED, formula="log sum_{{{dim}}} exp({x})", defaults={"keepdim": False}),
     _kind("var", _ref(np.var, _correction), params=("dim", "unbiased", "keepdim", "correction"),
-          aten=("var.correction", "var.dim"), scaling="mean", unsupported=_UNVERIFIED),
+          aten=("var.correction", "var.dim"), scaling="mean", unsupported=_UNVERIFIED, formula="var" + _STAT,
+          defaults={**_ALL, "unbiased": True}),
     _kind("std", _ref(np.std, _correction), params=("dim", "unbiased", "keepdim", "correction"),
-          aten=("std.correction", "std.dim"), scaling="mean", unsupported=_UNVERIFIED),
+          aten=("std.correction", "std.dim"), scaling="mean", unsupported=_UNVERIFIED, formula="std" + _STAT,
+          defaults={**_ALL, "unbiased": True}),
     # torch.nansum: the contract reads it (a sum with NaN as 0); the graph reader does not spell it yet
-    _kind("nansum", _ref(np.nansum), functions=(), scaling="sum", unsupported=_UNVERIFIED),
+    _kind("nansum", _ref(np.nansum), functions=(), scaling="sum", unsupported=_UNVERIFIED,
+          formula="sum_{{{dim}}} {x} (NaN as 0)", defaults=_ALL),
     # torch.max(x, dim)[0] / .values: the graph reader turns these into max_dim / min_dim
-    _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",), spelled_as="amax"),
-    _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",), spelled_as="amin"),
+    _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",), spelled_as="amax", formula=_MAX),
+    _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",), spelled_as="amin", formula=_MIN),
     OpKind("norm", "reduction", reduced_shape, None, functions=("norm", "linalg.norm", "linalg.vector_norm"),
            methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", aten=("aten.linalg_vector_norm.default",)),
-    _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",)),
-    _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",)),
+    _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",), defaults=_ALL),
+    _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",), defaults=_ALL),
 )

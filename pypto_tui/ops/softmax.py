@@ -1,4 +1,5 @@
-"""Softmax and log-softmax along one dim (module, functional and method forms)."""
+"""Softmax and log-softmax along one dim (module, functional and method forms). Their formulas name
+the element {x} and the elements {x_r} along the softmax axis r."""
 
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ def _log_softmax(x: np.ndarray, dim: Any = None, **_: Any) -> np.ndarray:
 
 KINDS = (
     OpKind("softmax", "softmax", same_shape, _softmax, functions=("softmax",), methods=("softmax",),
-           modules=("Softmax",), params=("dim",), pattern="softmax",
-           aten=("aten._softmax.default", "aten.softmax.int")),
+           modules=("Softmax",), params=("dim", "_stacklevel", "dtype"), defaults={"dim": None},
+           pattern="softmax", formula="exp({x}) / sum_r exp({x_r})",
+           aten=("aten._softmax.default", "aten.softmax.int"), module_signature=(("dim", None),)),
     OpKind("log_softmax", "softmax", same_shape, _log_softmax, functions=("log_softmax",),
-           methods=("log_softmax",), modules=("LogSoftmax",), params=("dim",), pattern="softmax",
-           aten=("aten._log_softmax.default", "aten.log_softmax.int")),
+           methods=("log_softmax",), modules=("LogSoftmax",), params=("dim", "_stacklevel", "dtype"),
+           defaults={"dim": None}, pattern="softmax",
+           formula="{x} - log(sum_r exp({x_r}))",
+           aten=("aten._log_softmax.default", "aten.log_softmax.int"), module_signature=(("dim", None),)),
 )
