@@ -26,18 +26,22 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -x))
+    out: np.ndarray = np.exp(-np.logaddexp(0.0, -x))
+    return out
 
 
 def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
     bx = beta * x
-    return np.where(bx > threshold, x, np.logaddexp(0.0, bx) / beta)
+    out: np.ndarray = np.where(bx > threshold, x, np.logaddexp(0.0, bx) / beta)
+    return out
 
 
 def _gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
     if approximate == "tanh":
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+        out: np.ndarray = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    else:
+        out = 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    return out
 
 
 def _clamp(x: np.ndarray, lo: Any = None, hi: Any = None) -> np.ndarray:

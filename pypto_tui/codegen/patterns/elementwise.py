@@ -27,8 +27,9 @@ Terms = Callable[[Mapping[str, Ex]], Stmts]
 def _no_terms(env: Mapping[str, Ex]) -> Stmts:
     return []
 
-_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-           "div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
+_BINARY: dict[str, Callable[[Ex, Ex], Ex]] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "pow": lambda a, b: a ** b}
 
 
 def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple[str, ...] = ()) -> Value:
@@ -272,7 +273,7 @@ def build_elementwise(b: Builder) -> None:
     if not loop:
         body = b.tmpl("elementwise", tile=tile, terms=terms(env), out=name("out"), value=value(env))
     else:
-        def step(size: str, off: str, suffix: str) -> list:
+        def step(size: str, off: str, suffix: str) -> list[Any]:
             views = []
             chunks = {}
             for o in operands:
