@@ -58,25 +58,45 @@ class TaskSupport:
 
 
 class _Names(cst.CSTVisitor):
-    """Every name a statement reads, and the `self.<attr>` it reads (a method call of Model)."""
+    """Every name a statement reads, and the `self.<attr>` it reads (a method call of Model); the names
+    its functions bind themselves (parameters, assignments, loop targets) are left out, so a parameter
+    `channels` does not reach a module-level `channels = 8` the harness reads."""
 
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.local: set[str] = set()
         self.attrs: set[str] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.local.add(node.name.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.local |= {n.value for n in _names_in(node.target)}
+
+    def visit_For(self, node: cst.For) -> None:
+        self.local |= {n.value for n in _names_in(node.target)}
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.local |= {n.value for n in _names_in(node.target)}
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             self.attrs.add(node.attr.value)
 
 
-def _read(nodes: list[cst.CSTNode]) -> _Names:
+class _Free:
+    def __init__(self, names: set[str], attrs: set[str]) -> None:
+        self.names, self.attrs = names, attrs
+
+
+def _read(nodes: list[cst.CSTNode]) -> _Free:
     seen = _Names()
     for n in nodes:
         n.visit(seen)
-    return seen
+    return _Free(seen.names - seen.local, seen.attrs)
 
 
 def _bound(stmt: cst.BaseStatement) -> set[str]:

@@ -1,0 +1,41 @@
+"""`verify` on models only the traced front end reads (nested modules: nn.Sequential of Linear layers, and
+nn.Sequential of blocks whose BatchNorms are in eval mode with running statistics, weights and biases other
+than their initial values): the generated ModelNew builds the task's own module tree, reaches each submodule
+by its path, passes every compiler pass against the torch baseline, and a twin that reads another
+submodule's parameter (or the running variance where the mean belongs) fails."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pypto_tui.design import Design, Pipeline
+from pypto_tui.sim.runner import run_many
+from pypto_tui.sim.verification import finish_verify, prepare_verify
+
+pytestmark = [pytest.mark.sim, pytest.mark.torch]
+
+TRACED = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_traced"
+TWINS = {  # the bug planted in the module: (text, replacement)
+    "sequential_mlp.py": ('self.get_submodule("net.0").bias', 'self.get_submodule("net.2").bias'),
+    "nested_bn_eval.py": ("v_n4_running_mean, v_n4_running_var,", "v_n4_running_var, v_n4_running_mean,"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWINS))
+def test_a_nested_model_verifies_through_the_traced_front_end_and_its_twin_fails(kb, name):
+    p = Pipeline(kb, Design(task=str(TRACED / name), front_end="traced"))
+    prepared = prepare_verify(p)
+    assert prepared.job is not None, prepared.report.reason
+    assert prepared.report.kernels >= 4
+    source = prepared.job.kernel_source
+    assert "get_submodule" in source
+    old, new = TWINS[name]
+    assert old in source
+    twin = replace(prepared.job, kernel_source=source.replace(old, new, 1))
+    clean, broken = run_many([prepared.job, twin], jobs=2, timeout_s=600, cache=False)
+    ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
+    assert ok.passed, ok.reason
+    assert not bad.passed and "output 0:" in bad.reason, bad.reason  # a wrong answer, not a crash
