@@ -713,7 +713,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
     doc = f"{len(trees)} kernel{plural} for {Path(c.task_path or 'the task').name}:\n" + "\n".join(summaries)
     try:
         template = find_template(pipeline.kb, flavour, "module_model_new").text
-        support = task_support(source)
+        support = task_support(source or "")
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
                        parameters(sig.forward_source), support.statements, support.methods)
     except Unsupported as exc:

@@ -230,15 +230,16 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     bound = {name for s in header for small in getattr(s, "body", ()) if isinstance(small, cst.Import | cst.ImportFrom)
              for name in import_names(small)}
     extra: list[cst.BaseStatement] = []
-    for s in support:
-        if _is_import(s):
-            names = {n for small in s.body for n in import_names(small)}  # type: ignore[attr-defined]
-            if names <= bound:
+    for stmt in support:
+        if isinstance(stmt, cst.SimpleStatementLine) and _is_import(stmt):
+            binds = {n for small in stmt.body if isinstance(small, cst.Import | cst.ImportFrom)
+                     for n in import_names(small)}
+            if binds <= bound:
                 continue
-            bound |= names
-            header.append(s.with_changes(leading_lines=[]))
+            bound |= binds
+            header.append(stmt.with_changes(leading_lines=[]))
             continue
-        extra.append(s.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+        extra.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
     statements: list[Any] = [_docstring(doc, ""), *header, *body, *extra, *model]
     return cst.Module(body=statements)
 

@@ -203,8 +203,7 @@ def test_contract_reads_a_cached_trace_and_says_which_front_end(tmp_path):
     pytest.importorskip("importlib.metadata")
     from pypto_tui.kb import bundled_pack_dir, get_kb
     from pypto_tui.sim.cache import ResultCache
-    from pypto_tui.trace.tracer import pack_id
-    from pypto_tui.trace.tracer import torch_version, trace_key
+    from pypto_tui.trace.tracer import pack_id, torch_version, trace_key
 
     version = torch_version(sys.executable)
     if version is None:
