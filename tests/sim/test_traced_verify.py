@@ -38,4 +38,7 @@ def test_a_nested_model_verifies_through_the_traced_front_end_and_its_twin_fails
     clean, broken = run_many([prepared.job, twin], jobs=2, timeout_s=600, cache=False)
     ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
     assert ok.passed, ok.reason
-    assert not bad.passed and "output 0:" in bad.reason, bad.reason  # a wrong answer, not a crash
+    # a wrong answer, not a crash: the other layer's bias is off everywhere; the running mean read as the
+    # variance is negative for some channels, whose rsqrt is NaN
+    assert bad.supported and not bad.passed, bad.reason
+    assert "elements outside atol" in bad.reason or "NaN positions differ" in bad.reason, bad.reason
