@@ -191,6 +191,8 @@ def _output_kernel(c: Contract, kernel: Shape, axis_map: Sequence[Sequence[int]]
     keep = c.reduction.keepdim if c.reduction else False
     shaped = tuple((1 if k in red else s) for k, s in enumerate(kernel)) if keep else tuple(
         s for k, s in enumerate(kernel) if k not in red)
+    if keep and len(out) == len(kernel) and math.prod(out) != math.prod(shaped):
+        return tuple(out)  # the reduced axis keeps several values (topk's k): the contract's own shape
     return shaped or (1,)
 
 

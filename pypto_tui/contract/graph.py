@@ -314,7 +314,7 @@ class _Builder:
             ins.append(self.param(f"{attr}.{w}", shape, self.dtype(ins[0]) if ins else None, spelling))
         return self.add(kind.name, kind.role, ins, params, spelling, kind)
 
-    def _call(self, n: Node) -> str:
+    def _call(self, n: Node, picked: bool = False) -> str:
         name = n.name
         if name in V.VIEW_NAMES or name == "expand_as":
             return self._view(n)
@@ -335,6 +335,9 @@ class _Builder:
         if kind is None:
             return self.unknown(f"{name}(...) is not in the operator registry",
                                 [self.value(a) for a in n.args if not a.is_const])
+        if kind.returns and not picked:
+            self.problems.append(f"torch.{name}(...) returns ({', '.join(kind.returns)}): pick one with [0] or "
+                                 f".{kind.returns[0]}")
         params = FUNC_SIGS.get(name) or ("input", *kind.params)
         bound, _ = bind(params, n.args, n.kw(), FUNC_DEFAULTS.get(name))
         ins: list[str] = []
@@ -385,17 +388,37 @@ class _Builder:
         base = n.args[0]
         if isinstance(n.value, int) and base.kind == "call" and base.name in ("max", "min"):
             return self._max_min(base, "values" if n.value == 0 else "indices")
+        if isinstance(n.value, int) and self._returns(base):
+            return self._picked(base, n.value)
         return self._view(n)
 
     def _attr(self, n: Node) -> str:
         base = n.args[0]
         if n.name in ("values", "indices") and base.kind == "call" and base.name in ("max", "min"):
             return self._max_min(base, n.name)
+        if n.name in self._returns(base):
+            return self._picked(base, self._returns(base).index(n.name))
         if n.name in ("T", "mT"):
             x = self.value(base)
             return self.add("transpose", "layout", [x], {"dim0": -2, "dim1": -1}, f".{n.name}",
                             registry.kind("transpose"))
         return self.unknown(f"the attribute .{n.name} is not an operator", [self.value(base)])
+
+    @staticmethod
+    def _returns(n: Node) -> tuple[str, ...]:
+        """The names of the tuple a call returns (its registry entry's `returns`: topk's values and indices)."""
+        kind = registry.by_spelling(n.name, str(n.value or "torch")) if n.kind == "call" else None
+        return kind.returns if kind is not None else ()
+
+    def _picked(self, base: Node, i: int) -> str:
+        """One element of the tuple a call returns: the first is the kind's node; no kind computes the others."""
+        names = self._returns(base)
+        i = i + len(names) if -len(names) <= i < 0 else i
+        if i != 0:
+            what = names[i] if 0 <= i < len(names) else f"element {i}"
+            return self.unknown(f"the {what} of torch.{base.name}(...) are computed by no operator of the registry",
+                                [self.value(base.args[0])])
+        return self._call(base, picked=True)
 
     def _view(self, n: Node) -> str:
         """A view of a computed value or an input: its steps read on the producer's shape."""

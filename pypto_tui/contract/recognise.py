@@ -30,11 +30,13 @@ ELEMENTWISE_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise}
 # The binary ones: a call of one on two inputs (`torch.maximum(a, b)`) is that named op.
 BINARY_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise and k.arity == 2}
 _ANCHORS = [k for k in REGISTRY.values() if k.is_anchor]
-# The reductions over `dim` a call names: the kinds the reduction patterns take, by name and spelling (a
-# kind another one spells, max_dim, is read through torch.max); torch.max / torch.min are also the
-# elementwise maximum and minimum: the matcher tells them apart by their arguments.
-REDUCTIONS = (*dict.fromkeys(s for k in _ANCHORS if k.role in ("reduction", "argreduce") and k.pattern == k.role
-                             and not k.spelled_as for s in (k.name, *k.functions)), "max", "min")
+# The reductions over `dim` a call names: the kinds the reduction patterns (or a pattern of the kind's own,
+# topk's) take, by name and spelling (a kind another one spells, max_dim, is read through torch.max);
+# torch.max / torch.min are also the elementwise maximum and minimum: the matcher tells them apart by their
+# arguments.
+REDUCTIONS = (*dict.fromkeys(s for k in _ANCHORS if k.role in ("reduction", "argreduce")
+                             and k.pattern in (k.role, k.name) and not k.spelled_as
+                             for s in (k.name, *k.functions)), "max", "min")
 SCANS = tuple(k.name for k in _ANCHORS if k.role == "scan")
 MODULE_ACTIVATIONS = {m: k.name for k in _UNARY for m in k.modules}
 # The losses (and the similarity) the loss pattern writes, by their module and function spellings.
@@ -396,6 +398,12 @@ def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
     rec = Recognition("reduction", n.name)
     b = _bound(n)
     x = n.args[0]
+    kind = by_spelling(n.name)
+    returns = kind.returns if kind is not None else ()
+    if returns and pick != returns[0]:  # torch.topk: (values, indices), the kind computes the values
+        rec.op_args["returns"] = "+".join(returns)
+        rec.reason = (f"torch.{n.name}(...) returns ({', '.join(returns)}); index it with [0] or .{returns[0]}"
+                      if pick is None else f"the {pick} of torch.{n.name} are not scaffolded (its {returns[0]} are)")
     if n.name in ("max", "min"):
         other = b.get("dim")
         if isinstance(other, Node) and not other.is_const and ctx.is_tensor(other):  # torch.max(a, b)
@@ -408,7 +416,7 @@ def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
             elif pick is None:
                 rec.op_args["returns"] = "values+indices"
                 rec.reason = f"torch.{n.name}(x, dim) returns (values, indices); index it with [0] or .values"
-    args = _params(n, ("dim", "keepdim", "unbiased", "correction"), rec)
+    args = _params(n, ("dim", "keepdim", "unbiased", "correction", *(kind.params if returns and kind else ())), rec)
     if n.name in ("amax", "amin") and args.get("dim") == ():
         args["dim"] = None
     rec.op_args.update(args)

@@ -18,6 +18,8 @@ from pypto_tui.contract import ir
 from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 from pypto_tui.ops import registry
+from pypto_tui.ops.base import OpError
+from pypto_tui.ops.reduce import reduced_shape
 from pypto_tui.ops.registry import REGISTRY
 
 IDX = "ijklmnopq"
@@ -264,15 +266,24 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
     arg = kind is not None and kind.role == "argreduce"  # an index, not a value
     if arg and dim is None:
         keepdim = False
+    own = kind.shape if kind is not None and kind.shape is not reduced_shape else None  # topk: k values on the axis
+    kept_shape: tuple[int, ...] = ()
+    if own is not None:
+        try:
+            kept_shape = tuple(own([shape], c.op_args))
+        except OpError as exc:
+            raise _Missing("output_shape", str(exc)) from None
+        keepdim = len(kept_shape) == rank
     count = math.prod(shape[a] for a in axes) if axes else 1
     scaling = cast(Scaling, kind.scaling if kind is not None else "none")
     out.reduction = Reduction(op, axes, keepdim, scaling, count if scaling == "mean" else None)
-    out.output_shape = _reduced_shape(shape, axes, keepdim) if dim is not None or not arg else ()
+    out.output_shape = (kept_shape if own is not None else
+                        _reduced_shape(shape, axes, keepdim) if dim is not None or not arg else ())
     if arg:
         out.output_dtype = "int64"
     out.asymmetric = False
     L = _ix(rank)
-    kept = [("0" if i in axes else letter) for i, letter in enumerate(L)] if keepdim else [
+    kept = L if own is not None else [("0" if i in axes else letter) for i, letter in enumerate(L)] if keepdim else [
         letter for i, letter in enumerate(L) if i not in axes]
     red = ",".join(L[a] for a in axes)
     lhs = _at("out", kept)
@@ -283,7 +294,7 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
         src = ir.render(ir.from_data(_unfreeze(c.op_args["operand_expr"])))
     corr = c.op_args.get("correction", 1 if c.op_args.get("unbiased", True) else 0)
     form = kind.formula if kind is not None and kind.formula else f"{op}_{{{{{{dim}}}}}} {{x}}"
-    out.formula = f"{lhs} = {form.format(x=src, dim=red, count=count, correction=corr)}"
+    out.formula = f"{lhs} = {form.format(**{**c.op_args, 'x': src, 'dim': red, 'count': count, 'correction': corr})}"
     if arg:
         if dim is not None:
             return  # pypto.topk(k=1) (ARG.topk-last-axis)

@@ -99,6 +99,8 @@ class OpKind:
       a keyword call binds by them): the function's signature is `(*inputs, *params)`.
     - `scaling`: what a reduction divides its sum by, as the contract's `Reduction.scaling` says it
       ("sum": nothing, "mean": the count of the reduced values, as var and std do too; "none": not a sum).
+    - `returns`: the names of the tuple torch returns (topk's values and indices), () for one tensor; the
+      kind computes the first, and the readers take a call picked by `[0]` or `.<first>` as the kind.
     """
 
     name: str
@@ -126,6 +128,7 @@ class OpKind:
     kernel_params: tuple[str, ...] = ()
     scaling: str = "none"
     inputs: tuple[str, ...] = ("input",)
+    returns: tuple[str, ...] = ()
 
     @property
     def is_elementwise(self) -> bool:

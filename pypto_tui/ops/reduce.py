@@ -1,5 +1,6 @@
 """Reductions over axes: sum, mean, amax/amin, max/min over a dim, prod, logsumexp, var, std,
-argmax/argmin. The shape function reads `dim` and `keepdim` (dim None: every axis)."""
+argmax/argmin, topk. The shape function reads `dim` and `keepdim` (dim None: every axis); topk's keeps
+the axis with its `k` values."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import Decomposer, Decomposition, OpKind, Shape, ShapeOf, axis, part
+from pypto_tui.ops.base import Decomposer, Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part
 
 
 def axes_of(attrs: Mapping[str, Any], rank: int) -> tuple[int, ...]:
@@ -120,6 +121,34 @@ def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
     return Decomposition(tuple(parts))
 
 
+def topk_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """torch.topk's values: the input's shape with `k` along `dim` (torch refuses a k past the axis)."""
+    x = tuple(shapes[0])
+    a = axis(attrs.get("dim", -1), len(x))
+    k = attrs.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= (x[a] if x else 1):
+        raise OpError(f"topk's k={k!r} is not a count of values along an axis of size {x[a] if x else 1}")
+    return (*x[:a], k, *x[a + 1:])
+
+
+def _topk(x: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The k largest (largest=False: smallest) values along `dim`, in that order: what torch.topk's
+    values hold with sorted=True (with sorted=False torch leaves the order unspecified)."""
+    a = axis(attrs.get("dim", -1), x.ndim)
+    ordered = np.sort(x, axis=a)
+    if attrs.get("largest", True):
+        ordered = np.flip(ordered, axis=a)
+    return np.asarray(np.take(ordered, np.arange(int(attrs["k"])), axis=a))
+
+
+TOPK = OpKind("topk", "reduction", topk_shape, _topk, functions=("topk",), methods=("topk",),
+              params=("k", "dim", "largest", "sorted"), pattern="topk",
+              formula="top {k} of {x} along {dim} (largest={largest}, sorted)", returns=("values", "indices"),
+              defaults={"dim": -1, "largest": True, "sorted": True})
+"""torch.topk's values (`[0]`, `.values`): the kind computes the first of the (values, indices) it
+returns; its own pattern writes it (pypto.topk, TOPK.values)."""
+
+
 KINDS = (
     _kind("sum", _ref(np.sum), params=_SUM, aten=("sum.dim_IntList", "sum.default"), scaling="sum", defaults=_ALL),
     _kind("mean", _ref(_mean), params=_SUM, aten=("mean.dim", "mean.default"), scaling="mean",
@@ -145,4 +174,5 @@ KINDS = (
            methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", aten=("aten.linalg_vector_norm.default",)),
     _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",), defaults=_ALL),
     _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",), defaults=_ALL),
+    TOPK,
 )
