@@ -4,7 +4,9 @@ KernelBench level-2 14 (GEMM, / 2, row sum, * 1.5) was verified with hidden 8192
 exactly two of the row sum's 1024-wide tiles. A row sum over the first 2048 columns only (wrong at
 the task's 8192) passed. The test sizes now give the row sum an odd number of tiles, at least three
 (and the matmul's K the same in its cube tiles), and a second size with another count; both must
-pass. Both modules go through `verify --kernel`, whose sizes follow the file's own constants.
+pass. Both modules go through `verify --kernel`, whose sizes follow the file's own constants. Four
+level-2 verifications: outside CI's time (run with -m exhaustive); tests/sim/test_tile_counts.py checks
+the sizes without the compiler in CI.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pypto_tui.cli import app
 from pypto_tui.design import Design, Pipeline
 from pypto_tui.sim.verification import verify_many
 
-pytestmark = [pytest.mark.sim, pytest.mark.slow]
+pytestmark = [pytest.mark.sim, pytest.mark.slow, pytest.mark.exhaustive]  # four level-2 verifies: 12 min under load
 
 TASK = Path(__file__).parent / "fixtures" / "tasks" / "gemm_divide_sum_scaling.py"
 ROW_SUM = "pypto.sum(n2, 1, keepdim=True)"

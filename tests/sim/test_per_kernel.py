@@ -117,6 +117,7 @@ def test_the_flag_refuses_what_it_cannot_verify_in_one_line(args: list[str], mes
 
 
 @pytest.mark.sim
+@pytest.mark.exhaustive  # 211 s under load; the planted-bug test below runs the same jobs in CI
 def test_a_chain_verifies_kernel_by_kernel_then_end_to_end(kb) -> None:
     r = verify_per_kernel(Pipeline(kb, Design(task=str(CHAIN))), timeout_s=900, cache=False)
     assert r.passed and r.per_kernel, r.reason
