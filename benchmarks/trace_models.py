@@ -24,9 +24,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--jsonl", type=Path)
     ap.add_argument("--no-cache", action="store_true")
     args = ap.parse_args(argv)
+    from pypto_tui.trace.pipeline import pack_id
+
     from pypto_tui.contract.aten import graph_from_trace
     from pypto_tui.kb import bundled_pack_dir, get_kb
-    from pypto_tui.trace.pipeline import pack_id
     from pypto_tui.trace.tracer import trace_task
 
     pack = pack_id(get_kb(bundled_pack_dir()))

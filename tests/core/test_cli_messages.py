@@ -45,13 +45,14 @@ def test_verify_of_a_chain_shows_each_kernels_tile_and_loop(kb, capsys) -> None:
     from pypto_tui.sim.verification import prepare_verify
 
     report = prepare_verify(Pipeline(kb, Design(task=str(BLOCK)))).report
-    assert [k["ops"] for k in report.kernel_designs] == ["conv", "batch_norm", "relu", "conv", "batch_norm",
-                                                         "add, relu"]
+    # eval-mode BatchNorm is a per-channel affine, so it fuses with the ReLU and the residual add
+    assert [k["ops"] for k in report.kernel_designs] == ["conv", "sub, add, rsqrt, mul, mul, add, relu", "conv",
+                                                         "sub, add, rsqrt, mul, mul, add, add, relu"]
     assert all(k["tile"] for k in report.kernel_designs)
-    assert json.loads(json.dumps(report.to_dict()))["kernel_designs"][5]["tile"] == [2048]
+    assert json.loads(json.dumps(report.to_dict()))["kernel_designs"][3]["tile"] == [2, 16, 64]
     _show_verify(BLOCK, report)
     out = capsys.readouterr().out
-    assert "K0 tile / loop" in out and "(16, 9, 64) / -  (conv)" in out and "K5 tile / loop  (2048,) / -" in out
+    assert "K0 tile / loop" in out and "(16, 9, 80) / -  (conv)" in out and "K3 tile / loop  (2, 16, 64) / -" in out
     assert "- / -" not in out.replace("/ -  (", "")
 
 
