@@ -219,13 +219,15 @@ class CompileError:
 
 @dataclass(frozen=True, slots=True)
 class VerifyCriteria:
-    """verify.toml: the criteria a pack offers, the default one and the number of input seeds."""
+    """verify.toml: the criteria a pack offers, the default one, the number of input seeds and of test
+    sizes (the second, at another odd tile count, catches a width hard-coded to the first's)."""
 
     rule: str
     default: str
     trials: int
     criteria: Mapping[str, Criterion]
     compile_errors: tuple[CompileError, ...] = ()
+    sizes: int = 2
 
     def explain_compile_error(self, message: str) -> CompileError | None:
         """The pack's entry for a compiler message, or None when the pack knows nothing of it."""
@@ -800,6 +802,8 @@ def _parse_pass_verify(r: _Reader, rules: Mapping[str, Rule]) -> PassVerify:
 VERIFY_DTYPES = ("fp32", "fp16", "bf16")
 MAX_TRIALS = 64
 """Most input seeds one verification runs (a pack's `trials` and `verify --trials`): each is a compile and a run."""
+MAX_SIZES = 2
+"""Most test sizes one verification runs (a pack's `sizes` and `verify --sizes`)."""
 
 
 def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
@@ -808,6 +812,7 @@ def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
     if rule not in rules:
         raise head.fail("rule", f"'{rule}' is not a rule id in rules.toml")
     trials = head.integer("trials", minimum=1, maximum=MAX_TRIALS)
+    sizes = head.integer("sizes", minimum=1, maximum=MAX_SIZES) if "sizes" in head.table else MAX_SIZES
     table = r.sub("criterion")
     criteria: dict[str, Criterion] = {}
     for name in table.table:
@@ -833,7 +838,7 @@ def _parse_verify(r: _Reader, rules: Mapping[str, Rule]) -> VerifyCriteria:
     for name in known.table:
         e = known.sub(name)
         errors.append(CompileError(name, e.text("says"), e.text("meaning"), e.text("advice"), e.text("source")))
-    return VerifyCriteria(rule, default, trials, criteria, tuple(errors))
+    return VerifyCriteria(rule, default, trials, criteria, tuple(errors), sizes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,10 +46,26 @@ def kb_minimal() -> KnowledgeBase:
     return load_pack(FIXTURES / "kb_minimal")
 
 
+QUICK_VERIFY = {"PYPTO_TUI_VERIFY_TRIALS": "1", "PYPTO_TUI_VERIFY_SIZES": "1"}
+"""One input seed at one test size: each seed and size is a compile and an interpreter run, and a suite
+of verifies at the pack's two by two ran past CI's 20 minutes (41 min 48 s). Tests of the seeds and
+the second size themselves are marked `full_depth` and run at the pack's depth (a module- or
+session-scoped fixture that needs it passes `Criterion(trials=..., sizes=...)`). Set for the whole
+process, so fixtures of every scope and the CLI's subprocesses see it."""
+os.environ.update(QUICK_VERIFY)
+
+
 @pytest.fixture(autouse=True)
-def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep every test away from the user's real state, cache and pack settings."""
+def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                    request: pytest.FixtureRequest) -> None:
+    """Keep every test away from the user's real state, cache and pack settings; verify quickly
+    unless the test is about verification's depth."""
     monkeypatch.delenv("PYPTO_TUI_KB", raising=False)
+    for var, value in QUICK_VERIFY.items():
+        if request.node.get_closest_marker("full_depth") is None:
+            monkeypatch.setenv(var, value)  # a test that unset it does not leak to the next
+        else:
+            monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PYPTO_TUI_STATE_DIR", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setenv("PYPTO_TUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))  # suites' run history
 

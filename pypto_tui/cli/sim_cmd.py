@@ -27,7 +27,7 @@ from pypto_tui.cli.common import (
 )
 from pypto_tui.cli.suite_cmd import suite_dispatch
 from pypto_tui.errors import InputError
-from pypto_tui.kb import MAX_TRIALS
+from pypto_tui.kb import MAX_SIZES, MAX_TRIALS
 from pypto_tui.shapes import MAX_DIM
 
 TaskArg = Annotated[Path, typer.Argument(help="A KernelBench task file.")]
@@ -321,6 +321,10 @@ def verify(
     trials: Annotated[int | None, typer.Option("--trials", help="Input seeds; every one must pass (default: the "
                                                f"pack's, 2; at most {MAX_TRIALS}).", min=1, max=MAX_TRIALS,
                                                show_default=False)] = None,
+    sizes: Annotated[int | None, typer.Option("--sizes", help="Test sizes; each must pass: 2 adds a second size "
+                                              "at another tile count on every counted axis, 1 is a quicker check "
+                                              "(default: the pack's, 2).", min=1, max=MAX_SIZES,
+                                              show_default=False)] = None,
     per_kernel: Annotated[bool, typer.Option("--per-kernel", help="A module of several kernels: verify each "
                                              "kernel on its own first (its own test shapes, random inputs and "
                                              "worker, two at a time, against its part of the task's graph), then "
@@ -346,7 +350,7 @@ def verify(
     if per_kernel and kernel is not None:
         raise InputError("--per-kernel verifies the generated module's kernels; with --kernel drop it")
     p = _pipeline(task, kb, tile, loop_count, front_end=front_end, trace_timeout=trace_timeout)
-    judged = Criterion(criterion, trials)
+    judged = Criterion(criterion, trials, sizes)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
     if per_kernel and not _is_module(p):
         raise InputError("--per-kernel verifies a module of several kernels; this task is one kernel")

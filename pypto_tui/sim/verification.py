@@ -97,6 +97,7 @@ class VerifyReport:
     shapes_why: str = ""                # why the test runs at `shapes`
     tile_counts: list[dict[str, Any]] = field(default_factory=list)  # each counted axis: its tiles and why
     size_trials: list[dict[str, Any]] = field(default_factory=list)  # every size tried (the first is `shapes`)
+    test_sizes: int = 2                 # sizes asked for (--sizes): 1 leaves the second size out
     second_trial: Any = None            # (test pipeline, kernel, report) of the second size, before it runs
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,19 +120,52 @@ class PreparedVerify:
 # ------------------------------------------------------------------------------ jobs
 @dataclass(frozen=True)
 class Criterion:
-    """How outputs are judged: the pack's criterion (verify.toml) and the number of input seeds."""
+    """How outputs are judged: the pack's criterion (verify.toml), the number of input seeds and of
+    test sizes. None takes $PYPTO_TUI_VERIFY_TRIALS / $PYPTO_TUI_VERIFY_SIZES, then the pack's: a
+    quick run (one seed at one size while iterating, or a smoke pipeline) sets them once."""
 
     name: str | None = None     # None: the pack's default
-    trials: int | None = None   # None: the pack's default
+    trials: int | None = None   # None: the environment's, then the pack's
+    sizes: int | None = None    # None: the environment's, then the pack's (1 or 2)
+
+
+TRIALS_ENV = "PYPTO_TUI_VERIFY_TRIALS"
+SIZES_ENV = "PYPTO_TUI_VERIFY_SIZES"
+
+
+def _from_env(var: str, flag: str, maximum: int) -> int | None:
+    """A whole number from 1 to `maximum` set in the environment, None when unset; a bad one is refused."""
+    import os
+
+    raw = os.environ.get(var, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= maximum:
+        raise InputError(f"${var}={raw[:20]!r}: use a whole number from 1 to {maximum} (the default of {flag}), "
+                         "or unset it")
+    return int(raw)
+
+
+def resolved_depth(criterion: Criterion, verify_pack: Any) -> tuple[int, int]:
+    """(input seeds, test sizes) one verification runs: the flag, the environment, the pack."""
+    from pypto_tui.kb import MAX_SIZES, MAX_TRIALS
+
+    trials = criterion.trials if criterion.trials is not None else _from_env(TRIALS_ENV, "--trials", MAX_TRIALS)
+    sizes = criterion.sizes if criterion.sizes is not None else _from_env(SIZES_ENV, "--sizes", MAX_SIZES)
+    return (trials if trials is not None else verify_pack.trials,
+            sizes if sizes is not None else getattr(verify_pack, "sizes", MAX_SIZES))
 
 
 def _job(test: Pipeline, source: str, task: str, memory_limit_mb: int | None, label: str,
          criterion: Criterion, report: VerifyReport) -> J.SimJob:
     chosen = test.kb.verify.get(criterion.name)
-    trials = criterion.trials if criterion.trials is not None else test.kb.verify.trials
+    trials, sizes = resolved_depth(criterion, test.kb.verify)
     if trials < 1:
         raise InputError(f"--trials {trials}: use a whole number >= 1")
+    if sizes not in (1, 2):
+        raise InputError(f"--sizes {sizes}: use 1 or 2")
     report.criterion, report.criterion_source, report.trials = chosen.name, chosen.source, trials
+    report.test_sizes = sizes
     report.tolerances = {k: list(v) for k, v in chosen.tolerances.items()}
     return J.SimJob(kind="verify", kernel_source=source, inputs=tuple(input_specs(test, with_recipe=True)),
                     init_args=tuple(init_args(test)), label=label, task_file=task,
@@ -626,7 +660,7 @@ def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: in
     reports = [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
     # The second size runs only where the first passed: a failure is already the verdict.
     again = [(i, x.second) for i, (x, r) in enumerate(zip(prepared, reports, strict=True))
-             if r.passed and x.second is not None and x.second.job is not None]
+             if wants_second_size(x, r)]
     seconds = run_many([s.job for _, s in again if s.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
                        progress=progress, status=status) if again else []
     done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}
@@ -634,6 +668,18 @@ def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: in
         if prepared[i].job is not None:
             with_second_size(r, done.get(i))
     return reports
+
+
+def wants_second_size(prepared: PreparedVerify, first: VerifyReport) -> bool:
+    """Whether the second size runs: the first passed, the test found one, and it was asked for (a
+    report of one size asked says the second was left out)."""
+    if not first.passed or prepared.second is None or prepared.second.job is None:
+        return False
+    if first.test_sizes < 2:
+        first.notes.append("one test size (--sizes 1): the second, at another tile count, was not run, so a "
+                           "width hard-coded to this one could pass")
+        return False
+    return True
 
 
 def _trial(r: VerifyReport, n: int) -> dict[str, Any]:

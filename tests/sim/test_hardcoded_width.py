@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from pypto_tui.cli import app
 from pypto_tui.design import Design, Pipeline
-from pypto_tui.sim.verification import verify_many
+from pypto_tui.sim.verification import Criterion, verify_many
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow, pytest.mark.exhaustive]  # four level-2 verifies: 12 min under load
 
@@ -36,7 +36,8 @@ def test_a_row_sum_hard_coded_to_the_old_test_width_fails_and_the_module_passes(
     planted = tmp_path / "first_2048.py"
     planted.write_text(source.replace(ROW_SUM, FIRST_2048), encoding="utf-8")
     p = Pipeline(kb, Design(task=str(TASK)))
-    ok, bad = verify_many([p, p], kernels=[clean, planted], jobs=1, timeout_s=1200, cache=False)
+    ok, bad = verify_many([p, p], kernels=[clean, planted], jobs=1, timeout_s=1200, cache=False,
+                           criterion=Criterion(sizes=2))
 
     assert ok.passed and ok.design_kept and not ok.missing_passes, ok.reason
     assert [t["passed"] for t in ok.size_trials] == [True, True]

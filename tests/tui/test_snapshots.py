@@ -35,7 +35,8 @@ async def _settle(pilot) -> None:
     for _ in range(2):
         await app.workers.wait_for_complete()
         await pilot.pause()
-    for _ in range(100):  # at most 5 s: the step's worker has finished and the screen is no longer busy
+    for _ in range(600):  # at most 30 s (the Kernel step took over 5 s beside the sim tests in CI): the
+        # step's worker has finished and the screen is no longer busy
         drawn = getattr(app.screen, "_shown_at", 0) is not None  # the app drops keys pressed before this
         if drawn and not getattr(app.screen, "busy", False) and not any(w.is_running for w in app.workers):
             break
