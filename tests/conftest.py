@@ -99,6 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     or torch is missing: the marker decides, never the folder (every test under tests/sim has `sim`
     among its keywords, so matching keywords skipped the numpy-only comparison tests with the rest)."""
     avail = check_sim()
+    _sample_for_ci(items)
     for item in items:
         if item.get_closest_marker("sim") is not None:
             item.add_marker(pytest.mark.xdist_group(compiler_group(item)))
@@ -106,6 +107,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=avail.message))
         if _slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+CI_SAMPLE = {
+    "tests/lint/test_compiler_probes.py::test_probe_verdict": 8,
+    "tests/lint/test_expert_set_compiler.py::test_correct_kernel_verifies": 4,
+    "tests/lint/test_expert_set_compiler.py::test_broken_twin_fails_when_its_defect_is_an_error": 6,
+    "tests/graph/test_traced_torch.py::test_both_front_ends_give_the_same_kernels": 5,
+    "tests/graph/test_registry.py::test_unary_references_match_torch": 16,
+    "tests/graph/test_registry.py::test_binary_references_match_torch_with_broadcasting": 6,
+    "tests/sim/test_design_runs.py::test_every_scaffold_verifies_against_its_baseline": 6,
+    "tests/contract/test_selfcheck.py::test_reference_agrees_with_baseline": 6,
+    "tests/contract/test_selfcheck.py::test_reference_agrees_on_hard_corners": 5,
+    "tests/tui/test_new_families.py::test_new_family_walks_to_its_kernel": 3,
+    "tests/tui/test_robust_app.py::test_corrupt_autosave_is_set_aside_and_the_app_starts": 2,
+    "tests/robust/test_process_endings.py::test_contract_run_leaves_nothing_behind": 2,
+    "tests/codegen/test_sim_build.py::test_builds_under_sim_at_the_task_shapes": 3,
+}
+"""Parametrized heavy tests CI runs on a sample of (the first N cases; the rest are `exhaustive`):
+every case of each is one more compile or torch run of a kind the sample already covers, and the
+whole suite ran 39 minutes against CI's 20."""
+CI_EXHAUSTIVE = (
+    "tests/robust/test_process_endings.py::test_verify_and_sim_leave_no_task_process_behind[verify-SIGHUP]",
+    "tests/robust/test_process_endings.py::test_verify_and_sim_leave_no_task_process_behind[verify-SIGTERM]",
+    "tests/sim/test_family_conv.py::test_a_row_strided_2d_pool_verifies_one_output_row_per_iteration",
+    "tests/sim/test_family_conv.py::test_pools_verify_against_torch[maxpool2d_ceil.py]",
+    "tests/sim/test_family_conv.py::test_convolutions_verify_against_torch[conv_transpose1d_dilated.py]",
+    "tests/suite/test_suite_sim.py::test_local_pool_and_a_two_worker_local_cluster_give_the_same_records",
+)
+"""Single heavy cases (60-125 s each) whose kind another CI test covers: verify's end under SIGTERM and
+SIGHUP (verify-normal and sim under both stay), the row-per-iteration pool (the other pools stay), ..."""
+
+
+def _sample_for_ci(items: list[pytest.Item]) -> None:
+    """Mark the cases of CI_SAMPLE beyond each test's first N, and CI_EXHAUSTIVE, `exhaustive`."""
+    seen: dict[str, int] = {}
+    for item in items:
+        base = item.nodeid.split("[")[0]
+        if base in CI_SAMPLE and "[" in item.nodeid:
+            seen[base] = seen.get(base, 0) + 1
+            if seen[base] > CI_SAMPLE[base]:
+                item.add_marker(pytest.mark.exhaustive)
+        if item.nodeid.split("@")[0] in CI_EXHAUSTIVE:
+            item.add_marker(pytest.mark.exhaustive)
 
 
 SHARED_SCOPES = ("module", "class", "package")

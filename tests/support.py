@@ -37,3 +37,15 @@ def parent_and_command(pid: int) -> tuple[int, bytes]:
     """(parent pid, command line) of a live process; OSError when it is gone."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     return int(stat.rsplit(")", 1)[1].split()[1]), Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def selected_params(request: Any, test_name: str, param: str) -> list[Any]:
+    """The values of `param` that the session will run `test_name` with (after -m, -k and CI's
+    sample), so a fixture that compiles for every case compiles only for the selected ones."""
+    values: list[Any] = []
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if (getattr(item, "originalname", None) == test_name and spec is not None and param in spec.params
+                and spec.params[param] not in values):
+            values.append(spec.params[param])
+    return values

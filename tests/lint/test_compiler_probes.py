@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import lint_probes
+from support import lint_probes, selected_params
 
 from pypto_tui.sim import jobs, runner
 from pypto_tui.sim.cache import ResultCache
@@ -23,11 +23,12 @@ PROBES, probe_source = lint_probes().PROBES, lint_probes().probe_source
 
 
 @pytest.fixture(scope="module")
-def probe_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, jobs.SimResult]:
+def probe_results(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+                  ) -> dict[str, jobs.SimResult]:
     specs = [
         jobs.SimJob(kind="verify", kernel_source=probe_source(name), inputs=(jobs.InputSpec((64, 512), "fp32"),),
                     task_file=str(TASK), label=name)
-        for name in PROBES
+        for name in selected_params(request, "test_probe_verdict", "name")
     ]
     results = runner.run_many(specs, jobs=2, timeout_s=300, cache=ResultCache(tmp_path_factory.mktemp("probes")))
     return {r.label: r for r in results}

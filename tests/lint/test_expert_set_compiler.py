@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import selected_params
 
 from pypto_tui.contract.reader import read_task
 from pypto_tui.contract.values import TensorSpec
@@ -44,8 +45,10 @@ def _job(kernel: Path) -> jobs.SimJob:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, jobs.SimResult]:
-    done = runner.run_many([_job(p) for p in (*GOOD, *BROKEN)], jobs=2, timeout_s=300,
+def results(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict[str, jobs.SimResult]:
+    chosen = (selected_params(request, "test_correct_kernel_verifies", "path")
+              + selected_params(request, "test_broken_twin_fails_when_its_defect_is_an_error", "path"))
+    done = runner.run_many([_job(p) for p in chosen], jobs=2, timeout_s=300,
                            cache=ResultCache(tmp_path_factory.mktemp("expert")))
     return {r.label: r for r in done}
 
