@@ -49,3 +49,33 @@ def selected_params(request: Any, test_name: str, param: str) -> list[Any]:
                 and spec.params[param] not in values):
             values.append(spec.params[param])
     return values
+
+
+ONE_LINE_TASK = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__(){body}
+
+    def forward(self, {args}):
+        return {expr}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def contract(expr: str, args: str = "x", body: str = "", shape: str = "16, 256") -> Any:
+    """The contract of a task whose forward returns `expr` of `args` (each a randn of `shape`)."""
+    from pypto_tui.contract.extract import extract_contract
+
+    inputs = ", ".join(f"torch.randn({shape})" for _ in args.split(", "))
+    return extract_contract(ONE_LINE_TASK.format(body=body, args=args, expr=expr, inputs=inputs))

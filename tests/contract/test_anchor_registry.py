@@ -4,36 +4,11 @@ spellings name which kind, and what a reduction scales by and why a kernel does 
 
 from __future__ import annotations
 
-from pypto_tui.contract.extract import extract_contract
+from support import contract
+
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, MODULE_SIGS, REQUIRED, bind_module
 from pypto_tui.ops import base as ops_base
 from pypto_tui.ops.registry import REGISTRY
-
-TASK = '''import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__(){body}
-
-    def forward(self, {args}):
-        return {expr}
-
-
-def get_inputs():
-    return [{inputs}]
-
-
-def get_init_inputs():
-    return []
-'''
-
-
-def contract(expr: str, args: str = "x", body: str = "", shape: str = "16, 256"):
-    inputs = ", ".join(f"torch.randn({shape})" for _ in args.split(", "))
-    return extract_contract(TASK.format(body=body, args=args, expr=expr, inputs=inputs))
 
 
 def test_every_anchor_module_binds_by_its_entrys_constructor():
