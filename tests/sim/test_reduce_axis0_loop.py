@@ -39,4 +39,7 @@ def test_the_column_loop_verifies_and_a_wrong_offset_fails(kb) -> None:
                              cache=False)
     ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
     assert ok.passed, ok.reason
-    assert not bad.passed and "elements outside atol" in bad.reason, bad.reason
+    # every iteration writes column block 0, so the other columns keep whatever the output buffer held:
+    # usually finite garbage, sometimes a NaN; either way the comparison must name the mismatch
+    assert not bad.passed, bad.reason
+    assert "elements outside atol" in bad.reason or "NaN positions differ" in bad.reason, bad.reason
