@@ -24,6 +24,7 @@ from typing import Any
 
 from pypto_tui.examples import Task, ex, examples
 from pypto_tui.findings import Finding, cites
+from pypto_tui.ops import registry
 from pypto_tui.ops.roles import traits
 from pypto_tui.procgroup import run_in_group
 
@@ -173,14 +174,6 @@ def _cast(arr: Any, dtype: str | None) -> Any:
     return arr.astype(NP_DTYPES.get(dtype or "fp32", "float32"))
 
 
-def _softmax(x: Any, axis: int, log: bool = False) -> Any:
-    import numpy as np
-
-    m = x.max(axis=axis, keepdims=True)
-    lse = np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m
-    return x - lse if log else np.exp(x - lse)
-
-
 def build_array(recipe: Mapping[str, Any] | None, final_shape: Sequence[int], dtype: str | None,
                 smap: Mapping[int, int], rng: Any) -> tuple[Any, bool]:
     """Rebuild one input from its get_inputs() recipe at the scaled size. Returns (array, replayed)."""
@@ -214,29 +207,7 @@ def build_array(recipe: Mapping[str, Any] | None, final_shape: Sequence[int], dt
     for step in recipe.get("post", ()):
         name, args = step[0], list(step[1:])
         arg: Any = args[0] if args else None
-        if name in ("softmax", "log_softmax"):
-            x = _softmax(x, int(arg) if arg is not None else -1, name == "log_softmax")
-        elif name in ("abs", "exp", "log", "sqrt", "tanh", "sign", "floor", "ceil", "round", "square",
-                      "reciprocal", "neg"):
-            unary: dict[str, Any] = {
-                "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "sign": np.sign,
-                "floor": np.floor, "ceil": np.ceil, "round": np.round, "square": np.square,
-                "reciprocal": np.reciprocal, "neg": np.negative}
-            x = unary[name](x)
-        elif name == "sigmoid":
-            x = 1.0 / (1.0 + np.exp(-x))
-        elif name == "relu":
-            x = np.maximum(x, 0.0)
-        elif name in ("clamp", "clip"):
-            lo, hi = (arg or [None, None])[:2]
-            x = np.clip(x, lo, hi)
-        elif name == "clamp_min":
-            x = np.maximum(x, arg)
-        elif name == "clamp_max":
-            x = np.minimum(x, arg)
-        elif name in ("tril", "triu"):
-            x = (np.tril if name == "tril" else np.triu)(x, int(arg or 0))
-        elif name == "astype":
+        if name == "astype":
             x = _cast(x, arg).astype(np.float64) if arg not in ("bool",) else x.astype(bool)
         elif name == "t":
             x = x.T if x.ndim == 2 else x
@@ -250,18 +221,32 @@ def build_array(recipe: Mapping[str, Any] | None, final_shape: Sequence[int], dt
         elif name == "squeeze":
             x = np.squeeze(x, axis=int(arg)) if arg is not None and x.shape[int(arg)] == 1 else (
                 np.squeeze(x) if arg is None else x)
-        elif name.lstrip("r") in ("add", "sub", "mul", "div", "pow", "lt", "gt", "le", "ge", "eq", "ne"):
-            rev = name.startswith("r") and name not in ("add", "sub", "mul", "div", "pow")
-            op = name[1:] if rev else name
-            f: Any = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-                 "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
-                 "eq": np.equal, "ne": np.not_equal}[op]
-            x = f(arg, x) if rev else f(x, arg)
+        elif (replayed := _replay_kind(name, x, args)) is not None:
+            x = replayed
         else:
             return _cast(rng.standard_normal(target), dtype), False
     if tuple(x.shape) != target:
         return _cast(rng.standard_normal(target), dtype), False
     return _cast(np.asarray(x), dtype), True
+
+
+def _replay_kind(name: str, x: Any, args: Sequence[Any]) -> Any:
+    """One recorded step computed by its registry kind's numpy reference: a one-tensor kind takes the
+    step's values as its parameters in order (`["clamp", lo, hi]`); a two-operand kind takes the scalar
+    as its second operand, or its first for a step named with a leading `r` (`2 - x` is `rsub`).
+    None when no kind replays the step, or a step saved in an older form does not fit the kind."""
+    kind = registry.kind(name)
+    try:
+        if kind is not None and kind.reference is not None and kind.arity == 1:
+            return kind.reference(x, **{p: v for p, v in zip(kind.params, args, strict=False) if v is not None})
+        if kind is not None and kind.reference is not None and kind.arity == 2 and args:
+            return kind.reference(x, args[0])
+        flipped = registry.kind(name[1:]) if name.startswith("r") else None
+        if flipped is not None and flipped.reference is not None and flipped.arity == 2 and args:
+            return flipped.reference(args[0], x)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None
 
 
 def make_inputs(contract: Any, scaled: bool = True,

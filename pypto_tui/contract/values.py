@@ -18,7 +18,9 @@ import libcst as cst
 
 from pypto_tui.contract import budget
 from pypto_tui.contract.budget import Budget, OutOfBudget
-from pypto_tui.contract.signatures import bind_module
+from pypto_tui.contract.signatures import bind, bind_module
+from pypto_tui.ops import registry
+from pypto_tui.ops.base import OpKind
 
 TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
@@ -30,12 +32,8 @@ METHOD_DTYPES = {"float": "fp32", "half": "fp16", "bfloat16": "bf16", "double": 
                  "long": "int64", "bool": "bool", "short": "int16"}
 FLOAT_DTYPES = ("fp32", "fp16", "bf16", "fp64")
 
-# Calls on a tensor that keep its shape and that the self-check can replay in numpy.
-SHAPE_KEEPING = {
-    "softmax", "log_softmax", "abs", "exp", "log", "sigmoid", "tanh", "relu", "sqrt", "neg", "clamp",
-    "clip", "clamp_min", "clamp_max", "sign", "round", "floor", "ceil", "tril", "triu", "normal_",
-    "uniform_", "square", "reciprocal",
-}
+RANDOM_REFILLS = {"normal_", "uniform_"}
+"""In-place refills of a tensor: its shape and dtype stay, its values cannot be replayed."""
 NO_OPS = {"contiguous", "clone", "detach", "cuda", "cpu", "requires_grad_", "to_dense"}
 
 
@@ -574,20 +572,19 @@ class Evaluator:
             if isinstance(target, DType):
                 dtype = target.name
                 post.append(["astype", dtype])
-        elif name in SHAPE_KEEPING:
-            arg = args[0] if args else None
-            if name in ("softmax", "log_softmax"):
-                arg = kwargs.get("dim", arg)
-                if arg is None:
-                    replayable = False
-            elif name in ("clamp", "clip"):
-                arg = [kwargs.get("min", args[0] if args else None),
-                       kwargs.get("max", args[1] if len(args) > 1 else None)]
-            elif name in ("tril", "triu"):
-                arg = kwargs.get("diagonal", arg or 0)
-            elif name in ("normal_", "uniform_"):
-                replayable = False
-            post.append([name, plain(arg)])
+        elif name in RANDOM_REFILLS:
+            post.append([name, None])
+            replayable = False
+        elif (kept := shape_keeping_call(name, shape, args, kwargs)) is not None:
+            kind, params = kept
+            if kind.role == "softmax" and params.get("dim") is None:
+                replayable = False  # torch's implicit dim is deprecated: no axis to replay
+            values = [plain(params.get(p)) for p in kind.params]
+            while values and values[-1] is None:
+                values.pop()
+            post.append([kind.name, *values])
+            if dtype in ("int32", "int64", "bool") and _floating_result(kind, params, len(shape)):
+                dtype = "fp32"
         elif name in ("t", "transpose", "permute", "unsqueeze", "squeeze"):
             new = _reshape_op(shape, name, args, kwargs)
             if isinstance(new, Unknown):
@@ -606,9 +603,6 @@ class Evaluator:
             return self.binop(name, spec, args[0], None)
         else:
             return Unknown(f"'.{name}(...)' on an input tensor is not something the static reader knows")
-        floating = ("softmax", "log_softmax", "exp", "log", "sqrt", "sigmoid", "tanh")
-        if dtype in ("int32", "int64", "bool") and name in floating:
-            dtype = "fp32"
         recipe = {**spec.recipe, "post": post, "replayable": replayable}
         return TensorSpec(tuple(shape), dtype, recipe)
 
@@ -654,6 +648,38 @@ class Evaluator:
             dtype = "fp32"
         post = [*spec.recipe.get("post", ()), [op if side == "r" else f"r{op}", scalar]]
         return TensorSpec(spec.shape, dtype, {**spec.recipe, "post": post})
+
+
+def shape_keeping_call(name: str, shape: Sequence[int], args: Sequence[Any],
+                       kwargs: Mapping[str, Any]) -> tuple[OpKind, dict[str, Any]] | None:
+    """The registry's one-tensor kind a call on a built input spells, with its bound parameters, when
+    its result keeps the input's shape and numpy can replay it (the kind's reference): the self-check
+    rebuilds such an input at a scaled size from the same steps (get_inputs' `randn(...).abs()`)."""
+    kind = registry.by_spelling(name, "method")
+    if kind is None or kind.arity != 1 or kind.reference is None or kind.identity or kind.role == "view":
+        return None
+    params, problems = bind(kind.params, args, kwargs)  # torch's defaults are the reference's own
+    if problems:
+        return None
+    try:
+        out = kind.shape((tuple(shape),), params)
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    return (kind, params) if tuple(out) == tuple(shape) else None
+
+
+def _floating_result(kind: OpKind, params: Mapping[str, Any], rank: int) -> bool:
+    """Whether torch gives a float tensor for an integer input: numpy's reference promotes as torch
+    does for the one-tensor kinds (exp, sqrt, sigmoid, softmax, reciprocal do; abs, relu, sign do not)."""
+    import numpy as np
+
+    assert kind.reference is not None
+    try:
+        given = {k: v for k, v in params.items() if v is not None}
+        out = kind.reference(np.full((2,) * max(rank, 1), 2, dtype=np.int64), **given)
+    except (TypeError, ValueError, IndexError):  # numpy's AxisError is both of the last two
+        return False
+    return bool(np.asarray(out).dtype.kind in "fc")
 
 
 def _spec(shape: tuple[int, ...], dtype: str, recipe: dict[str, Any]) -> TensorSpec:

@@ -132,3 +132,40 @@ def test_catalogue_names_resolve():
             assert rule.id in table[name].__cites__, (name, rule.id)
             seen.add(name)
     assert seen == set(CHECKS) | set(dims.CHECKS)
+
+
+RECIPE_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b, c, d):
+        return a + b + c + d
+
+def get_inputs():
+    return [torch.randn(4, 64).clamp(min=-0.5, max=0.5), torch.randn(4, 64).cos(),
+            1 - torch.rand(4, 64), torch.randint(1, 9, (4, 64)).sqrt()]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_recipes_replay_through_the_registry_references(kb):
+    """get_inputs()' chained calls replay with the kinds' own numpy references: a clamp's bounds by
+    keyword, a call the old hand table lacked (cos), a scalar on the left (1 - x), and an integer
+    input whose sqrt torch makes a float (the dtype follows the reference's promotion)."""
+    c = extract_contract(RECIPE_TASK, kb)
+    by_name = {i.name: i for i in c.tensor_inputs}
+    assert by_name["d"].dtype == "fp32"  # sqrt of an int64 tensor is float in torch
+    assert [list(s) for s in by_name["a"].recipe["post"]] == [["clamp", -0.5, 0.5]]
+    arrays, _shapes, replayed = selfcheck.make_inputs(c)
+    assert replayed
+    a, b, c_, d = arrays
+    assert a.min() >= -0.5 and a.max() <= 0.5 and (abs(a) == 0.5).any()
+    assert b.min() >= -1 and b.max() <= 1 and b.mean() > 0.4  # cos of standard normals: mean e^-1/2
+    assert (c_ > 0).all() and (c_ <= 1).all()  # 1 - U[0, 1): never 0
+    assert d.min() >= 1 and d.max() <= 3 and not (d == d.round()).all()  # sqrt of 1..8
