@@ -14,7 +14,7 @@ No libcst here: the one-shot `tile`/`loop` commands import this module.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -460,7 +460,7 @@ def _matmul(c: Contract) -> _Layout:
     )
 
 
-def _window(strategy: str) -> Any:
+def _window(strategy: str) -> Callable[[Contract], _Layout]:
     """Convs and pools (strategies.toml rows with a `window_*` reshape): the kernel sees the input as
     (N*C, *spatial) planes, a 1-D signal as (N*C, 1, L), and writes (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
     Channels of one image are then consecutive planes, so a group's or a block's channels are one

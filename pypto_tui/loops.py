@@ -273,7 +273,7 @@ def plan_loops(
 
     cands = tuple(at(c) for c in counts)
     loops = [c for c in cands if c.ok and c.loop_count > 1]
-    priced = rank_by_estimate(loops, (lambda c: estimate(c.loop_count)) if estimate else None,  # type: ignore[attr-defined]
+    priced = rank_by_estimate(loops, (lambda c: estimate(c.loop_count)) if estimate else None,
                               estimate_note)
     price = {c.loop_count: v for c, v in zip(loops, priced.values, strict=True) if v is not None}
     cands = tuple(replace(c, estimate_us=price[c.loop_count]) if c.loop_count in price else c for c in cands)

@@ -85,7 +85,7 @@ class PyptoApp(App[None]):
         self.session.listeners.append(self._on_session_change)
         self.session.defer = self._after_paint
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information",  # type: ignore[override]
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notification is plain text: messages carry paths, shapes and install commands
         (`pip install 'pypto-tui[sim]'`), whose brackets Textual's markup would swallow."""

@@ -23,9 +23,9 @@ from pypto_tui.design import Design
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding, worst
 from pypto_tui.kb import KnowledgeBase
-from pypto_tui.loops import LoopCandidate, LoopPlan
+from pypto_tui.loops import LoopPlan
 from pypto_tui.loops import candidate as loop_candidate
-from pypto_tui.plan import LoopChoice
+from pypto_tui.plan import LoopCandidate, LoopChoice
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, roofline_summary, sweep_summary
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text, level_content

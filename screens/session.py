@@ -340,7 +340,8 @@ class Session:
         stages = self.kernels()
         if not stages:
             return self.pipeline
-        return stages[min(self.design.kernel, len(stages) - 1)].pipeline
+        chosen: Pipeline = stages[min(self.design.kernel, len(stages) - 1)].pipeline
+        return chosen
 
     def set_kernel(self, index: int) -> None:
         """Show another kernel of the chain in the Dimensions, Tiles and Loops steps."""
@@ -458,7 +459,8 @@ class Session:
         return f"{stem}.pypto-session.json"
 
     def snapshot(self) -> dict[str, Any]:
-        return json.loads(self.design.to_json())
+        doc: dict[str, Any] = json.loads(self.design.to_json())
+        return doc
 
 
 def _for_the_kernel(mutate: Callable[[Design], None]) -> Callable[[Design], None]:

@@ -113,7 +113,8 @@ class SimRunner:
         if action == "cancel_sim":
             return self._sim_stop is not None
         # the step screen's (SimRunner is mixed into StepScreens only)
-        return super().check_action(action, parameters)  # type: ignore[misc]
+        allowed: bool | None = super().check_action(action, parameters)  # type: ignore[misc]
+        return allowed
 
     @work(thread=True, exclusive=True, group="sim", exit_on_error=False)
     def _sim_worker(self, pipeline: Pipeline, kind: str, stop: Any = None) -> None:

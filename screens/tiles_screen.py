@@ -18,10 +18,10 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Input, Label, Static
 
-from pypto_tui.design import Design, Geometry
+from pypto_tui.design import Design
 from pypto_tui.errors import InputError
 from pypto_tui.findings import worst
-from pypto_tui.plan import TileChoice
+from pypto_tui.plan import Geometry, TileChoice, TileEvaluation
 from pypto_tui.screens.base import StepScreen, attempt
 from pypto_tui.screens.sim_support import SimRunner, roofline_summary, sweep_summary
 from pypto_tui.screens.widgets import (
@@ -32,7 +32,7 @@ from pypto_tui.screens.widgets import (
     level_content,
 )
 from pypto_tui.shapes import MAX_DIM, clip, parse_dims
-from pypto_tui.tiles import TileEvaluation, TilePlan, evaluate_cube, evaluate_tile
+from pypto_tui.tiles import TilePlan, evaluate_cube, evaluate_tile
 
 
 def _tile_size_problem(text: str, axis: int, length: int) -> str | None:

@@ -22,9 +22,9 @@ try:  # typer >= 0.27 vendors Click; older releases run on Click itself
     from typer._click import types as click_types
     from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exceptions  # type: ignore[no-redef]  # noqa: F401
+    from click import exceptions as click_exceptions  # type: ignore[no-redef]
     from click import get_current_context  # type: ignore[no-redef]
-    from click import types as click_types  # type: ignore[no-redef]  # noqa: F401
+    from click import types as click_types  # type: ignore[no-redef]
 
 from pypto_tui.errors import InputError, one_line
 
@@ -150,3 +150,8 @@ def load_kb(kb: Path | None):  # type: ignore[no-untyped-def]
     for w in pack.warnings:
         warn(w)
     return pack
+
+
+__all__ = ["Exit", "FrontEndOption", "JsonOption", "KbOption", "TraceTimeoutOption", "click_exceptions", "click_types",
+           "emit_json", "error_json", "fail", "get_current_context", "handles_input_errors", "load_kb", "note",
+           "reset_notices", "use_front_end", "warn"]

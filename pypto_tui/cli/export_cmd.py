@@ -20,9 +20,9 @@ from pypto_tui.cli.common import (
     emit_json,
     handles_input_errors,
     load_kb,
-    one_line,
     use_front_end,
 )
+from pypto_tui.errors import one_line
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 FlavourOpt = Annotated[str | None, typer.Option("--flavour", help="API flavour from the pack (default: the pack's "

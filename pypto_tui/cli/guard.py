@@ -32,8 +32,8 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperGroup
 
-from pypto_tui.cli.common import Exit, click_exceptions, click_types, error_json, one_line, reset_notices
-from pypto_tui.errors import InputError
+from pypto_tui.cli.common import Exit, click_exceptions, click_types, error_json, reset_notices
+from pypto_tui.errors import InputError, one_line
 
 DEBUG_ENV = "PYPTO_TUI_DEBUG"
 

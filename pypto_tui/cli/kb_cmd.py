@@ -65,7 +65,7 @@ def list_rules(
     from pypto_tui.cli.render import LEVEL_STYLE, console, narrow, piped
 
     if piped():  # one tab-separated line per rule, as wide as its own text (a padded table was 1113 wide)
-        from pypto_tui.cli.common import one_line
+        from pypto_tui.errors import one_line
 
         lines = ["\t".join(("id", "kind", "severity", "step", "whose", "statement", "checked by"))]
         lines += ["\t".join(one_line(" ".join(str(v).split())) for v in (

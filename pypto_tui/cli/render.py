@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pypto_tui.cli.common import one_line
+from pypto_tui.errors import one_line
 from pypto_tui.findings import Finding
 
 LEVEL_STYLE = {"error": "bold red", "warn": "yellow", "info": "cyan", "ok": "green"}

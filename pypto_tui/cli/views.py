@@ -13,7 +13,8 @@ from pypto_tui.findings import worst
 
 if TYPE_CHECKING:  # annotations only: `tile` must not import the loop planner to print its table
     from pypto_tui.loops import LoopPlan
-    from pypto_tui.tiles import TileEvaluation, TilePlan
+    from pypto_tui.plan import TileEvaluation
+    from pypto_tui.tiles import TilePlan
 
 
 def heading(text: str) -> None:

@@ -146,54 +146,54 @@ def _fold(a: Ex, b: Ex, fn: Any) -> Ex | None:
 
 
 def add(a: Any, b: Any) -> Ex:
-    a, b = Ex.of(a), Ex.of(b)
-    folded = _fold(a, b, lambda x, y: x + y)
+    lhs, rhs = Ex.of(a), Ex.of(b)
+    folded = _fold(lhs, rhs, lambda x, y: x + y)
     if folded is not None:
         return folded
-    if b.tensor and not a.tensor:  # tensor first; + is commutative
-        a, b = b, a
-    if b.value == 0 and a.tensor:
-        return a
-    return _binop("+", a, b)
+    if rhs.tensor and not lhs.tensor:  # tensor first; + is commutative
+        lhs, rhs = rhs, lhs
+    if rhs.value == 0 and lhs.tensor:
+        return lhs
+    return _binop("+", lhs, rhs)
 
 
 def mul(a: Any, b: Any) -> Ex:
-    a, b = Ex.of(a), Ex.of(b)
-    folded = _fold(a, b, lambda x, y: x * y)
+    lhs, rhs = Ex.of(a), Ex.of(b)
+    folded = _fold(lhs, rhs, lambda x, y: x * y)
     if folded is not None:
         return folded
-    if b.tensor and not a.tensor:
-        a, b = b, a
-    if b.value == 1 and a.tensor:
-        return a
-    return _binop("*", a, b)
+    if rhs.tensor and not lhs.tensor:
+        lhs, rhs = rhs, lhs
+    if rhs.value == 1 and lhs.tensor:
+        return lhs
+    return _binop("*", lhs, rhs)
 
 
 def sub(a: Any, b: Any) -> Ex:
-    a, b = Ex.of(a), Ex.of(b)
-    folded = _fold(a, b, lambda x, y: x - y)
+    lhs, rhs = Ex.of(a), Ex.of(b)
+    folded = _fold(lhs, rhs, lambda x, y: x - y)
     if folded is not None:
         return folded
-    if b.tensor and not a.tensor:
+    if rhs.tensor and not lhs.tensor:
         # P5.tensor-left: c - x  ->  x * (-1.0) + c
-        flipped = mul(b, Ex.num(-1.0))
-        return flipped if a.value == 0 else add(flipped, a)
-    if b.value == 0 and a.tensor:
-        return a
-    return _binop("-", a, b)
+        flipped = mul(rhs, Ex.num(-1.0))
+        return flipped if lhs.value == 0 else add(flipped, lhs)
+    if rhs.value == 0 and lhs.tensor:
+        return lhs
+    return _binop("-", lhs, rhs)
 
 
 def div(a: Any, b: Any) -> Ex:
-    a, b = Ex.of(a), Ex.of(b)
-    if a.value is not None and b.value is not None:
-        return Ex.num(a.value / b.value)
-    if b.tensor and not a.tensor:
+    lhs, rhs = Ex.of(a), Ex.of(b)
+    if lhs.value is not None and rhs.value is not None:
+        return Ex.num(lhs.value / rhs.value)
+    if rhs.tensor and not lhs.tensor:
         # P5.tensor-left: c / x  ->  pypto.reciprocal(x) * c
-        r = call("reciprocal", b)
-        return r if a.value == 1 else mul(r, a)
-    if b.value == 1 and a.tensor:
-        return a
-    return _binop("/", a, b)
+        r = call("reciprocal", rhs)
+        return r if lhs.value == 1 else mul(r, lhs)
+    if rhs.value == 1 and lhs.tensor:
+        return lhs
+    return _binop("/", lhs, rhs)
 
 
 def neg(a: Any) -> Ex:

@@ -30,7 +30,7 @@ def _blank(n: int) -> list[cst.EmptyLine]:
 
 
 def _with_leading(stmt: cst.BaseStatement, lines: Sequence[cst.EmptyLine]) -> cst.BaseStatement:
-    return stmt.with_changes(leading_lines=list(lines))  # type: ignore[return-value]
+    return stmt.with_changes(leading_lines=list(lines))
 
 
 def _params(names: Sequence[str]) -> cst.Parameters:

@@ -223,7 +223,7 @@ class _Converter:
         if kind is None:
             self.ref[name] = self.unknown(node, "not in the operator registry")
             return
-        handler = _HANDLERS.get(kind.name, _generic)
+        handler: Handler = _HANDLERS.get(kind.name, _generic)
         try:
             out = handler(self, node, kind, args, dict(node.get("kwargs") or {}))
         except (OpError, ValueError, KeyError, IndexError, TypeError) as exc:

@@ -12,8 +12,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pypto_tui.contract import checks, semantics
-from pypto_tui.contract.model import DERIVED, EDITABLE, FAMILIES, Contract, Input, Reduction, thaw
+from pypto_tui.contract.model import DERIVED, EDITABLE, Contract, Input, Reduction, thaw
 from pypto_tui.errors import InputError
+from pypto_tui.vocabulary import FAMILIES
 
 if TYPE_CHECKING:
     from pypto_tui.kb import KnowledgeBase

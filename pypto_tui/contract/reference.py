@@ -70,17 +70,20 @@ def _elementwise(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.
     if op == "expression":
         if "expr" not in a:
             raise NoReference("an elementwise expression without its tree")
-        return eval_expr(ir.from_data(_thaw(a["expr"])), env)
+        value: np.ndarray = eval_expr(ir.from_data(_thaw(a["expr"])), env)
+        return value
     if op in UNARY:
         params = {k: v for k, v in a.items() if k not in ("operands",) and v is not None}
         return UNARY[op](x, **params)
     if op in BINARY:
         if a.get("scalar_input") or a.get("scalar") is not None:
             s = env.get(a["scalar_input"]) if a.get("scalar_input") else a.get("scalar")
-            return BINARY[op](x, s) if a.get("scalar_side", "right") == "right" else BINARY[op](s, x)
+            with_scalar: np.ndarray = BINARY[op](x, s) if a.get("scalar_side", "right") == "right" else BINARY[op](s, x)
+            return with_scalar
         if len(ops) < 2:
             raise NoReference(f"{op} needs two operands")
-        return BINARY[op](ops[0], ops[1])
+        both: np.ndarray = BINARY[op](ops[0], ops[1])
+        return both
     raise NoReference(f"no reference for elementwise op '{op}'")
 
 

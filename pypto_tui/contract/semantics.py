@@ -213,10 +213,11 @@ def _infix(op: str, lhs: str, rhs: str) -> str:
 
 @functools.cache
 def _commutes(op: str) -> bool | None:
-    """Whether swapping the two operands of a binary elementwise kind leaves its value unchanged (its
-    registry reference on fixed random data: add, maximum do; sub, pow do not); None for any other op."""
+    """Whether swapping the two operands of a binary elementwise kind or a two-tensor loss leaves its
+    value unchanged (its registry reference on fixed random data: add, maximum, mse_loss do; sub, pow do
+    not); None for any other op."""
     k = registry.kind(op)
-    if k is None or not k.is_elementwise or k.arity != 2 or k.reference is None:
+    if k is None or not (k.is_elementwise or k.role == "loss") or k.arity != 2 or k.reference is None:
         return None
     import numpy as np
 
@@ -434,7 +435,9 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     red = a.get("reduction", "mean")
     out.output_dtype = _promote_all([o.dtype for o in ops if o.dtype not in ("int64", "int32")]) or ops[0].dtype
     all_axes = tuple(range(rank))
-    if op in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "hinge_loss"):
+    kind = registry.kind(op)
+    termwise = kind is not None and kind.role == "loss" and kind.arity == 2 and bool(kind.formula)
+    if op == "kl_div" or termwise:
         if len(ops) < 2:
             raise _Missing("reduction", f"{op} needs two tensors")
         if shapes[0] != shapes[1]:
@@ -443,22 +446,15 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
         sub = "".join(L)
         # a broadcast operand is indexed by the trailing letters it has
         p, t = (f"{n}_{''.join(L[rank - len(sh):])}" if sh else n for n, sh in zip(names[:2], shapes[:2], strict=True))
-        if op == "kl_div":
+        if op == "kl_div":  # its term depends on log_target and its direction is part of the contract
             term, _ = _kl_terms(a, p, t)
             _, out.direction = _kl_terms(a, names[0], names[1])
             out.asymmetric = True
-        elif op == "mse_loss":
-            term, out.asymmetric = f"({p} - {t})^2", False
-        elif op == "l1_loss":
-            term, out.asymmetric = f"|{p} - {t}|", False
-        elif op == "hinge_loss":
-            term, out.asymmetric = f"max({_fmt(a.get('margin', 1))} - {p} * {t}, 0)", False
-        elif op == "smooth_l1_loss":
-            b = a.get("beta", 1.0)
-            term, out.asymmetric = f"smooth_l1({p} - {t}; beta={_fmt(b)})", False
         else:
-            d = a.get("delta", 1.0)
-            term, out.asymmetric = f"huber({p} - {t}; delta={_fmt(d)})", False
+            assert kind is not None
+            given = {k: _fmt(v) for k, v in {**kind.defaults, **a}.items() if v is not None}
+            term = kind.formula.format(**{**given, "x": p, "y": t})
+            out.asymmetric = not _commutes(op)
         if red == "batchmean":
             out.reduction = Reduction("sum", all_axes, False, "batchmean", shape[0] if rank else 1)
             out.formula = f"sum_{sub} {term} / {shape[0] if rank else 1}  (batchmean: divided by the batch size)"
@@ -522,7 +518,7 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
         if a.get("reduction") in ("mean", "sum"):
             off = a.get("offset", 1)
             count = math.prod(shape[i] for i in rest) if rest else 1
-            scaling = cast(Scaling, "mean" if a["reduction"] == "mean" else "sum")
+            scaling: Scaling = "mean" if a["reduction"] == "mean" else "sum"
             out.reduction = Reduction(scaling, rest, False, scaling, count if scaling == "mean" else None,
                                       "cosine_similarity", axes)
             div = f" / {count}" if scaling == "mean" else ""

@@ -697,8 +697,8 @@ class ModuleInfo:
             if made is not None and made.shape is not None:
                 shape: Shape | None = made.shape
                 dtype = made.dtype
-            elif self.kind_of(node, info) is Kind.TENSOR:  # type: ignore[arg-type]
-                shape, dtype = self.shape_of(node, info), None  # type: ignore[arg-type]
+            elif self.kind_of(node, info) is Kind.TENSOR:
+                shape, dtype = self.shape_of(node, info), None
             else:
                 continue
             if shape is None or (shape, dtype) in seen:

@@ -134,7 +134,7 @@ _HANDLERS: dict[type, tuple[dict[Any, tuple[Any, ...]], dict[Any, tuple[Any, ...
 def _handlers(cls: type) -> tuple[dict[Any, tuple[Any, ...]], dict[Any, tuple[Any, ...]]]:
     """The @m.visit / @m.leave handlers a rule class defines, as plain functions (cached)."""
     if cls not in _HANDLERS:
-        from libcst.matchers._visitors import CONSTRUCTED_LEAVE_MATCHER_ATTR, CONSTRUCTED_VISIT_MATCHER_ATTR
+        from libcst.matchers._decorators import CONSTRUCTED_LEAVE_MATCHER_ATTR, CONSTRUCTED_VISIT_MATCHER_ATTR
 
         visit: dict[Any, tuple[Any, ...]] = {}
         leave: dict[Any, tuple[Any, ...]] = {}
@@ -226,9 +226,10 @@ class LintRule(m.MatcherDecoratableVisitor):
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         try:
-            return self.get_metadata(ParentNodeProvider, node)
+            parent: cst.CSTNode | None = self.get_metadata(ParentNodeProvider, node)
         except KeyError:
             return None
+        return parent
 
     def report(
         self,

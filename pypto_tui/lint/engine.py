@@ -242,7 +242,7 @@ def _run(
         release, why = inferred.profile, inferred.why
 
     def resolve(provider: type) -> Mapping[cst.CSTNode, Any]:
-        return parents if provider is ParentNodeProvider else wrapper.resolve(provider)  # type: ignore[arg-type]
+        return parents if provider is ParentNodeProvider else wrapper.resolve(provider)
 
     ctx = LintContext(path=path, kb=kb, flavour=flav, info=info, task_init=task_init, resolve=resolve,
                       settings=settings, release=release, strict=strict)
@@ -341,7 +341,7 @@ class _Apply(cst.CSTTransformer):
         super().__init__()
         self._repl = {fx.node: fx.replacement for fx in fixes}
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def, override]
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[no-untyped-def]
         repl = self._repl.get(original_node)
         if repl is not None and updated_node.deep_equals(original_node):
             return repl

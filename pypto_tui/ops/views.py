@@ -88,7 +88,8 @@ def apply(step: Step, x: np.ndarray) -> np.ndarray:
     if step.kind == "expand":
         return np.broadcast_to(x, step.shape)
     if step.kind == "select":
-        return np.take(x, step.index, axis=step.dim)
+        selected: np.ndarray = np.take(x, step.index, axis=step.dim)
+        return selected
     if step.kind == "narrow":
         return np.take(x, np.arange(step.start, step.start + step.length), axis=step.dim)
     raise OpError(f"unknown view '{step.kind}'")

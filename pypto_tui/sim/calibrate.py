@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import Design, Pipeline, write_atomic
+from pypto_tui.design import Design, Pipeline
 from pypto_tui.design_estimate import reduce_axes
 from pypto_tui.errors import InputError
 from pypto_tui.estimate import Point
 from pypto_tui.estimate_fit import Sample, estimate_toml, fit_all
+from pypto_tui.fileio import write_atomic
 from pypto_tui.kb import CostFit, KnowledgeBase
 from pypto_tui.sim.design_runs import SweepReport, sweep_loops, sweep_tiles, variant
 

@@ -22,7 +22,7 @@ the dtype name kept) before calling this.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,7 +158,7 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
 
 
-def _exact(act: np.ndarray, exp: np.ndarray, name: str, verdict: Any) -> Comparison:
+def _exact(act: np.ndarray, exp: np.ndarray, name: str, verdict: Callable[..., Comparison]) -> Comparison:
     """Integer and boolean outputs: every element equal (an index one off is simply wrong)."""
     wrong = act != exp
     count = int(np.count_nonzero(wrong))

@@ -153,7 +153,7 @@ class Guard:
 
         guard = self
 
-        class Dispatch(TorchDispatchMode):
+        class Dispatch(TorchDispatchMode):  # type: ignore[no-untyped-call]
             @classmethod
             def _should_skip_dynamo(cls) -> bool:
                 # Else torch wraps __torch_dispatch__ in a dynamo guard whose first call imports
@@ -173,7 +173,7 @@ class Guard:
                     guard._note(f"Tensor.{name}", "reads the data out of torch")
                 return func(*args, **(kwargs or {}))
 
-        with Function(), Dispatch():
+        with Function(), Dispatch():  # type: ignore[no-untyped-call]
             yield
 
     # --- the launches --------------------------------------------------------------------------
@@ -181,7 +181,8 @@ class Guard:
     @contextmanager
     def quiet(self) -> Iterator[None]:
         """The modes off for the block: what runs there is the kernel's, or ours."""
-        from torch.overrides import _len_torch_function_stack, _pop_mode_temporarily
+        from torch._C import _len_torch_function_stack
+        from torch.overrides import _pop_mode_temporarily
         from torch.utils._python_dispatch import _disable_current_modes
 
         with _disable_current_modes(), _functions_off(_pop_mode_temporarily, _len_torch_function_stack):

@@ -220,7 +220,7 @@ def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: in
                for k in kernels]
     # Each kernel that passed runs again at its second size (another tile count): both must pass.
     again = [(i, k.prepared.second) for i, (k, rep) in enumerate(zip(kernels, reports, strict=True))
-             if wants_second_size(k.prepared, rep)]
+             if k.prepared.second is not None and wants_second_size(k.prepared, rep)]
     seconds = run_many([s.job for _, s in again if s.job is not None], jobs=jobs, timeout_s=timeout_s, cache=cache,
                        progress=progress, status=status) if again else []
     done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}

@@ -218,7 +218,8 @@ def run_in_subprocess(
 def _handed_off(result_path: Path) -> bool:
     """Whether the worker's answer is the kernel worker's hand-off (outputs saved, not compared)."""
     try:
-        return json.loads(result_path.read_text(encoding="utf-8")).get("status") == J.RAN
+        handed: bool = json.loads(result_path.read_text(encoding="utf-8")).get("status") == J.RAN
+        return handed
     except (OSError, ValueError, AttributeError):
         return False
 

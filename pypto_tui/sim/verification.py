@@ -660,7 +660,7 @@ def verify_many(pipelines: Sequence[Pipeline], *, scale: str = "small", jobs: in
     reports = [finish_verify(x, next(results)) if x.job is not None else x.report for x in prepared]
     # The second size runs only where the first passed: a failure is already the verdict.
     again = [(i, x.second) for i, (x, r) in enumerate(zip(prepared, reports, strict=True))
-             if wants_second_size(x, r)]
+             if x.second is not None and wants_second_size(x, r)]
     seconds = run_many([s.job for _, s in again if s.job], jobs=jobs, timeout_s=timeout_s, cache=cache,
                        progress=progress, status=status) if again else []
     done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}

@@ -103,7 +103,7 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
     own = role if role != tuple(g.shape) else None
     fits = tile is not None and len(tile) == len(own if own else g.shape)
     return scaled.DesignToKeep(tuple(g.shape), tile if fits else None,
-                               int(loop) if loop else None, int(axis), g.matmul, cube,  # type: ignore[arg-type]
+                               int(loop) if loop else None, int(axis), g.matmul, cube,
                                reduce_axis, own)
 
 

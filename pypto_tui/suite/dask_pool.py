@@ -31,7 +31,7 @@ def _client(address: str) -> Any:
     except ImportError:
         raise InputError(f"--scheduler needs Dask's distributed package: {INSTALL_HINT}") from None
     try:
-        return Client(address, timeout=CONNECT_TIMEOUT_S)
+        return Client(address, timeout=CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError, ValueError) as exc:
         raise InputError(f"--scheduler {address}: cannot reach a Dask scheduler there ({exc}); start one with "
                          f"`dask scheduler` and give its address (tcp://HOST:8786)") from None
@@ -77,7 +77,7 @@ class DaskPool:
                                      pure=False, resources=resources, priority=len(specs) - i, retries=0)
             futures[fut] = spec
         try:
-            for fut in as_completed(list(futures)):
+            for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
                 spec = futures[fut]
                 try:
                     row = fut.result()

@@ -9,7 +9,7 @@ into the output (E.global-accumulator). The loops run one after the other, never
 
 from __future__ import annotations
 
-from pypto_tui.codegen.builder import Builder, dims_list, name
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
 from pypto_tui.codegen.expr import Ex, call, reduce
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
@@ -41,18 +41,18 @@ def build_global_norm(b: Builder) -> None:
         s = acc + Ex.name("eps", tensor=False) if scalars else acc
         return call("sqrt", s)
 
-    prelude: list = []
+    prelude: Stmts = []
     if not loop:
         part = reduce("sum", Ex.name(x) * Ex.name(x), 0, True)
         body = b.tmpl("global", tile=tile, acc=name("sq_sum"), part=part, out=name("out"), value=Ex.name(x) / norm())
     else:
-        def sum_step(size: str, off: str, suffix: str) -> list:
+        def sum_step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{x}_{suffix}"
             ch = Ex.name(chunk)
             return b.tmpl("global_sum_step", views=b.view(chunk, x, [size], [off]), acc=name("sq_sum"),
                           part=reduce("sum", ch * ch, 0, True))
 
-        def apply_step(size: str, off: str, suffix: str) -> list:
+        def apply_step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{x}_{suffix}"
             return b.tmpl("global_apply_step", views=b.view(chunk, x, [size], [off]),
                           value=Ex.name(chunk) / Ex.name("norm"), offsets=dims_list([off]), out=name("out"))

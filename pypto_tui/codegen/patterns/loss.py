@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from pypto_tui.codegen.builder import Builder, dims_list, literal, name
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, call, reduce
 from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
@@ -194,8 +194,8 @@ def _simple(b: Builder) -> None:
         stmts, total = part({o: Ex.name(o) for o in ops})
         body = b.tmpl("loss", tile=tile, terms=stmts, out=name("out"), total=total)
     else:
-        def step(size: str, off: str, suffix: str) -> list:
-            views: list = []
+        def step(size: str, off: str, suffix: str) -> Stmts:
+            views: Stmts = []
             env = {}
             for o in ops:
                 shape = flat.shapes[o]

@@ -89,7 +89,7 @@ def build_matmul(b: Builder) -> None:
                      + (", loop along M (view -> matmul -> epilogue -> assemble)" if loop else ""))
         setup = b.tmpl("matmul_setup", **cube) + b.tmpl("vec_setup", tile=epilogue.tile)
 
-        def ep_step(size: str, off: str | int, suffix: str) -> list:
+        def ep_step(size: str, off: str | int, suffix: str) -> Stmts:
             assert epilogue is not None
             chunk = f"{a_name}_{suffix}"
             views, env = epilogue.reads(size, off, suffix)
@@ -104,7 +104,7 @@ def build_matmul(b: Builder) -> None:
             body = setup + ep_step("m", 0, "all")
     elif loop:
         b.summary = "Pattern B: 2-D matmul, loop along M (view -> matmul -> assemble)"
-        def step(size: str, off: str, suffix: str) -> list:
+        def step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{a_name}_{suffix}"
             return b.tmpl("matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
                           b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans), offsets=dims_list([off, 0]),

@@ -50,8 +50,8 @@ def build_norm(b: Builder) -> None:
                           "do)")
 
 
-def _looped(b: Builder, prelude: list, total: str, step: Step, idx: str, loop_name: str,
-            tile: Ex) -> tuple[list, list]:
+def _looped(b: Builder, prelude: Stmts, total: str, step: Step, idx: str, loop_name: str,
+            tile: Ex) -> tuple[Stmts, Stmts]:
     loop_prelude, body = b.chunked_loop(total, step, idx, loop_name, setup=b.tmpl("vec_setup", tile=tile))
     return prelude + loop_prelude, body
 
@@ -250,7 +250,7 @@ def _batch_norm(b: Builder) -> None:
         body = b.tmpl("batch_norm", tile=tile, x=name(x), inv_count=inv, eps=eps_e,
                       stat_shape=dims_list([1, "channels", "spatial"]), out=name("out"))
     else:
-        def step(size: str, off: str, suffix: str) -> list:
+        def step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{x}_{suffix}"
             return b.tmpl("batch_norm_step", views=b.view(chunk, x, ["batch", size, "spatial"], [0, off, 0],
                                                           pragma=BN_PRAGMA),

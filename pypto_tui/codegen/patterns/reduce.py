@@ -86,7 +86,7 @@ def build_softmax(b: Builder) -> None:
     else:
         _loop_axis_ok(b, axis, c.op)
 
-        def step(size: str, off: str, suffix: str) -> list:
+        def step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{x}_{suffix}"
             return b.tmpl(f"{template}_step", views=b.view(chunk, x, b.chunk_shape(dims, 0, size),
                                                             b.chunk_offsets(rank, 0, off)),
@@ -144,7 +144,7 @@ def build_reduction(b: Builder) -> None:
                  + f", keepdim={keepdim}" + along)
     assert ctx.main is not None
     tile = b.tile_constant(ctx.main, x, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
-    prelude: list = []
+    prelude: Stmts = []
     inv = None
     if op == "mean":
         prelude += b.fwd("INV_COUNT = 1.0 / {d}", d=name(dims[axis]))
@@ -164,7 +164,7 @@ def build_reduction(b: Builder) -> None:
         out_rank = len(out_shape)
         out_la = la if keepdim or la < axis else la - 1  # the loop's axis in the output
 
-        def step(size: str, off: str, suffix: str) -> list:
+        def step(size: str, off: str, suffix: str) -> Stmts:
             chunk = f"{x}_{suffix}"
             return b.tmpl("reduce_step", views=b.view(chunk, x, b.chunk_shape(dims, la, size),
                                                       b.chunk_offsets(rank, la, off),

@@ -101,7 +101,7 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         roles, loop_axis, unit = [columns, window], 2, plan.row_unit
     else:
         roles, unit = [window], a0.step
-    full_window = None
+    full_window: tuple[int, ...] | None = None
     if plan.nd == 3:
         a = plan.axes
         full_window = (1, plan.rows * a0.step, a[1].view, a[2].view)
@@ -458,8 +458,8 @@ def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any
     out_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.q)))
     spec = KernelSpec(
         factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=dims, scalars=[],
-        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],  # type: ignore[arg-type]
-        output=TensorParam("out", out_shape, b.ctx.dtype),  # type: ignore[arg-type]
+        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],
+        output=TensorParam("out", out_shape, b.ctx.dtype),
         prelude=_factory_prelude(unpack, extra), body=body,
         doc=(f"The prepared input of {op}: each (image, channel) plane "
              + ("zero-inserted and " if any(a.insert > 1 for a in plan.axes) else "")

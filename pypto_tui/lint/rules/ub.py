@@ -238,7 +238,8 @@ def _statement_of(info: object, node: cst.CSTNode) -> cst.CSTNode:
 
 def _within(tree: object, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     order, end = tree.order, tree.end  # type: ignore[attr-defined]
-    return order[b] <= order[a] <= end[b]
+    inside: bool = order[b] <= order[a] <= end[b]
+    return inside
 
 
 def _clipped(tile: tuple[int, ...], shape: Shape | None) -> int | None:
