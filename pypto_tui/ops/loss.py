@@ -129,19 +129,22 @@ _TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
 def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = _LEGACY,
           arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None,
           signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
-          defaults: Mapping[str, Any] | None = None) -> OpKind:
+          defaults: Mapping[str, Any] | None = None, formula: str = "") -> OpKind:
     return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
                   modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
-                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})})
+                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula)
 
 
 KINDS = (
-    _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2), signature=_TAIL),
-    _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t)), signature=_TAIL),
+    _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2), signature=_TAIL,
+          formula="({x} - {y})^2"),
+    _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t)), signature=_TAIL,
+          formula="|{x} - {y}|"),
     _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), (*_LEGACY, "beta"), reference=_pointwise(_smooth_l1),
-          signature=(*_TAIL, ("beta", 1.0)), defaults={"beta": 1.0}),
+          signature=(*_TAIL, ("beta", 1.0)), defaults={"beta": 1.0}, formula="smooth_l1({x} - {y}; beta={beta})"),
     _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta"), reference=_pointwise(_huber),
-          signature=(("reduction", "mean"), ("delta", 1.0)), defaults={"delta": 1.0}),
+          signature=(("reduction", "mean"), ("delta", 1.0)), defaults={"delta": 1.0},
+          formula="huber({x} - {y}; delta={delta})"),
     _loss("kl_div", _reduced, ("KLDivLoss",), (*_LEGACY, "log_target"), reference=_pointwise(_kl_div),
           signature=(*_TAIL, ("log_target", False)), defaults={"log_target": False}),
     _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",),
@@ -155,7 +158,8 @@ KINDS = (
     # the broadcast hinge the contract reads written out, mean(clamp(margin - input * target, min=0)):
     # no torch spelling (F.hinge_embedding_loss is another loss)
     _loss("hinge_loss", _reduced, (), ("margin", *_LEGACY), functions=(), defaults={"margin": 1.0},
-          reference=_pointwise(lambda p, t, margin=1.0, **_: np.maximum(margin - p * t, 0.0))),
+          reference=_pointwise(lambda p, t, margin=1.0, **_: np.maximum(margin - p * t, 0.0)),
+          formula="max({margin} - {x} * {y}, 0)"),
     _loss("cosine_embedding_loss", _triplet, ("CosineEmbeddingLoss",), ("margin", *_LEGACY), 3,
           signature=(("margin", 0.0), *_TAIL), inputs=("input1", "input2", "target"), defaults={"margin": 0.0}),
     _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", *_LEGACY), 3,
