@@ -149,6 +149,7 @@ CI_EXHAUSTIVE = (
     "tests/graph/test_module_plan.py::test_gemm_epilogue_modules_verify_against_torch[gemm_scale_leaky_relu.py]",
     "tests/suite/test_suite_sim.py::test_a_suite_killed_with_kill_9_resumes_without_redoing_finished_tasks",
     "tests/sim/test_family_matmul_forms.py::test_broken_matmul_forms_fail",
+    "tests/sim/test_aligned_clamp.py::test_a_group_norm_tested_at_unaligned_rows_verifies",
     "tests/tui/test_conv_design.py::test_a_depthwise_separable_conv_plans_its_pointwise_stage",
     "tests/suite/test_suite_sim.py::test_local_pool_and_a_two_worker_local_cluster_give_the_same_records",
     "tests/codegen/test_window_pattern.py::test_export_over_the_conv_fixtures_scaffolds_every_one",

@@ -143,3 +143,18 @@ def test_verify_reports_the_counts_and_a_second_size(kb, task: str, axis: int) -
     again = prepared.second.report
     assert again.tile_counts[0]["tiles"] not in (count["tiles"], 2) and again.tile == r.tile
     assert again.shapes["x"][axis] != r.shapes["x"][axis]
+
+
+def test_a_tile_clamped_to_a_test_row_keeps_32_byte_rows(kb) -> None:
+    """A group norm tiled (1, 9072) over rows of 63504 fp32 is tested at rows of 756 (3024 bytes): the
+    clamped tile is rounded up to 760, as 0.2.0 refuses a reduction over a 3024-byte tile row
+    (`lastDimBytes % BLOCK_SIZE`; measured: the (1, 756) kernel did not compile, (1, 760) verifies)."""
+    p = Pipeline(kb, Design(task=str(TASKS / "group_norm_odd_width.py")))
+    assert tuple(p.chosen_tile() or ()) == (1, 9072)
+    prepared = prepare_verify(p)
+    assert prepared.job is not None
+    assert [tuple(i.shape) for i in prepared.job.inputs] == [(4, 64, 3, 63)]
+    source = prepared.job.kernel_source
+    tile = next(line for line in source.splitlines() if line.startswith("TILE_SHAPE = "))
+    assert tile == "TILE_SHAPE = (1, 760)"
+    assert "error HW.concat-reduce-align" not in source
