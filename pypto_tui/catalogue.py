@@ -27,6 +27,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
     "tiles.rank_match", "tiles.vec_rank", "tiles.prod_budget", "tiles.auto_tiles", "tiles.last_dim_align",
     "tiles.ub_capacity", "tiles.ub_step_down", "tiles.no_waste", "tiles.contiguous", "tiles.reduce_axis_used",
     "tiles.nonreduce_spend", "tiles.reduce_sweet_spot", "tiles.cube_tiles", "tiles.gather_tile",
+    "tiles.carried_chunks",
     # loop planner
     "loops.need", "loops.ladder", "loops.tail", "loops.outermost", "loops.per_iter_tiles", "loops.matmul_inner",
     # contract and dimensions

@@ -175,6 +175,10 @@ class OpData:
     note: str = ""
     loop_note: str = ""
     reduce_axes: tuple[int, ...] = ()  # every axis the op's reduction spans, when it is more than the contract's one
+    # a chunked scan's carry chain: beyond `carried_max_chunks` chunks along the scanned axis, a tile of
+    # more than `carried_max_elements` elements stops the compiler (measured; None: no such limit)
+    carried_max_chunks: int | None = None
+    carried_max_elements: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -781,8 +785,13 @@ def _parse_ops(r: _Reader, rules: Mapping[str, Rule]) -> dict[str, OpData]:
             raise o.fail("loop_axis", f"must be an axis number >= 0, got {axis!r}")
         live = o.integer("live_buffers") if "live_buffers" in o.table else 1
         rows = o.integer("min_rows") if "min_rows" in o.table else 1
+        chunks = o.integer("carried_max_chunks") if "carried_max_chunks" in o.table else None
+        elements = o.integer("carried_max_elements") if "carried_max_elements" in o.table else None
+        if (chunks is None) != (elements is None):
+            raise o.fail("carried_max_chunks", "carried_max_chunks and carried_max_elements go together")
         out[name] = OpData(name, live, axis, rows, rule, o.text("note", required=False),
-                           o.text("loop_note", required=False), o.ints("reduce_axes", required=False, minimum=0))
+                           o.text("loop_note", required=False), o.ints("reduce_axes", required=False, minimum=0),
+                           chunks, elements)
     return out
 
 

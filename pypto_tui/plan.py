@@ -192,6 +192,9 @@ class TileRole:
     # an elementwise epilogue on a matmul's output (FUSE.matmul-separate): the tile's last axis is the
     # cube's N tile and the loop takes one tile of rows per iteration (the design step fixes both)
     cube_n: bool = False
+    # a scan carried from chunk to chunk along one axis: (axis, most chunks, most tile elements beyond
+    # them) the compiler takes (ops.toml carried_max_*, SCAN.carry-tile); None: no carried chunks
+    carry_cap: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -642,7 +642,7 @@ def cube_candidates(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, top: 
 
 
 # ------------------------------------------------------------------------------------ decide
-@cites("O1.ub-step-down", "HW.gather-tile")
+@cites("O1.ub-step-down", "HW.gather-tile", "SCAN.carry-tile")
 def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | None = None,
                 plan: TilePlan | None = None, loop_axis: int | None = None) -> TileChoice | None:
     """The tile `role` gets: the user's (kept, with any warning), else the pack's preset or the
@@ -695,8 +695,52 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
             note = f"{note}; {what}" if note else what
             extra.append(rule_finding(kb, "HW.gather-tile", f"tile {fmt_dims(raised)} used: {what}", "info"))
             requested, tile = requested or tile, raised
+    if role.carry_cap is not None:
+        axis, chunks, elements = role.carry_cap
+        long = check_carried_chunks(kb, tile, role.shape, axis, chunks, elements)
+        if long is not None and source == "user":
+            extra.append(long)
+        elif long is not None:
+            fitted = fit_carried_chunks(tile, role.shape, axis, chunks, elements)
+            what = f"cut from {fmt_dims(tile)} to {fmt_dims(fitted)} (SCAN.carry-tile)"
+            note = f"{note}; {what}" if note else what
+            extra.append(rule_finding(kb, "SCAN.carry-tile", f"tile {fmt_dims(fitted)} used: {what}", "info"))
+            requested, tile = requested or tile, fitted
     ev = evaluate_tile(kb, role.shape, role.dtype, tile, role.reduce_dim, role.reducing, role.strict_align)
     return TileChoice(role, ev, source, requested, note, tuple(extra))
+
+
+@examples(valid=[ex(tile=(8, 1024), shape=(32, 32768), axis=1, chunks=4, elements=8192),
+                 ex(tile=(16, 1024), shape=(32, 4096), axis=1, chunks=4, elements=8192)],
+          invalid=[ex(tile=(16, 1024), shape=(32, 5120), axis=1, chunks=4, elements=8192, message="5 chunks")])
+@cites("SCAN.carry-tile")
+def check_carried_chunks(kb: KnowledgeBase, tile: Sequence[int], shape: Sequence[int], axis: int, chunks: int,
+                         elements: int) -> Finding | None:
+    """A scan along the last axis carried across more than a few chunks compiles only with a smaller
+    tile: pypto 0.2.0 stops with F7A001 "idx < size_" while it builds the chain (measured,
+    SCAN.carry-tile). The caller decides the axis is one the limit holds for."""
+    if not 0 <= axis < len(tile):
+        return None
+    count = -(-shape[axis] // max(tile[axis], 1))
+    if count <= chunks or math.prod(tile) <= elements:
+        return None
+    fitted = fit_carried_chunks(tile, shape, axis, chunks, elements)
+    return rule_finding(kb, "SCAN.carry-tile", f"tile {fmt_dims(tuple(tile))} scans axis {axis} in {count} chunks "
+                        f"with {math.prod(tile)} elements a tile: past {chunks} carried chunks pypto 0.2.0 takes at "
+                        f"most {elements} (F7A001 idx < size_ at build); use {fmt_dims(fitted)}")
+
+
+def fit_carried_chunks(tile: Sequence[int], shape: Sequence[int], axis: int, chunks: int, elements: int) -> Shape:
+    """The tile halved on its largest axis other than the scanned one (the scanned width is what
+    keeps the chunk count down) until it holds at most `elements`; the scanned axis last."""
+    new = list(tile)
+    while math.prod(new) > elements:
+        others = [i for i in range(len(new)) if i != axis and new[i] > 1]
+        i = max(others, key=lambda j: (new[j], j)) if others else axis
+        if new[i] <= 1:
+            break
+        new[i] //= 2
+    return tuple(new)
 
 
 @examples(valid=[ex(tile=(1, 2, 64, 128), floor=(1, 2, 1, 1), shape=(2, 64, 64, 256)),
@@ -780,6 +824,7 @@ CHECKS = {
     "tiles.nonreduce_spend": check_nonreduce_spend,
     "tiles.cube_tiles": evaluate_cube,
     "tiles.gather_tile": check_gather_tile,
+    "tiles.carried_chunks": check_carried_chunks,
 }
 
 APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile}

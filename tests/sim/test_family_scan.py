@@ -9,7 +9,7 @@ from family import pipe
 from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.sim import jobs as J
-from pypto_tui.sim.verification import verify_many
+from pypto_tui.sim.verification import Criterion, verify_many
 
 SCANS = {  # fixture -> (op, the call the kernel must make); the first five scan axes span several tiles
     "cumsum_dim.py": ("cumsum", "pypto.cumsum(x_scan * 1.0, 1)"),
@@ -70,6 +70,26 @@ def test_a_scan_across_tiles_carries_the_last_position_into_the_next_chunk(kb):
     assert "scan_carry" not in one_tile
 
 
+def test_a_scan_carried_across_many_chunks_gets_a_tile_the_compiler_builds(kb):
+    """SCAN.carry-tile: past 4 carried chunks pypto 0.2.0 builds only tiles of at most 8192
+    elements. KernelBench 89's (32768, 32768) got (16, 1024), 32 chunks: it never compiled."""
+    from pypto_tui.tiles import check_carried_chunks
+
+    p = pipe(kb, "cumsum_dim.py", contract_edits={"inputs.x.shape": [32768, 32768]})
+    main = p.tile_choices()[0]
+    assert main.tile[1] == 1024 and main.evaluation.prod <= 8192, main.tile  # rows halved, not the width
+    assert f"cut from (16, 1024) to {main.tile}" in main.note and "SCAN.carry-tile" in main.note
+    assert f"TILE_SHAPE = ({main.tile[0]}, 1024)" in kernel_of(p).source
+    user = pipe(kb, "cumsum_dim.py", contract_edits={"inputs.x.shape": [32, 5120]}, tile=[16, 1024])
+    finding = next(f for f in user.tile_choices()[0].findings if f.rule == "SCAN.carry-tile")
+    assert finding.level == "error" and "5 chunks" in finding.message and "(8, 1024)" in finding.message
+    assert check_carried_chunks(kb, (16, 1024), (32, 4096), 1, 4, 8192) is None  # 4 chunks build
+    short = pipe(kb, "cumsum_dim.py", contract_edits={"inputs.x.shape": [64, 2048]})
+    assert not any(f.rule == "SCAN.carry-tile" for f in short.tile_choices()[0].findings)
+    down = pipe(kb, "cumsum_dim0.py", contract_edits={"inputs.x.shape": [512, 1024]}, tile=[16, 1024])
+    assert not any(f.rule == "SCAN.carry-tile" for f in down.tile_choices()[0].findings)  # axis 0 builds
+
+
 def test_the_exclusive_scan_keeps_kernelbenchs_shapes(kb):
     """cat((zero slice, x), d)[:-1] trims axis 0, whatever d is: on d = 1 the output is
     (rows - 1, cols + 1), and forward allocates exactly that."""
@@ -98,3 +118,17 @@ def test_broken_scans_fail(kb, broken_twins):
     ])
     for r in results:
         assert r.status == J.MISMATCH and r.passed is False, (r.label, r.status, r.error)
+
+
+@pytest.mark.sim
+def test_a_carried_scan_past_four_chunks_compiles_only_with_the_smaller_tile(kb):
+    """The measurement behind SCAN.carry-tile: a cumsum over 5120 columns in 1024-wide chunks (5)
+    stops with F7A001 at tile (16, 1024) and verifies at every pass at (8, 1024). Verify's first size
+    scans 3 chunks; its second, 5."""
+    shape = {"inputs.x.shape": [32, 5120]}
+    big, small = verify_many([pipe(kb, "cumsum_dim.py", contract_edits=shape, tile=[16, 1024], loop_count=2),
+                              pipe(kb, "cumsum_dim.py", contract_edits=shape, tile=[8, 1024], loop_count=2)],
+                             jobs=1, cache=False, criterion=Criterion(sizes=2))
+    assert [t["tile_counts"][0]["tiles"] for t in small.size_trials] == [3, 5]
+    assert small.supported and small.passed and small.design_kept, (small.reason, small.notes)
+    assert big.passed is False and "F7A001" in big.reason, (big.status, big.reason)

@@ -58,6 +58,14 @@ def scan_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Ne
     """The main tile on the scanned input (ops.toml gives each variant's live buffers); the loop
     along the outermost axis that is not scanned, over the rows the kernel reads."""
     base = main_tile_needs(c, dims, g, kb)
+    data = kb.op_data(c.op)
+    scanned = dims.reduce_axis
+    # the limit was measured on scans along the last axis (cumsum transposes there); along axis 0,
+    # (16, 1024) builds at 6 and 32 chunks (SCAN.carry-tile)
+    if (scanned == len(g.shape) - 1 and data.carried_max_chunks is not None
+            and data.carried_max_elements is not None):
+        capped = replace(base.tiles[0], carry_cap=(scanned, data.carried_max_chunks, data.carried_max_elements))
+        base = replace(base, tiles=(capped, *base.tiles[1:]))
     axis = loop_axis_for(dims.reduce_axis, len(g.shape))
     note = (f"the scan runs along axis 0, so the loop runs along axis {axis}, where every chunk holds whole scans "
             "(SCAN.loop-axis)") if axis else ""
