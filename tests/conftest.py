@@ -152,6 +152,7 @@ CI_EXHAUSTIVE = (
     "tests/sim/test_aligned_clamp.py::test_a_group_norm_tested_at_unaligned_rows_verifies",
     "tests/tui/test_conv_design.py::test_a_depthwise_separable_conv_plans_its_pointwise_stage",
     "tests/suite/test_suite_sim.py::test_local_pool_and_a_two_worker_local_cluster_give_the_same_records",
+    "tests/suite/test_dask_kernel_jobs.py::test_a_modules_kernels_verify_on_a_two_worker_cluster_as_on_the_local_pool",
     "tests/codegen/test_window_pattern.py::test_export_over_the_conv_fixtures_scaffolds_every_one",
     "tests/codegen/test_issue11_export.py::test_export_scaffolds_every_issue11_fixture_lint_clean",
     "tests/tui/test_snapshots.py::test_kernel_matmul_light",

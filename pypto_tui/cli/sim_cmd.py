@@ -333,6 +333,10 @@ def verify(
     json_out: JsonOption = False,
     front_end: FrontEndOption = "static",
     trace_timeout: TraceTimeoutOption = 300.0,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS", show_default=False, help="Run on this Dask scheduler's workers "
+        "(tcp://HOST:8786; the [cluster] extra): with a folder of tasks, the tasks; with one task and "
+        "--per-kernel, its kernels.")] = None,
 ) -> None:
     """Run a kernel through pypto's interpreter and every compiler pass it checks, and compare it
     with the torch baseline (the generated kernel, or --kernel FILE).
@@ -349,6 +353,9 @@ def verify(
                          "kernel file decides: drop them")
     if per_kernel and kernel is not None:
         raise InputError("--per-kernel verifies the generated module's kernels; with --kernel drop it")
+    if scheduler is not None and not per_kernel:
+        raise InputError("--scheduler with one task file runs its kernels on the cluster: add --per-kernel (or "
+                         "give a folder of tasks)")
     p = _pipeline(task, kb, tile, loop_count, front_end=front_end, trace_timeout=trace_timeout)
     judged = Criterion(criterion, trials, sizes)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
@@ -365,8 +372,14 @@ def verify(
         if per_kernel:
             from pypto_tui.sim.per_kernel import verify_per_kernel
 
-            report = verify_per_kernel(p, scale=scale, timeout_s=timeout, cache=not no_cache,
-                                       memory_limit_mb=memory_mb, status=spinner.stage, criterion=judged)
+            runner = _cluster_runner(scheduler, timeout, not no_cache) if scheduler is not None else None
+            try:
+                report = verify_per_kernel(p, scale=scale, timeout_s=timeout, cache=not no_cache,
+                                           memory_limit_mb=memory_mb, status=spinner.stage, criterion=judged,
+                                           run=runner)
+            finally:
+                if runner is not None:
+                    runner.close()
         else:
             report = run_verify(p, scale=scale, timeout_s=timeout, cache=not no_cache,
                                 memory_limit_mb=memory_mb, status=spinner.stage, kernel=kernel, criterion=judged)
@@ -375,6 +388,15 @@ def verify(
     else:
         _show_verify(task, report)
     raise typer.Exit(Exit.OK if report.passed else Exit.FINDINGS)
+
+
+def _cluster_runner(address: str, timeout: float, cache: bool) -> Any:
+    """--per-kernel --scheduler: each kernel's job on a Dask worker (the suite's cluster)."""
+    from pypto_tui.suite.dask_pool import DaskJobRunner
+
+    runner = DaskJobRunner(address, timeout_s=timeout, cache=cache)
+    note(f"verify --per-kernel: each kernel on {runner.describe()}")
+    return runner
 
 
 def _is_module(p: Any) -> bool:

@@ -56,18 +56,22 @@ def suite_dispatch(command: str) -> Callable[[F], F]:
         own = inspect.signature(fn, eval_str=True)
         first = next(iter(own.parameters))
 
+        # a suite option the command declares itself also means something for one task (verify's
+        # --scheduler runs --per-kernel's kernels on the cluster): passed through, not refused
+        shared = [n for n in SUITE_NAMES if n in own.parameters]
+
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
             suite = {n: kwargs.pop(n, None) for n in SUITE_NAMES}
             target = kwargs[first]
             if isinstance(target, Path) and target.is_dir():
-                return _run_suite(command, target, kwargs, suite)
-            given = [f"--{n}" for n, v in suite.items() if v not in (None, False)]
+                return _run_suite(command, target, {k: v for k, v in kwargs.items() if k not in shared}, suite)
+            given = [f"--{n}" for n, v in suite.items() if v not in (None, False) and n not in shared]
             if given:
                 raise InputError(f"{', '.join(given)}: suite options; give a folder of tasks instead of {target}")
-            return fn(**kwargs)
+            return fn(**kwargs, **{n: suite[n] for n in shared})
 
-        params = [*own.parameters.values(), *SUITE_PARAMS]
+        params = [*own.parameters.values(), *(p for p in SUITE_PARAMS if p.name not in own.parameters)]
         wrapper.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {**{p.name: p.annotation for p in params}, "return": own.return_annotation}
         return wrapper  # type: ignore[return-value]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -193,36 +194,45 @@ def kernel_verdict(kj: KernelJob, report: VerifyReport) -> dict[str, Any]:
             "size_trials": report.size_trials}
 
 
+JobRunner = Callable[[Sequence[J.SimJob]], list[J.SimResult]]
+"""Runs verify jobs and returns their results in job order: the local pool by default, a cluster's
+workers when the caller hands one in (the CLI's --scheduler); the planning stays here either way."""
+
+
 def verify_per_kernel(pipeline: Pipeline, *, scale: str = "small", jobs: int = 2, timeout_s: float = 600.0,
                       cache: bool = True, memory_limit_mb: int | None = None, progress: Progress | None = None,
-                      status: Status | None = None, criterion: Criterion = Criterion()) -> VerifyReport:
-    """Each kernel on its own (up to `jobs` workers at once), then, when every one passes, the module end
-    to end. Passes only when every kernel and the module pass; a kernel that fails on its own is named
-    (`first_diverging_kernel`, the reason)."""
+                      status: Status | None = None, criterion: Criterion = Criterion(),
+                      run: JobRunner | None = None) -> VerifyReport:
+    """Each kernel on its own (up to `jobs` workers at once, or on `run`'s), then, when every one
+    passes, the module end to end. Passes only when every kernel and the module pass; a kernel that
+    fails on its own is named (`first_diverging_kernel`, the reason)."""
     kernels = plan_kernel_jobs(pipeline, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion)
     whole = prepare_verify(pipeline, scale=scale, memory_limit_mb=memory_limit_mb, criterion=criterion,
                            wiring=True)
     return run_kernel_jobs(kernels, whole, jobs=jobs, timeout_s=timeout_s, cache=cache, progress=progress,
-                           status=status)
+                           status=status, run=run)
 
 
 def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: int = 2, timeout_s: float = 600.0,
-                    cache: bool = True, progress: Progress | None = None, status: Status | None = None
-                    ) -> VerifyReport:
+                    cache: bool = True, progress: Progress | None = None, status: Status | None = None,
+                    run: JobRunner | None = None) -> VerifyReport:
     """Run planned kernel jobs (`plan_kernel_jobs`), then `whole` (the module's own verification) when
-    every kernel passed, and fold both into one report."""
+    every kernel passed, and fold both into one report. `run` runs a batch of jobs (default: the
+    local pool, `jobs` at once)."""
     from pypto_tui.sim.runner import run_many
 
+    def local(batch: Sequence[J.SimJob], width: int = jobs) -> list[J.SimResult]:
+        return run_many(batch, jobs=width, timeout_s=timeout_s, cache=cache, progress=progress, status=status)
+
+    batch_run: JobRunner = run or local
     runnable = [k for k in kernels if k.prepared.job is not None]
-    results = iter(run_many([k.prepared.job for k in runnable if k.prepared.job is not None], jobs=jobs,
-                            timeout_s=timeout_s, cache=cache, progress=progress, status=status))
+    results = iter(batch_run([k.prepared.job for k in runnable if k.prepared.job is not None]))
     reports = [finish_verify(k.prepared, next(results)) if k.prepared.job is not None else k.prepared.report
                for k in kernels]
     # Each kernel that passed runs again at its second size (another tile count): both must pass.
     again = [(i, k.prepared.second) for i, (k, rep) in enumerate(zip(kernels, reports, strict=True))
              if k.prepared.second is not None and wants_second_size(k.prepared, rep)]
-    seconds = run_many([s.job for _, s in again if s.job is not None], jobs=jobs, timeout_s=timeout_s, cache=cache,
-                       progress=progress, status=status) if again else []
+    seconds = batch_run([s.job for _, s in again if s.job is not None]) if again else []
     done = {i: finish_verify(s, r) for (i, s), r in zip(again, seconds, strict=True)}
     for i, k in enumerate(kernels):
         if k.prepared.job is not None:
@@ -230,8 +240,7 @@ def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: in
     verdicts = [kernel_verdict(k, rep) for k, rep in zip(kernels, reports, strict=True)]
     failing = next((v for v in verdicts if v["verdict"] != "pass"), None)
     if failing is None and whole.job is not None:
-        report = finish_verify(whole, run_many([whole.job], jobs=1, timeout_s=timeout_s, cache=cache,
-                                               progress=progress, status=status)[0])
+        report = finish_verify(whole, (run or (lambda b: local(b, 1)))([whole.job])[0])
         if not report.passed:
             report.reason = f"every kernel verifies on its own; the module end to end: {report.reason}"
     else:
@@ -247,5 +256,5 @@ def run_kernel_jobs(kernels: list[KernelJob], whole: PreparedVerify, *, jobs: in
     return report
 
 
-__all__ = ["KernelJob", "group_spec", "kernel_verdict", "plan_kernel_jobs", "reference_source", "run_kernel_jobs",
-           "verify_per_kernel"]
+__all__ = ["JobRunner", "KernelJob", "group_spec", "kernel_verdict", "plan_kernel_jobs", "reference_source",
+           "run_kernel_jobs", "verify_per_kernel"]

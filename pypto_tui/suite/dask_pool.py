@@ -91,3 +91,115 @@ class DaskPool:
             raise
         finally:
             self.client.close()
+
+
+# ------------------------------------------------------------------ single verify jobs (--per-kernel)
+def ship(job: Any) -> dict[str, str]:
+    """The files a verify job reads by path (its task file: the task, or a kernel's own reference
+    module), with their text: a worker on another machine has none of them."""
+    from pathlib import Path
+
+    path = getattr(job, "task_file", None)
+    if not path:
+        return {}
+    return {path: Path(path).read_text(encoding="utf-8")}
+
+
+_STOPS: dict[str, list[Any]] = {}
+"""On a worker: the stop signals of the jobs of each batch (by its tag) now running there."""
+
+
+def stop_jobs(tag: str) -> int:
+    """On a worker: stop the jobs of batch `tag` running there (the user pressed Ctrl+C); how many."""
+    signals = list(_STOPS.get(tag, []))
+    for signal in signals:
+        signal.cancel("the verification was cancelled")
+    return len(signals)
+
+
+def run_job_on_worker(job: Any, shipped: dict[str, str], timeout_s: float, cache: bool, tag: str = "") -> Any:
+    """On a Dask worker: the job's files where the worker has them at the same path with the same
+    text, else written to a folder of the worker's own, then the job on the worker's local pool
+    (its own process group, timeout and memory cap, as on one machine)."""
+    import hashlib
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from pypto_tui.sim.runner import StopSignal, run_many
+
+    for path, text in shipped.items():
+        here = Path(path)
+        try:
+            same = here.is_file() and here.read_text(encoding="utf-8") == text
+        except OSError:
+            same = False
+        if same:
+            continue
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        folder = Path(tempfile.gettempdir()) / "pypto-tui-shipped" / digest
+        folder.mkdir(parents=True, exist_ok=True)
+        copy = folder / here.name
+        copy.write_text(text, encoding="utf-8")
+        if job.task_file == path:
+            job = replace(job, task_file=str(copy))
+    signal = StopSignal()
+    _STOPS.setdefault(tag, []).append(signal)
+    try:
+        return run_many([job], jobs=1, timeout_s=timeout_s, cache=cache, stop=signal)[0]
+    finally:
+        _STOPS[tag].remove(signal)
+        if not _STOPS[tag]:
+            del _STOPS[tag]
+
+
+class DaskJobRunner:
+    """Runs a batch of verify jobs on the cluster behind `address`, one Dask task each, results in job
+    order (per_kernel.JobRunner): the kernels of one module verified on many machines at once."""
+
+    def __init__(self, address: str, *, timeout_s: float, cache: bool,
+                 progress: Callable[[int, int, Any], None] | None = None) -> None:
+        self.pool = DaskPool(address)  # refuses an unreachable scheduler or one with no workers
+        self.timeout_s = timeout_s
+        self.cache = cache
+        self.progress = progress
+
+    def describe(self) -> str:
+        return self.pool.describe()
+
+    def __call__(self, jobs: Sequence[Any]) -> list[Any]:
+        from distributed import as_completed
+
+        if not jobs:
+            return []
+        client = self.pool.client
+        tag = uuid.uuid4().hex[:8]
+        futures = {}
+        for i, job in enumerate(jobs):
+            need = float(job.memory_limit_mb or 0)
+            resources = (None if self.pool.max_memory_mb is None or not need
+                         else {"memory": min(need, self.pool.max_memory_mb)})
+            fut = client.submit(run_job_on_worker, job, ship(job), self.timeout_s, self.cache, tag,
+                                key=f"pypto-tui-kernel-{tag}-{i}", pure=False, resources=resources, retries=0)
+            futures[fut] = i
+        out: list[Any] = [None] * len(jobs)
+        try:
+            for done, fut in enumerate(as_completed(list(futures)), 1):  # type: ignore[no-untyped-call]
+                i = futures[fut]
+                try:
+                    out[i] = fut.result()
+                except Exception as exc:  # the worker died, or the job could not be unpickled there
+                    from pypto_tui.sim import jobs as J
+
+                    out[i] = J.SimResult(kind=jobs[i].kind, status=J.ERROR, label=jobs[i].label,
+                                         error=f"the Dask worker failed: {type(exc).__name__}: {exc}")
+                if self.progress is not None:
+                    self.progress(done, len(jobs), out[i])
+        except BaseException:
+            client.cancel(list(futures))
+            client.run(stop_jobs, tag)  # the jobs already running on the workers end too
+            raise
+        return out
+
+    def close(self) -> None:
+        self.pool.client.close()
