@@ -221,6 +221,10 @@ class WindowPlan:
         if self.strategy == "depthwise-taps" and s.pointwise:
             return ("depthwise-separable: a sum over the taps of window x per-channel weight (vector ops), then "
                     "the pointwise conv as one matmul per image and block of rows")
+        if self.strategy == "depthwise-taps" and self.flat:
+            return ("depthwise on flat planes: per image and block of rows, a sum over the taps of one contiguous "
+                    "view of all the image's planes read as rows of H*W x the channels' tap weights (vector ops), "
+                    "each output row stored from it")
         if self.strategy == "depthwise-taps":
             return "depthwise: a sum over the taps of window x per-channel weight (vector ops, no matmul)"
         op = "max" if s.kind == "max_pool" else "sum"
@@ -255,8 +259,9 @@ class WindowPlan:
         fill = "-inf" if self.fill == float("-inf") else "zeros"
         out.append(("prepared input", ("a pre kernel pads with " + fill + ": " if self.prepare else
                                        "the input as it is (no padding needed): ") + "; ".join(prep)))
-        out.append(("items", f"{self.repeat} = {n} image(s) x {self.items_per_image} "
-                             + ("group(s)" if self.strategy == "im2col" else "channel(s), one plane per item")
+        per_item = ("group(s)" if self.strategy == "im2col" else f"item(s) of all {self.channels_per_item} planes"
+                    if self.flat else "channel(s), one plane per item")
+        out.append(("items", f"{self.repeat} = {n} image(s) x {self.items_per_image} " + per_item
                              + f"; each item's {self.rows} output row(s) of {self.row_unit} position(s) are cut into "
                                "blocks by the loop"))
         if s.pointwise:
@@ -303,9 +308,13 @@ def flat_taps(spec: WindowSpec) -> bool:
     view of ROWS*QW - (QW - OW) positions (the QW - OW positions past each row's end are computed and
     never stored). Measured on KernelBench 63 at x=(2, 16, 64, 64): 87.75 -> 47.86 us SIM, every pass
     PASS (benchmarks/probes/conv_implicit). A stride would make the view strided again; a 1-D or 3-D
-    conv and a transposed conv keep im2col (not measured in this form)."""
-    return spec.is_conv and spec.nd == 2 and not spec.transposed and not spec.depthwise and \
-        all(s == 1 for s in spec.stride)
+    conv and a transposed conv keep im2col (not measured in this form).
+
+    A depthwise conv (CONV.depthwise-flat) takes the same views for its tap sum, all of an image's
+    planes per item; its depthwise-separable form keeps the plane views (its pointwise stage reads
+    the first kernel's output as it is written today; not measured in this form)."""
+    return spec.is_conv and spec.nd == 2 and not spec.transposed and all(s == 1 for s in spec.stride) and \
+        not (spec.depthwise and spec.pointwise)
 
 
 def default_strategy(spec: WindowSpec) -> str:
@@ -332,6 +341,10 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
         return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, flat=flat_taps(spec))
+    if strategy == "depthwise-taps" and flat_taps(spec):
+        # CONV.depthwise-flat: the flat views are plain (C, 1, positions) views with no reshape, so an
+        # item takes all of an image's planes at once
+        return WindowPlan(spec, strategy, axes, spec.in_channels, 1, flat=True)
     # the tap strategies take one channel plane per item: their window views then never merge channels
     # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
     return WindowPlan(spec, strategy, axes, 1, spec.in_channels)

@@ -72,6 +72,26 @@ def test_depthwise_and_pools_reduce_over_taps_one_plane_per_item(kb):
         plan_window(spec_of(kb, "conv2d_grouped_strided.py"), "depthwise-taps")
 
 
+def test_a_stride_1_depthwise_conv_takes_all_of_an_images_planes_on_flat_views(kb):
+    """CONV.depthwise-flat: stride 1 (padding, dilation and a bias allowed) reads the planes flat, one
+    image per item; a strided one, and a depthwise-separable one, keep one plane per item."""
+    from pypto_tui.design import kernel_of
+
+    flat = plan_window(spec_of(kb, "conv2d_depthwise_flat.py"))
+    assert flat.strategy == "depthwise-taps" and flat.flat
+    assert (flat.channels_per_item, flat.items_per_image, flat.repeat) == (16, 1, 2)
+    strided = plan_window(spec_of(kb, "conv2d_depthwise.py"))  # stride (1, 2)
+    assert not strided.flat and strided.channels_per_item == 1
+    assert not plan_window(spec_of(kb, "conv2d_depthwise_separable.py")).flat
+    p = Pipeline(kb, Design(task=str(CONV / "conv2d_depthwise_flat.py")))
+    main = next(t for t in p.tile_choices() if t.role.name == "window")
+    assert main.role.live_buffers == 4 and main.evaluation.prod <= 8192  # four tiles live (ops.toml)
+    src = kernel_of(p).source
+    assert "pypto.view(xf, [C, 1, SPAN], [img * C, 0, (r0 + TAP_H[t]) * QW + TAP_W[t]])" in src
+    assert "row = pypto.view(acc, [C, 1, OW], [0, 0, r * QW]) + bias_row" in src
+    assert "flat = prepared.reshape(n * c, 1, QH * QW)" in src
+
+
 def test_the_average_divisor_is_constant_only_when_every_window_counts_the_same(kb):
     assert plan_window(spec_of(kb, "avgpool1d_padded.py")).divisor == 5.0
     assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).divisor == 18.0

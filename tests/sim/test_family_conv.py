@@ -17,11 +17,12 @@ from pypto_tui.sim.runner import run_one
 from pypto_tui.sim.verification import prepare_verify, verify_many
 
 CONV = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv"
-# CI verifies one conv (grouped, strided) and one pool (padded 1-D average); the depthwise-separable
+# CI verifies two convs (grouped and strided; depthwise on flat planes) and one pool (padded 1-D
+# average); the depthwise-separable
 # chain, the transposed convs, the 3-D and ceil-mode pools repeat the family at 30-45 compile-seconds
 # each and run with -m exhaustive (CI's 20 minutes on two cores do not hold them all: the suite took
 # 29 minutes with them).
-IN_CI = {"conv2d_grouped_strided.py", "avgpool1d_padded.py"}
+IN_CI = {"conv2d_grouped_strided.py", "avgpool1d_padded.py", "conv2d_depthwise_flat.py"}
 
 
 CONVS = sorted(p.name for p in CONV.glob("conv*.py"))
@@ -74,6 +75,13 @@ def _broken(kb, name: str, old: str, new: str) -> J.SimResult:
 def test_a_conv_with_one_tap_dropped_fails(kb):
     r = _broken(kb, "conv2d_grouped_strided.py", "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))",
                 "taps.append(pypto.reshape(win * (0.0 if t == TAPS - 1 else 1.0), [CG, 1, BLOCK]))")
+    assert r.status == J.MISMATCH and r.passed is False
+
+
+def test_a_flat_depthwise_conv_with_every_tap_weighted_as_the_first_fails(kb):
+    """CONV.depthwise-flat: the channels' weight for tap t, not tap 0's for every tap."""
+    r = _broken(kb, "conv2d_depthwise_flat.py", "pypto.view(w, [C, 1, 1], [0, t, 0])",
+                "pypto.view(w, [C, 1, 1], [0, 0, 0])")
     assert r.status == J.MISMATCH and r.passed is False
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
-         "CONV.pointwise-stage", "CONV.flat-taps")
+         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "CONV.stride-view",
               "CONV.row-blocks", "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
@@ -99,6 +99,16 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         columns = TileRole("columns", "TILE", (plan.channels_per_item, plan.taps, plan.rows * plan.row_unit), dtype,
                            None, reducing=False, live_buffers=data.live_buffers, strict_align=True)
         roles, loop_axis, unit = [columns, window], 2, plan.row_unit
+    elif plan.flat:
+        # CONV.depthwise-flat: all of an image's planes, whole prepared rows (QW positions each); each
+        # output row leaves as a computed (C, 1, OW) tensor (CONV.assemble-whole)
+        qw = plan.axes[1].prepared
+        flat = kb.op_data("conv_depthwise_flat")  # its live tiles, measured (ops.toml)
+        planes = TileRole("window", "TILE", (plan.channels_per_item, 1, plan.rows * qw), dtype, None,
+                          reducing=False, live_buffers=flat.live_buffers)
+        store = TileRole("store", "STORE_TILE", (plan.channels_per_item, 1, plan.row_unit), dtype, None,
+                         reducing=False)
+        roles, loop_axis, unit = [planes, store], 2, qw
     else:
         roles, unit = [window], a0.step
     full_window: tuple[int, ...] | None = None
@@ -254,6 +264,10 @@ def build_window(b: Builder) -> None:
     elif plan.strategy == "im2col":
         main = b.tile_constant(tiles["columns"], "the column buffer (CG, TAPS, positions)", loop_note=loop_note)
         win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)", loop_note=loop_note)
+    elif plan.flat:  # CONV.depthwise-flat
+        main = win = b.tile_constant(tiles["window"], "an image's planes read flat (C, 1, positions of whole rows)",
+                                     loop_note=loop_note)
+        b.tile_constant(tiles["store"], "one output row of every plane (C, 1, OW), computed before it is stored")
     else:
         main = win = b.tile_constant(tiles["window"], "one plane's window views (CONV.window-tile)",
                                      loop_note=loop_note)
@@ -277,6 +291,8 @@ def build_window(b: Builder) -> None:
         _flat_kernel(b, plan, nm, op, main, src, unpack)
     elif plan.strategy == "im2col":
         _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
+    elif plan.strategy == "depthwise-taps" and plan.flat:
+        _flat_depthwise_kernel(b, plan, op, main, src, unpack)
     elif plan.strategy == "depthwise-taps":
         _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack, out="mid" if spec.pointwise else "out")
     else:
@@ -610,6 +626,33 @@ def _flat_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, s
     b.add_kernel(kspec)
     params = _weights_forward(b, str(spec.weight_attr), w_shape, ["OUT_CHANNELS", "1"] if spec.bias else None)
     # after the pre kernel's call (when there is one): the prepared planes, read flat (a view)
+    b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, QH * QW)\n")]
+    b.call_kernel(kspec, ["flat", *params])
+
+
+@cites("CONV.depthwise-flat", "CONV.depthwise-taps", "CONV.assemble-whole")
+def _flat_depthwise_kernel(b: Builder, plan: WindowPlan, op: str, tile: Any, src: str, unpack: Stmts) -> None:
+    """A 2-D stride-1 depthwise conv on flat planes (CONV.depthwise-flat): per image and block of
+    ROWS output rows, each tap's window over all C planes is one contiguous (C, 1, SPAN) view of the
+    planes read as (N*C, 1, QH*QW); the tap sum is vector work, and each of the block's rows is
+    stored from it into the (N*C, 1, OH*OW) output."""
+    spec = plan.spec
+    bias: Stmts = b.tmpl("conv_depthwise_flat_bias") if spec.bias else []
+    body = b.tmpl("conv_depthwise_flat", tile=tile, bias=bias,
+                  row_plus=_e("bias_row" if spec.bias else "0.0"))
+    extra = ["SPAN = (ROWS - 1) * QW + OW", "C = c", "ITEMS = n * BLOCKS"]
+    inputs = [_param("xf", ["n * c", "1", "QH * QW"], b), _param("w", ["c", "TAPS", "1"], b)]
+    if spec.bias:
+        inputs.append(_param("b", ["c", "1", "1"], b))
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[], inputs=inputs,
+        output=_param("out", ["n * c", "1", "OH * OW"], b), prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{spec.describe()} as a sum over the taps on flat planes (CONV.depthwise-flat): per image and block "
+             "of output rows, one contiguous view per tap of all the image's planes, times the channels' tap "
+             "weights, each output row stored from the sum (CONV.row-blocks)."),
+    )
+    b.add_kernel(kspec)
+    params = _weights_forward(b, str(spec.weight_attr), ["c", "TAPS", "1"], ["c", "1", "1"] if spec.bias else None)
     b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, QH * QW)\n")]
     b.call_kernel(kspec, ["flat", *params])
 
