@@ -46,7 +46,7 @@ def lint(
     from pypto_tui.lint.engine import FileFacts, expand_paths, fix_source, format_finding, lint_paths
     from pypto_tui.lint.profile import lint_settings
     from pypto_tui.lint.release import AUTO
-    from pypto_tui.source_bounds import MAX_BYTES
+    from pypto_tui.source_bounds import MAX_BYTES, MAX_KERNEL_BYTES
 
     if any(not name.strip() for name in files):
         # Path("") is the current folder: an empty argument would lint (and --fix) everything here
@@ -69,7 +69,7 @@ def lint(
     if fix:
         for f in targets:
             try:
-                text = read_text(f, "kernel module", MAX_BYTES)
+                text = read_text(f, "kernel module", MAX_KERNEL_BYTES)
             except InputError:
                 continue  # reported below as the file's io-error finding
             new, _rest = fix_source(text, pack, path=str(f), flavour=flavour, task_source=task_source,

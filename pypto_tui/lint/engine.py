@@ -30,7 +30,7 @@ from pypto_tui.lint.expected import as_expected
 from pypto_tui.lint.profile import LintSettings, VersionProfile, lint_settings, release_key
 from pypto_tui.lint.release import AUTO, infer_release
 from pypto_tui.lint.rules import ALL_RULES
-from pypto_tui.source_bounds import MAX_BYTES, SourceTooComplex, check_source
+from pypto_tui.source_bounds import MAX_KERNEL_BYTES, MAX_KERNEL_NODES, SourceTooComplex, check_source
 
 RULES: tuple[type[LintRule], ...] = ALL_RULES
 CHECKS: dict[str, type[LintRule]] = {r.CHECK: r for r in RULES}
@@ -114,7 +114,7 @@ def lint_paths(
     out: list[LintFinding] = []
     for file in expand_paths(paths):
         try:
-            text = read_text(file, "kernel module", MAX_BYTES)
+            text = read_text(file, "kernel module", MAX_KERNEL_BYTES)
         except InputError as exc:  # a FIFO, a device, too large, not UTF-8, unreadable: one finding
             out.append(LintFinding(str(file), 1, 1, IO_RULE, IO_CHECK, "error", f"cannot read the file: {exc}"))
             continue
@@ -218,7 +218,7 @@ def _run(
         task_init = task_init_signature(task_source)
     rules = _selected(checks)
     try:
-        invalid = check_source(source, path)
+        invalid = check_source(source, path, MAX_KERNEL_BYTES, MAX_KERNEL_NODES)
     except SourceTooComplex as exc:
         return _Run([LintFinding(path, 1, 1, PARSE_RULE, PARSE_CHECK, "error", f"cannot lint: {exc}")])
     if invalid is not None:
