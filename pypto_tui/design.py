@@ -558,6 +558,7 @@ class Stage:
     output: str                # the local name forward gives its result
     modules: tuple[str, ...]   # the task's nn modules the kernel uses (its weights)
     rule: str
+    submodule: str = ""        # where in the task's module tree it runs (contract.submodule): "" is Model.forward
 
 
 @dataclass(frozen=True)
@@ -587,6 +588,7 @@ def _kernel_decisions(pipeline: Pipeline) -> str:
 def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
     from pypto_tui.codegen.compose import ForwardView, ViewStep
     from pypto_tui.contract.group import arg_name, contract_of
+    from pypto_tui.contract.submodule import submodule_of
     from pypto_tui.errors import Unsupported
     from pypto_tui.ops import views as V
 
@@ -652,7 +654,8 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         args = tuple(local.get(r) or param_text.get(r) or arg_name(r) for r in reads)
         out = f"t_{arg_name(g.writes)}"
         local[g.writes] = out
-        stages.append(Stage(g.index, ops, stage_pipeline, gen, args, out, tuple(modules), g.rule or ""))
+        stages.append(Stage(g.index, ops, stage_pipeline, gen, args, out, tuple(modules), g.rule or "",
+                            submodule_of(graph, g)))
         why = take_views(g.index)
         if why:
             return ModuleStages(refused=why)
@@ -724,12 +727,14 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
 @dataclass(frozen=True)
 class TaskKernel:
     """One kernel of a task as every command shows it: its index, the operators it runs, the fusion
-    rule that decided its extent ("" for a one-kernel task) and the pipeline that designs it."""
+    rule that decided its extent ("" for a one-kernel task), the pipeline that designs it and where in
+    the task's module tree it runs (`layer1.0`; "" for Model.forward, contract/submodule.py)."""
 
     index: int
     ops: str
     rule: str
     pipeline: Pipeline
+    submodule: str = ""
 
 
 @dataclass(frozen=True)
@@ -753,7 +758,7 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
     c = pipeline.contract()
     if c.supported:
         k = kernel_of(pipeline)
-        one = TaskKernel(0, c.op or c.family, "", pipeline)
+        one = TaskKernel(0, c.op or c.family, "", pipeline, task_submodule(c))
         return TaskKernels((one,), False, "" if k.supported else k.reason)
     designed = module_stages(pipeline)
     if designed is None:
@@ -761,5 +766,13 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
     if designed.refused:
         return TaskKernels((), True, designed.refused)
     k = kernel_of(pipeline)
-    kernels = tuple(TaskKernel(s.index, s.ops, s.rule, s.pipeline) for s in designed.stages)
+    kernels = tuple(TaskKernel(s.index, s.ops, s.rule, s.pipeline, s.submodule) for s in designed.stages)
     return TaskKernels(kernels, True, "" if k.supported else k.reason)
+
+
+def task_submodule(c: Contract) -> str:
+    """The submodule of a task that is one kernel: where its whole graph runs ("" without a graph)."""
+    from pypto_tui.contract.graph import OpGraph
+    from pypto_tui.contract.submodule import submodule_of
+
+    return submodule_of(OpGraph.from_data(c.graph)) if c.graph else ""

@@ -15,6 +15,8 @@ from pypto_tui.cli.common import (
     FrontEndOption,
     JsonOption,
     KbOption,
+    KernelIndexOption,
+    SubmoduleOption,
     TraceTimeoutOption,
     emit_json,
     handles_input_errors,
@@ -36,45 +38,18 @@ DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="fp32, fp16, bf16,
 ReduceOpt = Annotated[int | None, typer.Option("--reduce-dim", help="The axis the op reduces (negative ok).",
                                                show_default=False)]
 TileOpt = Annotated[str | None, typer.Option("--tile", help="A tile to evaluate, e.g. 1,16,256.", show_default=False)]
-KernelIndexOpt = Annotated[int | None, typer.Option(
-    "--kernel-index", help="With a task the planner splits into several kernels: the kernel to show (0 is the "
-    "first; default: every kernel).", show_default=False, min=0)]
 FamilyOpt = Annotated[str | None, typer.Option("--family", help="The operator family (softmax, norm, ...) whose cost "
                                                "estimate prices the candidates (a task file gives its own).",
                                                show_default=False)]
 
 
-def _task_pipelines(task: Path, kb, kernel_index: int | None, front_end: str = "static"):  # type: ignore[no-untyped-def]
-    """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels as
-    (index, ops) (one with --kernel-index). The kernels are `design.task_kernels`', the ones
-    `contract`, `scaffold`, the app and `verify` take, so the tile and loop shown here are theirs."""
-    from pypto_tui.design import Design, Pipeline, task_kernels
-
-    p = Pipeline(kb, Design(task=str(task), front_end=front_end))
-    if p.contract().supported:
-        if kernel_index not in (None, 0):
-            raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
-        return [(None, p)]
-    found = task_kernels(p)
-    if not found.kernels:
-        p.geometry()  # says why there is no kernel shape
-        raise InputError(f"{task.name}: {found.reason}")
-    kernels = found.kernels
-    if kernel_index is not None:
-        if kernel_index >= len(kernels):
-            raise InputError(f"--kernel-index {kernel_index}: {task.name} is {len(kernels)} kernels "
-                             f"(0-{len(kernels) - 1}); drop the option to see them all")
-        kernels = (kernels[kernel_index],)
-    return [((k.index, k.ops), k.pipeline) for k in kernels]
-
-
 def _emit(shown, json_out: bool, to_dict, show, failed: bool, front_end: str | None = None) -> None:  # type: ignore[no-untyped-def]
     """`shown`: [(kernel, result)]. One kernel: its result's document as it always was; a chain's
-    kernels: {"kernels": [{index, ops, ...}]} and a table under each kernel's heading. With a task file,
-    the document also names the front end that read it (`front_end`)."""
+    kernels: {"kernels": [{index, ops, submodule, ...}]} and a table under each kernel's heading. With a
+    task file, the document also names the front end that read it (`front_end`)."""
     if json_out:
         doc = to_dict(shown[0][1]) if len(shown) == 1 and shown[0][0] is None else {"kernels": [
-            {"index": kernel[0], "ops": kernel[1], **to_dict(result)} for kernel, result in shown]}
+            {**kernel.where(), **to_dict(result)} for kernel, result in shown]}
         if front_end is not None:
             doc["front_end"] = front_end
         emit_json(doc)
@@ -83,7 +58,7 @@ def _emit(shown, json_out: bool, to_dict, show, failed: bool, front_end: str | N
             if kernel is not None:
                 from pypto_tui.cli import views
 
-                views.heading(f"kernel {kernel[0]} ({kernel[1]})")
+                views.heading(kernel.heading())
             show(result)
     raise typer.Exit(Exit.FINDINGS if failed else Exit.OK)
 
@@ -138,7 +113,8 @@ def tile(
         "--candidates/--no-candidates",
         help="Rank candidates too (default: yes without --tile, no with it, which keeps it numpy-free).",
         show_default=False)] = None,
-    kernel_index: KernelIndexOpt = None,
+    kernel_index: KernelIndexOption = None,
+    submodule: SubmoduleOption = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
     front_end: FrontEndOption = "static",
@@ -154,12 +130,10 @@ def tile(
                          "(or drop --no-candidates)")
     if task is not None and shape is None and dtype is None and reduce_dim is None:
         front_end = use_front_end(task, pack, front_end, trace_timeout)
-        _tile_task(task, pack, tile, top, want_candidates, kernel_index, json_out, front_end)
+        _tile_task(task, pack, tile, top, want_candidates, (kernel_index, submodule), json_out, front_end)
     if front_end != "static":
         raise InputError("--front-end reads a task file: give the task (without --shape, --dtype or --reduce-dim)")
-    if kernel_index is not None:
-        raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape, --dtype "
-                         "or --reduce-dim)")
+    _no_kernel_pick(kernel_index, submodule, "--shape, --dtype or --reduce-dim")
     shp, dt, rd, _why = _geometry(task, shape, dtype, reduce_dim, pack)
     pack.dtype_bytes(dt)
     plan = None
@@ -172,12 +146,26 @@ def tile(
     _emit_tiles([(None, (plan, evaluate_tile(pack, shp, dt, tile, rd) if tile is not None else None))], json_out)
 
 
-def _tile_task(task: Path, pack, tile, top, want_candidates, kernel_index, json_out, front_end="static"):  # type: ignore[no-untyped-def]
+def _no_kernel_pick(kernel_index: int | None, submodule: str | None, flags: str) -> None:
+    """--kernel-index and --submodule pick a kernel of a task file: without one they mean nothing."""
+    for given, option in ((kernel_index, "--kernel-index"), (submodule, "--submodule")):
+        if given is not None:
+            raise InputError(f"{option} picks a kernel of a task file: give the task (without {flags})")
+
+
+def _task_pipelines(task: Path, pack, picked, front_end):  # type: ignore[no-untyped-def]
+    from pypto_tui.cli.kernel_pick import task_pipelines
+
+    kernel_index, submodule = picked
+    return task_pipelines(task, pack, kernel_index, submodule, front_end)
+
+
+def _tile_task(task: Path, pack, tile, top, want_candidates, picked, json_out, front_end="static"):  # type: ignore[no-untyped-def]
     """`tile TASK`: each kernel's main tile ranked exactly as the design's tile step ranks it."""
     from pypto_tui.tiles import evaluate_tile
 
     shown = []
-    for kernel, p in _task_pipelines(task, pack, kernel_index, front_end):
+    for kernel, p in _task_pipelines(task, pack, picked, front_end):
         role = p.needs().tiles[0]
         plan = p.tile_plan(top=top) if want_candidates else None
         evaluation = evaluate_tile(pack, role.shape, role.dtype, tile, role.reduce_dim) if tile is not None else None
@@ -214,7 +202,8 @@ def loop(
     loop_count: Annotated[int | None, typer.Option("--loop-count", help="Evaluate this loop count first.",
                                                    max=MAX_DIM, show_default=False)] = None,
     matmul: Annotated[bool, typer.Option("--matmul", help="The axis is a matmul's M axis (always loops).")] = False,
-    kernel_index: KernelIndexOpt = None,
+    kernel_index: KernelIndexOption = None,
+    submodule: SubmoduleOption = None,
     kb: KbOption = None,
     json_out: JsonOption = False,
     front_end: FrontEndOption = "static",
@@ -227,11 +216,10 @@ def loop(
     pack = load_kb(kb)
     if task is not None and shape is None and dtype is None:
         front_end = use_front_end(task, pack, front_end, trace_timeout)
-        _loop_task(task, pack, tile, loop_count, kernel_index, json_out, front_end)
+        _loop_task(task, pack, tile, loop_count, (kernel_index, submodule), json_out, front_end)
     if front_end != "static":
         raise InputError("--front-end reads a task file: give the task (without --shape or --dtype)")
-    if kernel_index is not None:
-        raise InputError("--kernel-index picks a kernel of a task file: give the task (without --shape or --dtype)")
+    _no_kernel_pick(kernel_index, submodule, "--shape or --dtype")
     shp, dt, rd, why = _geometry(task, shape, dtype, None, pack)
     if matmul:
         why = "matmul"
@@ -258,7 +246,7 @@ def loop(
     _emit_loops([(None, plan)], json_out)
 
 
-def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out, front_end="static"):  # type: ignore[no-untyped-def]
+def _loop_task(task: Path, pack, tile, loop_count, picked, json_out, front_end="static"):  # type: ignore[no-untyped-def]
     """`loop TASK`: each kernel's loop planned exactly as the design's loop step plans it (its loop
     axis, unit and chunk limits), for its recommended tile or --tile."""
     changes: dict[str, object] = {}
@@ -267,14 +255,14 @@ def _loop_task(task: Path, pack, tile, loop_count, kernel_index, json_out, front
     if loop_count is not None:
         changes["loop_count"] = loop_count
     shown = []
-    for kernel, p in _task_pipelines(task, pack, kernel_index, front_end):
+    for kernel, p in _task_pipelines(task, pack, picked, front_end):
         if changes:
             p = p.with_design(**changes)
         plan = p.loop_plan()
         if plan is None:
             p.tile_plan()  # an impossible shape says why here
             p.tile_choices()
-            where = f"kernel {kernel[0]} ({kernel[1]})" if kernel is not None else task.name
+            where = kernel.heading() if kernel is not None else task.name
             raise InputError(f"{where}: no legal tile, so no loop to plan: pick one with --tile")
         shown.append((kernel, plan))
     _emit_loops(shown, json_out, front_end)

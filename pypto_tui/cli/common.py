@@ -47,6 +47,13 @@ FrontEndOption = Annotated[str, typer.Option(
     "torch.export in a subprocess of its own process group (EXECUTES the task file; cached by its content) and "
     "read the traced graph: nn.Sequential, submodules, loops, helpers, if.")]
 TraceTimeoutOption = Annotated[float, typer.Option("--trace-timeout", help="Seconds tracing may take.", min=1)]
+KernelIndexOption = Annotated[int | None, typer.Option(
+    "--kernel-index", help="With a task the planner splits into several kernels: only the kernel at this position "
+    "(0 is the first; `contract` lists them).", show_default=False, min=0)]
+SubmoduleOption = Annotated[str | None, typer.Option(
+    "--submodule", metavar="PATH", help="With a task the planner splits into several kernels: only the first "
+    "kernel that runs in this submodule of the model (e.g. layer1.0; `contract` lists each kernel's).",
+    show_default=False)]
 
 
 def use_front_end(task: Path, pack: Any, front_end: str, timeout: float) -> str:
@@ -152,6 +159,7 @@ def load_kb(kb: Path | None):  # type: ignore[no-untyped-def]
     return pack
 
 
-__all__ = ["Exit", "FrontEndOption", "JsonOption", "KbOption", "TraceTimeoutOption", "click_exceptions", "click_types",
+__all__ = ["Exit", "FrontEndOption", "JsonOption", "KbOption", "KernelIndexOption", "SubmoduleOption",
+           "TraceTimeoutOption", "click_exceptions", "click_types",
            "emit_json", "error_json", "fail", "get_current_context", "handles_input_errors", "load_kb", "note",
            "reset_notices", "use_front_end", "warn"]

@@ -103,9 +103,10 @@ def _sizes_a_device_holds(c: Any) -> None:
 
 
 def _kernel_doc(k: TaskKernel) -> dict[str, Any]:
-    """One kernel of the task: what it runs and its own contract (the fields a reader needs)."""
+    """One kernel of the task: what it runs, where in the model (`submodule`: its path, "" for
+    Model.forward) and its own contract (the fields a reader needs)."""
     kc = k.pipeline.contract()
-    return {"index": k.index, "ops": k.ops, "rule": k.rule, "family": kc.family, "op": kc.op,
+    return {"index": k.index, "ops": k.ops, "submodule": k.submodule, "rule": k.rule, "family": kc.family, "op": kc.op,
             "formula": kc.formula, "output_shape": list(kc.output_shape) if kc.output_shape else None,
             "inputs": [{"name": i.name, "shape": list(i.shape) if i.shape is not None else None, "dtype": i.dtype}
                        for i in kc.tensor_inputs],
@@ -198,9 +199,10 @@ def _show_kernels(kernels: list[dict[str, Any]]) -> None:
     if len(kernels) < 2:
         return
     t = Table(title=f"kernels: {len(kernels)}", title_justify="left")
-    for col in ("kernel", "ops", "family / op", "formula", "output", "fusion rule"):
+    for col in ("kernel", "ops", "submodule", "family / op", "formula", "output", "fusion rule"):
         t.add_column(col)
     for k in kernels:
-        t.add_row(str(k["index"]), k["ops"], f"{k['family']} / {k['op']}", k.get("formula") or "?",
+        t.add_row(str(k["index"]), k["ops"], k.get("submodule") or "forward", f"{k['family']} / {k['op']}",
+                  k.get("formula") or "?",
                   dims(k["output_shape"]) if k.get("output_shape") else "?", k.get("rule") or "-")
     console.print(t)

@@ -18,6 +18,8 @@ from pypto_tui.cli.common import (
     FrontEndOption,
     JsonOption,
     KbOption,
+    KernelIndexOption,
+    SubmoduleOption,
     TraceTimeoutOption,
     emit_json,
     handles_input_errors,
@@ -52,6 +54,34 @@ def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | N
     return p
 
 
+def _picked_pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None,
+                     kernel_index: int | None, submodule: str | None) -> tuple[Any, dict[str, Any]]:
+    """One kernel of the task's module (--kernel-index or --submodule), designed as a task of its own
+    with --tile and --loop-count applied to it, and what the document says about it."""
+    from pypto_tui.cli.kernel_pick import task_pipelines
+    from pypto_tui.fileio import require_file
+    from pypto_tui.shapes import parse_dims, parse_tile_for
+
+    require_file(task, "task file")
+    pack = load_kb(kb)
+    [(shown, p)] = task_pipelines(task, pack, kernel_index, submodule)
+    changes: dict[str, Any] = {}
+    if tile:
+        changes["tile"] = list(parse_dims(tile, "tile"))
+    if loop_count is not None:
+        changes["loop_count"] = loop_count
+    if changes:
+        p = p.with_design(**changes)
+    if tile:
+        parse_tile_for(p.geometry().shape, tile)
+    if shown is None:  # a task of one kernel: kernel 0 is the task
+        from pypto_tui.design import task_submodule
+
+        c = p.contract()
+        return p, {"index": 0, "ops": c.op or c.family, "submodule": task_submodule(c)}
+    return p, shown.where()
+
+
 def _require_sim() -> None:
     from pypto_tui.sim.availability import require_sim
 
@@ -81,6 +111,8 @@ def sim(
     kernel: Annotated[Path | None, typer.Option("--kernel", help="Price this kernel module (any file that defines "
                                                 "ModelNew with Model's __init__ signature) instead of the generated "
                                                 "one: every kernel it launches is timed.", show_default=False)] = None,
+    kernel_index: KernelIndexOption = None,
+    submodule: SubmoduleOption = None,
     fusion: Annotated[str, typer.Option("--fusion", help="A chain's plan: chosen (the pack's fusion rules), "
                                         "unfused (every operator a kernel of its own), or compare (both, with "
                                         "chosen / unfused).")] = "chosen",
@@ -106,7 +138,17 @@ def sim(
         raise InputError(f"--fusion {fusion!r}: use chosen, unfused or compare")
     if fusion != "chosen" and (kernel is not None or sweep):
         raise InputError("--fusion prices the generated module's plans: drop --kernel and --sweep")
-    p = _pipeline(task, kb, tile, loop_count)
+    picking = kernel_index is not None or submodule is not None
+    if picking and kernel is not None:
+        raise InputError("--kernel-index and --submodule pick a kernel of the generated module; with --kernel the "
+                         "kernel file decides: drop them")
+    if picking and fusion != "chosen":
+        raise InputError("--fusion prices the whole module's plans: drop --kernel-index and --submodule")
+    picked: dict[str, Any] | None = None
+    if picking:
+        p, picked = _picked_pipeline(task, kb, tile, loop_count, kernel_index, submodule)
+    else:
+        p = _pipeline(task, kb, tile, loop_count)
     if fusion != "chosen":
         _require_chain(p)
     if fusion == "unfused":
@@ -121,8 +163,10 @@ def sim(
                            "loop_count": p.chosen_loop_count() if job is None else None}
     if kernel is not None:
         doc["kernel"] = str(kernel)
+    if picked is not None:  # one kernel of the module, priced alone (its own inputs and roofline)
+        doc["picked"] = picked
     bound, why_not = try_roofline(p.contract(), p.kb)
-    if bound is None and job is None:
+    if bound is None and job is None and picked is None:
         bound, per_kernel = _module_roofline(p)
         if per_kernel:
             doc["roofline_kernels"] = per_kernel
@@ -244,6 +288,10 @@ def _show_sim(doc: dict[str, Any], reports: list[Any]) -> None:
 
     from pypto_tui.cli.render import console
 
+    if doc.get("picked"):
+        k = doc["picked"]
+        where = f" in {k['submodule']}" if k["submodule"] else ""
+        console.print(Text(f"kernel {k['index']} ({k['ops']}){where}, priced alone", style="bold"))
     if "result" in doc:
         r = doc["result"]
         if r.get("status") == "ok":

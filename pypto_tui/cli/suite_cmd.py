@@ -5,9 +5,9 @@ display, a summary table and a run in the history (`pypto-tui runs`).
 command's own, and when the task argument is a folder it runs the suite instead; each task then
 runs that same command (`verify TASK --json` with the options given), so every option the
 single-task command has, now or later, applies to every task. Options that choose one task's
-design (--tile, --loop-count) are refused for a folder; --kernel takes a folder of kernels named
-like the tasks. A sim suite compiles one candidate per task at a time unless --jobs says otherwise:
-the parallelism is across tasks.
+design or kernel (--tile, --loop-count, --kernel-index, --submodule) are refused for a folder; --kernel
+takes a folder of kernels named like the tasks. A sim suite compiles one candidate per task at a time
+unless --jobs says otherwise: the parallelism is across tasks.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ SUITE_PARAMS = (
                            "the tasks it recorded.")]),
 )
 SUITE_NAMES = tuple(p.name for p in SUITE_PARAMS)
-REFUSED = {"tile": "--tile", "loop_count": "--loop-count"}
+REFUSED = {"tile": "--tile", "loop_count": "--loop-count", "kernel_index": "--kernel-index",
+           "submodule": "--submodule"}
 NOT_PASSED = {"json_out", "kb", "kernel"}
 
 

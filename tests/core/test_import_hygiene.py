@@ -31,6 +31,7 @@ print(__import__("json").dumps(heavy + others))
     ["loop", "--shape", "67108864", "--tile", "8192", "--family", "elementwise", "--json"],
     ["tile", "--shape", "16,256,256", "--reduce-dim", "1", "--tile", "1,16,256", "--json"],
     ["loop", "--shape", "67108864", "--tile", "8192", "--json"],
+    ["tile", "--shape", "16,256,256", "--submodule", "layer1.0", "--json"],  # refused (no task) before any import
     ["kb", "list", "--json"],
 ])
 def test_one_shot_commands_stay_light(argv):
