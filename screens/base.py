@@ -54,6 +54,8 @@ def attempt(fn: Callable[[], T]) -> tuple[T | None, str | None]:
         return None, describe_error(exc)
 
 
+PREPARED_KEPT = 64
+"""Designs a step remembers having computed (a chain's kernels, each one design)."""
 QUIT_KEYS = frozenset({"ctrl+q", "ctrl+c"})
 """Keys that act even while a step is being computed (everything else waits for the user to see it)."""
 BUSY_SHOWN_AFTER = 0.3
@@ -163,7 +165,7 @@ class StepScreen(Screen[None]):
             return
         self._shown_at = None
         signature = self._design_signature()
-        if signature == self._prepared_for:  # computed for this very design: the caches answer at once
+        if signature in self._prepared_for:  # computed for this very design: the caches answer at once
             self.safe_refresh()
             self._focus_if_lost()
             self.call_after_refresh(self._mark_shown)
@@ -176,7 +178,9 @@ class StepScreen(Screen[None]):
         self._busy_timer = self.set_timer(BUSY_SHOWN_AFTER, self._show_busy)
         self._prepare_worker(signature)
 
-    _prepared_for: Any = None
+    _prepared_for: tuple[Any, ...] = ()
+    """The designs `prepare` ran for lately (the pipelines keep their results): coming back to one, such
+    as another kernel of a chain already shown, is painted at once, without the worker's round trip."""
 
     def _design_signature(self) -> Any:
         """What `prepare` computed from: the pipeline object (a new task or pack makes a new one)
@@ -200,7 +204,10 @@ class StepScreen(Screen[None]):
 
     def _prepared(self, signature: Any = None) -> None:
         self.busy = False
-        self._prepared_for = signature
+        if signature is None:  # prepare failed: refresh_step shows why, and the next visit tries again
+            self._prepared_for = ()
+        elif signature not in self._prepared_for:
+            self._prepared_for = (*self._prepared_for, signature)[-PREPARED_KEPT:]
         if self._busy_timer is not None:
             self._busy_timer.stop()
             self._busy_timer = None
@@ -253,7 +260,8 @@ class StepScreen(Screen[None]):
         if self._has_kernels != bool(stages):
             self._has_kernels = bool(stages)
             self.refresh_bindings()
-        options = [(f"kernel {s.index} of {len(stages)}: {s.ops} ({s.kernel.pattern})", s.index) for s in stages]
+        options = [(f"kernel {s.index} of {len(stages)}: {s.ops} ({s.kernel.pattern})"
+                    + (f" in {s.submodule}" if s.submodule else ""), s.index) for s in stages]
         sig = (tuple(options), self.session.design.kernel)
         if sig == self._picker_sig:
             return
@@ -285,12 +293,20 @@ class StepScreen(Screen[None]):
         return True
 
     def action_pick_kernel(self) -> None:
-        """Open the kernel picker (a chain's steps 2-4)."""
+        """Open the kernel picker (a chain's steps 2-4): a filter over the kernels, each with its
+        submodule path; the one picked is shown like a pick in the Select above the step."""
         if self.busy or not self._has_kernels:
             return
-        picker = self.query_one("#kernel-picker", Select)
-        picker.focus()
-        picker.action_show_overlay()
+        from pypto_tui.screens.kernel_picker import KernelPickerDialog, KernelRow
+
+        rows = [KernelRow.of(s) for s in self.session.kernels()]
+        self.app.push_screen(KernelPickerDialog(rows, self.session.design.kernel), self._kernel_picked)
+
+    def _kernel_picked(self, index: int | None) -> None:
+        if index is None or self.busy:
+            return
+        self.session.set_kernel(index)
+        self.refresh_in_background()
 
     def sync_frame(self) -> None:
         """Indicator, stale banner and subtitle. Runs on every change (each keystroke in a tile

@@ -21,14 +21,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Label, Select, Static, Tree
 
 from pypto_tui.contract.conv import window_fields
 from pypto_tui.contract.model import Contract
 from pypto_tui.contract.selfcheck import SelfCheckResult
-from pypto_tui.design import Design
+from pypto_tui.design import Design, module_plan_of
 from pypto_tui.errors import InputError
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
+from pypto_tui.screens.chain_tree import ChainTree
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text
 from pypto_tui.shapes import parse_dims
@@ -230,30 +231,41 @@ class ContractScreen(StepScreen):
         self._show_state(contract)
 
     def _show_chain(self, contract: Any, stages: tuple[Any, ...]) -> None:
-        """A chain of operators: its graph and the kernels the planner makes of it, instead of the
-        one-operator form (whose fields a chain does not have)."""
+        """A chain of operators: its kernels grouped by submodule, each with its operators (a Tree,
+        chain_tree.py), instead of the one-operator form (whose fields a chain does not have)."""
         graph = contract.graph or {}
-        lines = [Content.styled(f"forward as a graph of {len(graph.get('nodes', ()))} operators", "bold")]
-        for n in graph.get("nodes", ()):
-            reads = ", ".join(n["inputs"])
-            lines.append(Content(f"\n  {n['id']:<5} {n['op']:<16} ({reads}) -> {dims_text(n.get('shape'))} "
-                                 f"{n.get('dtype') or ''}  [{n['role']}]"))
-        lines.append(Content.styled(f"\n\nplanned as {len(stages)} kernels (the pack's fusion rules)", "bold"))
-        for st in stages:
-            why = st.rule or "its own kernel"
-            lines.append(Content(f"\n  kernel {st.index}: {st.ops}  ({st.kernel.pattern}; {why})"))
         d_task = self.session.design.task
-        signature = ("chain", d_task, tuple(st.ops for st in stages))
+        signature = ("chain", d_task, tuple((st.ops, st.submodule) for st in stages))
         if signature != self._structure:
             self._structure = signature
-            self._set_form(Static(Content.assemble(*lines), id="chain-view", markup=False))
+            planned = module_plan_of(self.session.pipeline)
+            tree = ChainTree("forward", id="chain-view")
+            if planned is not None:
+                tree.show(stages, planned[0], planned[1].groups, planned[1].views)
+            self._set_form(tree, focus=tree)
         head = Content.assemble((Path(contract.task_path).name if contract.task_path else str(d_task), "bold"), "\n",
                                 f"a chain of operators, output {dims_text(graph.get('output_shape'))}\n",
                                 (f"{len(stages)} kernels in one module: each gets its own dimensions, tiles and "
-                                 "loops (pick the kernel at the top of those steps)", "$text-success"))
+                                 "loops (pick the kernel at the top of those steps, or with ctrl+k there; "
+                                 "enter on a kernel here picks it)", "$text-success"))
         self.query_one("#unknowns", Static).update(head)
         self.query_one("#contract-findings", FindingsList).show(())
-        self.set_status(f"a chain of {len(stages)} kernels: ctrl+n for kernel 0's dimension plan", "ok")
+        self.set_status(f"a chain of {len(stages)} kernels: ctrl+n for kernel "
+                        f"{min(self.session.design.kernel, len(stages) - 1)}'s dimension plan", "ok")
+
+    @on(Tree.NodeSelected, "#chain-view")
+    def _kernel_chosen(self, event: Tree.NodeSelected[int | None]) -> None:
+        """Enter (or a click) on a kernel: the Dimensions, Tiles and Loops steps open on it; on a
+        submodule or an operator it opens or closes the node (space does that anywhere)."""
+        event.stop()
+        index = event.node.data
+        if index is None:
+            event.node.toggle()
+            return
+        if self.busy:
+            return
+        self.session.set_kernel(index)
+        self.set_status(f"kernel {index} picked: ctrl+n for its dimension plan", "ok")
 
     def _extra_keys(self, contract: Any) -> set[str]:
         """Unknown fields that have no row of their own get a generic one."""
@@ -330,10 +342,11 @@ class ContractScreen(StepScreen):
                 rows.append(self._row(specs[k], _get(contract, k)))
         self._set_form(*rows, show=True)
 
-    def _set_form(self, *widgets: Widget, show: bool = False) -> None:
+    def _set_form(self, *widgets: Widget, show: bool = False, focus: Widget | None = None) -> None:
         """Replace the form's content. The old rows are removed (awaited) before the new ones are
         mounted: they share ids, and mounting while the removal is pending raised DuplicateIds
-        when a second task was opened from this step. Swaps run in order; a newer one wins."""
+        when a second task was opened from this step. Swaps run in order; a newer one wins.
+        `focus` takes the focus from the form (a chain's tree) once mounted."""
         self._form_gen += 1
         gen = self._form_gen
         form = self.query_one("#form", VerticalScroll)
@@ -343,6 +356,8 @@ class ContractScreen(StepScreen):
             if gen != self._form_gen:
                 return  # a newer form is on its way
             await form.mount(*widgets)
+            if focus is not None and self.focused in (None, form):
+                focus.focus()
             if show and self.contract is not None:  # the rows exist now: show values and state on them
                 self._show_values(self.contract)
                 self._show_state(self.contract)

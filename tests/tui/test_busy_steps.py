@@ -13,6 +13,7 @@ from textual.widgets import Select
 from pypto_tui.screens.app import PyptoApp
 from pypto_tui.screens.dialogs import PathDialog
 from pypto_tui.screens.dims_screen import DimsScreen
+from pypto_tui.screens.kernel_picker import KernelPickerDialog
 from pypto_tui.screens.kernel_screen import KernelScreen
 from pypto_tui.screens.loops_screen import LoopsScreen
 
@@ -92,11 +93,12 @@ async def test_the_kernel_picker_has_a_key_in_the_footer(ui, state) -> None:
         footer_keys = [str(w.render()) for w in dims.query("FooterKey")]
         assert any("^k" in k and "Kernel" in k for k in footer_keys), footer_keys
         await pilot.press("ctrl+k")
-        picker = dims.query_one("#kernel-picker", Select)
-        assert picker.expanded and picker.has_focus_within
-        await pilot.press("down", "enter")
+        dialog = app.screen
+        assert isinstance(dialog, KernelPickerDialog) and dialog.focused is dialog.query_one("#kernel-filter")
+        await pilot.press("down", "enter")  # the highlight starts on the kernel shown (0)
         await ui.settle(pilot, app)
-        assert app.session.design.kernel == 1
+        assert app.screen is dims and app.session.design.kernel == 1
+        assert dims.query_one("#kernel-picker", Select).value == 1
         assert app.session.step_pipeline.contract().op == "expression"  # eval BatchNorm + ReLU, one kernel
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Select
+from textual.widgets import Select, Tree
 
 from pypto_tui.design import Design, kernel_of
 from pypto_tui.screens.app import PyptoApp
@@ -33,14 +33,16 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         await ui.settle(pilot, app)
         contract = app.screen
         assert isinstance(contract, ContractScreen)
-        view = str(contract.query_one("#chain-view").render())
-        assert "planned as 3 kernels" in view and "kernel 2: swish, mul" in view
+        tree = contract.query_one("#chain-view", Tree)
+        labels = [str(n.label) for n in tree.root.children]  # gate's and up's kernels, then forward's own
+        assert "3 kernels" in str(tree.root.label) and labels[0].startswith("gate  1 kernel")
+        assert str(tree.root.children[2].label).startswith("kernel 2: swish, mul")
         assert contract.next_blocked() is None  # a chain has no one-operator fields to fill
         dims = await _next(pilot, app, ui, DimsScreen)
         picker = dims.query_one("#kernel-picker", Select)
         assert picker.display and picker.value == 0
         assert picker._allow_blank is False and len(picker._options) == 3  # one entry per kernel, no blank
-        assert str(picker.query_one("#label").render()) == "kernel 0 of 3: linear (B)"  # not the placeholder
+        assert str(picker.query_one("#label").render()) == "kernel 0 of 3: linear (B) in gate"  # not the placeholder
         assert app.session.step_pipeline.contract().family == "matmul"
         tiles = await _next(pilot, app, ui, TilesScreen)
         picker = tiles.query_one("#kernel-picker", Select)
