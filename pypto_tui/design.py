@@ -718,7 +718,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
         template = find_template(pipeline.kb, flavour, "module_model_new").text
         support = task_support(source or "")
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
-                       parameters(sig.forward_source), support.statements, support.methods)
+                       parameters(sig.forward_source), support.statements, support.methods, support.attributes)
     except Unsupported as exc:
         return refused(str(exc))
     return GeneratedKernel(tree.code, True, "", "module", flavour, summary=doc.replace("\n", "; "), tree=tree)

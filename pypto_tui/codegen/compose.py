@@ -173,13 +173,14 @@ def _docstring(doc: str, indent: str) -> cst.SimpleStatementLine:
 
 def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_new: str, init_params: cst.Parameters,
             init_body: Sequence[cst.BaseStatement], forward_params: cst.Parameters,
-            support: Sequence[cst.BaseStatement] = (), methods: Sequence[cst.FunctionDef] = ()) -> cst.Module:
+            support: Sequence[cst.BaseStatement] = (), methods: Sequence[cst.FunctionDef] = (),
+            attributes: Sequence[cst.BaseStatement] = ()) -> cst.Module:
     """The module: `stages` are the kernels' generated trees in plan order; `model_new` is the pack's
     template text for the composed ModelNew; `init_body` is Model.__init__'s body (a bare
     `super().__init__()` when it is empty). `support` are the task file's statements `__init__` reaches
     (a submodule's class, a helper, the import they need: placed before ModelNew, an import only when the
-    kernels' own imports do not bind its names) and `methods` Model's methods it calls (ModelNew's too), so
-    ModelNew builds the task's own module tree."""
+    kernels' own imports do not bind its names), `methods` Model's methods it calls and `attributes` the
+    class attributes it reads (ModelNew's too), so ModelNew builds the task's own module tree."""
     if len(wiring.calls) != len(stages):
         raise Unsupported("every kernel of the module needs its call")
     header: list[cst.BaseStatement] = []
@@ -223,8 +224,8 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     forward.append(cst.SimpleStatementLine([cst.Return(dotted(wiring.result))]))
     model = fill_statements(model_new, doc=[_docstring(doc, "    ")], init_params=init_params, init_body=init,
                             forward_params=forward_params, forward_body=forward)
-    if methods:
-        model = [_with_methods(m, methods) for m in model]
+    if methods or attributes:
+        model = [_with_methods(m, methods, attributes) for m in model]
     if model:
         model[0] = model[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     bound = {name for s in header for small in getattr(s, "body", ()) if isinstance(small, cst.Import | cst.ImportFrom)
@@ -244,9 +245,16 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     return cst.Module(body=statements)
 
 
-def _with_methods(stmt: cst.BaseStatement, methods: Sequence[cst.FunctionDef]) -> cst.BaseStatement:
-    """ModelNew with Model's own helper methods after its __init__ and forward."""
+def _with_methods(stmt: cst.BaseStatement, methods: Sequence[cst.FunctionDef],
+                  attributes: Sequence[cst.BaseStatement] = ()) -> cst.BaseStatement:
+    """ModelNew with Model's class attributes after its docstring and Model's own helper methods
+    after its __init__ and forward."""
     if not isinstance(stmt, cst.ClassDef) or stmt.name.value != "ModelNew":
         return stmt
-    spaced = [m.with_changes(leading_lines=[cst.EmptyLine()]) for m in methods]
-    return stmt.with_changes(body=stmt.body.with_changes(body=[*stmt.body.body, *spaced]))
+    body = list(stmt.body.body)
+    first = body[0] if body else None
+    at = 1 if isinstance(first, cst.BaseStatement) and _is_docstring(first) else 0
+    attrs = [a.with_changes(leading_lines=[cst.EmptyLine(indent=False)] if i == 0 else [])
+             for i, a in enumerate(attributes)]
+    spaced = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) for m in methods]
+    return stmt.with_changes(body=stmt.body.with_changes(body=[*body[:at], *attrs, *body[at:], *spaced]))

@@ -55,6 +55,9 @@ class TaskSupport:
 
     statements: tuple[cst.BaseStatement, ...] = ()
     methods: tuple[cst.FunctionDef, ...] = ()
+    # Model's class-level assignments __init__ or those methods read through self (ResNet's
+    # `expansion = 1`, read as `out_channels * self.expansion`)
+    attributes: tuple[cst.BaseStatement, ...] = ()
 
 
 class _Names(cst.CSTVisitor):
@@ -177,6 +180,15 @@ def task_support(source: str) -> TaskSupport:
                 names |= _read([methods[a]]).names
             wanted_methods |= more
             changed = True
+    attrs = set(read.attrs)
+    for w in wanted_methods:
+        attrs |= _read([methods[w]]).attrs
+    attributes = tuple(a for a in model.body.body if isinstance(a, cst.SimpleStatementLine) and _bound(a) & attrs)
+    for line in attributes:  # a class attribute's value may read a module-level constant too
+        names |= _read([line]).names
+    for i, binds in enumerate(bound):
+        if i not in chosen and binds & names:
+            chosen.add(i)
     statements = tuple(s.visit(_BareSuper()) for i, s in enumerate(items) if i in chosen)
     kept = tuple(m.visit(_BareSuper()) for k, m in methods.items() if k in wanted_methods)
-    return TaskSupport(statements, kept)  # type: ignore[arg-type]  # visit() keeps each node's type
+    return TaskSupport(statements, kept, attributes)  # type: ignore[arg-type]  # visit() keeps each node's type
