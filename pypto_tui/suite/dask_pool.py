@@ -13,8 +13,8 @@ tasks are placed by threads only (and the suite says so).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pypto_tui.errors import InputError
 from pypto_tui.suite import task_exec
@@ -22,6 +22,7 @@ from pypto_tui.suite.task_exec import TaskSpec
 
 CONNECT_TIMEOUT_S = 20
 OnDone = Callable[[dict[str, Any]], None]
+T = TypeVar("T")
 INSTALL_HINT = "pip install 'pypto-tui[cluster]' (the Dask `distributed` package)"
 
 
@@ -66,29 +67,45 @@ class DaskPool:
         mem = f", up to {self.max_memory_mb / 1024:.1f} GB per worker" if self.max_memory_mb else ""
         return f"Dask at {self.address}: {self.slots} task slot(s){mem}" + (f"; {self.note}" if self.note else "")
 
-    def run(self, specs: Sequence[TaskSpec], needs_mb: Sequence[float], on_done: OnDone) -> None:
+    def resources(self, need_mb: float) -> dict[str, float] | None:
+        """What a task asks of a worker: its memory need, at most the largest worker's (so it runs
+        alone there rather than waiting for ever); None when the workers declare no memory."""
+        if self.max_memory_mb is None or not need_mb:
+            return None
+        return {"memory": min(need_mb, self.max_memory_mb)}
+
+    def gather(self, futures: Mapping[Any, T], on_result: Callable[[T, Any], None],
+               on_error: Callable[[T, Exception], Any], stop: Callable[[], None]) -> None:
+        """Each future's result as it completes, with the item it was submitted for; a future whose
+        worker died (or could not unpickle it) gives `on_error`'s stand-in. On Ctrl+C or any other
+        exit the queued futures are cancelled and `stop` ends what already runs on the workers."""
         from distributed import as_completed
 
+        try:
+            for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
+                item = futures[fut]
+                try:
+                    result = fut.result()
+                except Exception as exc:  # the worker died, or the task could not be unpickled there
+                    result = on_error(item, exc)
+                on_result(item, result)
+        except BaseException:
+            self.client.cancel(list(futures))
+            stop()
+            raise
+
+    def run(self, specs: Sequence[TaskSpec], needs_mb: Sequence[float], on_done: OnDone) -> None:
         tag = uuid.uuid4().hex[:8]
         futures = {}
         for i, (spec, need) in enumerate(zip(specs, needs_mb, strict=True)):
-            resources = None if self.max_memory_mb is None else {"memory": min(need, self.max_memory_mb)}
             fut = self.client.submit(task_exec.run_task, spec, key=f"pypto-tui-{spec.command}-{tag}-{i}",
-                                     pure=False, resources=resources, priority=len(specs) - i, retries=0)
+                                     pure=False, resources=self.resources(need), priority=len(specs) - i, retries=0)
             futures[fut] = spec
         try:
-            for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
-                spec = futures[fut]
-                try:
-                    row = fut.result()
-                except Exception as exc:  # the worker died, or the task could not be unpickled there
-                    row = task_exec.crashed_row(spec, f"{type(exc).__name__}: {exc}")
-                on_done(row)
-        except BaseException:
-            self.client.cancel(list(futures))
             # the commands already running on the workers are stopped too; the workers stay up
-            self.client.run(task_exec.stop_all, False)
-            raise
+            self.gather(futures, lambda _spec, row: on_done(row),
+                        lambda spec, exc: task_exec.crashed_row(spec, f"{type(exc).__name__}: {exc}"),
+                        lambda: self.client.run(task_exec.stop_all, False))
         finally:
             self.client.close()
 
@@ -168,37 +185,31 @@ class DaskJobRunner:
         return self.pool.describe()
 
     def __call__(self, jobs: Sequence[Any]) -> list[Any]:
-        from distributed import as_completed
+        from pypto_tui.sim import jobs as J
 
         if not jobs:
             return []
-        client = self.pool.client
+        pool = self.pool
         tag = uuid.uuid4().hex[:8]
         futures = {}
         for i, job in enumerate(jobs):
-            need = float(job.memory_limit_mb or 0)
-            resources = (None if self.pool.max_memory_mb is None or not need
-                         else {"memory": min(need, self.pool.max_memory_mb)})
-            fut = client.submit(run_job_on_worker, job, ship(job), self.timeout_s, self.cache, tag,
-                                key=f"pypto-tui-kernel-{tag}-{i}", pure=False, resources=resources, retries=0)
+            fut = pool.client.submit(run_job_on_worker, job, ship(job), self.timeout_s, self.cache, tag,
+                                     key=f"pypto-tui-kernel-{tag}-{i}", pure=False,
+                                     resources=pool.resources(float(job.memory_limit_mb or 0)), retries=0)
             futures[fut] = i
         out: list[Any] = [None] * len(jobs)
-        try:
-            for done, fut in enumerate(as_completed(list(futures)), 1):  # type: ignore[no-untyped-call]
-                i = futures[fut]
-                try:
-                    out[i] = fut.result()
-                except Exception as exc:  # the worker died, or the job could not be unpickled there
-                    from pypto_tui.sim import jobs as J
 
-                    out[i] = J.SimResult(kind=jobs[i].kind, status=J.ERROR, label=jobs[i].label,
-                                         error=f"the Dask worker failed: {type(exc).__name__}: {exc}")
-                if self.progress is not None:
-                    self.progress(done, len(jobs), out[i])
-        except BaseException:
-            client.cancel(list(futures))
-            client.run(stop_jobs, tag)  # the jobs already running on the workers end too
-            raise
+        def settle(i: int, result: Any) -> None:
+            out[i] = result
+            if self.progress is not None:
+                self.progress(sum(r is not None for r in out), len(jobs), result)
+
+        def failed(i: int, exc: Exception) -> Any:
+            return J.SimResult(kind=jobs[i].kind, status=J.ERROR, label=jobs[i].label,
+                               error=f"the Dask worker failed: {type(exc).__name__}: {exc}")
+
+        # the jobs already running on the workers end too
+        pool.gather(futures, settle, failed, lambda: pool.client.run(stop_jobs, tag))
         return out
 
     def close(self) -> None:
