@@ -701,7 +701,7 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
         if long is not None and source == "user":
             extra.append(long)
         elif long is not None:
-            fitted = fit_carried_chunks(tile, role.shape, axis, chunks, elements)
+            fitted = fit_carried_chunks(tile, axis, elements)
             what = f"cut from {fmt_dims(tile)} to {fmt_dims(fitted)} (SCAN.carry-tile)"
             note = f"{note}; {what}" if note else what
             extra.append(rule_finding(kb, "SCAN.carry-tile", f"tile {fmt_dims(fitted)} used: {what}", "info"))
@@ -721,16 +721,16 @@ def check_carried_chunks(kb: KnowledgeBase, tile: Sequence[int], shape: Sequence
     SCAN.carry-tile). The caller decides the axis is one the limit holds for."""
     if not 0 <= axis < len(tile):
         return None
-    count = -(-shape[axis] // max(tile[axis], 1))
+    count = ceil_div(shape[axis], max(tile[axis], 1))
     if count <= chunks or math.prod(tile) <= elements:
         return None
-    fitted = fit_carried_chunks(tile, shape, axis, chunks, elements)
+    fitted = fit_carried_chunks(tile, axis, elements)
     return rule_finding(kb, "SCAN.carry-tile", f"tile {fmt_dims(tuple(tile))} scans axis {axis} in {count} chunks "
                         f"with {math.prod(tile)} elements a tile: past {chunks} carried chunks pypto 0.2.0 takes at "
                         f"most {elements} (F7A001 idx < size_ at build); use {fmt_dims(fitted)}")
 
 
-def fit_carried_chunks(tile: Sequence[int], shape: Sequence[int], axis: int, chunks: int, elements: int) -> Shape:
+def fit_carried_chunks(tile: Sequence[int], axis: int, elements: int) -> Shape:
     """The tile halved on its largest axis other than the scanned one (the scanned width is what
     keeps the chunk count down) until it holds at most `elements`; the scanned axis last."""
     new = list(tile)

@@ -625,7 +625,12 @@ def _flat_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, s
     )
     b.add_kernel(kspec)
     params = _weights_forward(b, str(spec.weight_attr), w_shape, ["OUT_CHANNELS", "1"] if spec.bias else None)
-    # after the pre kernel's call (when there is one): the prepared planes, read flat (a view)
+    _call_on_flat_planes(b, kspec, src, params)
+
+
+def _call_on_flat_planes(b: Builder, kspec: KernelSpec, src: str, params: list[str]) -> None:
+    """forward's call of a flat-plane kernel (CONV.flat-taps, CONV.depthwise-flat): after the pre
+    kernel's call (when there is one), the prepared planes read flat, a view, then the kernel."""
     b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, QH * QW)\n")]
     b.call_kernel(kspec, ["flat", *params])
 
@@ -653,8 +658,7 @@ def _flat_depthwise_kernel(b: Builder, plan: WindowPlan, op: str, tile: Any, src
     )
     b.add_kernel(kspec)
     params = _weights_forward(b, str(spec.weight_attr), ["c", "TAPS", "1"], ["c", "1", "1"] if spec.bias else None)
-    b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, QH * QW)\n")]
-    b.call_kernel(kspec, ["flat", *params])
+    _call_on_flat_planes(b, kspec, src, params)
 
 
 def _param(pname: str, shape: list[str], b: Builder) -> TensorParam:
