@@ -40,6 +40,15 @@ def _deep(tmp_path: Path, layers: int) -> Path:
     return task
 
 
+async def _on_tiles(ui, pilot, app: PyptoApp) -> TilesScreen:
+    """The app drawn, then moved on to the Tiles step of the chain's first kernel."""
+    await ui.settle(pilot, app)
+    await ui.forward(pilot, app, 2)
+    tiles = app.screen
+    assert isinstance(tiles, TilesScreen)
+    return tiles
+
+
 def _rows(dialog: KernelPickerDialog) -> list[str]:
     options = dialog.query_one("#kernel-list", OptionList)
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
@@ -95,10 +104,7 @@ async def test_a_model_of_many_submodules_opens_on_its_groups_folded(ui, state, 
 async def test_the_picker_filters_by_operator_or_submodule_and_shows_each_path(ui, state) -> None:
     app = _app(state)
     async with app.run_test(size=(160, 48)) as pilot:
-        await ui.settle(pilot, app)
-        await ui.forward(pilot, app, 2)
-        tiles = app.screen
-        assert isinstance(tiles, TilesScreen)
+        tiles = await _on_tiles(ui, pilot, app)
         stages = app.session.kernels()
         await pilot.press("ctrl+k")
         dialog = app.screen
@@ -130,10 +136,7 @@ async def test_the_picker_filters_by_operator_or_submodule_and_shows_each_path(u
 async def test_moving_between_kernels_reuses_what_was_computed(ui, state, monkeypatch) -> None:
     app = _app(state)
     async with app.run_test(size=(160, 48)) as pilot:
-        await ui.settle(pilot, app)
-        await ui.forward(pilot, app, 2)
-        tiles = app.screen
-        assert isinstance(tiles, TilesScreen)
+        tiles = await _on_tiles(ui, pilot, app)
         for k in (1, 2, 0):  # each kernel shown once
             tiles.query_one("#kernel-picker", Select).value = k
             await ui.settle(pilot, app)
@@ -165,10 +168,7 @@ async def test_moving_between_kernels_reuses_what_was_computed(ui, state, monkey
 async def test_the_tile_fields_follow_the_kernel_without_being_rebuilt(ui, state) -> None:
     app = _app(state)
     async with app.run_test(size=(160, 48)) as pilot:
-        await ui.settle(pilot, app)
-        await ui.forward(pilot, app, 2)
-        tiles = app.screen
-        assert isinstance(tiles, TilesScreen)
+        tiles = await _on_tiles(ui, pilot, app)
         stages = app.session.kernels()
         first = tiles.tile_fields()[0]
         for k in (2, 4, 5, 4, 3):  # kernel 4 is one axis (16384,), the others two
