@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -219,7 +219,8 @@ class Pipeline:
         from pypto_tui.trace.tracer import traced_graph
 
         graph = traced_graph(task, self.kb)
-        return replace(c, graph=freeze(graph.to_data()))
+        c = replace(c, graph=freeze(graph.to_data()))
+        return c if c.supported else traced_reasons(c, graph.problems, self.kb)
 
     # -- step 2
     def dims(self) -> DimPlan:
@@ -768,6 +769,28 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
     k = kernel_of(pipeline)
     kernels = tuple(TaskKernel(s.index, s.ops, s.rule, s.pipeline, s.submodule) for s in designed.stages)
     return TaskKernels(kernels, True, "" if k.supported else k.reason)
+
+
+def traced_reasons(c: Contract, problems: Sequence[str], kb: KnowledgeBase) -> Contract:
+    """A task the static reader does not take as one operator, read through its trace: why its fields are
+    unknown is the trace's answer (its first unreadable node, or that it is several kernels), not the
+    static reader's, which stopped at Python the trace ran through (nn.Sequential, an `if`). An input the
+    trace ran without (a forward parameter left at its default) is no longer asked for."""
+    from pypto_tui.contract.checks import with_findings
+
+    why = (f"the traced graph: {problems[0]}" if problems
+           else "the traced graph is several kernels, each with its own contract")
+    traced = {v["id"] for v in (c.graph or {}).get("values", ()) if v.get("kind") == "input"}
+    unknown: dict[str, str] = {}
+    for field_name, reason in c.unknown.items():
+        if field_name.startswith("inputs"):
+            name = field_name.split(".")[1] if "." in field_name else None
+            if traced and (name is None or name not in traced):
+                continue  # the trace ran forward with get_inputs(): this question is settled
+            unknown[field_name] = reason
+        else:
+            unknown[field_name] = reason if field_name.startswith("init_params") else why
+    return with_findings(replace(c, reason=why, unknown=unknown), kb)
 
 
 def task_submodule(c: Contract) -> str:

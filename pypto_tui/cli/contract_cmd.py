@@ -76,8 +76,6 @@ def contract(
     doc = c.to_json_dict(plan)
     doc["supported"], doc["reason"] = found.supported, found.reason
     doc["front_end"] = front_end
-    if front_end == "traced" and not found.kernels and c.graph and c.graph.get("problems"):
-        doc["reason"] = f"the traced graph: {c.graph['problems'][0]}"
     doc["kernels"] = [_kernel_doc(k) for k in found.kernels]
     if found.chain and doc.get("output_shape") is None and c.graph:
         doc["output_shape"] = (c.graph.get("output_shape") and list(c.graph["output_shape"])) or None

@@ -232,7 +232,9 @@ def test_a_recurrent_layer_is_one_problem_and_checks_are_no_nodes():
     check = _node("chk", "aten._assert_tensor_metadata.default", [{"node": "out"}], None)
     act = _node("act", "aten.relu.default", [{"node": "out"}], [2, 4, 8, 8])
     g = graph_from_trace(_graph([lstm, out, check, act], "act"))
-    assert g.problems == ("aten.lstm.input in self.rnn (LSTM): not in the operator registry",)
+    assert len(g.problems) == 1
+    assert g.problems[0].startswith("aten.lstm.input in self.rnn (LSTM): not in the operator registry")
+    assert "pypto-tui kb ops" in g.problems[0]  # where to look the operators up
     assert [n.op for n in g.nodes] == ["unknown", "unknown", "relu"] and g.shape_of("n2") == (2, 4, 8, 8)
 
 
@@ -266,3 +268,48 @@ def test_a_fill_with_a_shape_is_a_constant_of_that_shape():
     g = graph_from_trace(data)
     assert not g.problems and g.shape_of("n0") == (12,)
     assert (g.value("c0").shape, g.value("c0").value) == ((4,), 0)
+
+
+def test_a_random_draw_in_forward_says_to_pass_the_tensor_in():
+    """KernelBench's LSTM tasks draw h0 with torch.randn inside forward: no kernel can draw the same
+    numbers, and the one line says what to do instead."""
+    draw = _node("h0", "aten.randn.default", [[2, 4, 8, 8]], [2, 4, 8, 8])
+    act = _node("act", "aten.add.Tensor", [{"node": "x"}, {"node": "h0"}], [2, 4, 8, 8])
+    g = graph_from_trace(_graph([draw, act], "act"))
+    assert g.problems == ("aten.randn.default in forward: forward draws random numbers, which no kernel can "
+                          "reproduce: pass the tensor from get_inputs() instead",)
+
+
+def _cached_trace(tmp_path: Path, task: Path, data: dict) -> dict[str, str]:
+    """`data` in a trace cache under tmp_path, keyed as the tracer keys `task`; the env that reads it."""
+    from pypto_tui.kb import bundled_pack_dir, get_kb
+    from pypto_tui.sim.cache import ResultCache
+    from pypto_tui.trace.tracer import pack_id, torch_version, trace_key
+
+    version = torch_version(sys.executable)
+    if version is None:
+        pytest.skip("torch is not installed: the cache key names its version")
+    key = trace_key(task.read_bytes(), version, pack_id(get_kb(bundled_pack_dir())))
+    ResultCache(tmp_path / "traces").put(key, data)
+    return {"PYPTO_TUI_CACHE_DIR": str(tmp_path)}
+
+
+def test_a_traced_task_the_trace_cannot_read_is_refused_with_the_traces_reason(tmp_path):
+    """The static reader stops at the `if`; the trace runs through it. When the trace has a node it cannot
+    read, every answer (contract's reason and findings, scaffold's refusal) names that node, never the
+    static reader's 'If' statement."""
+    task = TRACED_TASKS / "if_attribute.py"
+    data = trace("if_attribute")
+    data["nodes"][1]["target"] = "aten.upsample_nearest2d.vec"
+    env = _cached_trace(tmp_path, task, data)
+    r = run("contract", str(task), "--front-end", "traced", "--json", env=env)
+    doc = json.loads(r.stdout)
+    assert not doc["supported"] and doc["kernels"] == []
+    assert doc["reason"].startswith("the traced graph: aten.upsample_nearest2d.vec in forward: not in the operator")
+    assert all(v == doc["reason"] for k, v in doc["unknown_reasons"].items() if not k.startswith("init_params"))
+    assert not any("'If'" in f["message"] for f in doc["findings"])
+    out = tmp_path / "module.py"
+    r = run("scaffold", str(task), "--front-end", "traced", "-o", str(out), env=env)
+    assert "unsupported: the traced graph: aten.upsample_nearest2d.vec" in r.output and "'If'" not in r.output
+    static = json.loads(run("contract", str(task), "--json").stdout)
+    assert "'If' statement" in static["reason"]  # the static reader's own answer is unchanged
