@@ -1,4 +1,4 @@
-"""`kb list|show|validate|checks`: read the knowledge pack, and trace each rule to the code."""
+"""`kb list|show|validate|checks|ops`: read the knowledge pack, and trace each rule to the code."""
 
 from __future__ import annotations
 
@@ -166,6 +166,23 @@ def list_checks(json_out: JsonOption = False) -> None:
         typer.echo(f"{n:28} {module_of(n):22} {counts[n][0]} valid / {counts[n][1]} invalid examples")
     for n in sorted(APPLIER_NAMES):
         typer.echo(f"{n:28} {module_of(n):22} applies rules (a generator)")
+
+
+@kb_app.command("ops")
+def list_ops(json_out: JsonOption = False) -> None:
+    """Every operator the readers know: its role, the torch spellings and the ATen operators it is read from.
+    A task whose operator is not here is refused by name; this is the list to look it up in."""
+    from pypto_tui.ops.registry import REGISTRY
+
+    kinds = sorted(REGISTRY.values(), key=lambda k: (k.role, k.name))
+    if json_out:
+        emit_json({"ops": [{"name": k.name, "role": k.role, "pattern": k.pattern, "functions": list(k.functions),
+                            "methods": list(k.methods), "modules": list(k.modules), "aten": list(k.aten)}
+                           for k in kinds]})
+        return
+    for k in kinds:
+        spellings = ", ".join([*k.functions, *(f".{m}" for m in k.methods), *(f"nn.{m}" for m in k.modules)])
+        typer.echo(f"{k.name:28} {k.role:12} {spellings or '-'}")
 
 
 @kb_app.command("calibrate")

@@ -31,6 +31,10 @@ NO_VALUE = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default
 FILLS = {"aten.scalar_tensor.default": 0, "aten.full.default": 1, "aten.full_like.default": 1}
 """Tensors of one value (`masked_fill`'s -inf, `torch.full`): a constant of the graph, broadcast where it is
 read (the argument position of the value)."""
+RANDOM = ("aten.randn.default", "aten.rand.default", "aten.randint.low", "aten.randint.default",
+          "aten.normal.float_float", "aten.bernoulli.p", "aten.randn_like.default", "aten.rand_like.default")
+"""Random draws inside forward: no kernel can draw the numbers torch draws, so the task has to hand the
+tensor in (get_inputs) instead."""
 FRONT_END = "traced"
 
 
@@ -221,7 +225,7 @@ class _Converter:
             return
         kind = registry.by_aten(target)
         if kind is None:
-            self.ref[name] = self.unknown(node, "not in the operator registry")
+            self.ref[name] = self.unknown(node, _no_kind_why(target))
             return
         handler: Handler = _HANDLERS.get(kind.name, _generic)
         try:
@@ -243,6 +247,14 @@ class _Converter:
         if len(outs) > 1:
             self.b.problems.append("forward returns a tuple: the graph follows its first element")
         return self.ref.get(refs[0]["node"])
+
+
+def _no_kind_why(target: str) -> str:
+    """Why an ATen operator without a registry entry stops the graph, and what the user can do."""
+    if target in RANDOM:
+        return ("forward draws random numbers, which no kernel can reproduce: "
+                "pass the tensor from get_inputs() instead")
+    return "not in the operator registry (`pypto-tui kb ops` lists the operators it reads)"
 
 
 def _shape(s: Any) -> Shape | None:

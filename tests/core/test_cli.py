@@ -112,6 +112,21 @@ def test_kb_commands(tmp_path):
     assert r.exit_code == 2 and "pack.toml" in r.stderr
 
 
+def test_kb_ops_lists_each_operator_with_its_spellings_and_aten_names():
+    """The list a refused task's 'not in the operator registry' points to: every registry kind once, with
+    the names the two front ends read it by."""
+    from pypto_tui.ops.registry import REGISTRY
+
+    r, doc = run_json("kb", "ops")
+    assert r.exit_code == 0
+    names = [o["name"] for o in doc["ops"]]
+    assert sorted(names) == sorted(REGISTRY) and len(set(names)) == len(names)
+    relu = next(o for o in doc["ops"] if o["name"] == "relu")
+    assert relu["role"] == "elementwise" and "aten.relu.default" in relu["aten"] and "ReLU" in relu["modules"]
+    text = run("kb", "ops")
+    assert text.exit_code == 0 and any(line.split()[:2] == ["conv", "conv"] for line in text.output.splitlines())
+
+
 def test_kb_swap_changes_cli_verdict(tmp_path):
     from pathlib import Path
 

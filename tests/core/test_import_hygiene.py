@@ -33,6 +33,7 @@ print(__import__("json").dumps(heavy + others))
     ["loop", "--shape", "67108864", "--tile", "8192", "--json"],
     ["tile", "--shape", "16,256,256", "--submodule", "layer1.0", "--json"],  # refused (no task) before any import
     ["kb", "list", "--json"],
+    ["kb", "ops", "--json"],
 ])
 def test_one_shot_commands_stay_light(argv):
     out = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], capture_output=True, text=True,
