@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pypto_tui.contract.model import Contract
+from pypto_tui.contract.model import Contract, norm_axes
 from pypto_tui.errors import InputError
 from pypto_tui.examples import StrategyRef, Task, ex, examples
 from pypto_tui.findings import Finding, cites, rule_finding
@@ -569,10 +569,30 @@ def _leading_batch(c: Contract) -> _Layout:
                    axis_map, [], None, out_kernel)
 
 
+def _concat_rows(c: Contract) -> _Layout:
+    """A concatenation along axis d as rows: every part becomes (prod(shape[:d]), prod(shape[d:])), the
+    output (rows, sum of the widths), so each part is one contiguous block of every output row and the
+    kernel copies it with one view and one assemble per chunk of rows."""
+    shapes = [t.shape for t in c.operands]
+    if c.op != "cat" or not shapes or any(s is None for s in shapes):
+        raise _NotApplicable("the rows layout is for a concatenation of inputs with known shapes")
+    first = tuple(shapes[0] or ())
+    axes = norm_axes(c.op_args.get("dim", 0), len(first))
+    if axes is None:
+        raise _NotApplicable(f"dim={c.op_args.get('dim')!r} is not an axis of a rank-{len(first)} input")
+    d = axes[0]
+    rows = math.prod(first[:d])
+    kernel = [(rows, math.prod((s or ())[d:])) for s in shapes]
+    by_name = {t.name: k for t, k in zip(c.operands, kernel, strict=True)}
+    fwd: list[Shape | None] = [by_name.get(t.name) if t.is_tensor else None for t in c.inputs]
+    out = (rows, sum(k[1] for k in kernel))
+    return _Layout(list(kernel), fwd, [list(range(d)), list(range(d, len(first)))], [], None, out)
+
+
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
-    "leading_batch": _leading_batch,
+    "leading_batch": _leading_batch, "concat_rows": _concat_rows,
     # convs and pools (see _window)
     "window_im2col": _plain_conv_only, "window_transposed": _transposed_only,
     "window_depthwise": _window("depthwise-taps"), "window_pool": _window("pool-taps"),
@@ -715,7 +735,8 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     # cross-entropy's keep is not an alternative for a mean
     for s in kb.strategies:
         if s.id == chosen.id or s.reshape == chosen.reshape or not (
-                c.family in s.families or (s.reshape == "keep" and not s.ops and not windowed)):
+                c.family in s.families or (s.reshape == "keep" and not s.ops and not windowed
+                                           and not traits(c.family).tile_on_output)):
             continue
         try:
             alt = RESHAPERS[s.reshape](c)

@@ -152,6 +152,8 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
             M, N = out[-2], out[-1]
             K = shapes[0][-1]
             return Geometry(out, dtype, None, "matmul" if len(out) == 2 else "auto", (M, K, N))
+    if traits(contract.family).tile_on_output and dims.output_kernel_shape:
+        return Geometry(tuple(dims.output_kernel_shape), dtype, None, "auto")
     if not dims.kernel_shapes or dims.kernel_shapes[0] is None:
         raise InputError("the dimension plan has no kernel shape: fill the contract's unknown shapes first")
     shape = tuple(dims.kernel_shapes[0])

@@ -995,9 +995,23 @@ def _einsum_matmul(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+def _concat(n: Node, ctx: Ctx) -> Recognition | None:
+    """`torch.cat((a, b, ...), dim)` of task inputs: a layout kernel copies each part to its offset. A cat
+    of expressions is the graph's to split (each part's kernel, then the copy); here it is no pattern."""
+    if not (_is_call(n, "cat", "concat", "concatenate") and n.args and n.args[0].kind == "tuple"):
+        return None
+    parts = n.args[0].args
+    if len(parts) < 2 or not all(ctx.is_tensor(p) for p in parts):
+        return None
+    rec = Recognition("layout", "cat")
+    args = _params(n, ("dim",), rec)
+    rec.op_args = {"dim": args.get("dim", 0), "operands": tuple(p.name for p in parts)}
+    return rec
+
+
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _matmul_epilogue, _elementwise,
+    _nested_unsupported, _matmul_epilogue, _concat, _elementwise,
 )
 
 

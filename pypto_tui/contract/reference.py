@@ -268,12 +268,13 @@ def _thaw(v: Any) -> Any:
     return v
 
 
-def _attention(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
+def _by_kind(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndarray:
+    """The registry entry's own reference on the operands (attention, a concatenation)."""
     k = _kind(c)
     return _run(k, *_operands(c, k, ops), **_attrs(c))
 
 
 _FAMILIES: dict[str, Callable[[Contract, list[np.ndarray], dict[str, Any]], np.ndarray]] = {
     "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
-    "loss": _loss, "matmul": _matmul, "scan": _scan, "attention": _attention,
+    "loss": _loss, "matmul": _matmul, "scan": _scan, "attention": _by_kind, "layout": _by_kind,
 }

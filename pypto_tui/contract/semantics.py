@@ -126,7 +126,7 @@ def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
     handler = {
         "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
         "loss": _loss, "matmul": _matmul, "scan": _scan, "conv": derive_window, "pool": derive_window,
-        "attention": _attention,
+        "attention": _attention, "layout": _layout,
     }[fam]
     handler(c, ops, out)
 
@@ -223,6 +223,30 @@ def _commutes(op: str) -> bool | None:
 
     a, b = np.random.default_rng(1).uniform(0.5, 2.0, size=(2, 3, 5))
     return bool(np.allclose(k.reference(a, b), k.reference(b, a), rtol=1e-9, atol=1e-12, equal_nan=True))
+
+
+def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
+    """A concatenation: its shape is the registry's; which part lands where depends on the order, so
+    swapping the inputs changes the result."""
+    from pypto_tui.ops.base import OpError
+
+    kind = registry.kind(c.op or "")
+    if kind is None or c.op != "cat":
+        raise _Missing("formula", f"'{c.op}' is a layout operator with no contract of its own")
+    shapes = [_need_shape(o) for o in ops]
+    try:
+        shape = tuple(kind.shape(shapes, {"dim": c.op_args.get("dim", 0)}))
+    except OpError as exc:
+        raise _Missing("output_shape", str(exc)) from None
+    d = norm_axes(c.op_args.get("dim", 0), len(shape))
+    if d is None:
+        raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of a rank-{len(shape)} input")
+    out.output_shape = shape
+    out.output_dtype = _promote_all([o.dtype for o in ops])
+    parts = ", ".join(o.name for o in ops)
+    out.formula = f"out = cat(({parts}), dim={d[0]})  (each part copied to its offset along axis {d[0]}, {shape})"
+    out.asymmetric = True
+    out.direction = f"the parts land along axis {d[0]} in the order {parts}"
 
 
 def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:

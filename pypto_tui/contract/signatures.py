@@ -34,8 +34,8 @@ def _anchor_calls() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Any
     (`inputs`, then `params`, torch's order) and torch's defaults (a kind the contract reads without a
     torch spelling, nansum, under its name). The rows below override the spellings whose parameters
     differ within a kind."""
-    kinds = [k for k in REGISTRY.values() if k.is_anchor and k.role not in ("matmul", "layout", "other")
-             and not k.spelled_as]
+    kinds = [k for k in REGISTRY.values() if k.is_anchor and not k.spelled_as
+             and (k.role not in ("matmul", "layout", "other") or (k.role == "layout" and k.arity == -1))]
     calls = {f: (*k.inputs, *k.params) for k in kinds for f in (k.functions or (k.name,))}
     defaults = {f: dict(k.defaults) for k in kinds if k.defaults for f in (k.functions or (k.name,))}
     return calls, defaults

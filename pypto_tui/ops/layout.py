@@ -44,7 +44,8 @@ def _transpose(x: np.ndarray, dim0: int = -2, dim1: int = -1, **_: Any) -> np.nd
 
 BASE_KINDS = (
     OpKind("cat", "layout", _cat_shape, lambda *xs, dim=0, **_: np.concatenate(xs, axis=dim),
-           functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1, aten=("aten.cat.default",)),
+           functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1, aten=("aten.cat.default",),
+           inputs=("tensors",), defaults={"dim": 0}, pattern="cat"),
     OpKind("transpose", "layout", _transpose_shape, _transpose, functions=("transpose", "t"),
            methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default")),
     OpKind("permute", "layout", _permute_shape, lambda x, dims=(), **_: np.transpose(x, dims),

@@ -29,6 +29,8 @@ class RoleTraits:
       features): smaller test shapes keep them.
     - `whole_axis_loop`: on a rank-1 kernel the loop runs over the reduced axis itself.
     - `strided_cost`: the roofline counts the window's strided reads.
+    - `tile_on_output`: the tile and the loop are planned on the output's kernel shape, which every
+      input's part is a slice of (a concatenation: the parts differ in width, the output holds them all).
     """
 
     output_in_kernel_layout: bool = False
@@ -42,6 +44,7 @@ class RoleTraits:
     sizes_in_init: bool = False
     whole_axis_loop: bool = False
     strided_cost: bool = False
+    tile_on_output: bool = False
 
 
 ROLE_TRAITS: dict[str, RoleTraits] = {
@@ -55,6 +58,7 @@ ROLE_TRAITS: dict[str, RoleTraits] = {
     "attention": RoleTraits(cube=True),
     "conv": RoleTraits(window=True, channels_fixed=True),
     "pool": RoleTraits(window=True, strided_cost=True),
+    "layout": RoleTraits(tile_on_output=True),
 }
 
 NO_TRAITS = RoleTraits()
