@@ -23,6 +23,25 @@ def _int_value(node: cst.BaseExpression) -> int | None:
     return node.evaluated_value if isinstance(node, cst.Integer) else None
 
 
+def _int_items(node: cst.BaseExpression) -> tuple[int | None, ...] | None:
+    """The elements of a list or tuple of whole numbers (`layer_sizes = [400, 800]`), or None: each
+    element is a size of its own, named `layer_sizes[0]`, `layer_sizes[1]`."""
+    if not isinstance(node, cst.List | cst.Tuple) or not node.elements:
+        return None
+    items = tuple(_int_value(e.value) for e in node.elements)
+    return items if all(isinstance(e, cst.Element) for e in node.elements) and any(
+        i is not None for i in items) else None
+
+
+def _split(name: str) -> tuple[str, int | None]:
+    """`layer_sizes[1]` -> ("layer_sizes", 1); a plain name -> (name, None)."""
+    if name.endswith("]") and "[" in name:
+        base, _, index = name[:-1].partition("[")
+        if index.isdigit():
+            return base, int(index)
+    return name, None
+
+
 def _targets(stmt: cst.Assign) -> list[tuple[str, cst.BaseExpression]] | None:
     """(name, value) pairs of a plain top-level assignment of whole numbers, or None."""
     if len(stmt.targets) != 1:
@@ -58,6 +77,7 @@ class _Binding(NamedTuple):
     statement: int            # the module-level statement that binds the name last
     value: int | None         # the whole number bound there, or None
     chain: tuple[str, ...]    # the names a chained `a = b = 128` binds with it (one value for all)
+    items: tuple[int | None, ...] | None = None  # a list or tuple of whole numbers bound there
 
 
 def _bindings(module: cst.Module) -> dict[str, _Binding]:
@@ -71,14 +91,18 @@ def _bindings(module: cst.Module) -> dict[str, _Binding]:
                 chained = _chained(small)
                 chain = tuple(n for n, _ in chained) if chained else ()
                 for name, value in _targets(small) or chained or []:
-                    last[name] = _Binding(index, _int_value(value), chain or (name,))
+                    last[name] = _Binding(index, _int_value(value), chain or (name,), _int_items(value))
             elif isinstance(small, cst.AugAssign | cst.AnnAssign) and isinstance(small.target, cst.Name):
                 last[small.target.value] = _Binding(index, None, (small.target.value,))
     return last
 
 
 def _sizes(last: dict[str, _Binding]) -> dict[str, int]:
-    return {k: b.value for k, b in last.items() if b.value is not None and b.value >= 2}
+    out = {k: b.value for k, b in last.items() if b.value is not None and b.value >= 2}
+    for k, b in last.items():
+        if b.items is not None and len(b.chain) == 1:
+            out.update({f"{k}[{i}]": v for i, v in enumerate(b.items) if v is not None and v >= 2})
+    return out
 
 
 def size_constants(source: str) -> dict[str, int]:
@@ -93,7 +117,7 @@ def size_groups(source: str) -> list[tuple[str, ...]]:
     last = _bindings(_parse(source))
     sizes = _sizes(last)
     return sorted({tuple(m for m in last[n].chain if m in sizes and last[m].statement == last[n].statement)
-                   for n in sizes})
+                   if n in last else (n,) for n in sizes})
 
 
 class _Rewrite(cst.CSTTransformer):
@@ -101,7 +125,12 @@ class _Rewrite(cst.CSTTransformer):
 
     def __init__(self, values: Mapping[str, int], last: Mapping[str, _Binding]) -> None:
         self.values = values
-        self.where = {name: last[name].statement for name in values}
+        self.where = {name: last[_split(name)[0]].statement for name in values}
+        self.items: dict[str, dict[int, int]] = {}
+        for name, value in values.items():
+            base, i = _split(name)
+            if i is not None:
+                self.items.setdefault(base, {})[i] = value
         self.index = -1
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
@@ -120,6 +149,13 @@ class _Rewrite(cst.CSTTransformer):
         target = updated.targets[0].target if len(updated.targets) == 1 else None
         if isinstance(target, cst.Name) and self._mine(target.value):
             return updated.with_changes(value=cst.Integer(str(self.values[target.value])))
+        listed = isinstance(updated.value, cst.List | cst.Tuple)
+        if isinstance(target, cst.Name) and listed and target.value in self.items:
+            new = self.items[target.value]
+            if any(self._mine(f"{target.value}[{i}]") for i in new):
+                elements = [e.with_changes(value=cst.Integer(str(new[i]))) if i in new else e
+                            for i, e in enumerate(updated.value.elements)]
+                return updated.with_changes(value=updated.value.with_changes(elements=elements))
         if isinstance(target, cst.Tuple) and isinstance(updated.value, cst.Tuple):
             elements = list(updated.value.elements)
             changed = False

@@ -102,3 +102,16 @@ def test_the_test_sizes_keep_every_kernels_design(name, batch, kept_sizes, tmp_p
 def test_a_level1_task_is_no_module():
     p = Pipeline(get_kb(), Design(task=str(CHAIN.parent / "tasks" / "softmax_rows.py")))
     assert module_stages(p) is None
+
+
+def test_a_list_of_sizes_is_one_size_per_element():
+    """`layer_sizes = [16384, 16384]` (KernelBench level 3's MLPs) is two sizes, each shrunk on its own
+    and written back into the list; an element below 2 is no size, and a list of other things none."""
+    src = ("batch = 128\nlayer_sizes = [16384, 1, 8192]\nnames = ['a', 'b']\n"
+           "def get_init_inputs():\n    return [layer_sizes]\n")
+    assert size_constants(src) == {"batch": 128, "layer_sizes[0]": 16384, "layer_sizes[2]": 8192}
+    assert ("layer_sizes[0]",) in size_groups(src) and ("layer_sizes[2]",) in size_groups(src)
+    out = with_sizes(src, {"layer_sizes[2]": 64, "batch": 4})
+    assert "layer_sizes = [16384, 1, 64]" in out and "batch = 4" in out and "names = ['a', 'b']" in out
+    with pytest.raises(InputError, match="not a size constant"):
+        with_sizes(src, {"layer_sizes[1]": 4})
