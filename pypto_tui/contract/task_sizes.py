@@ -149,13 +149,13 @@ class _Rewrite(cst.CSTTransformer):
         target = updated.targets[0].target if len(updated.targets) == 1 else None
         if isinstance(target, cst.Name) and self._mine(target.value):
             return updated.with_changes(value=cst.Integer(str(self.values[target.value])))
-        listed = isinstance(updated.value, cst.List | cst.Tuple)
-        if isinstance(target, cst.Name) and listed and target.value in self.items:
-            new = self.items[target.value]
-            if any(self._mine(f"{target.value}[{i}]") for i in new):
-                elements = [e.with_changes(value=cst.Integer(str(new[i]))) if i in new else e
-                            for i, e in enumerate(updated.value.elements)]
-                return updated.with_changes(value=updated.value.with_changes(elements=elements))
+        listed = updated.value
+        if isinstance(target, cst.Name) and isinstance(listed, cst.List | cst.Tuple) and target.value in self.items:
+            items = self.items[target.value]
+            if any(self._mine(f"{target.value}[{i}]") for i in items):
+                elements = [e.with_changes(value=cst.Integer(str(items[i]))) if i in items else e
+                            for i, e in enumerate(listed.elements)]
+                return updated.with_changes(value=listed.with_changes(elements=elements))
         if isinstance(target, cst.Tuple) and isinstance(updated.value, cst.Tuple):
             elements = list(updated.value.elements)
             changed = False
