@@ -85,32 +85,15 @@ def _tile_loop(p: Any) -> str:
 
 def chain_bounds(p: Any, kb: Any) -> tuple[Any, Any]:
     """A chain's (task roofline, plan roofline): the plan's adds every kernel's bytes (intermediates
-    written and read again); the task's drops each intermediate, counting only the module's
-    inputs, weights and final output, with the same arithmetic."""
+    written and read again); the task's drops each intermediate (roofline.module_roofline)."""
     from pypto_tui.design import module_stages
-    from pypto_tui.roofline import Roofline, Work, bound, chained, itemsize, roofline
+    from pypto_tui.roofline import module_roofline
 
     stages = module_stages(p)
     if stages is None or stages.refused or not stages.stages:
         raise ValueError(stages.refused if stages else "no module")
-    parts, produced, inner = [], set(), 0
-    last = len(stages.stages) - 1
-    for i, s in enumerate(stages.stages):
-        c = s.pipeline.contract()
-        parts.append(roofline(c, kb))
-        tensors = list(c.tensor_inputs)
-        for arg, t in zip(s.args, tensors, strict=False):
-            if arg in produced and t.shape is not None:
-                inner += math.prod(t.shape) * itemsize(kb, t.dtype)  # read again by this kernel
-        if i != last and c.output_shape is not None:
-            inner += math.prod(c.output_shape) * itemsize(kb, c.output_dtype or parts[-1].work.dtype)  # written
-        produced.add(s.output)
-    plan: Roofline = chained(parts)
-    w = plan.work
-    task = Work(max(w.bytes - inner, 1), w.vector_ops, w.cube_macs, w.dtype,
-                ("bytes: the module's inputs, weights and output once through HBM (no intermediate)",))
-    assert kb.roofline is not None
-    return bound(task, kb.roofline), plan
+    m = module_roofline(stages.stages, kb)
+    return m.task, m.plan
 
 
 def commit() -> str:

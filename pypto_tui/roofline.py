@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pypto_tui.contract.model import Contract, Input
 from pypto_tui.errors import InputError
@@ -260,3 +260,55 @@ def try_roofline(c: Contract, kb: KnowledgeBase) -> tuple[Roofline | None, str]:
         return roofline(c, kb), ""
     except (InputError, ValueError, TypeError, KeyError) as exc:
         return None, str(exc)
+
+
+class _Kernel(Protocol):
+    """One kernel of a module plan as the roofline reads it (design.ModuleStage): its contract, the
+    value ids it reads and the one it writes."""
+
+    @property
+    def args(self) -> Sequence[str]: ...
+
+    @property
+    def output(self) -> str: ...
+
+    @property
+    def pipeline(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ModuleRoofline:
+    """A module's rooflines: `task`'s bytes are the module's inputs, weights and output once (what any
+    plan must move; an input two kernels read counts once), `plan`'s every kernel's own (intermediates written and read again, `chained`);
+    `parts` is each kernel's, in order."""
+
+    task: Roofline
+    plan: Roofline
+    parts: tuple[Roofline, ...]
+
+
+def module_roofline(kernels: Sequence[_Kernel], kb: KnowledgeBase) -> ModuleRoofline:
+    """The rooflines of a module of several kernels (InputError and the like when a kernel has none)."""
+    if not kernels:
+        raise InputError("no kernels to add up")
+    parts: list[Roofline] = []
+    produced: set[str] = set()
+    read: set[str] = set()
+    inner = 0
+    last = len(kernels) - 1
+    for i, k in enumerate(kernels):
+        c = k.pipeline.contract()
+        parts.append(roofline(c, kb))
+        for arg, t in zip(k.args, c.tensor_inputs, strict=False):
+            if (arg in produced or arg in read) and t.shape is not None:
+                inner += math.prod(t.shape) * itemsize(kb, t.dtype)  # an intermediate, or an input read again
+            read.add(arg)
+        if i != last and c.output_shape is not None:
+            inner += math.prod(c.output_shape) * itemsize(kb, c.output_dtype or parts[-1].work.dtype)  # written
+        produced.add(k.output)
+    plan = chained(parts)
+    w = plan.work
+    task = Work(max(w.bytes - inner, 1), w.vector_ops, w.cube_macs, w.dtype,
+                ("bytes: the module's inputs, weights and output once through HBM (no intermediate)",))
+    assert kb.roofline is not None
+    return ModuleRoofline(bound(task, kb.roofline), plan, tuple(parts))

@@ -211,10 +211,10 @@ def _require_chain(p: Any) -> None:
 
 
 def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:
-    """A chain's roofline: each kernel's own (its contract), and their sum (roofline.chained);
-    (None, []) when the task is no chain or a kernel has none."""
+    """A chain's roofline: each kernel's own (its contract), and their sum (the plan's, intermediates
+    included: roofline.module_roofline); (None, []) when the task is no chain or a kernel has none."""
     from pypto_tui.design import module_stages
-    from pypto_tui.roofline import chained, try_roofline
+    from pypto_tui.roofline import module_roofline
 
     try:
         designed = module_stages(p)
@@ -222,15 +222,13 @@ def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:
         return None, []
     if designed is None or designed.refused:
         return None, []
-    parts = []
-    for s in designed.stages:
-        r, _ = try_roofline(s.pipeline.contract(), p.kb)
-        if r is None:
-            return None, []
-        parts.append((s, r))
+    try:
+        m = module_roofline(designed.stages, p.kb)
+    except (InputError, ValueError, TypeError, KeyError):
+        return None, []
     per = [{"index": s.index, "ops": s.ops, "roofline_us": r.roofline_us, "bound": r.bound, "bytes": r.work.bytes}
-           for s, r in parts]
-    return chained([r for _, r in parts]), per
+           for s, r in zip(designed.stages, m.parts, strict=True)]
+    return m.plan, per
 
 
 def _add_roofline(doc: dict[str, Any], bound: Any, why_not: str) -> None:

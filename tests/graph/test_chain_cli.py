@@ -74,3 +74,17 @@ def test_a_chains_roofline_adds_up_its_kernels():
     x_bytes = 128 * 256 * 4
     assert total.work.bytes > 2 * x_bytes + 256 * 512 * 4 + 128 * 512 * 4
     assert _module_roofline(Pipeline(get_kb(), Design(task=str(FIX / "tasks" / "softmax_rows.py")))) == (None, [])
+
+
+def test_a_chains_task_roofline_moves_its_inputs_weights_and_output_once():
+    """The bound any plan of the module must meet: x (read by the norm's first kernel and again by its
+    scaling), the gain, the projection's weight and the output, each once through HBM; the plan's own
+    adds every intermediate and the second read of x."""
+    from pypto_tui.roofline import module_roofline
+
+    p = Pipeline(get_kb(), Design(task=str(FIX / "tasks_chain" / "rmsnorm_linear.py")))
+    m = module_roofline(module_stages(p).stages, p.kb)
+    x, gain, weight, out = 128 * 256 * 4, 256 * 4, 512 * 256 * 4, 128 * 512 * 4
+    assert m.task.work.bytes == x + gain + weight + out
+    assert m.plan.work.bytes == sum(r.work.bytes for r in m.parts) > m.task.work.bytes + x
+    assert m.task.work.cube_macs == m.plan.work.cube_macs == 128 * 256 * 512
