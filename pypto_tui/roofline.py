@@ -279,8 +279,8 @@ class _Kernel(Protocol):
 @dataclass(frozen=True)
 class ModuleRoofline:
     """A module's rooflines: `task`'s bytes are the module's inputs, weights and output once (what any
-    plan must move; an input two kernels read counts once), `plan`'s every kernel's own (intermediates written and read again, `chained`);
-    `parts` is each kernel's, in order."""
+    plan must move; an input two kernels read counts once), `plan`'s every kernel's own (intermediates
+    written and read again, `chained`); `parts` is each kernel's, in order."""
 
     task: Roofline
     plan: Roofline
