@@ -311,16 +311,20 @@ def held_bytes(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, mi
     """Bytes an op chain holds in the unified buffer: `live_buffers` copies of the tile, whose leading
     axes count as at least `min_rows` rows when the op pads them (cumsum's 16-row transpose blocks).
 
-    `select_mask`: the chain selects with `pypto.where`, which holds two value tiles, its boolean mask
-    (one byte an element, each row padded to the 32-byte alignment, so a narrow tile's mask is as large
-    as a value tile) and a scratch buffer (WHERE_SCRATCH_BYTES). 2 x 65536 + 2048 x 32 + 12448 = 209056
-    B for (2048, 8) fp32, the compiler's own count; a (16384,) tile holds 159904 B and builds."""
+    `select_mask`: the chain selects with `pypto.where`, which holds its value tiles (the chain's live
+    buffers, at least the select's two), its boolean mask (one byte an element, each row padded to the
+    32-byte alignment, so a narrow tile's mask is as large as a value tile) and a scratch buffer
+    (WHERE_SCRATCH_BYTES). 2 x 65536 + 2048 x 32 + 12448 = 209056 B for (2048, 8) fp32, the compiler's own
+    count; a (16384,) tile holds 159904 B and builds. A max pool's `where(gt(win, acc), win, acc)` holds
+    three (win, acc, the result): with pypto 0.2.0 its (1, 104, 128) fp32 tile (185504 B) builds and
+    (1, 112, 128) (198816 B) and (1, 128, 128) fail a pass."""
     rows = max(math.prod(tile[:-1]), min_rows)
-    held = rows * tile[-1] * kb.dtype_bytes(dtype) * live_buffers
+    value = rows * tile[-1] * kb.dtype_bytes(dtype)
+    held = value * live_buffers
     if select_mask:
         align = kb.limits.last_dim_align_bytes
         mask = rows * (-(-tile[-1] // align) * align)
-        held = max(held, 2 * rows * tile[-1] * kb.dtype_bytes(dtype) + mask + WHERE_SCRATCH_BYTES)
+        held = max(live_buffers, 2) * value + mask + WHERE_SCRATCH_BYTES
     return held
 
 

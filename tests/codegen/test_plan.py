@@ -127,3 +127,19 @@ def test_a_where_counts_its_padded_mask_and_scratch_and_a_narrow_tile_steps_down
     tile = tuple(int(v) for v in re.search(r"TILE_SHAPE = \(([^)]*)\)", k.source).group(1).split(",") if v.strip())
     assert held_bytes(kb, tile, "fp32", 1, select_mask=True) <= kb.chip.ub_bytes, tile
     assert tile == (1024, 8) and "a where's two value tiles" in k.source  # stepped down from (2048, 8)
+
+
+def test_a_max_pools_select_holds_three_tiles_beside_its_mask(kb):
+    """A 2-D max pool combines its taps with where(gt(win, acc), win, acc): three value tiles, the mask and
+    the scratch. Measured with pypto 0.2.0 on a 3x3 pool of (2, 3, 128, 128): (1, 104, 128) builds, (1, 112,
+    128) and the budget's (1, 128, 128) fail a pass; the window tile steps down below them."""
+    from pypto_tui.tiles import held_bytes
+
+    assert held_bytes(kb, (1, 104, 128), "fp32", 3, select_mask=True) == 185504 <= kb.chip.ub_bytes
+    assert held_bytes(kb, (1, 112, 128), "fp32", 3, select_mask=True) == 198816 > kb.chip.ub_bytes
+    k = kernel_of(Pipeline(kb, Design(task=str(FIX / "tasks_extra" / "maxpool2d_3x3_same.py"))))
+    assert k.supported, k.reason
+    import re
+
+    tile = tuple(int(x) for x in re.search(r"^TILE = \(([\d, ]+)\)", k.source, re.M).group(1).split(", "))
+    assert held_bytes(kb, tile, "fp32", 3, select_mask=True) <= kb.chip.ub_bytes and tile[-1] * tile[-2] >= 8192

@@ -4,6 +4,7 @@ builds and verifies at every pass."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,3 +30,19 @@ def test_the_stepped_down_tile_verifies_where_the_budget_only_tile_is_refused(kb
     ok, refused = finish_verify(prepared, stepped), finish_verify(prepared, budget_only)
     assert ok.passed and not ok.missing_passes, ok.reason
     assert not refused.passed and "WHERE_TT" in refused.reason and "[209056]" in refused.reason, refused.reason
+
+
+POOL = TASK.parent / "maxpool2d_3x3_same.py"
+
+
+def test_a_max_pools_window_tile_builds_where_the_budget_only_tile_fails_a_pass(kb) -> None:
+    """The max pool's tap loop holds three tiles beside the select's mask: the stepped-down window tile
+    builds at the task's full shape; the 16384-element tile the budget alone allows fails a pass."""
+    from pypto_tui.sim.design_runs import cost_job
+
+    job = cost_job(Pipeline(kb, Design(task=str(POOL))), "pool")
+    assert not re.search(r"^TILE = \(1, 128, 128\)", job.kernel_source, re.M)
+    wide = re.sub(r"^TILE = \([\d, ]+\)", "TILE = (1, 128, 128)", job.kernel_source, flags=re.M)
+    built, failed = run_many([job, replace(job, kernel_source=wide)], jobs=2, timeout_s=600, cache=False)
+    assert built.status == "ok" and built.e2e_us, (built.status, built.error)
+    assert failed.status != "ok" and "Run pass failed" in (failed.error or ""), (failed.status, failed.error)

@@ -82,9 +82,10 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     a0 = plan.axes[0]
     win = _window_shape(plan)
     loop_axis = 2 if plan.nd == 1 else 1
+    select = plan.spec.kind == "max_pool" and plan.nd > 1  # its taps combine with a select (_pool_kernel)
     window = TileRole("window", "WINDOW_TILE" if plan.strategy == "im2col" else "TILE", win, dtype, None,
                       reducing=False, live_buffers=data.live_buffers,
-                      min_tile=None if plan.nd == 3 else _gather_floor(plan, len(win)))
+                      min_tile=None if plan.nd == 3 else _gather_floor(plan, len(win)), select_mask=select)
     if plan.strategy == "im2col" and plan.flat:
         # CONV.flat-taps: the columns span whole prepared rows (QW positions each) and no window view is
         # copied, so the columns are the one vec tile; the loop cuts them in whole rows of QW
@@ -118,14 +119,15 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
             depth = 1 if plan.depth_slices else plan.rows * a0.step
             roles[0] = TileRole("window", "TILE", (1, depth, a[1].view, a[2].view), dtype, None,
-                                reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4))
+                                reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4),
+                                select_mask=select)
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", full_window, dtype,
                                   None, reducing=False, min_tile=_gather_floor(plan, 4)))
     elif plan.depth_slices:  # a 2-D pool's one output row per iteration: its views are one row (1, 1, OW*SW)
         full_window = win
         roles[0] = TileRole("window", "TILE", (1, 1, win[2]), dtype, None, reducing=False,
-                            live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)))
+                            live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)), select_mask=select)
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
         roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
