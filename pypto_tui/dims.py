@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pypto_tui.contract.model import Contract, norm_axes
 from pypto_tui.errors import InputError
@@ -589,14 +589,91 @@ def _concat_rows(c: Contract) -> _Layout:
     return _Layout(list(kernel), fwd, [list(range(d)), list(range(d, len(first)))], [], None, out)
 
 
+MAX_SWAP_BLOCKS = 64
+"""The most blocks a swap of two axes copies per chunk (each one view and one assemble, written out)."""
+
+
+class SwapBlocks(NamedTuple):
+    """A swap of adjacent axes d0, d0 + 1 as block copies: the input is (A, P, Q, R) (the axes before,
+    the two swapped, the trailing ones merged), the output (A, Q, P, R). The kernel copies min(P, Q)
+    blocks per chunk of A: along P (`by_p`) each block is x[:, p] (Q, R), landing at out[:, :, p]; else
+    each is x[:, :, q] (P, R), landing at out[:, q]."""
+
+    A: int
+    P: int
+    Q: int
+    R: int
+    by_p: bool
+
+    @property
+    def input_kernel(self) -> Shape:
+        return (self.A, self.P * self.Q, self.R) if self.by_p else (self.A, self.P, self.Q * self.R)
+
+    @property
+    def output_kernel(self) -> Shape:
+        return (self.A, self.Q, self.P * self.R) if self.by_p else (self.A, self.Q * self.P, self.R)
+
+
+def swap_blocks(shape: Shape, d0: int, d1: int) -> SwapBlocks:
+    """The block plan of transpose(d0, d1), or _NotApplicable saying why it has none. (Whether the
+    trailing rows are long enough to move is the pattern's question: it needs the pack's alignment.)"""
+    if d1 != d0 + 1:
+        raise _NotApplicable(f"axes {d0} and {d1} are not adjacent: only a swap of neighbouring axes is copied "
+                             "in blocks")
+    rows = math.prod(shape[d1 + 1:])
+    plan = SwapBlocks(math.prod(shape[:d0]), shape[d0], shape[d1], rows, shape[d0] <= shape[d1])
+    if min(plan.P, plan.Q) > MAX_SWAP_BLOCKS:
+        raise _NotApplicable(f"{min(plan.P, plan.Q)} blocks per chunk (more than {MAX_SWAP_BLOCKS}): the swap "
+                             "has no block copy of a size a kernel writes out")
+    return plan
+
+
+def _swap_layout(c: Contract) -> _Layout:
+    """transpose(d0, d0 + 1) laid out for its block copies (SwapBlocks)."""
+    if c.op != "transpose" or len(c.operands) != 1 or c.operands[0].shape is None:
+        raise _NotApplicable("the block layout is for a transpose of one input with a known shape")
+    shape = tuple(c.operands[0].shape or ())
+    d0 = int(c.op_args.get("dim0", 0))
+    plan = swap_blocks(shape, d0, int(c.op_args.get("dim1", 1)))
+    axis_map = ([list(range(d0)), [d0, d0 + 1], list(range(d0 + 2, len(shape)))] if plan.by_p else
+                [list(range(d0)), [d0], list(range(d0 + 1, len(shape)))])
+    fwd: list[Shape | None] = [plan.input_kernel if t.is_tensor else None for t in c.inputs]
+    return _Layout([plan.input_kernel], fwd, axis_map, [], None, plan.output_kernel)
+
+
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
-    "leading_batch": _leading_batch, "concat_rows": _concat_rows,
+    "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
     # convs and pools (see _window)
     "window_im2col": _plain_conv_only, "window_transposed": _transposed_only,
     "window_depthwise": _window("depthwise-taps"), "window_pool": _window("pool-taps"),
 }
+
+
+def _whole_rows(c: Contract, layout: _Layout, kb: KnowledgeBase) -> None:
+    """A swap's blocks move whole trailing rows, each a multiple of the pack's alignment (a row of a
+    block is the last axis of every view and assemble)."""
+    rows = layout.kernel_shapes[0][-1] if layout.kernel_shapes else 0
+    swap = layout.output_kernel_shape[-1] if layout.output_kernel_shape else 0
+    row = min(rows, swap) * kb.dtype_bytes(c.operands[0].dtype or "fp32")
+    if row % kb.limits.last_dim_align_bytes:
+        raise _NotApplicable(f"the rows after the swapped axes are {row} bytes, not whole "
+                             f"{kb.limits.last_dim_align_bytes}-byte rows (a transpose of the last axis is no "
+                             "block copy)")
+
+
+PACK_CHECKS: dict[str, Callable[[Contract, _Layout, KnowledgeBase], None]] = {"swap_blocks": _whole_rows}
+"""Layouts whose validity also depends on the pack's numbers (the reshapers read the contract alone)."""
+
+
+def layout_of(reshape: str, c: Contract, kb: KnowledgeBase) -> _Layout:
+    """The contract laid out by one of RESHAPERS, checked against the pack where that matters."""
+    layout = RESHAPERS[reshape](c)
+    check = PACK_CHECKS.get(reshape)
+    if check is not None:
+        check(c, layout, kb)
+    return layout
 
 
 # ================================================================================ selection
@@ -679,7 +756,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     rejected: list[str] = []
     for s in cands:  # the first applicable candidate is the table's choice
         try:
-            layout = RESHAPERS[s.reshape](c)
+            layout = layout_of(s.reshape, c, kb)
             recommended = s
             break
         except _NotApplicable as exc:
@@ -688,7 +765,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     if strategy is not None and (recommended is None or strategy != recommended.id):
         pick = by_id[strategy]
         try:
-            layout = RESHAPERS[pick.reshape](c)
+            layout = layout_of(pick.reshape, c, kb)
             chosen = pick
         except _NotApplicable as exc:
             rule = pick.rule if pick.rule in ("O3.merge-reduce-axes",) else "P3.rank-strategy"
@@ -739,7 +816,7 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
                                            and not traits(c.family).tile_on_output)):
             continue
         try:
-            alt = RESHAPERS[s.reshape](c)
+            alt = layout_of(s.reshape, c, kb)
         except _NotApplicable:
             continue
         # a conv's strategies share the planes layout and differ in the kernel (im2col or tap sums)

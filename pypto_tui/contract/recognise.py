@@ -1009,9 +1009,39 @@ def _concat(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+def _swap_axes(n: Node, ctx: Ctx) -> Recognition | None:
+    """`x.transpose(d0, d1)` (or a permute that swaps two axes) of a task input: a layout kernel copies
+    blocks of the trailing axes to their new places. Any other permutation is no pattern here."""
+    if not (n.kind == "call" and n.name in ("transpose", "permute") and n.args and ctx.is_tensor(n.args[0])):
+        return None
+    rank = ctx.rank(n.args[0])
+    if rank is None:
+        return None
+    rec = Recognition("layout", "transpose")
+    if n.name == "transpose":
+        if len(n.args) != 3:
+            return None
+        d0, d1 = _val(n.args[1]), _val(n.args[2])
+    else:
+        dims = [_val(a) for a in n.args[1:]]
+        if len(dims) == 1 and isinstance(dims[0], tuple | list):
+            dims = list(dims[0])
+        if sorted(d % rank for d in dims) != list(range(rank)):
+            return None
+        moved = [i for i, d in enumerate(dims) if d % rank != i]
+        if len(moved) != 2:
+            return None
+        d0, d1 = moved
+    if not (isinstance(d0, int) and isinstance(d1, int)) or d0 % rank == d1 % rank:
+        return None
+    rec.op_args = {"dim0": min(d0 % rank, d1 % rank), "dim1": max(d0 % rank, d1 % rank),
+                   "operands": (n.args[0].name,)}
+    return rec
+
+
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _matmul_epilogue, _concat, _elementwise,
+    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _elementwise,
 )
 
 

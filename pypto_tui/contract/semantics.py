@@ -231,6 +231,17 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
     from pypto_tui.ops.base import OpError
 
     kind = registry.kind(c.op or "")
+    if kind is not None and c.op == "transpose":
+        shape = _need_shape(ops[0])
+        d0, d1 = c.op_args.get("dim0"), c.op_args.get("dim1")
+        if not (isinstance(d0, int) and isinstance(d1, int) and 0 <= d0 < d1 < len(shape)):
+            raise _Missing("output_shape", f"transpose({d0}, {d1}) of a rank-{len(shape)} input")
+        out.output_shape = tuple(kind.shape([shape], {"dim0": d0, "dim1": d1}))
+        out.output_dtype = ops[0].dtype
+        out.formula = (f"out = {ops[0].name}.transpose({d0}, {d1})  (axes {d0} and {d1} swapped, "
+                       f"{out.output_shape})")
+        out.asymmetric = False
+        return
     if kind is None or c.op != "cat":
         raise _Missing("formula", f"'{c.op}' is a layout operator with no contract of its own")
     shapes = [_need_shape(o) for o in ops]

@@ -52,7 +52,7 @@ def build_concat(b: Builder) -> None:
         out: Stmts = []
         for part, width, col in zip(parts, widths, offsets, strict=True):
             chunk = f"{part}_{suffix}"
-            out += b.tmpl("cat_part", views=b.view(chunk, part, [size, width], [off, 0]), part=Ex.name(chunk),
+            out += b.tmpl("copy_block", views=b.view(chunk, part, [size, width], [off, 0]), part=Ex.name(chunk),
                           offsets=dims_list([off, col]), out=name("out"))
         return out
 
