@@ -54,8 +54,8 @@ def _dynamic_axis(value: str | None) -> int | None:
 @handles_input_errors
 def scaffold(
     task: Annotated[Path, typer.Argument(help="A KernelBench task file.")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the module here (default: print "
-                                                "it).", show_default=False)] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write the module here ('-' or "
+                                                "nothing: print it).", show_default=False)] = None,
     force: ForceOpt = False,
     flavour: FlavourOpt = None,
     dynamic_axis: DynamicOpt = None,
@@ -67,6 +67,8 @@ def scaffold(
     """Generate the PyPTO ModelNew module for one task."""
     from pypto_tui.export import scaffold_task
 
+    if output is not None and str(output) == "-":  # the Unix spelling of standard output, never a file named '-'
+        output = None
     pack = load_kb(kb)
     front_end = use_front_end(task, pack, front_end, trace_timeout)
     result = scaffold_task(task, pack, output, force=force, flavour=flavour, dynamic_axis=_dynamic_axis(dynamic_axis),

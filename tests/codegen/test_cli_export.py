@@ -33,6 +33,13 @@ def test_scaffold_prints_writes_and_refuses_to_overwrite(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left behind
 
 
+def test_scaffold_to_dash_prints_and_writes_no_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("scaffold", FIX / "tasks" / "softmax_rows.py", "-o", "-")
+    assert r.exit_code == 0 and "class ModelNew" in r.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_scaffold_json_and_flavours():
     r = invoke("scaffold", FIX / "tasks" / "elu.py", "--json")
     d = json.loads(r.stdout)
