@@ -370,13 +370,17 @@ def check_ub_step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers:
 
 
 def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min_rows: int = 1,
-              select_mask: bool = False) -> Shape:
+              select_mask: bool = False, keep_last: bool = False) -> Shape:
     """O1.ub-step-down: halve the largest axis until prod(tile) reaches the next rung of the pack's
-    ladder and the op chain's buffers fit the unified buffer."""
+    ladder and the op chain's buffers fit the unified buffer. `keep_last`: halve the leading axes
+    first, the last only when they are all 1 (a gather along the last axis, HW.gather-tile: a 3-D
+    max pool's (1, 1, 124, 128) stepped down to (1, 1, 124, 64) lost pass-verify's Pass_28 and
+    Pass_36 rows at its GATHER ops on pypto 0.2.0; (1, 1, 62, 128) verifies)."""
     new = list(tile)
 
     def halve() -> bool:
-        axis = max(range(len(new)), key=lambda i: (new[i], i))
+        lead = [i for i in range(len(new) - 1) if new[i] > 1] if keep_last else []
+        axis = max(lead or range(len(new)), key=lambda i: (new[i], i))
         if new[axis] <= 1:
             return False
         new[axis] //= 2
@@ -677,8 +681,10 @@ def choose_tile(kb: KnowledgeBase, role: TileRole, user_tile: Sequence[int] | No
             if source != "user":
                 held = role_held_bytes(kb, tile, role)
                 requested = tile
+                gathers_last = role.min_tile is not None and role.min_tile[-1] > 1
                 tile = fill_padded_rows(kb, step_down(kb, tile, role.dtype, role.live_buffers, role.min_rows,
-                                                      role.select_mask), role.shape, role.min_rows)
+                                                      role.select_mask, keep_last=gathers_last),
+                                        role.shape, role.min_rows)
                 source = "stepped-down"
                 each = math.prod(requested) * kb.dtype_bytes(role.dtype)
                 size = (f"{role.live_buffers} tile-sized buffers of at least {role.min_rows} rows, {held} B"

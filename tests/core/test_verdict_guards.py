@@ -34,6 +34,17 @@ def test_the_step_down_halves_the_largest_axis_and_the_later_one_on_a_tie(kb) ->
     assert held_bytes(kb, tied, "fp32", 6) <= kb.chip.ub_bytes < held_bytes(kb, (128, 128), "fp32", 6)
 
 
+
+def test_a_gather_along_the_last_axis_steps_down_its_leading_axes_first(kb) -> None:
+    """A 3-D max pool's window tile (1, 1, 124, 128) with its select's buffers: halving the last
+    axis (the default) gives (1, 1, 124, 64), whose GATHER ops lost two pass-verify rows on pypto
+    0.2.0; keep_last halves the rows, and the last axis only once every leading axis is 1."""
+    plain = step_down(kb, (1, 1, 124, 128), "fp32", live_buffers=3, select_mask=True)
+    kept = step_down(kb, (1, 1, 124, 128), "fp32", live_buffers=3, select_mask=True, keep_last=True)
+    assert plain[-1] < 128
+    assert kept[-1] == 128 and kept[2] < 124
+    assert step_down(kb, (1, 1, 1, 65536), "fp32", live_buffers=3, keep_last=True)[-1] < 65536
+
 NORM_TASK = """import torch
 import torch.nn as nn
 
