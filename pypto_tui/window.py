@@ -46,6 +46,15 @@ STRATEGY_OF_ID: Mapping[str, str] = {
 }
 
 
+PREPARE_PLANES = 8
+"""Planes per iteration of a block pre kernel (CONV.pad-blocks): few enough that the fill slabs and the
+data stay small tiles, many enough that the loop's fixed cost is shared."""
+PREPARE_ELEMENTS = 1 << 20
+"""The most padded elements a block of planes holds: 64 full tiles, so a block's copy and slabs stay far
+below auto_tiles' limit with tiles that keep whole rows (3-D: 8 volumes of 130^3 took 1377 tiles of 64 B
+rows)."""
+
+
 @dataclass(frozen=True)
 class AxisPlan:
     """One spatial axis: the input, the prepared input and the windows read from it.
@@ -127,6 +136,20 @@ class WindowPlan:
     def prepare(self) -> bool:
         """A pre kernel builds the prepared input (padding, zero insertion, room for stride views)."""
         return any(a.needs_fill() for a in self.axes)
+
+    @property
+    def pads_in_blocks(self) -> bool:
+        """The pre kernel writes blocks of whole planes (CONV.pad-blocks): the data assembled at its
+        offset and each border as one fill slab, where one plane per iteration grew each plane by
+        concats. Zero insertion still goes one plane at a time."""
+        return all(a.insert <= 1 for a in self.axes)
+
+    @property
+    def prepare_planes(self) -> int:
+        """Planes per iteration of a block pre kernel (CONV.pad-blocks): up to PREPARE_PLANES, and no
+        more than PREPARE_ELEMENTS padded elements (a 3-D volume is a block on its own)."""
+        plane = math.prod(a.prepared for a in self.axes)
+        return max(1, min(self.spec.batch * self.spec.in_channels, PREPARE_PLANES, PREPARE_ELEMENTS // plane))
 
     @property
     def reverse_taps(self) -> bool:

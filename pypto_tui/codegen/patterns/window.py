@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
-         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat")
+         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "CONV.stride-view",
               "CONV.row-blocks", "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
@@ -130,8 +130,9 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
                             live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)), select_mask=select)
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
-        roles.append(TileRole("prepare", "PREP_TILE", (1, 1, q[0]) if plan.nd == 1 else (1, *q), dtype, None,
-                              reducing=False, strict_align=True))
+        per_block = plan.prepare_planes if plan.pads_in_blocks else 1  # CONV.pad-blocks: planes per iteration
+        roles.append(TileRole("prepare", "PREP_TILE", (per_block, 1, q[0]) if plan.nd == 1 else (per_block, *q), dtype,
+                              None, reducing=False, strict_align=True))
     # the cube takes the im2col matmul, or the pointwise stage's (a depthwise conv has no other)
     matmul = plan.matmul or plan.pointwise_matmul
     cube = None
@@ -287,7 +288,9 @@ def build_window(b: Builder) -> None:
     planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
                        "planes")
     src = planes
-    if prep is not None:
+    if prep is not None and plan.pads_in_blocks:
+        src = _pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
+    elif prep is not None:
         src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
     if plan.strategy == "im2col" and plan.flat:
         _flat_kernel(b, plan, nm, op, main, src, unpack)
@@ -483,6 +486,53 @@ def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any
              + ("zero-inserted and " if any(a.insert > 1 for a in plan.axes) else "")
              + f"padded with {'-inf' if plan.fill == float('-inf') else 'zeros'} "
              "(CONV.transposed, POOL.max-pad-inf), one plane per iteration, assembled whole (CONV.assemble-whole)."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [planes], out="prepared")
+    return "prepared"
+
+
+@cites("CONV.pad-blocks", "POOL.max-pad-inf", "CONV.assemble-whole")
+def _pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, planes: str,
+                       unpack: Stmts) -> str:
+    """Padding in blocks of planes (CONV.pad-blocks): each iteration assembles a block of the input at
+    its offset in the prepared planes and fills each border with one slab; forward allocates them."""
+    nd = plan.nd
+    dt = b.pdtype()
+    lead, at0 = (["1"], ["0"]) if nd == 1 else ([], [])  # a 1-D signal's planes are (N*C, 1, L)
+
+    def block(size: str, off: str, suffix: str) -> Stmts:
+        data = f"planes_{suffix}"
+        view = b.view(data, planes, [size, *[1] * len(lead), *nm.sizes], [off, *[0] * (len(at0) + nd)])
+        steps = b.tmpl("copy_block", views=view, part=name(data), offsets=_list([off, *at0, *nm.lo]), out=name("out"))
+        for i in range(nd):
+            # axis i's borders: the data's extent on the axes before it, the whole prepared extent after it
+            before, after = list(nm.sizes[:i]), list(nm.q[i + 1:])
+            at_before = list(nm.lo[:i])
+            for width, at in ((nm.lo[i], "0"), (nm.hi[i], f"{nm.lo[i]} + {nm.sizes[i]}")):
+                shape = _list([size, *lead, *before, width, *after])
+                where = _list([off, *at0, *at_before, at, *["0"] * len(after)])
+                steps += b.tmpl("window_fill_slab", width=name(width), shape=shape, at=where, dt=dt, out=name("out"))
+        return steps
+
+    fill = _e('float("-inf")') if plan.fill == float("-inf") else literal(0.0)
+    b.add_constant(Constant(
+        "PREP_PLANES", plan.prepare_planes,
+        [f"PREP_PLANES: the pre kernel pads {plan.prepare_planes} plane(s) per iteration, the data assembled at its "
+         "offset and each border one fill slab (CONV.pad-blocks)."], ("CONV.pad-blocks",), {}))
+    prelude = b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, PREP_PLANES)"))
+    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"),
+                                                                 block("TAIL", "TAIL_OFFSET", "tail"))]
+    in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
+    out_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.q)))
+    spec = KernelSpec(
+        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=_dims(nd), scalars=[],
+        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],
+        output=TensorParam("out", out_shape, b.ctx.dtype),
+        prelude=[*_factory_prelude(unpack, []), *prelude], body=body,
+        doc=(f"The prepared input of {op}: blocks of (image, channel) planes, each assembled at its offset "
+             f"and framed by {'-inf' if plan.fill == float('-inf') else 'zero'} slabs (CONV.pad-blocks, "
+             "POOL.max-pad-inf)."),
     )
     b.add_kernel(spec)
     b.call_kernel(spec, [planes], out="prepared")
