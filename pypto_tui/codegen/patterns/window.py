@@ -82,7 +82,7 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
     a0 = plan.axes[0]
     win = _window_shape(plan)
     loop_axis = 2 if plan.nd == 1 else 1
-    select = plan.spec.kind == "max_pool" and plan.nd > 1  # its taps combine with a select (_pool_kernel)
+    select = plan.spec.kind == "max_pool"  # its taps combine with a select (_pool_kernel)
     window = TileRole("window", "WINDOW_TILE" if plan.strategy == "im2col" else "TILE", win, dtype, None,
                       reducing=False, live_buffers=data.live_buffers,
                       min_tile=None if plan.nd == 3 else _gather_floor(plan, len(win)), select_mask=select)
@@ -796,11 +796,9 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
                  unpack: Stmts) -> None:
     spec = plan.spec
     nd = plan.nd
-    # a 2-D or 3-D max as a compare and a select (POOL.tap-views): exact, -inf padding included, and the
-    # cost model prices pypto.maximum at about ten times the select; a 1-D max keeps pypto.maximum (the
-    # select failed to compile on KernelBench 41's (2, 3, 32768) test shape, F7A001)
-    combine = ("acc + win" if spec.kind != "max_pool" else "pypto.maximum(acc, win)" if nd == 1 else
-               "pypto.where(pypto.gt(win, acc), win, acc)")
+    # a max as a compare and a select (POOL.tap-views): exact, -inf padding included, and the cost model
+    # prices pypto.maximum at about ten times the select; the window role counts the select's buffers
+    combine = "acc + win" if spec.kind != "max_pool" else "pypto.where(pypto.gt(win, acc), win, acc)"
     taps = [f"TAP_{a}[t]" for a in nm.L]
     chain = _window(b, plan, nm, "xq", "1", "plane", taps, win, win if nd == 3 else win4)
     axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
