@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto_tui.contract.conv import WindowSpec
@@ -134,8 +134,9 @@ class WindowPlan:
 
     @property
     def prepare(self) -> bool:
-        """A pre kernel builds the prepared input (padding, zero insertion, room for stride views)."""
-        return any(a.needs_fill() for a in self.axes)
+        """A pre kernel builds the prepared input (padding, zero insertion, room for stride views, the
+        stride phases of POOL.phase-split)."""
+        return any(a.needs_fill() or self.phases(i) for i, a in enumerate(self.axes))
 
     @property
     def pads_in_blocks(self) -> bool:
@@ -165,10 +166,32 @@ class WindowPlan:
         ops.toml [op.avg_pool] holds the measurement)."""
         return self.strategy == "pool-taps" and self.nd >= 2 and self.axes[0].step > 1
 
+    def phases(self, i: int) -> bool:
+        """Whether the pre kernel stores axis i split by stride phase (POOL.phase-split): prepared
+        position q at (q % S) * ceil(Q / S) + q // S, so every tap's window along the axis is one
+        contiguous view of the output's extent and the pool kernel gathers nothing; the pre kernel
+        gathers each phase once. A pool's axes after the first (the first is a scalar offset per
+        output slice, POOL.depth-slices) with a constant divisor (a count map reads positions in the
+        plain layout), in 3-D: a 2-D pool's one output row per iteration makes each tap view a
+        single row of OW positions, and its cost is then the taps' count, not their size (KernelBench
+        45 at (2, 64, 32, 128): 408 -> 622 us; at width 2048, 1443 -> 761 us)."""
+        return (self.strategy == "pool-taps" and self.nd == 3 and i >= 1 and self.axes[i].step > 1
+                and (self.spec.kind == "max_pool" or self.divisor is not None))
+
     def gathers(self, i: int) -> bool:
         """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided
-        axis but a depth slice's, whose offset is a scalar (POOL.depth-slices)."""
-        return self.axes[i].step > 1 and not (i == 0 and self.depth_slices)
+        axis but a depth slice's, whose offset is a scalar (POOL.depth-slices), and a phase-split
+        one's (POOL.phase-split)."""
+        return self.axes[i].step > 1 and not (i == 0 and self.depth_slices) and not self.phases(i)
+
+    def phase_multiple(self, i: int) -> int:
+        """What axis i's phase length is a multiple of (POOL.phase-split; see phase_multiple)."""
+        return phase_multiple(self.axes[i].step, i == self.nd - 1)
+
+    def view_extent(self, i: int) -> int:
+        """Axis i's extent in one tap's window view: the output's count on a phase-split axis, else
+        out * step (the stride is gathered from the view)."""
+        return self.axes[i].out if self.phases(i) else self.axes[i].view
 
     @property
     def rows(self) -> int:
@@ -209,7 +232,7 @@ class WindowPlan:
     @property
     def row_elements(self) -> int:
         """Elements of the largest window view per output row (the tap-reduction strategies)."""
-        return self.axes[0].step * math.prod(a.view for a in self.axes[1:])
+        return self.axes[0].step * math.prod(self.view_extent(i) for i in range(1, self.nd))
 
     @property
     def divisor(self) -> float | None:
@@ -324,6 +347,25 @@ def _bytes(b: int) -> str:
     return f"{b} B"
 
 
+ALIGN_ELEMENTS = 8
+"""32 bytes of fp32 (the conv and pool scaffolds are fp32): the NPU code generator wants a tile's last
+dim in whole 32-byte blocks (P4.last-dim-align)."""
+
+
+def phase_multiple(stride: int, last: bool) -> int:
+    """What a phase's length is a multiple of (POOL.phase-split): on the last axis, so that the
+    stride's phases together (stride x length) fill whole 32-byte blocks, and the pre kernel's tile,
+    which takes that axis whole, has an aligned last dim."""
+    return ALIGN_ELEMENTS // math.gcd(stride, ALIGN_ELEMENTS) if last else 1
+
+
+def phase_length(prepared: int, stride: int, last: bool) -> int:
+    """Positions per phase of a phase-split axis of `prepared` padded positions."""
+    m = phase_multiple(stride, last)
+    per_phase = math.ceil(prepared / stride)
+    return math.ceil(per_phase / m) * m
+
+
 def flat_taps(spec: WindowSpec) -> bool:
     """Whether a conv takes the flat-plane form (CONV.flat-taps): a 2-D conv with stride 1 on both
     axes, not transposed. With stride 1, output row r, column o of tap (i, j) reads flat position
@@ -370,4 +412,10 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
         return WindowPlan(spec, strategy, axes, spec.in_channels, 1, flat=True)
     # the tap strategies take one channel plane per item: their window views then never merge channels
     # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
-    return WindowPlan(spec, strategy, axes, 1, spec.in_channels)
+    plan = WindowPlan(spec, strategy, axes, 1, spec.in_channels)
+    if any(plan.phases(i) for i in range(spec.nd)):
+        # a phase-split axis holds S phases of ceil(Q / S) positions each (POOL.phase-split)
+        rounded = tuple(replace(a, prepared=a.step * phase_length(a.prepared, a.step, i == spec.nd - 1))
+                        if plan.phases(i) else a for i, a in enumerate(axes))
+        plan = replace(plan, axes=rounded)
+    return plan

@@ -247,8 +247,8 @@ def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
     assert any(f.rule == "POOL.depth-slices" for f in plan.findings)
     code = kernel_of(p).source
     assert "ROWS = 1\n" in code and "LOOP_COUNT = 62\n" in code
-    assert "pypto.index_select(win, 1," not in code  # the depth is never gathered
-    assert "pypto.index_select(win, 2, keep_h)" in code and "pypto.index_select(win, 3, keep_w)" in code
+    assert "pypto.index_select(win" not in code  # the depth is a scalar; H and W are phase-split
+    assert "pypto.index_select(part, 2, keep_h[j_h])" in code and "pypto.index_select(part, 3, keep_w[j_w])" in code
 
 
 @pytest.mark.parametrize("name", ["maxpool2d_ceil.py", "avgpool2d_exclude_pad.py", "avgpool2d_functional.py"])

@@ -1,0 +1,126 @@
+"""A 3-D pool stores its strided H and W axes by stride phase (POOL.phase-split): the pre kernel
+gathers each phase of a block of planes once, every tap of the pool kernel is then a plain view.
+Fast tests read the plan, the generated text and the segment helper (every prepared position written
+exactly once); the compiler tests verify three 3-D pools and catch a view of the wrong phase and a
+phase stored at the wrong place."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from family import EXTRA
+
+from pypto_tui.contract.conv import window_spec
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.verification import verify_many
+from pypto_tui.window import plan_window
+
+CONV = EXTRA.parent / "tasks_conv"
+
+
+def _plan(kb, name: str):
+    return plan_window(window_spec(extract_contract(CONV / name, kb)))
+
+
+def _source(kb, name: str) -> str:
+    return kernel_of(Pipeline(kb, Design(task=str(CONV / name)))).source
+
+
+def test_the_strided_axes_after_the_first_of_a_3d_pool_are_phase_split(kb):
+    plan = _plan(kb, "maxpool3d.py")  # kernel 3, stride 2, padding 1
+    assert [plan.phases(i) for i in range(3)] == [False, True, True]
+    assert not any(plan.gathers(i) for i in range(3))
+    for i in (1, 2):
+        a = plan.axes[i]
+        assert a.prepared % a.step == 0 and plan.view_extent(i) == a.out
+    assert plan.axes[2].prepared % 8 == 0  # the pre kernel's tile takes W whole: 32-byte rows
+    mixed = _plan(kb, "avgpool3d_asymmetric.py")  # stride (2, 2, 1): W is read as it is
+    assert [mixed.phases(i) for i in range(3)] == [False, True, False]
+    # a 2-D pool keeps its gathers (one output row per iteration: the phase form measured slower at
+    # KernelBench 45's bench shape), and so does a 1-D one
+    assert not any(_plan(kb, "maxpool2d_ceil.py").phases(i) for i in range(2))
+    assert not _plan(kb, "maxpool1d_dilated.py").phases(0)
+
+
+def test_the_pool_kernel_reads_plain_views_and_the_pre_kernel_gathers_each_phase(kb):
+    src = _source(kb, "maxpool3d.py")
+    pool = src[src.index("def create_max_pool3d_kernel"):]
+    assert "index_select" not in pool
+    assert "(TAP_H[t] % 2) * PH + TAP_H[t] // 2" in pool and "(TAP_W[t] % 2) * PW + TAP_W[t] // 2" in pool
+    assert "xq: pypto.Tensor((n * c, QD, 2 * PH, 2 * PW)" in pool
+    prep = src[src.index("def create_max_pool3d_prepare_kernel"):src.index("def create_max_pool3d_kernel")]
+    assert "part = pypto.index_select(part, 2, keep_h[j_h])" in prep
+    assert "part = pypto.index_select(part, 3, keep_w[j_w])" in prep
+    assert "FIRST_H, COUNT_H, AT_H, FILL_AT_H, FILL_WIDTH_H = phase_segments(h, LO_H, 2, PH)" in prep
+    assert "= phase_segments(d, LO_D, 1, QD)" in prep  # the depth is a plain axis: one phase
+
+
+def _segments(kb):
+    src = _source(kb, "maxpool3d.py")
+    start = src.index("def phase_segments")
+    namespace: dict = {}
+    exec(src[start:src.index("\n\n\n", start)], namespace)  # our own generated helper
+    return namespace["phase_segments"]
+
+
+def test_every_prepared_position_is_written_once_and_each_input_lands_at_its_phase(kb):
+    segments = _segments(kb)
+    for size in (1, 2, 5, 16, 17):
+        for lo in (0, 1, 2, 3):
+            for stride in (1, 2, 3):
+                q = lo + size + 2
+                length = -(-q // stride)
+                first, count, at, fill_at, fill_width = segments(size, lo, stride, length)
+                written = [0] * (stride * length)
+                for f, n, a in zip(first, count, at, strict=True):
+                    for k in range(n):
+                        x = f + k * stride  # input position -> its padded position's phase place
+                        padded = x + lo
+                        assert a + k == (padded % stride) * length + padded // stride
+                        written[a + k] += 1
+                assert sum(count) == size
+                for a, w in zip(fill_at, fill_width, strict=True):
+                    assert w > 0
+                    for p in range(a, a + w):
+                        written[p] += 1
+                assert written == [1] * (stride * length), (size, lo, stride)
+
+
+def _task(folder: Path, shape: tuple[int, ...], kernel: int, stride: int, padding: int, dilation: int) -> str:
+    path = folder / "pool3d.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        f"        super().__init__()\n        self.pool = nn.MaxPool3d({kernel}, stride={stride}, padding={padding}, "
+        f"dilation={dilation})\n\n    def forward(self, x):\n        return self.pool(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\ndef get_init_inputs():\n    return []\n")
+    return str(path)
+
+
+@pytest.mark.sim
+def test_phase_split_pools_verify_with_a_tail_block(kb, tmp_path):
+    """Stride 3 with dilation 2 (three phases, taps in every phase) over 9 planes: a block of 8 and a
+    tail block of 1; and the avg pool fixture whose W is read plain."""
+    task = _task(tmp_path, (1, 9, 7, 13, 17), kernel=3, stride=3, padding=1, dilation=2)
+    pipes = [Pipeline(kb, Design(task=task)), Pipeline(kb, Design(task=str(CONV / "avgpool3d_asymmetric.py")))]
+    assert "TAIL > 0" in kernel_of(pipes[0]).source
+    for r in verify_many(pipes, jobs=1, cache=False):
+        assert r.supported and r.passed, r.reason
+        assert r.max_abs_err is not None and r.max_abs_err < 1e-5
+
+
+@pytest.mark.sim
+def test_a_view_of_the_wrong_phase_or_a_phase_stored_at_the_wrong_place_fails(kb, broken_twins):
+    pipe = Pipeline(kb, Design(task=str(CONV / "maxpool3d.py")))
+    source = kernel_of(pipe).source
+    assert re.search(r"AT_W\[j_w\]\]", source)
+    reports = broken_twins([
+        (pipe, "(TAP_W[t] % 2) * PW + TAP_W[t] // 2", "(TAP_W[t] % 2) * PW + TAP_W[t] // 2 * 0"),
+        (pipe, "pypto.assemble(part, [off, AT_D[j_d], AT_H[j_h], AT_W[j_w]], out)",
+         "pypto.assemble(part, [off, AT_D[j_d], AT_H[j_h], AT_W[0]], out)"),
+    ])
+    for r in reports:
+        assert r.status == J.MISMATCH and r.passed is False, (r.status, r.reason)
