@@ -20,6 +20,7 @@ ModelNew builds the task's own modules (CONV.weights-from-module) and forward pa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -541,24 +542,41 @@ def _pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: 
                 steps += b.tmpl("window_fill_slab", width=name(width), shape=shape, at=where, dt=dt, out=name("out"))
         return steps
 
+    return _block_prepare_kernel(
+        b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
+        ("CONV.pad-blocks", "pads", ", the data assembled at its offset and each border one fill slab"),
+        f"blocks of (image, channel) planes, each assembled at its offset and framed by {_fill_word(plan)} slabs "
+        "(CONV.pad-blocks, POOL.max-pad-inf).")
+
+
+def _fill_word(plan: WindowPlan) -> str:
+    return "-inf" if plan.fill == float("-inf") else "zero"
+
+
+def _block_prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, planes: str, unpack: Stmts,
+                          block: Callable[[str, str, str], Stmts], prepared: list[str], prelude: Stmts,
+                          setup: Stmts, rule: tuple[str, str, str], doc: str) -> str:
+    """A pre kernel over blocks of PREP_PLANES planes with a tail block (CONV.pad-blocks and
+    POOL.phase-split share it): `block(size, offset, suffix)` writes one block; `setup` runs before
+    the loop; forward allocates the prepared planes, of extents `prepared`. `rule`: the rule, the
+    verb and the rest of PREP_PLANES's comment."""
+    rule_id, verb, how = rule
     fill = _e('float("-inf")') if plan.fill == float("-inf") else literal(0.0)
     b.add_constant(Constant(
         "PREP_PLANES", plan.prepare_planes,
-        [f"PREP_PLANES: the pre kernel pads {plan.prepare_planes} plane(s) per iteration, the data assembled at its "
-         "offset and each border one fill slab (CONV.pad-blocks)."], ("CONV.pad-blocks",), {}))
-    prelude = b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, PREP_PLANES)"))
-    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"),
-                                                                 block("TAIL", "TAIL_OFFSET", "tail"))]
+        [f"PREP_PLANES: the pre kernel {verb} {plan.prepare_planes} plane(s) per iteration{how} ({rule_id})."],
+        (rule_id,), {}))
+    loop_sizes = b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, PREP_PLANES)"))
+    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *setup,
+            *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
     in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
-    out_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.q)))
+    out_shape = tuple(_e(v) for v in nm.planes_shape(prepared))
     spec = KernelSpec(
-        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=_dims(nd), scalars=[],
+        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=_dims(plan.nd), scalars=[],
         inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],
         output=TensorParam("out", out_shape, b.ctx.dtype),
-        prelude=[*_factory_prelude(unpack, []), *prelude], body=body,
-        doc=(f"The prepared input of {op}: blocks of (image, channel) planes, each assembled at its offset "
-             f"and framed by {'-inf' if plan.fill == float('-inf') else 'zero'} slabs (CONV.pad-blocks, "
-             "POOL.max-pad-inf)."),
+        prelude=[*_factory_prelude(unpack, []), *loop_sizes, *prelude], body=body,
+        doc=f"The prepared input of {op}: {doc}",
     )
     b.add_kernel(spec)
     b.call_kernel(spec, [planes], out="prepared")
@@ -582,13 +600,13 @@ def _phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile
                 for i, a in enumerate(nm.L)]
     prepared = nm.prepared()
 
-    def nest(header: list[str], inner: list[str]) -> list[str]:
-        """Nested loops over segment lists; pypto's tracer refuses a loop over an empty range, so
-        each loop runs under a test of its list (a border of width 0 has no segment)."""
+    def nest(loops: list[tuple[str, str]], inner: list[str]) -> list[str]:
+        """`for index in range(len(items))` for each (index, items), nested, around `inner`; pypto's
+        tracer refuses a loop over an empty range, so each loop runs under a test of its list (a
+        border of width 0 has no segment)."""
         lines, pad = [], ""
-        for h in header:
-            items = h[h.index("len(") + 4:h.index("))")]
-            lines += [f"{pad}if len({items}) > 0:", f"{pad}    {h}"]
+        for index, items in loops:
+            lines += [f"{pad}if len({items}) > 0:", f"{pad}    for {index} in range(len({items})):"]
             pad += "        "
         return lines + [pad + line for line in inner]
 
@@ -597,30 +615,21 @@ def _phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile
         L, lo = nm.L, letters
         lines: list[str] = []
         for i in range(nd):  # axis i's fill: the data's segments before it, its fill, everything after it
-            header = [f"for j_{lo[j]} in range(len(COUNT_{L[j]})):" for j in range(i)]
-            header.append(f"for k_{lo[i]} in range(len(FILL_AT_{L[i]})):")
+            loops = [(f"j_{lo[j]}", f"COUNT_{L[j]}") for j in range(i)] + [(f"k_{lo[i]}", f"FILL_AT_{L[i]}")]
             shape = [size, *(f"COUNT_{L[j]}[j_{lo[j]}]" for j in range(i)), f"FILL_WIDTH_{L[i]}[k_{lo[i]}]",
                      *prepared[i + 1:]]
             at = [off, *(f"AT_{L[j]}[j_{lo[j]}]" for j in range(i)), f"FILL_AT_{L[i]}[k_{lo[i]}]",
                   *["0"] * (nd - i - 1)]
-            lines += nest(header, [f"pypto.assemble(pypto.full([{', '.join(shape)}], FILL, {dt}), "
+            lines += nest(loops, [f"pypto.assemble(pypto.full([{', '.join(shape)}], FILL, {dt}), "
                                    f"[{', '.join(at)}], out)"])
-        header = [f"for j_{lo[i]} in range(len(COUNT_{L[i]})):" for i in range(nd)]
+        loops = [(f"j_{lo[i]}", f"COUNT_{L[i]}") for i in range(nd)]
         gather = [f"part = {data}"] + [f"part = pypto.index_select(part, {1 + i}, keep_{lo[i]}[j_{lo[i]}])"
                                        for i in range(nd) if nm.phase[i]]
         at = [off, *(f"AT_{L[i]}[j_{lo[i]}]" for i in range(nd))]
-        lines += nest(header, [*gather, f"pypto.assemble(part, [{', '.join(at)}], out)"])
+        lines += nest(loops, [*gather, f"pypto.assemble(part, [{', '.join(at)}], out)"])
         view = b.view(data, planes, [size, *nm.sizes], [off, *[0] * nd])
         return [*view, *cst.parse_module("\n".join(lines) + "\n").body]
 
-    fill = _e('float("-inf")') if plan.fill == float("-inf") else literal(0.0)
-    b.add_constant(Constant(
-        "PREP_PLANES", plan.prepare_planes,
-        [f"PREP_PLANES: the pre kernel stores {plan.prepare_planes} plane(s) per iteration by stride phase, "
-         "each phase gathered once and each position no data reaches one fill slab (POOL.phase-split)."],
-        ("POOL.phase-split",), {}))
-    prelude = [*b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, PREP_PLANES)")),
-               *(cst.parse_statement(line + "\n") for line in segments)]
     keeps: list[str] = []
     for i in range(nd):
         if nm.phase[i]:
@@ -629,22 +638,13 @@ def _phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile
             keeps += [f"{k} = []", f"for j in range(len(COUNT_{a})):", "    pypto.set_vec_tile_shapes(*INDEX_TILE)",
                       f"    {k}.append(pypto.arange(FIRST_{a}[j], FIRST_{a}[j] + COUNT_{a}[j] * {s_}, {s_}))"]
     keeps.append("pypto.set_vec_tile_shapes(*PREP_TILE)")
-    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *cst.parse_module("\n".join(keeps) + "\n").body,
-            *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
-    in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
-    out_shape = tuple(_e(v) for v in nm.planes_shape(prepared))
-    spec = KernelSpec(
-        factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=_dims(nd), scalars=[],
-        inputs=[TensorParam(planes, in_shape, b.ctx.dtype)],
-        output=TensorParam("out", out_shape, b.ctx.dtype),
-        prelude=[*_factory_prelude(unpack, []), *prelude], body=body,
-        doc=(f"The prepared input of {op}: blocks of (image, channel) planes stored by stride phase, each "
-             f"phase gathered once and the rest {'-inf' if plan.fill == float('-inf') else 'zero'} slabs "
-             "(POOL.phase-split, POOL.max-pad-inf)."),
-    )
-    b.add_kernel(spec)
-    b.call_kernel(spec, [planes], out="prepared")
-    return "prepared"
+    return _block_prepare_kernel(
+        b, plan, nm, op, tile, planes, unpack, block, prepared,
+        [cst.parse_statement(line + "\n") for line in segments], list(cst.parse_module("\n".join(keeps) + "\n").body),
+        ("POOL.phase-split", "stores",
+         " by stride phase, each phase gathered once and each position no data reaches one fill slab"),
+        f"blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
+        f"{_fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf).")
 
 
 def _plane(nd: int, ext: list[str]) -> list[str]:
