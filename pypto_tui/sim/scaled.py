@@ -61,6 +61,8 @@ class DesignToKeep:
     reduce_axis: int | None = None                # the axis a reduction or scan runs along
     tile_shape: tuple[int, ...] | None = None     # the tile's own tensor at full size, when it is not
                                                   # the geometry (a conv's columns, a matvec's rows)
+    exact_axes: tuple[int, ...] = ()              # axes of that tensor (or the geometry) whose size is a
+                                                  # block of the design (a pool's planes per item)
 
     def describe(self) -> str:
         bits = []
@@ -158,6 +160,9 @@ def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, i
                 p = two_tiles(full, new, t, f"reduction axis {axis}")
                 if p:
                     problems.append(p)
+    for axis in keep.exact_axes:
+        if axis < len(tiled_new) and tiled_new[axis] != tiled_full[axis]:
+            problems.append(f"axis {axis} is a block of {tiled_full[axis]} in the design, {tiled_new[axis]} here")
     test_count = count
     if looped:
         found = loop_count_at(keep, shape)

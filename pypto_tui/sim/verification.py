@@ -419,7 +419,7 @@ def _test_at(pipeline: Pipeline, full_gen: Any, consts: dict[str, Any], tile_nam
         # allow, not the design's count over a shrunk axis (KernelBench 33: 64 iterations of a
         # (1, 1, 64) tile ran past 20 minutes under pass-verify).
         fitted = tuple(tile) if tile is not None and len(tile) == len(full_keep.shape) else None
-        relaxed = replace(full_keep, tile=fitted, cube=None, tile_shape=None)
+        relaxed = replace(full_keep, tile=fitted, cube=None, tile_shape=None, exact_axes=())
         loop = scaled.loop_count_at(relaxed, geometry.shape, fewest=True) or min(loop, 2)
     test = with_shapes(base, shapes, tile=list(tile) if tile else None, loop_count=loop,
                        cube=cube or pipeline.design.cube)

@@ -61,10 +61,24 @@ def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
 
 
 def _window_floors(pipeline: Pipeline) -> dict[int, int]:
-    """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py)."""
-    from pypto_tui.contract.conv import min_sizes
+    """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py), and a
+    pool's channels enough planes for one whole block of them over the test's images
+    (POOL.plane-blocks): fewer would change the block the design chose."""
+    from pypto_tui.contract.conv import WindowError, min_sizes, window_spec
+    from pypto_tui.window import plan_window
 
-    return min_sizes(pipeline.contract())
+    c = pipeline.contract()
+    floors = min_sizes(c)
+    x = _window_input(pipeline)
+    try:
+        plan = plan_window(window_spec(c)) if x is not None else None
+    except (WindowError, ValueError):
+        plan = None
+    if plan is not None and plan.plane_blocks and plan.channels_per_item > 1:
+        channels = plan.spec.in_channels
+        need = min(channels, math.ceil(plan.channels_per_item / WINDOW_TEST_BATCH))
+        floors[channels] = max(floors.get(channels, 0), need)
+    return floors
 
 
 def kernel_constants(gen: Any) -> dict[str, Any]:
@@ -104,7 +118,14 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
     fits = tile is not None and len(tile) == len(own if own else g.shape)
     return scaled.DesignToKeep(tuple(g.shape), tile if fits else None,
                                int(loop) if loop else None, int(axis), g.matmul, cube,
-                               reduce_axis, own)
+                               reduce_axis, own, _block_axes(pipeline))
+
+
+def _block_axes(pipeline: Pipeline) -> tuple[int, ...]:
+    """A pool's block of planes (POOL.plane-blocks) leads its window tensor: the test keeps the
+    block the design chose, where a shrink to fewer planes would test a smaller block."""
+    plan = getattr(pipeline.dims(), "window", None)
+    return (0,) if plan is not None and plan.plane_blocks and plan.channels_per_item > 1 else ()
 
 
 # ------------------------------------------------------------------------------ test shapes

@@ -61,11 +61,12 @@ def test_a_transposed_conv_whose_padding_exceeds_the_window_skips_positions(kb, 
     assert a.lo == 0 and a.base == 2  # dilation*(k-1) - padding = -2: the first two positions are skipped
 
 
-def test_depthwise_and_pools_reduce_over_taps_one_plane_per_item(kb):
+def test_depthwise_convs_take_one_plane_per_item_and_pools_a_block_of_planes(kb):
     dw = plan_window(spec_of(kb, "conv2d_depthwise.py"))
     assert dw.strategy == "depthwise-taps" and dw.matmul is None and dw.repeat == 4 * 12
-    mx = plan_window(spec_of(kb, "maxpool2d_ceil.py"))
-    assert mx.strategy == "pool-taps" and mx.fill == float("-inf") and mx.channels_per_item == 1
+    mx = plan_window(spec_of(kb, "maxpool2d_ceil.py"))  # 4 images x 16 channels
+    assert mx.strategy == "pool-taps" and mx.fill == float("-inf") and mx.channels_per_item == 8
+    assert mx.repeat == 4 * 16 // 8
     with pytest.raises(ValueError, match="pool-taps"):
         plan_window(spec_of(kb, "maxpool3d.py"), "im2col")
     with pytest.raises(ValueError, match="depthwise"):
@@ -266,7 +267,8 @@ def test_a_row_strided_2d_pool_takes_one_output_row_per_iteration(kb, name):
     k = kernel_of(p)
     assert k.constants["LOOP_COUNT"]["value"] == window.rows
     assert k.constants["LOOP_COUNT"]["numbers"]["iterations"] == window.repeat * window.rows
-    assert k.constants["TILE"]["value"][:2] == [1, 1]  # one row of one plane per view
+    # one row per view, of one plane or of a block of them (POOL.plane-blocks)
+    assert k.constants["TILE"]["value"][1] == 1 and k.constants["TILE"]["value"][0] <= window.channels_per_item
     code = k.source
     assert "ROWS = 1\n" in code and "keep_h" not in code  # the rows are never gathered
     assert "[plane, r0 * " in code and "pypto.index_select(win, 2, keep_w)" in code

@@ -44,6 +44,7 @@ RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transpose
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
          "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "POOL.phase-split",
+              "POOL.plane-blocks",
               "CONV.stride-view",
               "CONV.row-blocks", "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
@@ -67,9 +68,10 @@ def _window_shape(plan: WindowPlan) -> tuple[int, ...]:
     out of the tile: 0.2.0 copies whole blocks when a window reshape merges tiled channels with
     rows, and overflows the unified buffer (CONV.window-tile)."""
     a0 = plan.axes[0]
+    planes = plan.channels_per_item if plan.strategy == "pool-taps" else 1  # POOL.plane-blocks
     if plan.nd == 1:
-        return (1, 1, plan.rows * a0.step)
-    return (1, plan.rows * a0.step, plan.row_elements // a0.step)
+        return (planes, 1, plan.rows * a0.step)
+    return (planes, plan.rows * a0.step, plan.row_elements // a0.step)
 
 
 def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
@@ -116,18 +118,18 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         roles, unit = [window], a0.step
     full_window: tuple[int, ...] | None = None
     if plan.nd == 3:
-        full_window = (1, plan.rows * a0.step, plan.view_extent(1), plan.view_extent(2))
+        full_window = (win[0], plan.rows * a0.step, plan.view_extent(1), plan.view_extent(2))
         if plan.strategy == "pool-taps":  # a 3-D pool's ops are all 4-D: its one tile is 4-D
             depth = 1 if plan.depth_slices else plan.rows * a0.step
-            roles[0] = TileRole("window", "TILE", (1, depth, plan.view_extent(1), plan.view_extent(2)), dtype, None,
+            roles[0] = TileRole("window", "TILE", (win[0], depth, *full_window[2:]), dtype, None,
                                 reducing=False, live_buffers=data.live_buffers, min_tile=_gather_floor(plan, 4),
                                 select_mask=select)
         else:
             roles.append(TileRole("window4", "WINDOW4_TILE", full_window, dtype,
                                   None, reducing=False, min_tile=_gather_floor(plan, 4)))
-    elif plan.depth_slices:  # a 2-D pool's one output row per iteration: its views are one row (1, 1, OW*SW)
+    elif plan.depth_slices:  # a 2-D pool's one output row per iteration: its views are one row (P, 1, OW*SW)
         full_window = win
-        roles[0] = TileRole("window", "TILE", (1, 1, win[2]), dtype, None, reducing=False,
+        roles[0] = TileRole("window", "TILE", (win[0], 1, win[2]), dtype, None, reducing=False,
                             live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)), select_mask=select)
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
@@ -902,7 +904,7 @@ def _pointwise_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: A
 
 
 # ------------------------------------------------------------------------------------ pooling
-@cites("POOL.tap-views", "POOL.avg-divisor")
+@cites("POOL.tap-views", "POOL.avg-divisor", "POOL.plane-blocks")
 def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, win4: Any, src: str,
                  unpack: Stmts) -> None:
     spec = plan.spec
@@ -911,7 +913,18 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
     # prices pypto.maximum at about ten times the select; the window role counts the select's buffers
     combine = "acc + win" if spec.kind != "max_pool" else "pypto.where(pypto.gt(win, acc), win, acc)"
     taps = [f"TAP_{a}[t]" for a in nm.L]
-    chain = _window(b, plan, nm, "xq", "1", "plane", taps, win, win if nd == 3 else win4)
+    planes = plan.plane_blocks  # POOL.plane-blocks: PLANES planes per item
+    ch = "PLANES" if planes else "1"
+    if planes:
+        b.add_constant(Constant(
+            "PLANE_BLOCK", plan.channels_per_item,
+            [f"PLANE_BLOCK: (image, channel) planes per item of the pool's loop (POOL.plane-blocks): up to "
+             f"{plan.channels_per_item}, the taps' views and the tile lead with them; the last block of N*C "
+             "planes is shifted back where they do not divide it"
+             + (" (a plane this large is a block on its own)." if plan.channels_per_item == 1 else ".")],
+            ("POOL.plane-blocks",),
+            {"planes": plan.channels_per_item}))
+    chain = _window(b, plan, nm, "xq", ch, "plane", taps, win, win if nd == 3 else win4)
     axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
     setup: Stmts = _indices(b, plan, nm)
     if setup:
@@ -928,8 +941,17 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
         store += b.tmpl("window_view", dst=name("scale"), src=name("recip"), shape=_list(nm.out_block("1")),
                         offsets=_list(nm.out_offsets("0")))
     store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
-    body = b.tmpl("pool_taps", tile=win, setup=setup, axes=axes, store=store)
-    extra = [f"UNIT = {nm.unit()}", "ITEMS = n * c * BLOCKS"]
+    # a block of planes starts at a multiple of PLANES; where PLANES does not divide n * c (other sizes
+    # than planned), the last block is shifted back over planes already written, as the row blocks are
+    first = _e("((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD" if planes else "it // BLOCKS")
+    body = b.tmpl("pool_taps", tile=win, setup=setup, plane=first, axes=axes, store=store)
+    extra = [f"UNIT = {nm.unit()}"]
+    if planes:
+        extra += ["PLANES = min(PLANE_BLOCK, n * c)", "PLANE_BLOCKS = ceil_div(n * c, PLANES)",
+                  "PLANE_LAST = n * c - PLANES", "PLANE_SPREAD = max(PLANE_BLOCKS - 1, 1)",
+                  "ITEMS = PLANE_BLOCKS * BLOCKS"]
+    else:
+        extra.append("ITEMS = n * c * BLOCKS")
     if spec.kind == "avg_pool" and plan.divisor is not None:
         extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
     elif spec.kind == "avg_pool":
@@ -945,7 +967,9 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
         factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(nd), scalars=[],
         inputs=[_param("xq", nm.planes_shape(nm.prepared()), b)], output=_param("out", nm.out_shape("c"), b),
         prelude=_factory_prelude(unpack, extra), body=body,
-        doc=(f"{spec.describe()} by taps (POOL.tap-views): per item (one (image, channel) plane) and block of "
+        doc=(f"{spec.describe()} by taps (POOL.tap-views): per item ("
+             + ("a block of PLANES (image, channel) planes, POOL.plane-blocks" if planes else
+                "one (image, channel) plane") + ") and block of "
              f"output rows (CONV.row-blocks), a {'max' if spec.kind == 'max_pool' else 'sum'} over the window's "
              f"taps, each one strided view of the input{divisor}."),
     )
@@ -1023,5 +1047,5 @@ def _needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
 
 
 PATTERNS = (
-    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:5]), needs=_needs),
+    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:6]), needs=_needs),
 )

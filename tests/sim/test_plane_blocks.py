@@ -1,0 +1,125 @@
+"""A pool takes a block of planes per item (POOL.plane-blocks): its window views lead with PLANES
+(image, channel) planes, a divisor of C up to 8, so the loop's and every tap's fixed cost is shared.
+Fast tests read the plan and the generated text and run the block arithmetic at every size (a block
+shifted back where PLANES does not divide N*C); the compiler tests verify pools in the form, one run
+at a block size that does not divide N*C, and catch blocks that all start at plane 0."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from family import EXTRA
+
+from pypto_tui.contract.conv import window_spec
+from pypto_tui.contract.extract import extract_contract
+from pypto_tui.design import Design, Pipeline, kernel_of
+from pypto_tui.sim import jobs as J
+from pypto_tui.sim.verification import verify_many
+from pypto_tui.window import plan_window
+
+CONV = EXTRA.parent / "tasks_conv"
+
+
+def _pool2d(folder: Path, channels: int, kind: str = "MaxPool2d(3, stride=2, padding=1)",
+            size: tuple[int, int] = (20, 36)) -> str:
+    path = folder / f"pool_{channels}_{size[0]}.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        f"        super().__init__()\n        self.pool = nn.{kind}\n\n    def forward(self, x):\n"
+        "        return self.pool(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn(3, {channels}, {size[0]}, {size[1]})]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    return str(path)
+
+
+def _planes(kb, task: str | Path) -> int:
+    return plan_window(window_spec(extract_contract(Path(task), kb))).channels_per_item
+
+
+def _pool_kernel(kb, task: str | Path) -> str:
+    """The pool kernel's factory, after the module's constants (PLANE_BLOCK among them)."""
+    src = kernel_of(Pipeline(kb, Design(task=str(task)))).source
+    start = re.search(r"def create_\w+_pool\dd_kernel", src)
+    assert start is not None
+    constants = "\n".join(line for line in src.splitlines() if re.match(r"^[A-Z_]+ = ", line))
+    return constants + "\n" + src[start.start():]
+
+
+def test_a_pool_takes_a_block_of_planes_unless_its_planes_are_large_or_it_has_a_count_map(kb, tmp_path):
+    assert _planes(kb, CONV / "maxpool2d_ceil.py") == 8
+    assert _planes(kb, CONV / "avgpool2d_functional.py") == 8  # a constant divisor
+    assert _planes(kb, CONV / "maxpool1d_dilated.py") == 8
+    assert _planes(kb, _pool2d(tmp_path, 7)) == 8  # 21 planes: blocks span images, the last shifted back
+    assert _planes(kb, _pool2d(tmp_path, 1, size=(4, 6))) == 3  # no more planes than the input has
+    # a plane of 1024 x 1040 prepared elements is a block on its own (the pre kernel's bound)
+    assert _planes(kb, _pool2d(tmp_path, 4, size=(1024, 1024))) == 1
+    # count_include_pad=False: the divisor varies per position, a count map per plane
+    assert _planes(kb, CONV / "avgpool2d_exclude_pad.py") == 1
+
+
+def test_the_window_views_and_the_tile_lead_with_the_block_of_planes(kb, tmp_path):
+    pool = _pool_kernel(kb, CONV / "maxpool2d_ceil.py")
+    assert "ITEMS = PLANE_BLOCKS * BLOCKS" in pool
+    assert "plane = ((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD" in pool
+    assert re.search(r"win = pypto\.view\(xq, \[PLANES, ", pool)
+    src = kernel_of(Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))).source
+    tile = re.search(r"^TILE = \((\d+),", src, re.M)
+    assert tile is not None and 1 < int(tile.group(1)) <= 8
+    one = _pool_kernel(kb, CONV / "avgpool2d_exclude_pad.py")  # one plane an item: the plain form
+    assert "PLANE_BLOCK" not in one and "plane = it // BLOCKS" in one
+
+
+def _block_starts(pool: str, n: int, c: int) -> tuple[int, list[int]]:
+    """Run the generated kernel's block arithmetic (its prelude lines and the loop's first plane)."""
+    block = re.search(r"^PLANE_BLOCK = (\d+)$", pool, re.M)
+    assert block is not None
+    names: dict = {"n": n, "c": c, "BLOCKS": 1, "PLANE_BLOCK": int(block.group(1)), "ceil_div": lambda a, b: -(-a // b)}
+    for key in ("PLANES", "PLANE_BLOCKS", "PLANE_LAST", "PLANE_SPREAD"):
+        line = re.search(rf"^\s*{key} = (.+)$", pool, re.M)
+        assert line is not None, key
+        names[key] = eval(line.group(1), names)  # our own generated arithmetic
+    first = re.search(r"plane = (.+)$", pool, re.M)
+    assert first is not None
+    starts = [eval(first.group(1), {**names, "it": it}) for it in range(names["PLANE_BLOCKS"])]
+    return names["PLANES"], starts
+
+
+def test_blocks_of_planes_cover_every_plane_at_any_size_and_never_read_past_the_last(kb):
+    pool = _pool_kernel(kb, CONV / "maxpool2d_ceil.py")
+    for n in (1, 2, 3):
+        for c in range(1, 21):
+            planes, starts = _block_starts(pool, n, c)
+            covered = set()
+            for s in starts:
+                assert 0 <= s and s + planes <= n * c, (n, c, s)
+                covered.update(range(s, s + planes))
+            assert covered == set(range(n * c)), (n, c)
+            if (n * c) % planes == 0:  # whole blocks: each plane written once
+                assert starts == list(range(0, n * c, planes))
+
+
+@pytest.mark.sim
+def test_pools_in_blocks_of_planes_verify(kb, tmp_path):
+    tasks = [CONV / "maxpool2d_ceil.py", CONV / "avgpool2d_functional.py", CONV / "maxpool1d_dilated.py",
+             _pool2d(tmp_path, 12, "AvgPool2d(3, stride=2, padding=1)")]
+    pipes = [Pipeline(kb, Design(task=str(t))) for t in tasks]
+    for p in pipes:
+        assert "PLANE_BLOCKS" in kernel_of(p).source
+    # 3 x 12 = 36 planes: four blocks of 8 and one shifted back
+    for r in verify_many(pipes, jobs=1, cache=False):
+        assert r.supported and r.passed, r.reason
+        assert r.max_abs_err is not None and r.max_abs_err < 1e-5
+
+
+@pytest.mark.sim
+def test_a_block_shifted_back_verifies_and_blocks_that_all_start_at_zero_fail(kb, broken_twins):
+    pipe = Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))
+    shifted, stuck = broken_twins([
+        # 5 planes a block: 64 planes at the test shape are 13 blocks, the last one shifted back
+        (pipe, "PLANES = min(PLANE_BLOCK, n * c)", "PLANES = min(5, n * c)"),
+        (pipe, "plane = ((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD", "plane = ((it // BLOCKS) * 0) // PLANE_SPREAD"),
+    ])
+    assert shifted.status == J.OK and shifted.passed, (shifted.status, shifted.reason)
+    assert stuck.status == J.MISMATCH and stuck.passed is False, (stuck.status, stuck.reason)
