@@ -54,6 +54,10 @@ POOL_PLANES = 8
 plane is often a few rows of a few positions, and one plane per iteration pays the loop's and every
 tap's fixed cost for that little. Measured with pypto 0.2.0 SIM on KernelBench 45 at (2, 64, 32, 128)
 (121 taps, 2 x 11 outputs a plane): the tap kernel 400 -> 178.5 us at 4 planes an item."""
+BAND_ROWS = 4096
+"""Input rows per matmul of an average pool's band kernel (POOL.band-matmul). Measured with pypto 0.2.0
+SIM on KernelBench 45 at (2, 64, 32, 128): the band kernel 27.1 us at 8 planes (256 rows) a matmul,
+19.2 at 32 (1024), 15.2 at 128 (4096)."""
 PREPARE_ELEMENTS = 1 << 20
 """The most padded elements a block of planes holds: 64 full tiles, so a block's copy and slabs stay far
 below auto_tiles' limit with tiles that keep whole rows (3-D: 8 volumes of 130^3 took 1377 tiles of 64 B
@@ -165,6 +169,41 @@ class WindowPlan:
         return self.strategy == "pool-taps" and (self.spec.kind == "max_pool" or self.divisor is not None)
 
     @property
+    def band_matmul(self) -> bool:
+        """Whether a 2-D average pool takes its W axis as one matmul (POOL.band-matmul): the output
+        column o is the sum of the input columns in its window, times 1/count, a band matrix (W x
+        OWP) applied to every input row on the cube, padding columns simply absent from the band;
+        its H axis is then a sum of plain row views. Needs a constant divisor (the band holds it)
+        and a stride along W (with stride 1 the band is W x W and the cube does W times the work).
+        Measured with pypto 0.2.0 SIM: KernelBench 45 (kernel 11, stride 11) at (2, 64, 32, 128)
+        146.9 -> 24.8 us; kernel 3, stride 2, padding 1 at (2, 16, 32, 64) 117.7 -> 21.3 us."""
+        return (self.strategy == "pool-taps" and self.nd == 2 and self.spec.kind == "avg_pool"
+                and self.divisor is not None and self.axes[1].step > 1 and not self.spec.ceil_mode)
+
+    @property
+    def band_align(self) -> int:
+        """What the band's columns are a multiple of: whole 32-byte rows (ALIGN_ELEMENTS)."""
+        return ALIGN_ELEMENTS
+
+    @property
+    def band_width(self) -> int:
+        """OWP: the band's output columns, OW rounded up to whole 32-byte rows."""
+        return math.ceil(self.axes[-1].out / self.band_align) * self.band_align
+
+    @property
+    def band_planes(self) -> int:
+        """Planes per iteration of the band kernel (POOL.band-matmul): as many as BAND_ROWS input rows
+        hold, so each matmul has a long M (the cube's fixed cost per matmul is shared)."""
+        return max(1, min(self.spec.batch * self.spec.in_channels, BAND_ROWS // self.axes[0].size))
+
+    @property
+    def band_matmul_shape(self) -> tuple[int, int, int] | None:
+        """(M, K, N) of the band matmul (POOL.band-matmul): a block of planes' input rows by the band."""
+        if not self.band_matmul:
+            return None
+        return (self.band_planes * self.axes[0].size, self.axes[1].size, self.band_width)
+
+    @property
     def reverse_taps(self) -> bool:
         return self.spec.transposed
 
@@ -192,9 +231,10 @@ class WindowPlan:
 
     def gathers(self, i: int) -> bool:
         """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided
-        axis but a depth slice's, whose offset is a scalar (POOL.depth-slices), and a phase-split
-        one's (POOL.phase-split)."""
-        return self.axes[i].step > 1 and not (i == 0 and self.depth_slices) and not self.phases(i)
+        axis but a depth slice's, whose offset is a scalar (POOL.depth-slices), a phase-split one's
+        (POOL.phase-split) and a banded pool's (POOL.band-matmul: the band takes W's stride)."""
+        return (self.axes[i].step > 1 and not (i == 0 and self.depth_slices) and not self.phases(i)
+                and not self.band_matmul)
 
     def phase_multiple(self, i: int) -> int:
         """What axis i's phase length is a multiple of (POOL.phase-split; see phase_multiple)."""
@@ -288,6 +328,10 @@ class WindowPlan:
                     "each output row stored from it")
         if self.strategy == "depthwise-taps":
             return "depthwise: a sum over the taps of window x per-channel weight (vector ops, no matmul)"
+        if self.band_matmul:
+            return (f"pooling by a band matmul: each input row times a ({self.axes[1].size} x {self.band_width}) band "
+                    f"on the cube takes W's {s.kernel[1]} taps and the divisor, then a sum of {s.kernel[0]} plain row "
+                    "views takes H's")
         op = "max" if s.kind == "max_pool" else "sum"
         return f"pooling by taps: a {op} over the window's {self.taps} taps, each one strided view of the input"
 
@@ -446,6 +490,7 @@ def pool_planes(plan: WindowPlan) -> int:
     spans images: the kernel sees N*C planes), and no more than PREPARE_ELEMENTS prepared elements,
     as the pre kernel's blocks: a large plane has work enough on its own, and a block of them would
     need test shapes past the verify limit to keep the design (KernelBench 43 at its own shape: 5.7 M
-    elements against 0.7 M). A count map (1, OH, OW) is per plane: one plane per item."""
-    plane = math.prod(a.prepared for a in plan.axes)
+    elements against 0.7 M). A banded pool's planes are its banded rows (QH x OWP). A count map (1,
+    OH, OW) is per plane: one plane per item."""
+    plane = plan.axes[0].prepared * plan.band_width if plan.band_matmul else math.prod(a.prepared for a in plan.axes)
     return max(1, min(POOL_PLANES, plan.spec.batch * plan.spec.in_channels, PREPARE_ELEMENTS // plane))

@@ -44,7 +44,7 @@ RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transpose
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
          "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "POOL.phase-split",
-              "POOL.plane-blocks",
+              "POOL.plane-blocks", "POOL.band-matmul",
               "CONV.stride-view",
               "CONV.row-blocks", "CONV.assemble-whole", "CONV.not-runnable")
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
@@ -131,15 +131,28 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         full_window = win
         roles[0] = TileRole("window", "TILE", (win[0], 1, win[2]), dtype, None, reducing=False,
                             live_buffers=data.live_buffers, min_tile=_gather_floor(plan, len(win)), select_mask=select)
+    if plan.band_matmul:  # POOL.band-matmul: the H taps read plain rows (P, ROWS, OW) of the banded planes
+        a1 = plan.axes[1]
+        full_window = (win[0], plan.rows, a1.out)
+        roles[0] = TileRole("window", "TILE", (win[0], 1, a1.out) if plan.depth_slices else full_window, dtype,
+                            None, reducing=False, live_buffers=data.live_buffers)
+        owp, h = plan.band_width, a0.size
+        unit = 1  # the row views count output rows
+        roles.append(TileRole("band", "BAND_TILE", (a1.size, owp), dtype, None, reducing=False, strict_align=True))
+        roles.append(TileRole("banded", "BANDED_TILE", (plan.band_planes, h, owp), dtype, None, reducing=False,
+                              strict_align=True))
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
         per_block = plan.prepare_planes if plan.pads_in_blocks else 1  # CONV.pad-blocks: planes per iteration
         roles.append(TileRole("prepare", "PREP_TILE", (per_block, 1, q[0]) if plan.nd == 1 else (per_block, *q), dtype,
                               None, reducing=False, strict_align=True, min_tile=_phase_floor(plan)))
-    # the cube takes the im2col matmul, or the pointwise stage's (a depthwise conv has no other)
-    matmul = plan.matmul or plan.pointwise_matmul
+    # the cube takes the im2col matmul, or the pointwise stage's (a depthwise conv has no other), or
+    # an average pool's band (POOL.band-matmul: a block of planes' rows by the band)
+    matmul = plan.matmul or plan.pointwise_matmul or plan.band_matmul_shape
     cube = None
-    if matmul is not None:
+    if plan.band_matmul_shape is not None:
+        cube = plan.band_matmul_shape
+    elif matmul is not None:
         M, K, _ = matmul
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
     max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
@@ -188,6 +201,8 @@ def _phase_floor(plan: WindowPlan) -> tuple[int, ...] | None:
 def _prepares(plan: WindowPlan) -> bool:
     """A pre kernel builds the prepared input: padding or zero insertion, or a stride or ceil_mode
     (at some input sizes the last block's strided views need room past the input)."""
+    if plan.band_matmul:  # the band kernel pads H and the band stands for W's padding
+        return False
     return plan.prepare or any(a.step > 1 for a in plan.axes) or plan.spec.ceil_mode
 
 
@@ -229,7 +244,8 @@ class _Names:
         self.phase = [plan.phases(i) for i in range(plan.nd)]
         self.p = [f"P{a}" for a in self.L]
         phases = [p for p, on in zip(self.p, self.phase, strict=True) if on]
-        self.geometry = [*self.o, *self.q, *self.lo, *self.hi, *phases, "ROWS", "BLOCKS", "LAST", "SPREAD"]
+        band = ["OWP"] if plan.band_matmul else []  # POOL.band-matmul: the band's columns
+        self.geometry = [*self.o, *self.q, *self.lo, *self.hi, *phases, *band, "ROWS", "BLOCKS", "LAST", "SPREAD"]
         # a 3-D pool keeps its views 4-D to the end: its output is (N*C, O0, O1, O2)
         self.natural = plan.strategy == "pool-taps" and plan.nd == 3
 
@@ -309,16 +325,28 @@ def build_window(b: Builder) -> None:
     b.assert_rank(x, plan.nd + 2)
     b.unpack_dims(x, dims)
     b.forward.prepare += unpack
-    planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
-                       "planes")
-    src = planes
-    if prep is not None and any(nm.phase):
+    if plan.band_matmul:  # POOL.band-matmul: the band kernel reads the input as rows (n * c * h, w)
+        rows = b.prepare(x, [_e("n * c * h"), _e("w")], "rows")
+        src = _band_kernel(b, plan, nm, op, b.tile_constant(tiles["band"], "the band's vec tile (W, OWP)"),
+                           b.tile_constant(tiles["banded"], "a block of planes' banded rows (planes, h, OWP)"),
+                           rows, unpack)
+        _band_taps_kernel(b, plan, nm, op, win, src, unpack)
+        planes = src
+    else:
+        planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
+                           "planes")
+        src = planes
+    if plan.band_matmul:
+        pass
+    elif prep is not None and any(nm.phase):
         src = _phase_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
     elif prep is not None and plan.pads_in_blocks:
         src = _pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
     elif prep is not None:
         src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
-    if plan.strategy == "im2col" and plan.flat:
+    if plan.band_matmul:
+        pass  # both kernels are written above
+    elif plan.strategy == "im2col" and plan.flat:
         _flat_kernel(b, plan, nm, op, main, src, unpack)
     elif plan.strategy == "im2col":
         _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
@@ -371,6 +399,8 @@ def _constants(b: Builder, plan: WindowPlan, nm: _Names) -> None:
                                 ["INDEX_TILE: the tile of the strided axes' kept positions (pypto.arange, 1-D: its "
                                  "leading 1024 is the one used; the kernel's rank and a 32-byte last dim for the lint; "
                                  "CONV.stride-view)."], ("CONV.stride-view",), {}))
+    if plan.band_matmul:  # POOL.band-matmul: the band takes W's taps, the row views H's (KERNEL[0] of them)
+        return
     lines = [f"TAPS, TAP_*: the window's taps and each tap's offset along each axis ({taps_rule}"
              + ("; reverse order: the transposed conv's weights are not flipped)" if s.transposed else ")")]
     b.add_constant(Constant("TAPS", s.taps, lines, (taps_rule,), {}))
@@ -443,6 +473,9 @@ def _geometry_helper(b: Builder, plan: WindowPlan, nm: _Names, fn: str) -> Stmts
         if nm.phase[i]:
             m = plan.phase_multiple(i)
             axes += b.tmpl("window_phase_axis", p=name(nm.p[i]), q=name(nm.q[i]), i=literal(i), m=literal(m))
+    if plan.band_matmul:
+        align = plan.band_align
+        axes += [cst.parse_statement(f"OWP = ceil_div({nm.o[-1]}, {align}) * {align}\n")]
     returns = cst.Tuple([cst.Element(name(v)) for v in nm.geometry])
     from pypto_tui.codegen.model_new import docstring
 
@@ -977,6 +1010,72 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
     b.call_kernel(kspec, [src])
 
 
+# ------------------------------------------------------------------------------------ band matmul
+@cites("POOL.band-matmul", "B.matmul-cube-tiles", "CONV.pad-blocks")
+def _band_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, band_tile: Any, banded_tile: Any, rows: str,
+                 unpack: Stmts) -> str:
+    """An average pool's W axis on the cube (POOL.band-matmul): the band (W x OWP) is built once, then
+    per block of BAND_PLANES planes their input rows times the band are stored H-padded, (n * c, QH,
+    OWP), the padding rows zero slabs. Returns the banded planes' name in forward."""
+    cube_m, cube_k, cube_n = b.cube_constants()
+    b.add_constant(Constant(
+        "BAND_PLANES", plan.band_planes,
+        [f"BAND_PLANES: the band kernel multiplies {plan.band_planes} plane(s) of rows per iteration, each "
+         "stored at row LO_H of its H-padded plane (POOL.band-matmul, CONV.pad-blocks)."],
+        ("POOL.band-matmul",), {}))
+    dt = b.pdtype()
+
+    def block(size: str, off: str, suffix: str) -> Stmts:
+        return b.tmpl("pool_band_block", rows=name(f"rows_{suffix}"), size=_e(size), off=_e(off), dt=dt,
+                      tile=banded_tile)
+
+    loop_sizes = b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, BAND_PLANES)"))
+    body = [*b.tmpl("pool_band", tile=band_tile, cube_m=cube_m, cube_k=cube_k, cube_n=cube_n),
+            *b.loop("i", "BAND", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
+    spec = KernelSpec(
+        factory=f"create_{op}_band_kernel", kernel=f"{op}_band_kernel", dims=_dims(plan.nd), scalars=[],
+        inputs=[TensorParam("x_rows", (_e("n * c * h"), _e("w")), b.ctx.dtype)],
+        output=TensorParam("out", (_e("n * c"), _e(nm.q[0]), _e("OWP")), b.ctx.dtype),
+        prelude=[*_factory_prelude(unpack, [f"INV_COUNT = 1.0 / {plan.divisor!r}"]), *loop_sizes], body=body,
+        doc=(f"{plan.spec.describe()}, its W axis as a matmul (POOL.band-matmul): every input row times the "
+             f"band (W x OWP), whose column o holds 1/{plan.divisor:g} over output column o's window; per block "
+             "of BAND_PLANES planes, stored H-padded for the row taps."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [rows], out="banded")
+    return "banded"
+
+
+@cites("POOL.band-matmul", "POOL.tap-views", "POOL.plane-blocks")
+def _band_taps_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, src: str, unpack: Stmts) -> None:
+    """The H taps over the banded planes (POOL.band-matmul): per block of planes and block of output
+    rows, the sum of KERNEL[0] plain row views (P, ROWS, OW), no gather; the band holds the divisor."""
+    step = nm.step(0)
+    row = f"r0 * {step} + t" if step > 1 else "r0 + t"  # an average pool has no dilation
+    window = [_set_tile(win), *b.tmpl("window_view", dst=name("win"), src=name("xq"),
+                                      shape=_list(["PLANES", "ROWS", nm.o[1]]), offsets=_list(["plane", row, "0"]))]
+    axes = b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=window, combine=_e("acc + win"))
+    store = b.tmpl("conv_store", value=name("acc"), offsets=_list(["plane", "r0", "0"]), out=name("out"))
+    body = b.tmpl("pool_taps", tile=win, setup=[], plane=_e("((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD"),
+                  axes=axes, store=store)
+    b.add_constant(Constant(
+        "PLANE_BLOCK", plan.channels_per_item,
+        [f"PLANE_BLOCK: (image, channel) planes per item of the row taps' loop (POOL.plane-blocks): up to "
+         f"{plan.channels_per_item}; the last block of N*C planes is shifted back where they do not divide it."],
+        ("POOL.plane-blocks",), {"planes": plan.channels_per_item}))
+    extra = ["PLANES = min(PLANE_BLOCK, n * c)", "PLANE_BLOCKS = ceil_div(n * c, PLANES)",
+             "PLANE_LAST = n * c - PLANES", "PLANE_SPREAD = max(PLANE_BLOCKS - 1, 1)", "ITEMS = PLANE_BLOCKS * BLOCKS"]
+    kspec = KernelSpec(
+        factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[],
+        inputs=[_param("xq", ["n * c", nm.q[0], "OWP"], b)], output=_param("out", nm.out_shape("c"), b),
+        prelude=_factory_prelude(unpack, extra), body=body,
+        doc=(f"{plan.spec.describe()}: the H taps over the banded planes (POOL.band-matmul): per item (a block "
+             "of PLANES planes, POOL.plane-blocks) and block of output rows, the sum of KERNEL[0] plain row views."),
+    )
+    b.add_kernel(kspec)
+    b.call_kernel(kspec, [src])
+
+
 @cites("POOL.avg-divisor")
 def _count_map(b: Builder, plan: WindowPlan, nm: _Names) -> Stmts:
     """`recip` (1, O0, UNIT) (1-D: (1, 1, O)): 1 / the count of each window's counted positions,
@@ -1047,5 +1146,5 @@ def _needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
 
 
 PATTERNS = (
-    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:6]), needs=_needs),
+    Pattern("window", ("conv", "pool"), build_window, (*RULES, *POOL_RULES[:7]), needs=_needs),
 )
