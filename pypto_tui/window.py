@@ -54,6 +54,11 @@ POOL_PLANES = 8
 plane is often a few rows of a few positions, and one plane per iteration pays the loop's and every
 tap's fixed cost for that little. Measured with pypto 0.2.0 SIM on KernelBench 45 at (2, 64, 32, 128)
 (121 taps, 2 x 11 outputs a plane): the tap kernel 400 -> 178.5 us at 4 planes an item."""
+INSERT_BLOCK = 16
+"""The most elements of the last axis one row of the insertion matmul holds (CONV.insert-matmul): its
+E is B x B*S, so the cube's work per element grows with B."""
+INSERT_ROWS = 4096
+"""Rows per iteration of the insertion matmul (CONV.insert-matmul), as BAND_ROWS."""
 BAND_ROWS = 4096
 """Input rows per matmul of an average pool's band kernel (POOL.band-matmul). Measured with pypto 0.2.0
 SIM on KernelBench 45 at (2, 64, 32, 128): the band kernel 27.1 us at 8 planes (256 rows) a matmul,
@@ -151,8 +156,9 @@ class WindowPlan:
     def pads_in_blocks(self) -> bool:
         """The pre kernel writes blocks of whole planes (CONV.pad-blocks): the data assembled at its
         offset and each border as one fill slab, where one plane per iteration grew each plane by
-        concats. Zero insertion still goes one plane at a time."""
-        return all(a.insert <= 1 for a in self.axes)
+        concats. A transposed conv's zeros come in from the flat insertion kernels (inserts_flat), or
+        where those do not apply, one plane at a time."""
+        return all(a.insert <= 1 for a in self.axes) or self.inserts_flat  # the zeros already in
 
     @property
     def prepare_planes(self) -> int:
@@ -202,6 +208,46 @@ class WindowPlan:
         if not self.band_matmul:
             return None
         return (self.band_planes * self.axes[0].size, self.axes[1].size, self.band_width)
+
+    @property
+    def inserts_flat(self) -> bool:
+        """Whether a transposed conv inserts its zeros over the whole input, one axis at a time, before
+        the padding (CONV.insert-matmul, CONV.insert-rows): the last axis by a matmul, every axis
+        before it by appending S - 1 zero rows of the inner extent to each row of a flat view. Else
+        (a last axis under 8 elements wide per block) one plane at a time by concats."""
+        a = self.axes[-1]
+        return (self.spec.transposed and any(x.insert > 1 for x in self.axes)
+                and (a.insert <= 1 or self.insert_block >= ALIGN_ELEMENTS))
+
+    @property
+    def inserts_by_matmul(self) -> bool:
+        """Whether a transposed conv inserts its last axis's zeros with a matmul (CONV.insert-matmul):
+        read flat in blocks of INSERT_BLOCK elements, the input times E (B x B*S), E[j, j*S] = 1, is
+        the input with S - 1 zeros after each element, in memory order. The per-plane concat it
+        replaces grew a (positions, 1) column by (positions, S - 1) zeros, tiles with a last dim of
+        one element: KernelBench 79 (1-D, stride 2) at (2, 32, 2048) spent 3148.9 of its 3191.2 us
+        there. The other axes' zeros are whole rows and keep the concat."""
+        return self.inserts_flat and self.axes[-1].insert > 1
+
+    @property
+    def insert_block(self) -> int:
+        """B: the input's last axis read in blocks of B elements (the largest of 16, 8, 4, 2, 1 that
+        divides it) for the insertion matmul (CONV.insert-matmul); under 8 (32 bytes) the width keeps
+        the concat."""
+        return next(b for b in (INSERT_BLOCK, 8, 4, 2, 1) if self.axes[-1].size % b == 0)
+
+    @property
+    def insert_chunk_elements(self) -> int:
+        """Elements one iteration of a zero-row insertion kernel writes at most (CONV.insert-rows)."""
+        return PREPARE_ELEMENTS
+
+    @property
+    def insert_matmul_shape(self) -> tuple[int, int, int] | None:
+        """(M, K, N) of one iteration of the insertion matmul (CONV.insert-matmul)."""
+        if not self.inserts_by_matmul:
+            return None
+        rows = self.spec.batch * self.spec.in_channels * math.prod(a.size for a in self.axes) // self.insert_block
+        return (min(rows, INSERT_ROWS), self.insert_block, self.insert_block * self.axes[-1].insert)
 
     @property
     def reverse_taps(self) -> bool:

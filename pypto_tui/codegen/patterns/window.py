@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
-         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks")
+         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks", "CONV.insert-matmul",
+         "CONV.insert-rows")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "POOL.phase-split",
               "POOL.plane-blocks", "POOL.band-matmul",
               "CONV.stride-view",
@@ -141,6 +142,26 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         roles.append(TileRole("band", "BAND_TILE", (a1.size, owp), dtype, None, reducing=False, strict_align=True))
         roles.append(TileRole("banded", "BANDED_TILE", (plan.band_planes, h, owp), dtype, None, reducing=False,
                               strict_align=True))
+    more_cubes: tuple[tuple[str, tuple[int, int, int], str | None], ...] = ()
+    if plan.insert_matmul_shape is not None:  # CONV.insert-matmul: the last axis's zeros by a matmul
+        # the spread (B, B*S) under a (B, B) tile: pypto 0.2.0's Pass_28_InferParamIndex got 16 elements
+        # of the chunk's product wrong with (16, 32) over KernelBench 79's spread (stride 2), and 8 with
+        # (8, 16); (16, 16), (16, 8) and (32, 16) kept every pass (values right in all five)
+        block = plan.insert_block
+        roles.append(TileRole("insert", "INSERT_TILE", (block, block), dtype, None, reducing=False,
+                              strict_align=True))
+        more_cubes = (("insert", plan.insert_matmul_shape, None),)
+    if plan.inserts_flat:  # CONV.insert-rows: each earlier axis's zeros as whole rows appended to each row
+        for i in range(plan.nd - 1):
+            a = plan.axes[i]
+            if a.insert <= 1:
+                continue
+            inner = math.prod(b.size * b.insert for b in plan.axes[i + 1:])
+            rows = plan.spec.batch * plan.spec.in_channels * math.prod(b.size for b in plan.axes[:i + 1])
+            chunk = max(1, min(rows, plan.insert_chunk_elements // (a.insert * inner)))
+            letter = _letters(plan.nd)[i]
+            roles.append(TileRole(f"insert_{letter.lower()}", f"INSERT_{letter}_TILE", (chunk, a.insert * inner),
+                                  dtype, None, reducing=False))
     if _prepares(plan):
         q = tuple(a.prepared for a in plan.axes)
         per_block = plan.prepare_planes if plan.pads_in_blocks else 1  # CONV.pad-blocks: planes per iteration
@@ -172,7 +193,8 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         why, loop_shape = "slices", full_window
         what = data.loop_note or "one output depth slice per iteration"
         note = f"{what}, repeated for {plan.repeat} item(s)"
-    return Needs(tuple(roles), cube, loop_axis, why, note, loop_shape, unit, max_chunk, tuple(plan.rows_table()))
+    return Needs(tuple(roles), cube, loop_axis, why, note, loop_shape, unit, max_chunk, tuple(plan.rows_table()),
+                 more_cubes=more_cubes)
 
 
 def _gather_floor(plan: WindowPlan, rank: int) -> tuple[int, ...] | None:
@@ -332,6 +354,8 @@ def build_window(b: Builder) -> None:
                            rows, unpack)
         _band_taps_kernel(b, plan, nm, op, win, src, unpack)
         planes = src
+    elif plan.inserts_flat:  # CONV.insert-matmul, CONV.insert-rows: the zeros over the whole input
+        planes = src = _insert_chain(b, plan, nm, op, tiles, x, dims, unpack)
     else:
         planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
                            "planes")
@@ -554,6 +578,110 @@ def _prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any
     return "prepared"
 
 
+@cites("CONV.insert-matmul", "CONV.transposed", "P6.loop-tail")
+def _insert_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, rows: str, unpack: Stmts) -> str:
+    """A transposed conv's zeros along its last axis by a matmul (CONV.insert-matmul): the input read
+    flat as rows of BLOCK elements, each chunk of INSERT_ROWS rows times the spread (BLOCK x BLOCK *
+    S); forward reads the result as the planes, their last axis S times longer, for the pre kernel."""
+    nd = plan.nd
+    cube_m, cube_k, cube_n = b.cube_constants("insert")
+    dt = b.pdtype()
+    total = _prod(["n", "c", *nm.sizes])
+    block = f"insert_block({nm.sizes[-1]})"  # the kernel's signature and forward's allocation read it alike
+    b.add_constant(Constant(
+        "INSERT_ROWS", plan.insert_matmul_shape[0] if plan.insert_matmul_shape else 1,
+        ["INSERT_ROWS: rows of the insertion matmul per iteration (CONV.insert-matmul)."], ("CONV.insert-matmul",), {}))
+
+    def chunk(size: str, off: str, suffix: str) -> Stmts:
+        return b.tmpl("insert_rows", rows=name(f"rows_{suffix}"), size=_e(size), off=_e(off), dt=dt)
+
+    loop_sizes = b.tmpl("loop_prelude", total=_e("ROWS_IN"), count=_e("ceil_div(ROWS_IN, INSERT_ROWS)"))
+    body = [*b.tmpl("insert_matmul", tile=tile, axis=literal(nd - 1), cube_m=cube_m, cube_k=cube_k, cube_n=cube_n),
+            *b.loop("i", "INSERT", chunk("BASIC_BATCH", "off", "chunk"), chunk("TAIL", "TAIL_OFFSET", "tail"))]
+    spec = KernelSpec(
+        factory=f"create_{op}_insert_kernel", kernel=f"{op}_insert_kernel", dims=_dims(nd), scalars=[],
+        inputs=[TensorParam("x_rows", (_e(f"{total} // {block}"), _e(block)), b.ctx.dtype)],
+        output=TensorParam("out", (_e(f"{total} // {block}"), _e(f"{block} * STRIDE[{nd - 1}]")), b.ctx.dtype),
+        prelude=[*_factory_prelude(unpack, [f"BLOCK = insert_block({nm.sizes[-1]})", f"ROWS_IN = {total} // BLOCK"]),
+                 *loop_sizes], body=body,
+        doc=(f"The zeros of {op} along its last axis (CONV.insert-matmul): the input read flat in rows of BLOCK "
+             "elements, times the spread (BLOCK x BLOCK * S, a one at each element's place), is the input with "
+             "S - 1 zeros after each element, in memory order."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [rows], out="inserted")
+    return "inserted"
+
+
+@cites("CONV.insert-rows", "CONV.pad-blocks", "P6.loop-tail")
+def _insert_rows_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, i: int, tile: Any, src: str,
+                        unpack: Stmts) -> str:
+    """Axis i's zeros (CONV.insert-rows): the input read flat as rows of one position of axis i (its
+    inner extent, already zero-inserted), each row followed by S - 1 rows of zeros, whole chunks of
+    rows per iteration: a copy and one zero slab, nothing strided."""
+    dt = b.pdtype()
+    letter = nm.L[i]
+    inner = _prod(_given_sizes(plan, nm, after=i)[i + 1:])
+    rows = _prod(["n", "c", *nm.sizes[:i + 1]])
+    wide = f"STRIDE[{i}] * {inner}"
+
+    def chunk(size: str, off: str, suffix: str) -> Stmts:
+        data = f"rows_{suffix}"
+        steps = b.tmpl("copy_block", views=b.view(data, "x_rows", [size, inner], [off, 0]), part=name(data),
+                       offsets=_list([off, "0"]), out=name("out"))
+        return steps + b.tmpl("window_fill_slab", width=_e(f"(STRIDE[{i}] - 1) * {inner}"),
+                              shape=_list([size, f"(STRIDE[{i}] - 1) * {inner}"]), at=_list([off, inner]), dt=dt,
+                              out=name("out"))
+
+    count = f"ceil_div({rows} * {wide}, {plan.insert_chunk_elements})"
+    loop_sizes = b.tmpl("loop_prelude", total=_e(rows), count=_e(count))
+    body = [*b.tmpl("window_fill", fill=literal(0.0), tile=tile),
+            *b.loop("i", f"INSERT_{letter}", chunk("BASIC_BATCH", "off", "chunk"),
+                    chunk("TAIL", "TAIL_OFFSET", "tail"))]
+    spec = KernelSpec(
+        factory=f"create_{op}_insert_{letter.lower()}_kernel", kernel=f"{op}_insert_{letter.lower()}_kernel",
+        dims=_dims(plan.nd), scalars=[], inputs=[TensorParam("x_rows", (_e(rows), _e(inner)), b.ctx.dtype)],
+        output=TensorParam("out", (_e(rows), _e(wide)), b.ctx.dtype),
+        prelude=[*_factory_prelude(unpack, []), *loop_sizes], body=body,
+        doc=(f"The zeros of {op} along axis {letter} (CONV.insert-rows): each row of the input read flat (one "
+             f"position of {letter}, its inner extent already zero-inserted) is followed by STRIDE - 1 zero rows; "
+             "a copy and one zero slab per chunk of rows."),
+    )
+    b.add_kernel(spec)
+    out = f"inserted_{letter.lower()}"
+    b.forward.calls += [cst.parse_statement(f"{src} = {src}.reshape({rows}, {inner})\n")]
+    b.call_kernel(spec, [src], out=out)
+    return out
+
+
+def _insert_chain(b: Builder, plan: WindowPlan, nm: _Names, op: str, tiles: dict[str, Any], x: str, dims: list[str],
+                  unpack: Stmts) -> str:
+    """A transposed conv's zeros over the whole input before its padding (CONV.insert-matmul for the
+    last axis, CONV.insert-rows for each axis before it, innermost first); returns forward's name for
+    the zero-inserted planes the pad-blocks kernel reads."""
+    nd = plan.nd
+    if plan.inserts_by_matmul:
+        b.helpers += b.tmpl("insert_block_helper")
+        b.add_constant(Constant(
+            "INSERT_BLOCK", plan.insert_block,
+            [f"INSERT_BLOCK: the most elements of the last axis one row of the insertion matmul holds "
+             f"(CONV.insert-matmul): {plan.insert_block} here; insert_block(size) takes the largest of "
+             "INSERT_BLOCK, 8, 4, 2, 1 that divides the axis."], ("CONV.insert-matmul",), {}))
+        b.forward.prepare += [cst.parse_statement(f"block = insert_block({dims[-1]})\n")]
+        rows = b.prepare(x, [_e(f"{_prod(['n', 'c', *dims[2:]])} // block"), _e("block")], "rows")
+        cur = _insert_kernel(b, plan, nm, op, b.tile_constant(tiles["insert"], "the spread's vec tile"), rows, unpack)
+    else:
+        cur = b.prepare(x, [_e(_prod(["n", "c", *dims[2:]]))], "flat")
+    for i in reversed(range(nd - 1)):
+        if plan.axes[i].insert > 1:
+            tile = b.tile_constant(tiles[f"insert_{nm.L[i].lower()}"],
+                                   f"a chunk of rows with their zero rows ({nm.L[i]})")
+            cur = _insert_rows_kernel(b, plan, nm, op, i, tile, cur, unpack)
+    shape = nm.planes_shape(_given_sizes(plan, nm))
+    b.forward.calls += [cst.parse_statement(f"{cur} = {cur}.reshape({', '.join(shape)})\n")]
+    return cur
+
+
 @cites("CONV.pad-blocks", "POOL.max-pad-inf", "CONV.assemble-whole")
 def _pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: Any, planes: str,
                        unpack: Stmts) -> str:
@@ -562,16 +690,17 @@ def _pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: 
     nd = plan.nd
     dt = b.pdtype()
     lead, at0 = (["1"], ["0"]) if nd == 1 else ([], [])  # a 1-D signal's planes are (N*C, 1, L)
+    sizes = _given_sizes(plan, nm)
 
     def block(size: str, off: str, suffix: str) -> Stmts:
         data = f"planes_{suffix}"
-        view = b.view(data, planes, [size, *[1] * len(lead), *nm.sizes], [off, *[0] * (len(at0) + nd)])
+        view = b.view(data, planes, [size, *[1] * len(lead), *sizes], [off, *[0] * (len(at0) + nd)])
         steps = b.tmpl("copy_block", views=view, part=name(data), offsets=_list([off, *at0, *nm.lo]), out=name("out"))
         for i in range(nd):
             # axis i's borders: the data's extent on the axes before it, the whole prepared extent after it
-            before, after = list(nm.sizes[:i]), list(nm.q[i + 1:])
+            before, after = list(sizes[:i]), list(nm.q[i + 1:])
             at_before = list(nm.lo[:i])
-            for width, at in ((nm.lo[i], "0"), (nm.hi[i], f"{nm.lo[i]} + {nm.sizes[i]}")):
+            for width, at in ((nm.lo[i], "0"), (nm.hi[i], f"{nm.lo[i]} + {sizes[i]}")):
                 shape = _list([size, *lead, *before, width, *after])
                 where = _list([off, *at0, *at_before, at, *["0"] * len(after)])
                 steps += b.tmpl("window_fill_slab", width=name(width), shape=shape, at=where, dt=dt, out=name("out"))
@@ -582,6 +711,18 @@ def _pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, tile: 
         ("CONV.pad-blocks", "pads", ", the data assembled at its offset and each border one fill slab"),
         f"blocks of (image, channel) planes, each assembled at its offset and framed by {_fill_word(plan)} slabs "
         "(CONV.pad-blocks, POOL.max-pad-inf).")
+
+
+def _given_sizes(plan: WindowPlan, nm: _Names, after: int = -1) -> list[str]:
+    """The extents the pre kernel is handed: the input's, each strided axis S times longer once the
+    insertion kernels put its zeros in (CONV.insert-matmul, CONV.insert-rows); `after`: only the
+    axes after it (the extents a row kernel of that axis reads)."""
+    sizes = list(nm.sizes)
+    if plan.inserts_flat:
+        for i, a in enumerate(plan.axes):
+            if a.insert > 1 and i > after:
+                sizes[i] = f"{sizes[i]} * STRIDE[{i}]"
+    return sizes
 
 
 def _fill_word(plan: WindowPlan) -> str:
@@ -604,7 +745,7 @@ def _block_prepare_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, til
     loop_sizes = b.tmpl("loop_prelude", total=_e("n * c"), count=_e("ceil_div(n * c, PREP_PLANES)"))
     body = [*b.tmpl("window_fill", fill=fill, tile=tile), *setup,
             *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
-    in_shape = tuple(_e(v) for v in nm.planes_shape(list(nm.sizes)))
+    in_shape = tuple(_e(v) for v in nm.planes_shape(_given_sizes(plan, nm)))
     out_shape = tuple(_e(v) for v in nm.planes_shape(prepared))
     spec = KernelSpec(
         factory=f"create_{op}_prepare_kernel", kernel=f"{op}_prepare_kernel", dims=_dims(plan.nd), scalars=[],
