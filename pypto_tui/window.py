@@ -261,19 +261,23 @@ class WindowPlan:
         the depth axis of the rank-4 views. 2-D: the gather along the rows is most of the kernel's
         time (KernelBench 45 at (2, 64, 32, 128): the tap kernel 4136.7 -> 402.1 us SIM; the pack's
         ops.toml [op.avg_pool] holds the measurement)."""
-        return self.strategy == "pool-taps" and self.nd >= 2 and self.axes[0].step > 1
+        return self.strategy == "pool-taps" and self.nd >= 2 and self.axes[0].step > 1 and not self.phases(0)
 
     def phases(self, i: int) -> bool:
         """Whether the pre kernel stores axis i split by stride phase (POOL.phase-split): prepared
         position q at (q % S) * ceil(Q / S) + q // S, so every tap's window along the axis is one
         contiguous view of the output's extent and the pool kernel gathers nothing; the pre kernel
-        gathers each phase once. A pool's axes after the first (the first is a scalar offset per
-        output slice, POOL.depth-slices) with a constant divisor (a count map reads positions in the
-        plain layout), in 3-D: a 2-D pool's one output row per iteration makes each tap view a
-        single row of OW positions, and its cost is then the taps' count, not their size (KernelBench
-        45 at (2, 64, 32, 128): 408 -> 622 us; at width 2048, 1443 -> 761 us)."""
-        return (self.strategy == "pool-taps" and self.nd == 3 and i >= 1 and self.axes[i].step > 1
-                and (self.spec.kind == "max_pool" or self.divisor is not None))
+        gathers each phase once. Every strided axis of a pool with a constant divisor (a count map
+        reads positions in the plain layout) that takes no band (POOL.band-matmul): in 3-D the axes
+        after the first (the first is a scalar offset per output slice, POOL.depth-slices: 0.2.0's
+        pass-verify lost rows at a gather along the depth of rank-4 views), in 2-D both, so a block
+        of many output rows reads plain views (with W alone split, one output row per iteration left
+        each tap a single row of OW positions: KernelBench 45 at (2, 64, 32, 128) 408 -> 622 us)."""
+        if self.strategy != "pool-taps" or self.axes[i].step <= 1 or self.nd == 1:
+            return False
+        if not (self.spec.kind == "max_pool" or self.divisor is not None) or self.band_matmul:
+            return False
+        return i >= 1 or self.nd == 2
 
     def gathers(self, i: int) -> bool:
         """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided

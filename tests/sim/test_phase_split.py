@@ -40,9 +40,11 @@ def test_the_strided_axes_after_the_first_of_a_3d_pool_are_phase_split(kb):
     assert plan.axes[2].prepared % 8 == 0  # the pre kernel's tile takes W whole: 32-byte rows
     mixed = _plan(kb, "avgpool3d_asymmetric.py")  # stride (2, 2, 1): W is read as it is
     assert [mixed.phases(i) for i in range(3)] == [False, True, False]
-    # a 2-D pool keeps its gathers (one output row per iteration: the phase form measured slower at
-    # KernelBench 45's bench shape), and so does a 1-D one
-    assert not any(_plan(kb, "maxpool2d_ceil.py").phases(i) for i in range(2))
+    # a 2-D pool splits both strided axes, its rows too (no depth slices: blocks of rows read plain
+    # views); a 1-D pool keeps its gather
+    flat = _plan(kb, "maxpool2d_ceil.py")  # stride (2, 3)
+    assert [flat.phases(i) for i in range(2)] == [True, True] and not flat.depth_slices
+    assert not any(flat.gathers(i) for i in range(2))
     assert not _plan(kb, "maxpool1d_dilated.py").phases(0)
 
 
@@ -124,3 +126,40 @@ def test_a_view_of_the_wrong_phase_or_a_phase_stored_at_the_wrong_place_fails(kb
     ])
     for r in reports:
         assert r.status == J.MISMATCH and r.passed is False, (r.status, r.reason)
+
+
+def _pool2d(folder: Path, module: str, shape: tuple[int, ...]) -> str:
+    path = folder / f"pool2d_{abs(hash((module, shape)))}.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        f"        super().__init__()\n        self.pool = nn.{module}\n\n    def forward(self, x):\n"
+        "        return self.pool(x)\n\n\n"
+        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\ndef get_init_inputs():\n    return []\n")
+    return str(path)
+
+
+def test_a_2d_pool_reads_blocks_of_rows_from_its_phases(kb, tmp_path):
+    src = kernel_of(Pipeline(kb, Design(task=_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)",
+                                                      (3, 5, 27, 40))))).source
+    pool = src[src.index("def create_max_pool2d_kernel"):]
+    assert "[PLANES, ROWS, OW], [plane, (TAP_H[t] % 2) * PH + TAP_H[t] // 2 + r0, (TAP_W[t] % 2) * PW" in pool
+    assert "index_select" not in pool and "ROWS = 1\n" not in src
+
+
+@pytest.mark.sim
+def test_2d_pools_split_by_phase_on_both_axes_verify(kb, tmp_path):
+    """Stride 2 on both axes over 15 planes (a block of 8 and one shifted back), stride (2, 1) (the
+    rows alone), and the ceil_mode fixture (stride (2, 3), dilation (2, 1))."""
+    tasks = [_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40)),
+             _pool2d(tmp_path, "AvgPool2d((3, 2), stride=(2, 1), padding=(1, 0))", (3, 5, 27, 40)),
+             str(CONV / "maxpool2d_ceil.py")]
+    for r in verify_many([Pipeline(kb, Design(task=t)) for t in tasks], jobs=1, cache=False):
+        assert r.supported and r.passed, r.reason
+        assert r.max_abs_err is not None and r.max_abs_err < 1e-5
+
+
+@pytest.mark.sim
+def test_a_row_of_the_wrong_phase_fails(kb, tmp_path, broken_twins):
+    pipe = Pipeline(kb, Design(task=_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40))))
+    [report] = broken_twins([(pipe, "(TAP_H[t] % 2) * PH + TAP_H[t] // 2 + r0", "TAP_H[t] // 2 + r0")])
+    assert report.status == J.MISMATCH and report.passed is False, (report.status, report.reason)

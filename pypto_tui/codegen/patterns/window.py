@@ -72,7 +72,8 @@ def _window_shape(plan: WindowPlan) -> tuple[int, ...]:
     planes = plan.channels_per_item if plan.strategy == "pool-taps" else 1  # POOL.plane-blocks
     if plan.nd == 1:
         return (planes, 1, plan.rows * a0.step)
-    return (planes, plan.rows * a0.step, plan.row_elements // a0.step)
+    lead = plan.rows if plan.phases(0) else plan.rows * a0.step  # POOL.phase-split: rows read plain
+    return (planes, lead, plan.row_elements // a0.step)
 
 
 def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Needs:
@@ -116,7 +117,7 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
                          reducing=False)
         roles, loop_axis, unit = [planes, store], 2, qw
     else:
-        roles, unit = [window], a0.step
+        roles, unit = [window], 1 if plan.phases(0) else a0.step
     full_window: tuple[int, ...] | None = None
     if plan.nd == 3:
         full_window = (win[0], plan.rows * a0.step, plan.view_extent(1), plan.view_extent(2))
@@ -835,9 +836,11 @@ def _window(b: Builder, plan: WindowPlan, nm: _Names, src: str, ch: str, first: 
     (ch, 1, ROWS)), in the view's own rank."""
     nd = plan.nd
     steps = [nm.step(i) for i in range(nd)]
-    ext = ["1" if plan.depth_slices else f"ROWS * {steps[0]}" if steps[0] > 1 else "ROWS"] + [
+    ext = ["1" if plan.depth_slices else f"ROWS * {steps[0]}" if steps[0] > 1 and not nm.phase[0] else "ROWS"] + [
         f"{nm.o[i]} * {steps[i]}" if steps[i] > 1 and not nm.phase[i] else nm.o[i] for i in range(1, nd)]
     row = f"r0 * {steps[0]} + {taps[0]}" if steps[0] > 1 else f"r0 + {taps[0]}"
+    if nm.phase[0]:  # POOL.phase-split along the rows: the tap's phase, then the block's rows in it
+        row = f"({taps[0]} % {steps[0]}) * {nm.p[0]} + {taps[0]} // {steps[0]} + r0"
     # POOL.phase-split: the tap's phase, then its position in the phase
     at = [f"({taps[i]} % {steps[i]}) * {nm.p[i]} + {taps[i]} // {steps[i]}" if nm.phase[i] else taps[i]
           for i in range(nd)]
