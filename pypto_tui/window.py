@@ -535,6 +535,12 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
     return plan
 
 
+def planes_bounded_by_size(plan: WindowPlan) -> bool:
+    """Whether the plane block is smaller than POOL_PLANES and the planes allow because a plane is
+    large (pool_planes): smaller test shapes then take a larger block, as any smaller plane would."""
+    return plan.channels_per_item < min(POOL_PLANES, plan.spec.batch * plan.spec.in_channels)
+
+
 def pool_planes(plan: WindowPlan) -> int:
     """Planes per item of a pool (POOL.plane-blocks): up to POOL_PLANES of the N*C planes (a block
     spans images: the kernel sees N*C planes), and no more than PREPARE_ELEMENTS prepared elements,

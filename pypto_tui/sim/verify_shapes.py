@@ -65,7 +65,7 @@ def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     pool's channels enough planes for one whole block of them over the test's images
     (POOL.plane-blocks): fewer would change the block the design chose."""
     from pypto_tui.contract.conv import WindowError, min_sizes, window_spec
-    from pypto_tui.window import plan_window
+    from pypto_tui.window import plan_window, planes_bounded_by_size
 
     c = pipeline.contract()
     floors = min_sizes(c)
@@ -74,7 +74,7 @@ def _window_floors(pipeline: Pipeline) -> dict[int, int]:
         plan = plan_window(window_spec(c)) if x is not None else None
     except (WindowError, ValueError):
         plan = None
-    if plan is not None and plan.plane_blocks and plan.channels_per_item > 1:
+    if plan is not None and plan.plane_blocks and plan.channels_per_item > 1 and not planes_bounded_by_size(plan):
         channels = plan.spec.in_channels
         need = min(channels, math.ceil(plan.channels_per_item / WINDOW_TEST_BATCH))
         floors[channels] = max(floors.get(channels, 0), need)
@@ -124,8 +124,12 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
 def _block_axes(pipeline: Pipeline) -> tuple[int, ...]:
     """A pool's block of planes (POOL.plane-blocks) leads its window tensor: the test keeps the
     block the design chose, where a shrink to fewer planes would test a smaller block."""
+    from pypto_tui.window import planes_bounded_by_size
+
     plan = getattr(pipeline.dims(), "window", None)
-    return (0,) if plan is not None and plan.plane_blocks and plan.channels_per_item > 1 else ()
+    if plan is None or not plan.plane_blocks or plan.channels_per_item <= 1 or planes_bounded_by_size(plan):
+        return ()  # a block bounded by the planes' size grows at test shapes, as at any smaller plane
+    return (0,)
 
 
 # ------------------------------------------------------------------------------ test shapes

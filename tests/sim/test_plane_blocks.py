@@ -123,3 +123,23 @@ def test_a_block_shifted_back_verifies_and_blocks_that_all_start_at_zero_fail(kb
     ])
     assert shifted.status == J.OK and shifted.passed, (shifted.status, shifted.reason)
     assert stuck.status == J.MISMATCH and stuck.passed is False, (stuck.status, stuck.reason)
+
+
+def test_the_test_shapes_keep_a_full_block_and_let_a_size_bounded_one_grow(kb, tmp_path):
+    """A block of PLANE_BLOCK planes is a design the test keeps (its channels floored to a block over
+    the test's images); a block bounded by a large plane is not: any smaller plane takes more."""
+    from pypto_tui.sim.verify_shapes import design_to_keep
+    from pypto_tui.window import planes_bounded_by_size
+
+    full = Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))
+    keep = design_to_keep(full)
+    assert keep is not None and keep.exact_axes == (0,)
+    large = _pool2d(tmp_path, 4, size=(512, 600))  # ~309 K prepared elements a plane: 3 a block
+    plan = _plan_of(kb, large)
+    assert plan.channels_per_item == 3 and planes_bounded_by_size(plan)
+    keep = design_to_keep(Pipeline(kb, Design(task=large)))
+    assert keep is not None and keep.exact_axes == ()
+
+
+def _plan_of(kb, task: str):
+    return plan_window(window_spec(extract_contract(Path(task), kb)))
