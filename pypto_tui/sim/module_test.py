@@ -210,7 +210,7 @@ class _KernelSearch(_Search):
         problems = scaled.kept_problems(self.keep, g.shape, g.matmul, tile_tensor_at(p, self.keep, shapes))
         if self.gemms and self.keep.cube:
             problems += _cube_problems(self.gemms, _conv_gemms(c), self.keep.cube)
-        problems += _window_room(c)
+        problems += _window_room(c) + _plane_room(c, self.keep)
         return Candidate(dict(values), p, None, max(_largest(graph), measure_elements(p)(shapes)), problems)
 
 
@@ -455,6 +455,25 @@ def _window_room(c: Any) -> list[str]:
     floors = min_sizes(c)
     return [f"spatial axis {i} {size} leaves room for fewer than two output positions (needs {floors[size]})"
             for i, size in enumerate(spatial) if size < floors.get(size, 0)]
+
+
+def _plane_room(c: Any, keep: scaled.DesignToKeep) -> list[str]:
+    """A pool that keeps its block of planes (POOL.plane-blocks, `keep.exact_axes`) tests more planes
+    than two blocks hold, as the shapes' own floors do (verify_shapes._window_floors): with one
+    block, a kernel whose blocks all start at plane 0 passed."""
+    from pypto_tui.contract.conv import WindowError, window_spec
+    from pypto_tui.window import plan_window
+
+    if not keep.exact_axes:
+        return []
+    try:
+        plan = plan_window(window_spec(c))
+    except (WindowError, ValueError, InputError):
+        return []
+    planes = plan.spec.batch * plan.spec.in_channels
+    if plan.plane_blocks and planes <= 2 * plan.channels_per_item:
+        return [f"{planes} (image, channel) planes run at most two blocks of {plan.channels_per_item}"]
+    return []
 
 
 def _conv_gemms(c: Any) -> list[tuple[int, int]]:

@@ -62,8 +62,8 @@ def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
 
 def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py), and a
-    pool's channels enough planes for one whole block of them over the test's images
-    (POOL.plane-blocks): fewer would change the block the design chose."""
+    pool's channels more planes than two blocks over the test's images (POOL.plane-blocks): fewer
+    would change the block the design chose, or run one block only."""
     from pypto_tui.contract.conv import WindowError, min_sizes, window_spec
     from pypto_tui.window import plan_window, planes_bounded_by_size
 
@@ -75,8 +75,10 @@ def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     except (WindowError, ValueError):
         plan = None
     if plan is not None and plan.plane_blocks and plan.channels_per_item > 1 and not planes_bounded_by_size(plan):
+        # more planes than two blocks: a block past the first runs (a kernel whose blocks all start at
+        # plane 0 passed with the 8 planes of one block), and with an odd count, one shifted back
         channels = plan.spec.in_channels
-        need = min(channels, math.ceil(plan.channels_per_item / WINDOW_TEST_BATCH))
+        need = min(channels, math.ceil((2 * plan.channels_per_item + 1) / WINDOW_TEST_BATCH))
         floors[channels] = max(floors.get(channels, 0), need)
     return floors
 
@@ -336,6 +338,11 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
     knobs = [c for c in values if c not in frozen and values[c] not in keep_values]
     measure = measure_elements(pipeline)
     start = measure(shrunk if shrunk is not None else shapes)
+    # the shrink's floors hold here too (a pool's planes: more than two blocks)
+    full = full_shapes(pipeline)
+    floors = _window_floors(pipeline)
+    floor_of = {c: floors[full[n][ax]] for (n, ax), c in cls.items()
+                if n in full and ax < len(full[n]) and full[n][ax] in floors}
 
     def apply(v: dict[Any, int]) -> scaled.Shapes:
         return {n: tuple(v[cls[(n, ax)]] for ax in range(len(s))) for n, s in shapes.items()}
@@ -347,7 +354,8 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
             return None
         own = tile_tensor_at(pipeline, keep, s)
         size = measure(s)
-        kept = (not scaled.kept_problems(keep, g.shape, g.matmul, own)
+        kept = (all(v[c] >= floor_of[c] for c in floor_of if c in v)
+                and not scaled.kept_problems(keep, g.shape, g.matmul, own)
                 and size <= max(keep.element_limit, start) * (
                     scaled.SPREAD_GROWTH if shrunk is None else scaled.SECOND_GROWTH))
         return scaled.Probe(tuple(scaled.counted_axes(keep, g.shape, g.matmul, own)), kept, size,
