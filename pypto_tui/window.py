@@ -175,6 +175,18 @@ class WindowPlan:
         return self.strategy == "pool-taps" and (self.spec.kind == "max_pool" or self.divisor is not None)
 
     @property
+    def test_planes(self) -> int | None:
+        """The fewest (image, channel) planes a test of this pool runs, or None when it need not keep
+        the block (POOL.plane-blocks): more than two blocks, so a block past the first runs (a kernel
+        whose blocks all start at plane 0 passed with the 8 planes of one block). None for one plane
+        an item, and for a block bounded by a large plane (pool_planes): any smaller test plane takes
+        a larger block."""
+        planes = self.spec.batch * self.spec.in_channels
+        if not self.plane_blocks or self.channels_per_item <= 1 or self.channels_per_item < min(POOL_PLANES, planes):
+            return None
+        return 2 * self.channels_per_item + 1
+
+    @property
     def band_matmul(self) -> bool:
         """Whether a 2-D average pool takes its W axis as one matmul (POOL.band-matmul): the output
         column o is the sum of the input columns in its window, times 1/count, a band matrix (W x
@@ -533,12 +545,6 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
     if plan.plane_blocks:
         plan = replace(plan, channels_per_item=pool_planes(plan))
     return plan
-
-
-def planes_bounded_by_size(plan: WindowPlan) -> bool:
-    """Whether the plane block is smaller than POOL_PLANES and the planes allow because a plane is
-    large (pool_planes): smaller test shapes then take a larger block, as any smaller plane would."""
-    return plan.channels_per_item < min(POOL_PLANES, plan.spec.batch * plan.spec.in_channels)
 
 
 def pool_planes(plan: WindowPlan) -> int:

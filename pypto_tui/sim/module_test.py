@@ -210,7 +210,7 @@ class _KernelSearch(_Search):
         problems = scaled.kept_problems(self.keep, g.shape, g.matmul, tile_tensor_at(p, self.keep, shapes))
         if self.gemms and self.keep.cube:
             problems += _cube_problems(self.gemms, _conv_gemms(c), self.keep.cube)
-        problems += _window_room(c) + _plane_room(c, self.keep)
+        problems += _window_room(c) + _plane_room(p, self.keep)
         return Candidate(dict(values), p, None, max(_largest(graph), measure_elements(p)(shapes)), problems)
 
 
@@ -457,22 +457,17 @@ def _window_room(c: Any) -> list[str]:
             for i, size in enumerate(spatial) if size < floors.get(size, 0)]
 
 
-def _plane_room(c: Any, keep: scaled.DesignToKeep) -> list[str]:
-    """A pool that keeps its block of planes (POOL.plane-blocks, `keep.exact_axes`) tests more planes
-    than two blocks hold, as the shapes' own floors do (verify_shapes._window_floors): with one
-    block, a kernel whose blocks all start at plane 0 passed."""
-    from pypto_tui.contract.conv import WindowError, window_spec
-    from pypto_tui.window import plan_window
+def _plane_room(p: Pipeline, keep: scaled.DesignToKeep) -> list[str]:
+    """A pool that keeps its block of planes (`keep.exact_axes`) runs its test planes, as the shapes'
+    own floors do (WindowPlan.test_planes)."""
+    from pypto_tui.sim.verify_shapes import window_plan_of
 
-    if not keep.exact_axes:
-        return []
-    try:
-        plan = plan_window(window_spec(c))
-    except (WindowError, ValueError, InputError):
-        return []
-    planes = plan.spec.batch * plan.spec.in_channels
-    if plan.plane_blocks and planes <= 2 * plan.channels_per_item:
-        return [f"{planes} (image, channel) planes run at most two blocks of {plan.channels_per_item}"]
+    plan = window_plan_of(p) if keep.exact_axes else None
+    needed = plan.test_planes if plan is not None else None
+    planes = plan.spec.batch * plan.spec.in_channels if plan is not None else 0
+    if needed is not None and planes < needed:
+        return [f"{planes} (image, channel) planes: fewer than the {needed} a block of {plan.channels_per_item} "
+                "tests with"]
     return []
 
 

@@ -62,25 +62,25 @@ def _keep_values(pipeline: Pipeline) -> tuple[set[int], int | None]:
 
 def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     """A conv's or pool's spatial sizes keep room for two output positions (contract/conv.py), and a
-    pool's channels more planes than two blocks over the test's images (POOL.plane-blocks): fewer
-    would change the block the design chose, or run one block only."""
-    from pypto_tui.contract.conv import WindowError, min_sizes, window_spec
-    from pypto_tui.window import plan_window, planes_bounded_by_size
+    pool's channels hold its test planes over the test's images (WindowPlan.test_planes)."""
+    from pypto_tui.contract.conv import min_sizes
 
-    c = pipeline.contract()
-    floors = min_sizes(c)
-    x = _window_input(pipeline)
-    try:
-        plan = plan_window(window_spec(c)) if x is not None else None
-    except (WindowError, ValueError):
-        plan = None
-    if plan is not None and plan.plane_blocks and plan.channels_per_item > 1 and not planes_bounded_by_size(plan):
-        # more planes than two blocks: a block past the first runs (a kernel whose blocks all start at
-        # plane 0 passed with the 8 planes of one block), and with an odd count, one shifted back
+    floors = min_sizes(pipeline.contract())
+    plan = window_plan_of(pipeline)
+    planes = plan.test_planes if plan is not None else None
+    if plan is not None and planes is not None:
         channels = plan.spec.in_channels
-        need = min(channels, math.ceil((2 * plan.channels_per_item + 1) / WINDOW_TEST_BATCH))
-        floors[channels] = max(floors.get(channels, 0), need)
+        floors[channels] = max(floors.get(channels, 0), min(channels, math.ceil(planes / WINDOW_TEST_BATCH)))
     return floors
+
+
+def window_plan_of(pipeline: Pipeline) -> Any | None:
+    """The conv's or pool's window plan the dimension step made (None for every other family, or
+    when the design cannot be planned)."""
+    try:
+        return getattr(pipeline.dims(), "window", None)
+    except InputError:
+        return None
 
 
 def kernel_constants(gen: Any) -> dict[str, Any]:
@@ -126,12 +126,8 @@ def design_to_keep(pipeline: Pipeline, gen: Any | None = None) -> scaled.DesignT
 def _block_axes(pipeline: Pipeline) -> tuple[int, ...]:
     """A pool's block of planes (POOL.plane-blocks) leads its window tensor: the test keeps the
     block the design chose, where a shrink to fewer planes would test a smaller block."""
-    from pypto_tui.window import planes_bounded_by_size
-
-    plan = getattr(pipeline.dims(), "window", None)
-    if plan is None or not plan.plane_blocks or plan.channels_per_item <= 1 or planes_bounded_by_size(plan):
-        return ()  # a block bounded by the planes' size grows at test shapes, as at any smaller plane
-    return (0,)
+    plan = window_plan_of(pipeline)
+    return (0,) if plan is not None and plan.test_planes is not None else ()
 
 
 # ------------------------------------------------------------------------------ test shapes

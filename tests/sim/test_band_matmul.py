@@ -6,49 +6,27 @@ padding and row views at the wrong offset."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from family import EXTRA
+from family import CONV, module_task, window_plan
 
-from pypto_tui.contract.conv import window_spec
-from pypto_tui.contract.extract import extract_contract
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
-from pypto_tui.window import plan_window
-
-CONV = EXTRA.parent / "tasks_conv"
-
-
-def _pool(folder: Path, module: str, shape: tuple[int, ...]) -> str:
-    path = folder / f"pool_{abs(hash((module, shape)))}.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-        f"        super().__init__()\n        self.pool = nn.{module}\n\n    def forward(self, x):\n"
-        "        return self.pool(x)\n\n\n"
-        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\n"
-        "def get_init_inputs():\n    return []\n")
-    return str(path)
-
-
-def _plan(kb, task: str | Path):
-    return plan_window(window_spec(extract_contract(Path(task), kb)))
 
 
 def test_average_pools_strided_along_w_with_a_constant_divisor_take_the_band(kb, tmp_path):
-    plan = _plan(kb, CONV / "avgpool2d_functional.py")  # kernel 5, stride 5
+    plan = window_plan(kb, CONV / "avgpool2d_functional.py")  # kernel 5, stride 5
     assert plan.band_matmul and plan.band_width % 8 == 0 and plan.band_width >= plan.axes[1].out
     assert not any(plan.gathers(i) for i in range(2))
     assert plan.band_matmul_shape == (plan.band_planes * 66, 99, plan.band_width)
-    padded = _plan(kb, _pool(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 4, 16, 40)))
+    padded = window_plan(kb, module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 4, 16, 40)))
     assert padded.band_matmul
     # a count map (the padding does not count), stride 1 along W, a max, other ranks: the taps
-    assert not _plan(kb, CONV / "avgpool2d_exclude_pad.py").band_matmul
-    assert not _plan(kb, _pool(tmp_path, "AvgPool2d(3, stride=(2, 1))", (2, 4, 16, 40))).band_matmul
-    assert not _plan(kb, CONV / "maxpool2d_ceil.py").band_matmul
-    assert not _plan(kb, CONV / "avgpool1d_padded.py").band_matmul
-    assert not _plan(kb, CONV / "avgpool3d_asymmetric.py").band_matmul
+    assert not window_plan(kb, CONV / "avgpool2d_exclude_pad.py").band_matmul
+    assert not window_plan(kb, module_task(tmp_path, "AvgPool2d(3, stride=(2, 1))", (2, 4, 16, 40))).band_matmul
+    assert not window_plan(kb, CONV / "maxpool2d_ceil.py").band_matmul
+    assert not window_plan(kb, CONV / "avgpool1d_padded.py").band_matmul
+    assert not window_plan(kb, CONV / "avgpool3d_asymmetric.py").band_matmul
 
 
 def test_the_band_kernel_multiplies_rows_and_the_taps_kernel_reads_plain_rows(kb):
@@ -67,9 +45,9 @@ def test_the_band_kernel_multiplies_rows_and_the_taps_kernel_reads_plain_rows(kb
 @pytest.mark.sim
 def test_banded_pools_verify_with_padding_and_a_tail_block(kb, tmp_path):
     tasks = [str(CONV / "avgpool2d_functional.py"),
-             _pool(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 5, 24, 40)),
+             module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 5, 24, 40)),
              # 1500 rows a plane: two planes a matmul, 3 planes leave a tail block of one
-             _pool(tmp_path, "AvgPool2d((2, 4), stride=(2, 3), padding=(1, 2))", (1, 3, 1500, 16))]
+             module_task(tmp_path, "AvgPool2d((2, 4), stride=(2, 3), padding=(1, 2))", (1, 3, 1500, 16))]
     pipes = [Pipeline(kb, Design(task=t)) for t in tasks]
     assert "TAIL > 0" in kernel_of(pipes[2]).source
     for p in pipes:
@@ -81,7 +59,7 @@ def test_banded_pools_verify_with_padding_and_a_tail_block(kb, tmp_path):
 
 @pytest.mark.sim
 def test_a_band_without_the_padding_or_rows_at_the_wrong_offset_fail(kb, tmp_path, broken_twins):
-    pipe = Pipeline(kb, Design(task=_pool(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 5, 24, 40))))
+    pipe = Pipeline(kb, Design(task=module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (2, 5, 24, 40))))
     reports = broken_twins([
         (pipe, "pypto.arange(float(LO_W), float(LO_W + w))", "pypto.arange(0.0, float(w))"),
         (pipe, "[plane, r0 * 2 + t, 0]", "[plane, r0 * 2, 0]"),

@@ -7,23 +7,13 @@ phase stored at the wrong place."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from family import EXTRA
+from family import CONV, module_task, window_plan
 
-from pypto_tui.contract.conv import window_spec
-from pypto_tui.contract.extract import extract_contract
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
-from pypto_tui.window import plan_window
-
-CONV = EXTRA.parent / "tasks_conv"
-
-
-def _plan(kb, name: str):
-    return plan_window(window_spec(extract_contract(CONV / name, kb)))
 
 
 def _source(kb, name: str) -> str:
@@ -31,21 +21,21 @@ def _source(kb, name: str) -> str:
 
 
 def test_the_strided_axes_after_the_first_of_a_3d_pool_are_phase_split(kb):
-    plan = _plan(kb, "maxpool3d.py")  # kernel 3, stride 2, padding 1
+    plan = window_plan(kb, CONV / "maxpool3d.py")  # kernel 3, stride 2, padding 1
     assert [plan.phases(i) for i in range(3)] == [False, True, True]
     assert not any(plan.gathers(i) for i in range(3))
     for i in (1, 2):
         a = plan.axes[i]
         assert a.prepared % a.step == 0 and plan.view_extent(i) == a.out
     assert plan.axes[2].prepared % 8 == 0  # the pre kernel's tile takes W whole: 32-byte rows
-    mixed = _plan(kb, "avgpool3d_asymmetric.py")  # stride (2, 2, 1): W is read as it is
+    mixed = window_plan(kb, CONV / "avgpool3d_asymmetric.py")  # stride (2, 2, 1): W is read as it is
     assert [mixed.phases(i) for i in range(3)] == [False, True, False]
     # a 2-D pool splits both strided axes, its rows too (no depth slices: blocks of rows read plain
     # views); a 1-D pool keeps its gather
-    flat = _plan(kb, "maxpool2d_ceil.py")  # stride (2, 3)
+    flat = window_plan(kb, CONV / "maxpool2d_ceil.py")  # stride (2, 3)
     assert [flat.phases(i) for i in range(2)] == [True, True] and not flat.depth_slices
     assert not any(flat.gathers(i) for i in range(2))
-    assert not _plan(kb, "maxpool1d_dilated.py").phases(0)
+    assert not window_plan(kb, CONV / "maxpool1d_dilated.py").phases(0)
 
 
 def test_the_pool_kernel_reads_plain_views_and_the_pre_kernel_gathers_each_phase(kb):
@@ -92,21 +82,11 @@ def test_every_prepared_position_is_written_once_and_each_input_lands_at_its_pha
                 assert written == [1] * (stride * length), (size, lo, stride)
 
 
-def _task(folder: Path, shape: tuple[int, ...], kernel: int, stride: int, padding: int, dilation: int) -> str:
-    path = folder / "pool3d.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-        f"        super().__init__()\n        self.pool = nn.MaxPool3d({kernel}, stride={stride}, padding={padding}, "
-        f"dilation={dilation})\n\n    def forward(self, x):\n        return self.pool(x)\n\n\n"
-        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\ndef get_init_inputs():\n    return []\n")
-    return str(path)
-
-
 @pytest.mark.sim
 def test_phase_split_pools_verify_with_a_tail_block(kb, tmp_path):
     """Stride 3 with dilation 2 (three phases, taps in every phase) over 9 planes: a block of 8 and a
     tail block of 1; and the avg pool fixture whose W is read plain."""
-    task = _task(tmp_path, (1, 9, 7, 13, 17), kernel=3, stride=3, padding=1, dilation=2)
+    task = module_task(tmp_path, "MaxPool3d(3, stride=3, padding=1, dilation=2)", (1, 9, 7, 13, 17))
     pipes = [Pipeline(kb, Design(task=task)), Pipeline(kb, Design(task=str(CONV / "avgpool3d_asymmetric.py")))]
     assert "TAIL > 0" in kernel_of(pipes[0]).source
     for r in verify_many(pipes, jobs=1, cache=False):
@@ -128,18 +108,8 @@ def test_a_view_of_the_wrong_phase_or_a_phase_stored_at_the_wrong_place_fails(kb
         assert r.status == J.MISMATCH and r.passed is False, (r.status, r.reason)
 
 
-def _pool2d(folder: Path, module: str, shape: tuple[int, ...]) -> str:
-    path = folder / f"pool2d_{abs(hash((module, shape)))}.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-        f"        super().__init__()\n        self.pool = nn.{module}\n\n    def forward(self, x):\n"
-        "        return self.pool(x)\n\n\n"
-        f"def get_inputs():\n    return [torch.randn{shape}]\n\n\ndef get_init_inputs():\n    return []\n")
-    return str(path)
-
-
 def test_a_2d_pool_reads_blocks_of_rows_from_its_phases(kb, tmp_path):
-    src = kernel_of(Pipeline(kb, Design(task=_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)",
+    src = kernel_of(Pipeline(kb, Design(task=module_task(tmp_path, "MaxPool2d(3, stride=2, padding=1)",
                                                       (3, 5, 27, 40))))).source
     pool = src[src.index("def create_max_pool2d_kernel"):]
     assert "[PLANES, ROWS, OW], [plane, (TAP_H[t] % 2) * PH + TAP_H[t] // 2 + r0, (TAP_W[t] % 2) * PW" in pool
@@ -150,8 +120,8 @@ def test_a_2d_pool_reads_blocks_of_rows_from_its_phases(kb, tmp_path):
 def test_2d_pools_split_by_phase_on_both_axes_verify(kb, tmp_path):
     """Stride 2 on both axes over 15 planes (a block of 8 and one shifted back), stride (2, 1) (the
     rows alone), and the ceil_mode fixture (stride (2, 3), dilation (2, 1))."""
-    tasks = [_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40)),
-             _pool2d(tmp_path, "AvgPool2d((3, 2), stride=(2, 1), padding=(1, 0))", (3, 5, 27, 40)),
+    tasks = [module_task(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40)),
+             module_task(tmp_path, "AvgPool2d((3, 2), stride=(2, 1), padding=(1, 0))", (3, 5, 27, 40)),
              str(CONV / "maxpool2d_ceil.py")]
     for r in verify_many([Pipeline(kb, Design(task=t)) for t in tasks], jobs=1, cache=False):
         assert r.supported and r.passed, r.reason
@@ -160,6 +130,6 @@ def test_2d_pools_split_by_phase_on_both_axes_verify(kb, tmp_path):
 
 @pytest.mark.sim
 def test_a_row_of_the_wrong_phase_fails(kb, tmp_path, broken_twins):
-    pipe = Pipeline(kb, Design(task=_pool2d(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40))))
+    pipe = Pipeline(kb, Design(task=module_task(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 5, 27, 40))))
     [report] = broken_twins([(pipe, "(TAP_H[t] % 2) * PH + TAP_H[t] // 2 + r0", "TAP_H[t] // 2 + r0")])
     assert report.status == J.MISMATCH and report.passed is False, (report.status, report.reason)

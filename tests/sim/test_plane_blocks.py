@@ -1,5 +1,5 @@
 """A pool takes a block of planes per item (POOL.plane-blocks): its window views lead with PLANES
-(image, channel) planes, a divisor of C up to 8, so the loop's and every tap's fixed cost is shared.
+(image, channel) planes, up to 8, so the loop's and every tap's fixed cost is shared.
 Fast tests read the plan and the generated text and run the block arithmetic at every size (a block
 shifted back where PLANES does not divide N*C); the compiler tests verify pools in the form, one run
 at a block size that does not divide N*C, and catch blocks that all start at plane 0."""
@@ -10,32 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
-from family import EXTRA
+from family import CONV, module_task, window_plan
 
-from pypto_tui.contract.conv import window_spec
-from pypto_tui.contract.extract import extract_contract
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
-from pypto_tui.window import plan_window
-
-CONV = EXTRA.parent / "tasks_conv"
-
-
-def _pool2d(folder: Path, channels: int, kind: str = "MaxPool2d(3, stride=2, padding=1)",
-            size: tuple[int, int] = (20, 36)) -> str:
-    path = folder / f"pool_{channels}_{size[0]}.py"
-    path.write_text(
-        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-        f"        super().__init__()\n        self.pool = nn.{kind}\n\n    def forward(self, x):\n"
-        "        return self.pool(x)\n\n\n"
-        f"def get_inputs():\n    return [torch.randn(3, {channels}, {size[0]}, {size[1]})]\n\n\n"
-        "def get_init_inputs():\n    return []\n")
-    return str(path)
-
-
-def _planes(kb, task: str | Path) -> int:
-    return plan_window(window_spec(extract_contract(Path(task), kb))).channels_per_item
 
 
 def _pool_kernel(kb, task: str | Path) -> str:
@@ -47,16 +26,21 @@ def _pool_kernel(kb, task: str | Path) -> str:
     return constants + "\n" + src[start.start():]
 
 
+def _planes(kb, folder, shape: tuple[int, ...]) -> int:
+    """Planes per item of a 3 x 3, stride 2 max pool over an input of `shape`."""
+    return window_plan(kb, module_task(folder, "MaxPool2d(3, stride=2, padding=1)", shape)).channels_per_item
+
+
 def test_a_pool_takes_a_block_of_planes_unless_its_planes_are_large_or_it_has_a_count_map(kb, tmp_path):
-    assert _planes(kb, CONV / "maxpool2d_ceil.py") == 8
-    assert _planes(kb, CONV / "avgpool2d_functional.py") == 8  # a constant divisor
-    assert _planes(kb, CONV / "maxpool1d_dilated.py") == 8
-    assert _planes(kb, _pool2d(tmp_path, 7)) == 8  # 21 planes: blocks span images, the last shifted back
-    assert _planes(kb, _pool2d(tmp_path, 1, size=(4, 6))) == 3  # no more planes than the input has
+    assert window_plan(kb, CONV / "maxpool2d_ceil.py").channels_per_item == 8
+    assert window_plan(kb, CONV / "avgpool2d_functional.py").channels_per_item == 8  # a constant divisor
+    assert window_plan(kb, CONV / "maxpool1d_dilated.py").channels_per_item == 8
+    assert _planes(kb, tmp_path, (3, 7, 20, 36)) == 8  # 21 planes: blocks span images, the last shifted back
+    assert _planes(kb, tmp_path, (3, 1, 4, 6)) == 3  # no more planes than the input has
     # a plane of 1024 x 1040 prepared elements is a block on its own (the pre kernel's bound)
-    assert _planes(kb, _pool2d(tmp_path, 4, size=(1024, 1024))) == 1
+    assert _planes(kb, tmp_path, (3, 4, 1024, 1024)) == 1
     # count_include_pad=False: the divisor varies per position, a count map per plane
-    assert _planes(kb, CONV / "avgpool2d_exclude_pad.py") == 1
+    assert window_plan(kb, CONV / "avgpool2d_exclude_pad.py").channels_per_item == 1
 
 
 def test_the_window_views_and_the_tile_lead_with_the_block_of_planes(kb, tmp_path):
@@ -103,7 +87,7 @@ def test_blocks_of_planes_cover_every_plane_at_any_size_and_never_read_past_the_
 @pytest.mark.sim
 def test_pools_in_blocks_of_planes_verify(kb, tmp_path):
     tasks = [CONV / "maxpool2d_ceil.py", CONV / "avgpool2d_functional.py", CONV / "maxpool1d_dilated.py",
-             _pool2d(tmp_path, 12, "AvgPool2d(3, stride=2, padding=1)")]
+             module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (3, 12, 20, 36))]
     pipes = [Pipeline(kb, Design(task=str(t))) for t in tasks]
     for p in pipes:
         assert "PLANE_BLOCKS" in kernel_of(p).source
@@ -129,38 +113,14 @@ def test_the_test_shapes_keep_a_full_block_and_let_a_size_bounded_one_grow(kb, t
     """A block of PLANE_BLOCK planes is a design the test keeps (its channels floored to a block over
     the test's images); a block bounded by a large plane is not: any smaller plane takes more."""
     from pypto_tui.sim.verify_shapes import design_to_keep
-    from pypto_tui.window import planes_bounded_by_size
-
     full = Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))
     keep = design_to_keep(full)
     assert keep is not None and keep.exact_axes == (0,)
-    large = _pool2d(tmp_path, 4, size=(512, 600))  # ~309 K prepared elements a plane: 3 a block
-    plan = _plan_of(kb, large)
-    assert plan.channels_per_item == 3 and planes_bounded_by_size(plan)
+    assert window_plan(kb, CONV / "maxpool2d_ceil.py").test_planes == 2 * 8 + 1
+    # ~309 K prepared elements a plane: 3 a block
+    large = module_task(tmp_path, "MaxPool2d(3, stride=2, padding=1)", (3, 4, 512, 600))
+    plan = window_plan(kb, large)
+    assert plan.channels_per_item == 3 and plan.test_planes is None  # bounded by the plane's size
     keep = design_to_keep(Pipeline(kb, Design(task=large)))
     assert keep is not None and keep.exact_axes == ()
 
-
-def _plan_of(kb, task: str):
-    return plan_window(window_spec(extract_contract(Path(task), kb)))
-
-
-def test_a_pools_test_shapes_run_more_than_two_blocks_of_planes(kb, tmp_path):
-    """With the 8 planes of one block, a kernel whose blocks all start at plane 0 passed: the shapes'
-    floors and the size-constant search both keep more planes than two blocks."""
-    from pypto_tui.sim.verification import prepare_verify
-
-    task = tmp_path / "pool1d.py"
-    task.write_text(
-        "import torch\nimport torch.nn as nn\n\nbatch_size = 64\nfeatures = 192\nsequence_length = 65536\n\n\n"
-        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.pool = nn.MaxPool1d(kernel_size=8, stride=1, padding=4, dilation=3)\n\n"
-        "    def forward(self, x):\n        return self.pool(x)\n\n\n"
-        "def get_inputs():\n    return [torch.randn(batch_size, features, sequence_length)]\n\n\n"
-        "def get_init_inputs():\n    return []\n")
-    prepared = prepare_verify(Pipeline(kb, Design(task=str(task))))
-    n, c, _ = prepared.report.shapes["x"]
-    assert n * c > 2 * 8, prepared.report.shapes
-    for name in ("maxpool2d_ceil.py", "maxpool1d_dilated.py"):
-        shapes = prepare_verify(Pipeline(kb, Design(task=str(CONV / name)))).report.shapes["x"]
-        assert shapes[0] * shapes[1] > 2 * 8, (name, shapes)
