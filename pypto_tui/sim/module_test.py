@@ -463,11 +463,12 @@ def _plane_room(p: Pipeline, keep: scaled.DesignToKeep) -> list[str]:
     from pypto_tui.sim.verify_shapes import window_plan_of
 
     plan = window_plan_of(p) if keep.exact_axes else None
-    needed = plan.test_planes if plan is not None else None
-    planes = plan.spec.batch * plan.spec.in_channels if plan is not None else 0
-    if needed is not None and planes < needed:
-        return [f"{planes} (image, channel) planes: fewer than the {needed} a block of {plan.channels_per_item} "
-                "tests with"]
+    if plan is None or plan.test_planes is None:
+        return []
+    planes = plan.spec.batch * plan.spec.in_channels
+    if planes < plan.test_planes:
+        return [f"{planes} (image, channel) planes: fewer than the {plan.test_planes} a block of "
+                f"{plan.channels_per_item} tests with"]
     return []
 
 

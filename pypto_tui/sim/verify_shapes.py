@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto_tui.design import Pipeline
 from pypto_tui.errors import InputError
 from pypto_tui.ops.roles import traits
 from pypto_tui.sim import scaled
 from pypto_tui.sim.design_runs import variant
+
+if TYPE_CHECKING:
+    from pypto_tui.window import WindowPlan
 
 
 # ------------------------------------------------------------------------------ the design
@@ -74,7 +77,7 @@ def _window_floors(pipeline: Pipeline) -> dict[int, int]:
     return floors
 
 
-def window_plan_of(pipeline: Pipeline) -> Any | None:
+def window_plan_of(pipeline: Pipeline) -> WindowPlan | None:
     """The conv's or pool's window plan the dimension step made (None for every other family, or
     when the design cannot be planned)."""
     try:
