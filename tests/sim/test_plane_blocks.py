@@ -124,3 +124,24 @@ def test_the_test_shapes_keep_a_full_block_and_let_a_size_bounded_one_grow(kb, t
     keep = design_to_keep(Pipeline(kb, Design(task=large)))
     assert keep is not None and keep.exact_axes == ()
 
+
+
+def test_a_pools_test_shapes_run_more_than_two_blocks_of_planes(kb, tmp_path):
+    """With the 8 planes of one block, a kernel whose blocks all start at plane 0 passed: the shapes'
+    floors and the size-constant search both keep more planes than two blocks."""
+    from pypto_tui.sim.verification import prepare_verify
+
+    task = tmp_path / "pool1d.py"
+    task.write_text(
+        "import torch\nimport torch.nn as nn\n\nbatch_size = 64\nfeatures = 192\nsequence_length = 65536\n\n\n"
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.pool = nn.MaxPool1d(kernel_size=8, stride=1, padding=4, dilation=3)\n\n"
+        "    def forward(self, x):\n        return self.pool(x)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, features, sequence_length)]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    prepared = prepare_verify(Pipeline(kb, Design(task=str(task))))
+    n, c, _ = prepared.report.shapes["x"]
+    assert n * c > 2 * 8, prepared.report.shapes
+    for name in ("maxpool2d_ceil.py", "maxpool1d_dilated.py"):
+        shapes = prepare_verify(Pipeline(kb, Design(task=str(CONV / name)))).report.shapes["x"]
+        assert shapes[0] * shapes[1] > 2 * 8, (name, shapes)
