@@ -169,12 +169,10 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         roles.append(TileRole("prepare", "PREP_TILE", (per_block, 1, q[0]) if plan.nd == 1 else (per_block, *q), dtype,
                               None, reducing=False, strict_align=True, min_tile=_phase_floor(plan)))
     # the cube takes the im2col matmul, or the pointwise stage's (a depthwise conv has no other), or
-    # an average pool's band (POOL.band-matmul: a block of planes' rows by the band)
-    matmul = plan.matmul or plan.pointwise_matmul or plan.band_matmul_shape
-    cube = None
-    if plan.band_matmul_shape is not None:
-        cube = plan.band_matmul_shape
-    elif matmul is not None:
+    # an average pool's band (POOL.band-matmul: a block of planes' rows by the band, its N the band's)
+    matmul = plan.matmul or plan.pointwise_matmul
+    cube = plan.band_matmul_shape
+    if matmul is not None:
         M, K, _ = matmul
         cube = (M, K, max(plan.row_unit, math.ceil(plan.rows / CUBE_ROWS) * plan.row_unit))
     max_chunk = kb.limits.max_matmul_inner if plan.strategy == "im2col" else None
@@ -350,43 +348,53 @@ def build_window(b: Builder) -> None:
     b.forward.prepare += unpack
     if plan.band_matmul:  # POOL.band-matmul: the band kernel reads the input as rows (n * c * h, w)
         rows = b.prepare(x, [_e("n * c * h"), _e("w")], "rows")
-        src = _band_kernel(b, plan, nm, op, b.tile_constant(tiles["band"], "the band's vec tile (W, OWP)"),
-                           b.tile_constant(tiles["banded"], "a block of planes' banded rows (planes, h, OWP)"),
-                           rows, unpack)
-        _band_taps_kernel(b, plan, nm, op, win, src, unpack)
-        planes = src
-    elif plan.inserts_flat:  # CONV.insert-matmul, CONV.insert-rows: the zeros over the whole input
-        planes = src = _insert_chain(b, plan, nm, op, tiles, x, dims, unpack)
+        banded = _band_kernel(b, plan, nm, op, b.tile_constant(tiles["band"], "the band's vec tile (W, OWP)"),
+                              b.tile_constant(tiles["banded"], "a block of planes' banded rows (planes, h, OWP)"),
+                              rows, unpack)
+        _band_taps_kernel(b, plan, nm, op, win, banded, unpack)
     else:
-        planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
-                           "planes")
-        src = planes
-    if plan.band_matmul:
-        pass
-    elif prep is not None and any(nm.phase):
-        src = _phase_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
-    elif prep is not None and plan.pads_in_blocks:
-        src = _pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
-    elif prep is not None:
-        src = _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
-    if plan.band_matmul:
-        pass  # both kernels are written above
-    elif plan.strategy == "im2col" and plan.flat:
-        _flat_kernel(b, plan, nm, op, main, src, unpack)
-    elif plan.strategy == "im2col":
-        _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
-    elif plan.strategy == "depthwise-taps" and plan.flat:
-        _flat_depthwise_kernel(b, plan, op, main, src, unpack)
-    elif plan.strategy == "depthwise-taps":
-        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack, out="mid" if spec.pointwise else "out")
-    else:
-        _pool_kernel(b, plan, nm, op, win, win4, src, unpack)
+        src = _prepared_input(b, plan, nm, op, tiles, prep, x, dims, unpack)
+        _main_kernel(b, plan, nm, op, main, win, win4, src, unpack)
     if spec.pointwise:
         _pointwise_kernel(b, plan, nm, op, b.tile_constant(tiles["pointwise"], "the pointwise stage's block"),
                           unpack)
     _model_modules(b, spec)
     channels = "PW_OUT_CHANNELS" if spec.pointwise else "OUT_CHANNELS" if spec.is_conv else "c"
     b.forward.result = _e(f"out.reshape(n, {channels}, {', '.join(nm.o)})")
+
+
+def _prepared_input(b: Builder, plan: WindowPlan, nm: _Names, op: str, tiles: dict[str, Any], prep: Any, x: str,
+                    dims: list[str], unpack: Stmts) -> str:
+    """The input as the main kernel reads it, forward's name for it: the planes, zero-inserted over the
+    whole input first where the plan says so (CONV.insert-matmul, CONV.insert-rows), then prepared by
+    the pre kernel the plan takes (stride phases, padded blocks, or one plane at a time)."""
+    if plan.inserts_flat:
+        planes = _insert_chain(b, plan, nm, op, tiles, x, dims, unpack)
+    else:
+        planes = b.prepare(x, [_e(s) for s in (["n * c", "1", dims[2]] if plan.nd == 1 else ["n * c", *dims[2:]])],
+                           "planes")
+    if prep is None:
+        return planes
+    if any(nm.phase):
+        return _phase_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
+    if plan.pads_in_blocks:
+        return _pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
+    return _prepare_kernel(b, plan, nm, op, prep, planes, unpack)
+
+
+def _main_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, main: Any, win: Any, win4: Any, src: str,
+                 unpack: Stmts) -> None:
+    """The kernel that computes the op from the prepared input, by the plan's strategy."""
+    if plan.strategy == "im2col" and plan.flat:
+        _flat_kernel(b, plan, nm, op, main, src, unpack)
+    elif plan.strategy == "im2col":
+        _im2col_kernel(b, plan, nm, op, main, win, win4, src, unpack)
+    elif plan.strategy == "depthwise-taps" and plan.flat:
+        _flat_depthwise_kernel(b, plan, op, main, src, unpack)
+    elif plan.strategy == "depthwise-taps":
+        _depthwise_kernel(b, plan, nm, op, win, win4, src, unpack, out="mid" if plan.spec.pointwise else "out")
+    else:
+        _pool_kernel(b, plan, nm, op, win, win4, src, unpack)
 
 
 def _op_name(spec: Any) -> str:
@@ -1092,15 +1100,6 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
     taps = [f"TAP_{a}[t]" for a in nm.L]
     planes = plan.plane_blocks  # POOL.plane-blocks: PLANES planes per item
     ch = "PLANES" if planes else "1"
-    if planes:
-        b.add_constant(Constant(
-            "PLANE_BLOCK", plan.channels_per_item,
-            [f"PLANE_BLOCK: (image, channel) planes per item of the pool's loop (POOL.plane-blocks): up to "
-             f"{plan.channels_per_item}, the taps' views and the tile lead with them; the last block of N*C "
-             "planes is shifted back where they do not divide it"
-             + (" (a plane this large is a block on its own)." if plan.channels_per_item == 1 else ".")],
-            ("POOL.plane-blocks",),
-            {"planes": plan.channels_per_item}))
     chain = _window(b, plan, nm, "xq", ch, "plane", taps, win, win if nd == 3 else win4)
     axes = b.tmpl("pool_axis", acc=name("acc"), taps=name("TAPS"), window=chain, combine=_e(combine))
     setup: Stmts = _indices(b, plan, nm)
@@ -1118,17 +1117,9 @@ def _pool_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: Any, wi
         store += b.tmpl("window_view", dst=name("scale"), src=name("recip"), shape=_list(nm.out_block("1")),
                         offsets=_list(nm.out_offsets("0")))
     store += b.tmpl("conv_store", value=value, offsets=_list(nm.out_offsets("plane")), out=name("out"))
-    # a block of planes starts at a multiple of PLANES; where PLANES does not divide n * c (other sizes
-    # than planned), the last block is shifted back over planes already written, as the row blocks are
-    first = _e("((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD" if planes else "it // BLOCKS")
+    first = _e(PLANE_FIRST if planes else "it // BLOCKS")
     body = b.tmpl("pool_taps", tile=win, setup=setup, plane=first, axes=axes, store=store)
-    extra = [f"UNIT = {nm.unit()}"]
-    if planes:
-        extra += ["PLANES = min(PLANE_BLOCK, n * c)", "PLANE_BLOCKS = ceil_div(n * c, PLANES)",
-                  "PLANE_LAST = n * c - PLANES", "PLANE_SPREAD = max(PLANE_BLOCKS - 1, 1)",
-                  "ITEMS = PLANE_BLOCKS * BLOCKS"]
-    else:
-        extra.append("ITEMS = n * c * BLOCKS")
+    extra = [f"UNIT = {nm.unit()}", *(_plane_blocks(b, plan) if planes else ["ITEMS = n * c * BLOCKS"])]
     if spec.kind == "avg_pool" and plan.divisor is not None:
         extra.append(f"INV_COUNT = 1.0 / {plan.divisor!r}")
     elif spec.kind == "avg_pool":
@@ -1200,15 +1191,8 @@ def _band_taps_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: An
                                       shape=_list(["PLANES", "ROWS", nm.o[1]]), offsets=_list(["plane", row, "0"]))]
     axes = b.tmpl("pool_axis", acc=name("acc"), taps=_e("KERNEL[0]"), window=window, combine=_e("acc + win"))
     store = b.tmpl("conv_store", value=name("acc"), offsets=_list(["plane", "r0", "0"]), out=name("out"))
-    body = b.tmpl("pool_taps", tile=win, setup=[], plane=_e("((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD"),
-                  axes=axes, store=store)
-    b.add_constant(Constant(
-        "PLANE_BLOCK", plan.channels_per_item,
-        [f"PLANE_BLOCK: (image, channel) planes per item of the row taps' loop (POOL.plane-blocks): up to "
-         f"{plan.channels_per_item}; the last block of N*C planes is shifted back where they do not divide it."],
-        ("POOL.plane-blocks",), {"planes": plan.channels_per_item}))
-    extra = ["PLANES = min(PLANE_BLOCK, n * c)", "PLANE_BLOCKS = ceil_div(n * c, PLANES)",
-             "PLANE_LAST = n * c - PLANES", "PLANE_SPREAD = max(PLANE_BLOCKS - 1, 1)", "ITEMS = PLANE_BLOCKS * BLOCKS"]
+    body = b.tmpl("pool_taps", tile=win, setup=[], plane=_e(PLANE_FIRST), axes=axes, store=store)
+    extra = _plane_blocks(b, plan)
     kspec = KernelSpec(
         factory=f"create_{op}_kernel", kernel=f"{op}_kernel", dims=_dims(plan.nd), scalars=[],
         inputs=[_param("xq", ["n * c", nm.q[0], "OWP"], b)], output=_param("out", nm.out_shape("c"), b),
@@ -1218,6 +1202,26 @@ def _band_taps_kernel(b: Builder, plan: WindowPlan, nm: _Names, op: str, win: An
     )
     b.add_kernel(kspec)
     b.call_kernel(kspec, [src])
+
+
+# a block of planes starts at a multiple of PLANES; where PLANES does not divide n * c (other sizes
+# than planned), the last block is shifted back over planes already written, as the row blocks are
+PLANE_FIRST = "((it // BLOCKS) * PLANE_LAST) // PLANE_SPREAD"
+
+
+@cites("POOL.plane-blocks")
+def _plane_blocks(b: Builder, plan: WindowPlan) -> list[str]:
+    """PLANE_BLOCK, and the loop sizes of a pool kernel over blocks of planes (POOL.plane-blocks):
+    its items are the blocks of N*C planes times the blocks of output rows."""
+    b.add_constant(Constant(
+        "PLANE_BLOCK", plan.channels_per_item,
+        [f"PLANE_BLOCK: (image, channel) planes per item of the pool's loop (POOL.plane-blocks): up to "
+         f"{plan.channels_per_item}, the taps' views and the tile lead with them; the last block of N*C "
+         "planes is shifted back where they do not divide it"
+         + (" (a plane this large is a block on its own)." if plan.channels_per_item == 1 else ".")],
+        ("POOL.plane-blocks",), {"planes": plan.channels_per_item}))
+    return ["PLANES = min(PLANE_BLOCK, n * c)", "PLANE_BLOCKS = ceil_div(n * c, PLANES)",
+            "PLANE_LAST = n * c - PLANES", "PLANE_SPREAD = max(PLANE_BLOCKS - 1, 1)", "ITEMS = PLANE_BLOCKS * BLOCKS"]
 
 
 @cites("POOL.avg-divisor")
