@@ -352,11 +352,15 @@ class ContractScreen(StepScreen):
         form = self.query_one("#form", VerticalScroll)
 
         async def swap() -> None:
+            # Read before the removal: removing a focused row hands the focus to a neighbour
+            # outside the form (the Next button), which is not the user's choice.
+            held = self.focused
+            in_form = held is None or held is form or form in held.ancestors
             await form.remove_children()
             if gen != self._form_gen:
                 return  # a newer form is on its way
             await form.mount(*widgets)
-            if focus is not None and self.focused in (None, form):
+            if focus is not None and (in_form or self.focused in (None, form)):
                 focus.focus()
             if show and self.contract is not None:  # the rows exist now: show values and state on them
                 self._show_values(self.contract)
