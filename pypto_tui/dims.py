@@ -460,20 +460,20 @@ def _matmul(c: Contract) -> _Layout:
     )
 
 
-def _window(strategy: str) -> Callable[[Contract], _Layout]:
+def _window(strategy: str) -> Callable[[Contract, KnowledgeBase], _Layout]:
     """Convs and pools (strategies.toml rows with a `window_*` reshape): the kernel sees the input as
     (N*C, *spatial) planes, a 1-D signal as (N*C, 1, L), and writes (N*OC, O0, rest) (1-D: (N*OC, 1, O)).
     Channels of one image are then consecutive planes, so a group's or a block's channels are one
     view; the im2col plan itself (pypto_tui.window) is the pattern's. The layout is why this is here:
     no other reshape keeps the spatial axes apart while merging N and C."""
 
-    def reshape(c: Contract) -> _Layout:
+    def reshape(c: Contract, kb: KnowledgeBase) -> _Layout:
         from pypto_tui.contract.conv import WindowError, window_spec
         from pypto_tui.window import plan_window
 
         try:
             spec = window_spec(c)
-            window = plan_window(spec, strategy)
+            window = plan_window(spec, strategy, limits=kb.limits.window)
         except (WindowError, ValueError) as exc:
             raise _NotApplicable(str(exc)) from None
         if strategy == "im2col" and (spec.transposed != (c.op or "").startswith("conv_transpose")):
@@ -493,16 +493,16 @@ def _window(strategy: str) -> Callable[[Contract], _Layout]:
     return reshape
 
 
-def _transposed_only(c: Contract) -> _Layout:
+def _transposed_only(c: Contract, kb: KnowledgeBase) -> _Layout:
     if not (c.op or "").startswith("conv_transpose"):
         raise _NotApplicable("zero insertion is the transposed conv's layout")
-    return _window("im2col")(c)
+    return _window("im2col")(c, kb)
 
 
-def _plain_conv_only(c: Contract) -> _Layout:
+def _plain_conv_only(c: Contract, kb: KnowledgeBase) -> _Layout:
     if (c.op or "").startswith("conv_transpose"):
         raise _NotApplicable("a transposed conv needs its zero insertion (conv-transposed-zero-insert)")
-    return _window("im2col")(c)
+    return _window("im2col")(c, kb)
 # ---------------------------------------------------------------- issue 11: more reshapes
 def _broadcast_rows(c: Contract) -> _Layout:
     """Two operands where one is the other's trailing dims (hinge's (N, C) predictions and (C,)
@@ -645,7 +645,9 @@ RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
     "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
-    # convs and pools (see _window)
+}
+WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
+    # convs and pools (see _window): their blocks are sized by the pack's [window] limits
     "window_im2col": _plain_conv_only, "window_transposed": _transposed_only,
     "window_depthwise": _window("depthwise-taps"), "window_pool": _window("pool-taps"),
 }
@@ -668,8 +670,10 @@ PACK_CHECKS: dict[str, Callable[[Contract, _Layout, KnowledgeBase], None]] = {"s
 
 
 def layout_of(reshape: str, c: Contract, kb: KnowledgeBase) -> _Layout:
-    """The contract laid out by one of RESHAPERS, checked against the pack where that matters."""
-    layout = RESHAPERS[reshape](c)
+    """The contract laid out by one of RESHAPERS (or WINDOW_RESHAPERS, which read the pack), checked
+    against the pack where that matters."""
+    window = WINDOW_RESHAPERS.get(reshape)
+    layout = window(c, kb) if window is not None else RESHAPERS[reshape](c)
     check = PACK_CHECKS.get(reshape)
     if check is not None:
         check(c, layout, kb)

@@ -80,6 +80,21 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowLimits:
+    """The block sizes of the conv and pool plan (pypto_tui.window; limits.toml [window]). They are
+    measured choices, not hardware limits, so a pack may tune them; a pack without the table gets
+    the values measured with pypto 0.2.0 SIM (the default pack states them with the measurements)."""
+
+    prepare_planes: int = 8           # CONV.pad-blocks: planes per iteration of a block pre kernel
+    pool_planes: int = 8              # POOL.plane-blocks: the most planes one item of a pool takes
+    insert_block: int = 16            # CONV.insert-matmul: the most last-axis elements per matmul row
+    insert_rows: int = 4096           # CONV.insert-matmul: rows per iteration of the insertion matmul
+    band_rows: int = 4096             # POOL.band-matmul: input rows per matmul of the band kernel
+    prepare_elements: int = 1 << 20   # CONV.pad-blocks, POOL.plane-blocks: the most elements a block holds
+    align_elements: int = 8           # P4.last-dim-align: 32-byte rows of fp32 (the window scaffolds are fp32)
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     max_elements: int
     max_auto_tiles: int
@@ -88,6 +103,7 @@ class Limits:
     max_vec_rank: int
     dtype_bytes: Mapping[str, int]
     max_matmul_inner: int | None = None  # a matmul's inner (N) axis stays below this (None: no limit)
+    window: WindowLimits = WindowLimits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -674,7 +690,19 @@ def _parse_limits(r: _Reader) -> Limits:
         max_vec_rank=t.integer("max_vec_rank", maximum=8),
         dtype_bytes=dtypes,
         max_matmul_inner=t.integer("max_matmul_inner") if "max_matmul_inner" in t.table else None,
+        window=_parse_window(r.sub("window", required=False), t.integer("last_dim_align_bytes", maximum=4096),
+                             dtypes.get("fp32", 4)),
     )
+
+
+def _parse_window(w: _Reader, align_bytes: int, fp32_bytes: int) -> WindowLimits:
+    """[window]: every key optional (the measured defaults of WindowLimits); the alignment is the
+    tile's (P4.last-dim-align) in fp32 elements, not a number of its own."""
+    defaults = WindowLimits()
+    sizes = {f: w.integer(f) if f in w.table else getattr(defaults, f)
+             for f in ("prepare_planes", "pool_planes", "insert_block", "insert_rows", "band_rows",
+                       "prepare_elements")}
+    return WindowLimits(**sizes, align_elements=max(1, align_bytes // fp32_bytes))
 
 
 def _parse_chip(r: _Reader) -> Chip:

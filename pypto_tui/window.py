@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pypto_tui.contract.conv import WindowSpec
+from pypto_tui.kb import WindowLimits
 
 STRATEGIES = ("im2col", "depthwise-taps", "pool-taps")
 # The strategy each dimension-plan strategy id stands for (strategies.toml rows of reshape "window").
@@ -46,27 +47,6 @@ STRATEGY_OF_ID: Mapping[str, str] = {
 }
 
 
-PREPARE_PLANES = 8
-"""Planes per iteration of a block pre kernel (CONV.pad-blocks): few enough that the fill slabs and the
-data stay small tiles, many enough that the loop's fixed cost is shared."""
-POOL_PLANES = 8
-"""The most (image, channel) planes one item of a pool takes (POOL.plane-blocks): a pool's output per
-plane is often a few rows of a few positions, and one plane per iteration pays the loop's and every
-tap's fixed cost for that little. Measured with pypto 0.2.0 SIM on KernelBench 45 at (2, 64, 32, 128)
-(121 taps, 2 x 11 outputs a plane): the tap kernel 400 -> 178.5 us at 4 planes an item."""
-INSERT_BLOCK = 16
-"""The most elements of the last axis one row of the insertion matmul holds (CONV.insert-matmul): its
-E is B x B*S, so the cube's work per element grows with B."""
-INSERT_ROWS = 4096
-"""Rows per iteration of the insertion matmul (CONV.insert-matmul), as BAND_ROWS."""
-BAND_ROWS = 4096
-"""Input rows per matmul of an average pool's band kernel (POOL.band-matmul). Measured with pypto 0.2.0
-SIM on KernelBench 45 at (2, 64, 32, 128): the band kernel 27.1 us at 8 planes (256 rows) a matmul,
-19.2 at 32 (1024), 15.2 at 128 (4096)."""
-PREPARE_ELEMENTS = 1 << 20
-"""The most padded elements a block of planes holds: 64 full tiles, so a block's copy and slabs stay far
-below auto_tiles' limit with tiles that keep whole rows (3-D: 8 volumes of 130^3 took 1377 tiles of 64 B
-rows)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +109,8 @@ class WindowPlan:
     axes: tuple[AxisPlan, ...]
     channels_per_item: int
     items_per_image: int
+    # the pack's block sizes (limits.toml [window]) every derived size below reads
+    limits: WindowLimits
     # CONV.flat-taps: each tap's window is one contiguous view of the planes read flat (H*W), so no
     # strided window is copied into the column buffer; the decision is flat_taps(spec)'s, made here
     flat: bool = False
@@ -162,10 +144,11 @@ class WindowPlan:
 
     @property
     def prepare_planes(self) -> int:
-        """Planes per iteration of a block pre kernel (CONV.pad-blocks): up to PREPARE_PLANES, and no
-        more than PREPARE_ELEMENTS padded elements (a 3-D volume is a block on its own)."""
+        """Planes per iteration of a block pre kernel (CONV.pad-blocks): up to the pack's prepare_planes,
+        and no more than its prepare_elements padded elements (a 3-D volume is a block on its own)."""
         plane = math.prod(a.prepared for a in self.axes)
-        return max(1, min(self.spec.batch * self.spec.in_channels, PREPARE_PLANES, PREPARE_ELEMENTS // plane))
+        return max(1, min(self.spec.batch * self.spec.in_channels, self.limits.prepare_planes,
+                          self.limits.prepare_elements // plane))
 
     @property
     def plane_blocks(self) -> bool:
@@ -182,7 +165,8 @@ class WindowPlan:
         an item, and for a block bounded by a large plane (pool_planes): any smaller test plane takes
         a larger block."""
         planes = self.spec.batch * self.spec.in_channels
-        if not self.plane_blocks or self.channels_per_item <= 1 or self.channels_per_item < min(POOL_PLANES, planes):
+        full = min(self.limits.pool_planes, planes)
+        if not self.plane_blocks or self.channels_per_item <= 1 or self.channels_per_item < full:
             return None
         return 2 * self.channels_per_item + 1
 
@@ -200,8 +184,9 @@ class WindowPlan:
 
     @property
     def band_align(self) -> int:
-        """What the band's columns are a multiple of: whole 32-byte rows (ALIGN_ELEMENTS)."""
-        return ALIGN_ELEMENTS
+        """What the band's columns are a multiple of: whole 32-byte rows (the pack's
+        alignment in fp32 elements)."""
+        return self.limits.align_elements
 
     @property
     def band_width(self) -> int:
@@ -210,9 +195,9 @@ class WindowPlan:
 
     @property
     def band_planes(self) -> int:
-        """Planes per iteration of the band kernel (POOL.band-matmul): as many as BAND_ROWS input rows
-        hold, so each matmul has a long M (the cube's fixed cost per matmul is shared)."""
-        return max(1, min(self.spec.batch * self.spec.in_channels, BAND_ROWS // self.axes[0].size))
+        """Planes per iteration of the band kernel (POOL.band-matmul): as many as the pack's band_rows
+        input rows hold, so each matmul has a long M (the cube's fixed cost per matmul is shared)."""
+        return max(1, min(self.spec.batch * self.spec.in_channels, self.limits.band_rows // self.axes[0].size))
 
     @property
     def band_matmul_shape(self) -> tuple[int, int, int] | None:
@@ -229,12 +214,12 @@ class WindowPlan:
         (a last axis under 8 elements wide per block) one plane at a time by concats."""
         a = self.axes[-1]
         return (self.spec.transposed and any(x.insert > 1 for x in self.axes)
-                and (a.insert <= 1 or self.insert_block >= ALIGN_ELEMENTS))
+                and (a.insert <= 1 or self.insert_block >= self.limits.align_elements))
 
     @property
     def inserts_by_matmul(self) -> bool:
         """Whether a transposed conv inserts its last axis's zeros with a matmul (CONV.insert-matmul):
-        read flat in blocks of INSERT_BLOCK elements, the input times E (B x B*S), E[j, j*S] = 1, is
+        read flat in blocks of insert_block elements, the input times E (B x B*S), E[j, j*S] = 1, is
         the input with S - 1 zeros after each element, in memory order. The per-plane concat it
         replaces grew a (positions, 1) column by (positions, S - 1) zeros, tiles with a last dim of
         one element: KernelBench 79 (1-D, stride 2) at (2, 32, 2048) spent 3148.9 of its 3191.2 us
@@ -246,12 +231,12 @@ class WindowPlan:
         """B: the input's last axis read in blocks of B elements (the largest of 16, 8, 4, 2, 1 that
         divides it) for the insertion matmul (CONV.insert-matmul); under 8 (32 bytes) the width keeps
         the concat."""
-        return next(b for b in (INSERT_BLOCK, 8, 4, 2, 1) if self.axes[-1].size % b == 0)
+        return next(b for b in (self.limits.insert_block, 8, 4, 2, 1) if self.axes[-1].size % b == 0)
 
     @property
     def insert_chunk_elements(self) -> int:
         """Elements one iteration of a zero-row insertion kernel writes at most (CONV.insert-rows)."""
-        return PREPARE_ELEMENTS
+        return self.limits.prepare_elements
 
     @property
     def insert_matmul_shape(self) -> tuple[int, int, int] | None:
@@ -259,7 +244,7 @@ class WindowPlan:
         if not self.inserts_by_matmul:
             return None
         rows = self.spec.batch * self.spec.in_channels * math.prod(a.size for a in self.axes) // self.insert_block
-        return (min(rows, INSERT_ROWS), self.insert_block, self.insert_block * self.axes[-1].insert)
+        return (min(rows, self.limits.insert_rows), self.insert_block, self.insert_block * self.axes[-1].insert)
 
     @property
     def reverse_taps(self) -> bool:
@@ -300,7 +285,7 @@ class WindowPlan:
 
     def phase_multiple(self, i: int) -> int:
         """What axis i's phase length is a multiple of (POOL.phase-split; see phase_multiple)."""
-        return phase_multiple(self.axes[i].step, i == self.nd - 1)
+        return phase_multiple(self.axes[i].step, i == self.nd - 1, self.limits.align_elements)
 
     def view_extent(self, i: int) -> int:
         """Axis i's extent in one tap's window view: the output's count on a phase-split axis, else
@@ -471,21 +456,18 @@ def _bytes(b: int) -> str:
     return f"{b} B"
 
 
-ALIGN_ELEMENTS = 8
-"""32 bytes of fp32 (the conv and pool scaffolds are fp32): the NPU code generator wants a tile's last
-dim in whole 32-byte blocks (P4.last-dim-align)."""
 
 
-def phase_multiple(stride: int, last: bool) -> int:
+def phase_multiple(stride: int, last: bool, align: int) -> int:
     """What a phase's length is a multiple of (POOL.phase-split): on the last axis, so that the
     stride's phases together (stride x length) fill whole 32-byte blocks, and the pre kernel's tile,
     which takes that axis whole, has an aligned last dim."""
-    return ALIGN_ELEMENTS // math.gcd(stride, ALIGN_ELEMENTS) if last else 1
+    return align // math.gcd(stride, align) if last else 1
 
 
-def phase_length(prepared: int, stride: int, last: bool) -> int:
+def phase_length(prepared: int, stride: int, last: bool, align: int) -> int:
     """Positions per phase of a phase-split axis of `prepared` padded positions."""
-    m = phase_multiple(stride, last)
+    m = phase_multiple(stride, last, align)
     per_phase = math.ceil(prepared / stride)
     return math.ceil(per_phase / m) * m
 
@@ -512,8 +494,9 @@ def default_strategy(spec: WindowSpec) -> str:
     return "depthwise-taps" if spec.depthwise else "im2col"
 
 
-def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
-    """The plan for `spec` with `strategy` (default: im2col for convs, taps for depthwise and pools).
+def plan_window(spec: WindowSpec, strategy: str | None = None, *, limits: WindowLimits) -> WindowPlan:
+    """The plan for `spec` with `strategy` (default: im2col for convs, taps for depthwise and pools),
+    its blocks sized by the pack's `limits`.
     Raises ValueError when the strategy cannot compute this op."""
     strategy = strategy or default_strategy(spec)
     if strategy not in STRATEGIES:
@@ -529,17 +512,18 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
                          "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
-        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, flat=flat_taps(spec))
+        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits, flat=flat_taps(spec))
     if strategy == "depthwise-taps" and flat_taps(spec):
         # CONV.depthwise-flat: the flat views are plain (C, 1, positions) views with no reshape, so an
         # item takes all of an image's planes at once
-        return WindowPlan(spec, strategy, axes, spec.in_channels, 1, flat=True)
+        return WindowPlan(spec, strategy, axes, spec.in_channels, 1, limits, flat=True)
     # the tap strategies take one channel plane per item: their window views then never merge channels
     # with rows, which 0.2.0 tiles by copying whole blocks (CONV.window-tile)
-    plan = WindowPlan(spec, strategy, axes, 1, spec.in_channels)
+    plan = WindowPlan(spec, strategy, axes, 1, spec.in_channels, limits)
     if any(plan.phases(i) for i in range(spec.nd)):
         # a phase-split axis holds S phases of ceil(Q / S) positions each (POOL.phase-split)
-        rounded = tuple(replace(a, prepared=a.step * phase_length(a.prepared, a.step, i == spec.nd - 1))
+        rounded = tuple(replace(a, prepared=a.step * phase_length(a.prepared, a.step, i == spec.nd - 1,
+                                                                  limits.align_elements))
                         if plan.phases(i) else a for i, a in enumerate(axes))
         plan = replace(plan, axes=rounded)
     if plan.plane_blocks:
@@ -548,11 +532,12 @@ def plan_window(spec: WindowSpec, strategy: str | None = None) -> WindowPlan:
 
 
 def pool_planes(plan: WindowPlan) -> int:
-    """Planes per item of a pool (POOL.plane-blocks): up to POOL_PLANES of the N*C planes (a block
-    spans images: the kernel sees N*C planes), and no more than PREPARE_ELEMENTS prepared elements,
+    """Planes per item of a pool (POOL.plane-blocks): up to the pack's pool_planes of the N*C planes (a
+    block spans images: the kernel sees N*C planes), and no more than prepare_elements prepared elements,
     as the pre kernel's blocks: a large plane has work enough on its own, and a block of them would
     need test shapes past the verify limit to keep the design (KernelBench 43 at its own shape: 5.7 M
     elements against 0.7 M). A banded pool's planes are its banded rows (QH x OWP). A count map (1,
     OH, OW) is per plane: one plane per item."""
     plane = plan.axes[0].prepared * plan.band_width if plan.band_matmul else math.prod(a.prepared for a in plan.axes)
-    return max(1, min(POOL_PLANES, plan.spec.batch * plan.spec.in_channels, PREPARE_ELEMENTS // plane))
+    lim = plan.limits
+    return max(1, min(lim.pool_planes, plan.spec.batch * plan.spec.in_channels, lim.prepare_elements // plane))

@@ -223,7 +223,7 @@ def measure_elements(pipeline: Pipeline) -> Callable[[scaled.Shapes], int]:
             return size
         try:
             spec = window_spec(c, replace(x, shape=tuple(shapes[x.name])))
-            plan = plan_window(spec)
+            plan = plan_window(spec, limits=pipeline.kb.limits.window)
         except (WindowError, ValueError):
             return size
         prepared = spec.batch * spec.in_channels * math.prod(a.prepared for a in plan.axes)

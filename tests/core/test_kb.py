@@ -71,6 +71,8 @@ def _copy_pack(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("file", "old", "new", "where"), [
     ("limits.toml", "max_elements = 16384", "max_elements = \"lots\"", "tile.max_elements"),
     ("limits.toml", "max_elements = 16384", "max_elements = 0", "tile.max_elements"),
+    ("limits.toml", "pool_planes = 8", "pool_planes = 0", "window.pool_planes"),
+    ("limits.toml", "band_rows = 4096", "band_rows = \"many\"", "window.band_rows"),
     ("rules.toml", 'kind = "hard"', 'kind = "firm"', "kind"),
     ("rules.toml", 'enforced_by = ["tiles.vec_rank", "lint.literal_tiles"]', 'enforced_by = ["tiles.nope"]',
      "enforced_by"),

@@ -25,7 +25,7 @@ def spec_of(kb, name):
 
 
 def test_im2col_is_one_matmul_per_image_and_group(kb):
-    plan = plan_window(spec_of(kb, "conv2d_grouped_strided.py"))
+    plan = plan_window(spec_of(kb, "conv2d_grouped_strided.py"), limits=kb.limits.window)
     assert plan.strategy == "im2col"
     assert plan.matmul == (6, 4 * 9, 19 * 35)  # (OC/G) x (C/G * 3*3) @ (.. x OH*OW)
     assert plan.repeat == 4 * 2 and plan.rows == 19 and plan.row_unit == 35
@@ -39,7 +39,7 @@ def test_im2col_is_one_matmul_per_image_and_group(kb):
 
 
 def test_a_transposed_conv_is_a_conv_of_the_zero_inserted_input(kb):
-    plan = plan_window(spec_of(kb, "conv_transpose2d_strided.py"))
+    plan = plan_window(spec_of(kb, "conv_transpose2d_strided.py"), limits=kb.limits.window)
     h, w = plan.axes
     # stride 2: each input row followed by 1 zero row; dilation*(k-1) - padding = 2 - 1 = 1 zero row before
     assert (h.insert, h.step, h.lo, h.base) == (2, 1, 1, 0)
@@ -57,20 +57,20 @@ def test_a_transposed_conv_whose_padding_exceeds_the_window_skips_positions(kb, 
                  "        super().__init__()\n        self.d = nn.ConvTranspose1d(2, 3, 3, stride=2, padding=4)\n\n"
                  "    def forward(self, x):\n        return self.d(x)\n\n\ndef get_inputs():\n"
                  "    return [torch.randn(1, 2, 20)]\n\n\ndef get_init_inputs():\n    return []\n")
-    a = plan_window(window_spec(extract_contract(p, kb))).axes[0]
+    a = plan_window(window_spec(extract_contract(p, kb)), limits=kb.limits.window).axes[0]
     assert a.lo == 0 and a.base == 2  # dilation*(k-1) - padding = -2: the first two positions are skipped
 
 
 def test_depthwise_convs_take_one_plane_per_item_and_pools_a_block_of_planes(kb):
-    dw = plan_window(spec_of(kb, "conv2d_depthwise.py"))
+    dw = plan_window(spec_of(kb, "conv2d_depthwise.py"), limits=kb.limits.window)
     assert dw.strategy == "depthwise-taps" and dw.matmul is None and dw.repeat == 4 * 12
-    mx = plan_window(spec_of(kb, "maxpool2d_ceil.py"))  # 4 images x 16 channels
+    mx = plan_window(spec_of(kb, "maxpool2d_ceil.py"), limits=kb.limits.window)  # 4 images x 16 channels
     assert mx.strategy == "pool-taps" and mx.fill == float("-inf") and mx.channels_per_item == 8
     assert mx.repeat == 4 * 16 // 8
     with pytest.raises(ValueError, match="pool-taps"):
-        plan_window(spec_of(kb, "maxpool3d.py"), "im2col")
+        plan_window(spec_of(kb, "maxpool3d.py"), "im2col", limits=kb.limits.window)
     with pytest.raises(ValueError, match="depthwise"):
-        plan_window(spec_of(kb, "conv2d_grouped_strided.py"), "depthwise-taps")
+        plan_window(spec_of(kb, "conv2d_grouped_strided.py"), "depthwise-taps", limits=kb.limits.window)
 
 
 def test_a_stride_1_depthwise_conv_takes_all_of_an_images_planes_on_flat_views(kb):
@@ -78,12 +78,12 @@ def test_a_stride_1_depthwise_conv_takes_all_of_an_images_planes_on_flat_views(k
     image per item; a strided one, and a depthwise-separable one, keep one plane per item."""
     from pypto_tui.design import kernel_of
 
-    flat = plan_window(spec_of(kb, "conv2d_depthwise_flat.py"))
+    flat = plan_window(spec_of(kb, "conv2d_depthwise_flat.py"), limits=kb.limits.window)
     assert flat.strategy == "depthwise-taps" and flat.flat
     assert (flat.channels_per_item, flat.items_per_image, flat.repeat) == (16, 1, 2)
-    strided = plan_window(spec_of(kb, "conv2d_depthwise.py"))  # stride (1, 2)
+    strided = plan_window(spec_of(kb, "conv2d_depthwise.py"), limits=kb.limits.window)  # stride (1, 2)
     assert not strided.flat and strided.channels_per_item == 1
-    assert not plan_window(spec_of(kb, "conv2d_depthwise_separable.py")).flat
+    assert not plan_window(spec_of(kb, "conv2d_depthwise_separable.py"), limits=kb.limits.window).flat
     p = Pipeline(kb, Design(task=str(CONV / "conv2d_depthwise_flat.py")))
     main = next(t for t in p.tile_choices() if t.role.name == "window")
     assert main.role.live_buffers == 4 and main.evaluation.prod <= 8192  # four tiles live (ops.toml)
@@ -94,9 +94,10 @@ def test_a_stride_1_depthwise_conv_takes_all_of_an_images_planes_on_flat_views(k
 
 
 def test_the_average_divisor_is_constant_only_when_every_window_counts_the_same(kb):
-    assert plan_window(spec_of(kb, "avgpool1d_padded.py")).divisor == 5.0
-    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).divisor == 18.0
-    assert plan_window(spec_of(kb, "avgpool2d_exclude_pad.py")).divisor is None  # count_include_pad=False
+    assert plan_window(spec_of(kb, "avgpool1d_padded.py"), limits=kb.limits.window).divisor == 5.0
+    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py"), limits=kb.limits.window).divisor == 18.0
+    # count_include_pad=False
+    assert plan_window(spec_of(kb, "avgpool2d_exclude_pad.py"), limits=kb.limits.window).divisor is None
 
 
 def test_the_dimension_step_offers_im2col_for_a_depthwise_conv_too(kb):
@@ -236,14 +237,15 @@ def test_a_depth_strided_3d_pool_takes_one_depth_slice_per_iteration(kb):
     rank-4 views, so the plan loops over output depth slices and gathers only H and W."""
     from pypto_tui.design import kernel_of
 
-    dilated = plan_window(spec_of(kb, "maxpool3d_dilated.py"))
+    dilated = plan_window(spec_of(kb, "maxpool3d_dilated.py"), limits=kb.limits.window)
     assert dilated.depth_slices and dilated.rows == 62  # floor((128 + 2 - 6 - 1) / 2) + 1
-    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py")).depth_slices
+    assert plan_window(spec_of(kb, "avgpool3d_asymmetric.py"), limits=kb.limits.window).depth_slices
     # a 2-D pool strided along rows phase-splits them (POOL.phase-split) and runs blocks of rows; one with a
     # count map keeps one row per iteration
-    assert not plan_window(spec_of(kb, "maxpool2d_ceil.py")).depth_slices
-    assert plan_window(spec_of(kb, "avgpool2d_exclude_pad.py")).depth_slices
-    assert not plan_window(spec_of(kb, "maxpool1d_dilated.py")).depth_slices  # 1-D: its one axis is the row
+    assert not plan_window(spec_of(kb, "maxpool2d_ceil.py"), limits=kb.limits.window).depth_slices
+    assert plan_window(spec_of(kb, "avgpool2d_exclude_pad.py"), limits=kb.limits.window).depth_slices
+    # 1-D: its one axis is the row
+    assert not plan_window(spec_of(kb, "maxpool1d_dilated.py"), limits=kb.limits.window).depth_slices
     p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py")))
     plan = p.loop_plan()
     assert plan is not None and plan.needs_loop and plan.recommended is not None
@@ -263,7 +265,7 @@ def test_a_row_strided_2d_pool_takes_one_output_row_per_iteration(kb, name):
     from pypto_tui.design import kernel_of
 
     p = Pipeline(kb, Design(task=str(CONV / name)))
-    window = plan_window(spec_of(kb, name))
+    window = plan_window(spec_of(kb, name), limits=kb.limits.window)
     choice = p.loop_choice()
     assert choice is not None and choice.why == "slices" and choice.count == window.rows
     assert choice.candidate.basic_batch == 1 and choice.candidate.num_iters == window.rows
@@ -328,8 +330,8 @@ def test_the_im2col_plan_is_made_once_by_the_dimension_step(kb, monkeypatch):
 
     calls: list[str] = []
     real = window.plan_window
-    monkeypatch.setattr(window, "plan_window",
-                        lambda spec, strategy=None: calls.append(strategy) or real(spec, strategy))
+    monkeypatch.setattr(window, "plan_window", lambda spec, strategy=None, *, limits:
+                        calls.append(strategy) or real(spec, strategy, limits=limits))
     p = Pipeline(kb, Design(task=str(CONV / "maxpool3d_dilated.py")))
     dims = p.dims()
     assert dims.window is not None and calls  # planned by the dimension step
@@ -342,12 +344,12 @@ def test_the_im2col_plan_is_made_once_by_the_dimension_step(kb, monkeypatch):
 def test_a_stride_one_2d_conv_plans_the_flat_form_and_the_others_keep_im2col(kb):
     """CONV.flat-taps is the plan's decision: a 2-D conv with stride 1 (padding and dilation allowed)
     reads its planes flat; a strided, 1-D or transposed conv keeps the column copies."""
-    flat = plan_window(spec_of(kb, "conv2d_same_asymmetric.py"))
+    flat = plan_window(spec_of(kb, "conv2d_same_asymmetric.py"), limits=kb.limits.window)
     assert flat.strategy == "im2col" and flat.flat and flat.to_dict()["flat"] is True
     assert "flat planes" in flat.strategy_text()
     for name in ("conv2d_grouped_strided.py", "conv1d_dilated_strided.py", "conv_transpose2d_strided.py",
                  "conv3d_asymmetric.py"):
-        assert not plan_window(spec_of(kb, name)).flat, name
+        assert not plan_window(spec_of(kb, name), limits=kb.limits.window).flat, name
 
 
 def test_the_flat_forms_loop_cuts_whole_prepared_rows(kb):
@@ -360,3 +362,31 @@ def test_the_flat_forms_loop_cuts_whole_prepared_rows(kb):
     assert plan.tile("columns").role.shape == (5, 12, 48 * qw)
     assert plan.tile("store").role.shape == (7, 80)
     assert "window" not in {t.role.name for t in plan.tiles}
+
+
+def test_the_packs_window_limits_size_the_blocks_and_reach_the_module(kb, tmp_path):
+    """The block sizes are the pack's (limits.toml [window]), not the planner's: a pack that halves
+    the pool's planes per item and the pre kernel's planes gets both in the plan and in the module,
+    and a pack without the table gets the measured defaults."""
+    import shutil
+
+    from pypto_tui.design import kernel_of
+    from pypto_tui.kb import WindowLimits, bundled_pack_dir, load_pack
+
+    pack = tmp_path / "pack"
+    shutil.copytree(bundled_pack_dir(), pack)
+    limits = pack / "limits.toml"
+    text = limits.read_text()
+    limits.write_text(text.replace("pool_planes = 8", "pool_planes = 4").replace("prepare_planes = 8",
+                                                                                "prepare_planes = 2"))
+    small = load_pack(pack)
+    assert (small.limits.window.pool_planes, small.limits.window.prepare_planes) == (4, 2)
+    mx = plan_window(spec_of(small, "maxpool2d_ceil.py"), limits=small.limits.window)  # 4 images x 16 channels
+    assert mx.channels_per_item == 4 and mx.repeat == 4 * 16 // 4 and mx.prepare_planes == 2
+    code = kernel_of(Pipeline(small, Design(task=str(CONV / "maxpool2d_ceil.py")))).source
+    assert "\nPLANE_BLOCK = 4\n" in code and "\nPREP_PLANES = 2\n" in code
+    assert "\nPLANE_BLOCK = 8\n" in kernel_of(Pipeline(kb, Design(task=str(CONV / "maxpool2d_ceil.py")))).source
+    # the table may be left out: the measured defaults, which the bundled pack states as they are
+    start = text.index("[window]")
+    limits.write_text(text[:start] + text[text.index("[dtype_bytes]"):])
+    assert load_pack(pack).limits.window == WindowLimits() == kb.limits.window

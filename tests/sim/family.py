@@ -35,4 +35,4 @@ def module_task(folder: Path, module: str, shape: tuple[int, ...]) -> str:
 
 def window_plan(kb, task: str | Path) -> WindowPlan:
     """The window plan of a conv or pool task, read statically."""
-    return plan_window(window_spec(extract_contract(Path(task), kb)))
+    return plan_window(window_spec(extract_contract(Path(task), kb)), limits=kb.limits.window)
