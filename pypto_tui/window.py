@@ -279,9 +279,32 @@ class WindowPlan:
     def gathers(self, i: int) -> bool:
         """Whether the kernel takes axis i's stride with a gather (CONV.stride-view): every strided
         axis but a depth slice's, whose offset is a scalar (POOL.depth-slices), a phase-split one's
-        (POOL.phase-split) and a banded pool's (POOL.band-matmul: the band takes W's stride)."""
+        (POOL.phase-split), a banded pool's (POOL.band-matmul: the band takes W's stride) and a conv's
+        over phase planes (CONV.flat-phases: the pre kernel gathers each phase once)."""
         return (self.axes[i].step > 1 and not (i == 0 and self.depth_slices) and not self.phases(i)
-                and not self.band_matmul)
+                and not self.band_matmul and not self.phase_planes)
+
+    @property
+    def phase_planes(self) -> bool:
+        """A strided conv read flat over its stride phases (CONV.flat-phases, flat_phased)."""
+        return self.strategy == "im2col" and self.flat and any(a.step > 1 for a in self.axes)
+
+    @property
+    def phase_lengths(self) -> tuple[int, ...]:
+        """Positions per axis of one phase plane (CONV.flat-phases): the output's count plus the taps'
+        reach in phase positions, out + dilation*(kernel - 1) // stride; the prepared extent holds
+        stride x that (it reaches out*stride + dilation*(kernel - 1)); the last axis's is rounded up
+        to whole 32-byte blocks, and its prepared extent with it (plan_window)."""
+        lengths = [a.out + a.dilation * (a.kernel - 1) // a.step for a in self.axes]
+        align = self.limits.align_elements  # a row of the phase planes: whole 32-byte blocks, so any block
+        lengths[-1] = math.ceil(lengths[-1] / align) * align  # of rows is an aligned tile's run
+        return tuple(lengths)
+
+    @property
+    def flat_pitch(self) -> int:
+        """The row pitch of the planes a flat form reads: a phase plane's width (CONV.flat-phases), else
+        the prepared width (CONV.flat-taps)."""
+        return self.phase_lengths[-1] if self.phase_planes else self.axes[-1].prepared
 
     def phase_multiple(self, i: int) -> int:
         """What axis i's phase length is a multiple of (POOL.phase-split; see phase_multiple)."""
@@ -361,6 +384,10 @@ class WindowPlan:
             how = (f"zero insertion (stride {tuple(ins)}: {tuple(i - 1 for i in ins)} zero(s) between inputs), "
                    "then a stride-1 conv with the taps reversed and each group's weights transposed")
             return f"transposed conv as im2col: {how}"
+        if self.strategy == "im2col" and self.phase_planes:
+            return ("implicit matmul on flat stride-phase planes: a pre kernel stores each stride phase of the padded "
+                    "planes as a plane of its own; per block of rows, one contiguous view per tap of its phase's plane "
+                    "read flat, stacked, one matmul per image and group, each output row stored from it")
         if self.strategy == "im2col" and self.flat:
             return ("implicit matmul on flat planes: per block of rows, one contiguous view per tap of the planes "
                     "read as rows of H*W, stacked, one matmul per image and group, each output row stored from it")
@@ -478,14 +505,26 @@ def flat_taps(spec: WindowSpec) -> bool:
     (r + i*DH)*QW + o + j*DW of its plane, so one tap's window over a block of rows is one contiguous
     view of ROWS*QW - (QW - OW) positions (the QW - OW positions past each row's end are computed and
     never stored). Measured on KernelBench 63 at x=(2, 16, 64, 64): 87.75 -> 47.86 us SIM, every pass
-    PASS (benchmarks/probes/conv_implicit). A stride would make the view strided again; a 1-D or 3-D
-    conv and a transposed conv keep im2col (not measured in this form).
+    PASS (benchmarks/probes/conv_implicit). A stride would make the view strided again: a strided 2-D
+    conv reads its stride phases as planes of their own instead (flat_phased); a 1-D or 3-D conv and a
+    transposed conv keep im2col (not measured in this form).
 
     A depthwise conv (CONV.depthwise-flat) takes the same views for its tap sum, all of an image's
     planes per item; its depthwise-separable form keeps the plane views (its pointwise stage reads
     the first kernel's output as it is written today; not measured in this form)."""
     return spec.is_conv and spec.nd == 2 and not spec.transposed and all(s == 1 for s in spec.stride) and \
         not (spec.depthwise and spec.pointwise)
+
+
+def flat_phased(spec: WindowSpec) -> bool:
+    """Whether a strided conv takes the flat-plane form over its stride phases (CONV.flat-phases): a
+    2-D conv (not transposed, not depthwise) strided on some axis. A pre kernel stores each stride
+    phase (a, b) of the padded planes as its own plane (PH x PW), so tap (i, j) reads phase (i*DH % SH,
+    j*DW % SW) at row i*DH // SH, column j*DW // SW, and its window over a block of rows is one
+    contiguous view, as a stride-1 conv's (CONV.flat-taps). Measured on KernelBench 50 at (2, 3, 224,
+    224) (stride 4, 11 x 11): 227.8 -> 135.2 us SIM, every pass PASS."""
+    return (spec.is_conv and spec.nd == 2 and not spec.transposed and not spec.depthwise
+            and any(s > 1 for s in spec.stride))
 
 
 def default_strategy(spec: WindowSpec) -> str:
@@ -512,7 +551,15 @@ def plan_window(spec: WindowSpec, strategy: str | None = None, *, limits: Window
                          "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
-        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits, flat=flat_taps(spec))
+        if flat_phased(spec):
+            # CONV.flat-phases: the padded rows hold stride x the (aligned) phase width, and the phase
+            # kernel's tile takes them whole, in whole 32-byte blocks
+            last, align = axes[-1], limits.align_elements
+            width = math.ceil((last.out + last.dilation * (last.kernel - 1) // last.step) / align) * align
+            axes = (*axes[:-1], replace(last, prepared=math.ceil(max(last.prepared, last.step * width) / align)
+                                        * align))
+        flat = flat_taps(spec) or flat_phased(spec)
+        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits, flat=flat)
     if strategy == "depthwise-taps" and flat_taps(spec):
         # CONV.depthwise-flat: the flat views are plain (C, 1, positions) views with no reshape, so an
         # item takes all of an image's planes at once

@@ -63,8 +63,10 @@ def test_the_kernel_writes_the_plans_loop_and_tiles(kb):
     assert k.constants["LOOP_COUNT"]["value"] == 4
     assert k.constants["LOOP_COUNT"]["numbers"]["items"] == 8 and k.constants["LOOP_COUNT"]["numbers"]["blocks"] == 4
     assert k.constants["TILE"]["value"] == list(plan.tile("columns").tile)
-    assert k.constants["WINDOW_TILE"]["value"] == list(plan.tile("window").tile)
-    assert "pypto.index_select(win, 1, keep_h)" in k.source and "pypto.index_select(win, 2, keep_w)" in k.source
+    assert k.constants["STORE_TILE"]["value"] == list(plan.tile("store").tile)
+    # the strides are gathered once per phase by the phase kernel (CONV.flat-phases), not per tap
+    assert "rows = pypto.index_select(padded_chunk, 1, keep_h[a])" in k.source
+    assert "part = pypto.index_select(rows, 2, keep_w[c2])" in k.source and "index_select(win" not in k.source
     assert "r0 = ((it % BLOCKS) * LAST) // SPREAD" in k.source  # the last block shifted back (CONV.row-blocks)
 
 
@@ -81,8 +83,24 @@ def test_a_stride_one_2d_conv_reads_its_planes_flat(kb):
     assert "out: pypto.Tensor((n * OUT_CHANNELS, OH * OW), pypto.DT_FP32)" in src
     fwd = src[src.index("    def forward"):]
     assert "flat = prepared.reshape(n * c, 1, QH * QW)" in fwd and "kernel(flat, weight, out)" in fwd
-    strided = kernel_of(pipe(kb, "conv2d_grouped_strided.py")).source
+    strided = kernel_of(pipe(kb, "conv1d_dilated_strided.py")).source
     assert "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))" in strided and "SPAN" not in strided
+
+
+def test_a_strided_2d_conv_reads_its_phase_planes_flat(kb):
+    """CONV.flat-phases: the pad kernel, then the phase kernel (each phase of the padded planes a plane
+    of its own), then the flat kernel: tap t starts at TAP_AT[t] in its phase's plane, rows PW apart;
+    forward passes the phase planes as a flat view."""
+    src = kernel_of(pipe(kb, "conv2d_grouped_strided.py")).source
+    assert "def create_conv2d_phase_kernel(n, c, h, w):" in src
+    assert "pypto.assemble(part, [off, (a * 2 + c2) * PH, 0], out)" in src
+    assert "TAP_AT = [((TAP_H[t] % STRIDE[0]) * STRIDE[1] + TAP_W[t] % STRIDE[1]) * PH * PW" in src
+    assert "[CG, 1, SPAN], [img * c + g * CG, 0, r0 * PW + TAP_AT[t]]" in src and "SPAN = (ROWS - 1) * PW + OW" in src
+    assert "row = pypto.view(y, [OCG, OW], [0, r * PW])" in src
+    fwd = src[src.index("    def forward"):]
+    order = [fwd.index(f"kernel = create_conv2d_{k}(") for k in ("prepare_kernel", "phase_kernel", "kernel")]
+    assert order == sorted(order)
+    assert "flat = phased.reshape(n * c, 1, STRIDE[0] * STRIDE[1] * PH * PW)" in fwd
 
 
 def test_a_max_pool_pads_with_minus_infinity_and_an_average_divides(kb):

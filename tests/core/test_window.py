@@ -109,11 +109,15 @@ def test_the_dimension_step_offers_im2col_for_a_depthwise_conv_too(kb):
 
 
 def test_needs_declare_the_plan_a_loop_in_whole_rows_and_the_window_tiles(kb):
-    p = Pipeline(kb, Design(task=str(CONV / "conv2d_grouped_strided.py")))
+    p = Pipeline(kb, Design(task=str(CONV / "conv1d_dilated_strided.py")))
     n = p.needs()
     assert [r.name for r in n.tiles] == ["columns", "window", "prepare"]
     assert n.tiles[0].strict_align and n.tiles[1].shape[0] == 1
-    assert n.loop_axis == 2 and n.loop_unit == 35 and "implicit matmul" in dict(n.layout)
+    assert n.loop_axis == 2 and n.loop_unit == 1 and "implicit matmul" in dict(n.layout)
+    # a strided 2-D conv reads its phase planes flat (CONV.flat-phases): whole rows of the phase width
+    strided = Pipeline(kb, Design(task=str(CONV / "conv2d_grouped_strided.py"))).needs()
+    assert [r.name for r in strided.tiles] == ["columns", "store", "prepare"]
+    assert strided.loop_axis == 2 and strided.loop_unit == 40
 
 
 def test_a_loop_in_units_counts_rows_and_views_whole_rows(kb):
@@ -347,9 +351,22 @@ def test_a_stride_one_2d_conv_plans_the_flat_form_and_the_others_keep_im2col(kb)
     flat = plan_window(spec_of(kb, "conv2d_same_asymmetric.py"), limits=kb.limits.window)
     assert flat.strategy == "im2col" and flat.flat and flat.to_dict()["flat"] is True
     assert "flat planes" in flat.strategy_text()
-    for name in ("conv2d_grouped_strided.py", "conv1d_dilated_strided.py", "conv_transpose2d_strided.py",
-                 "conv3d_asymmetric.py"):
+    for name in ("conv1d_dilated_strided.py", "conv_transpose2d_strided.py", "conv3d_asymmetric.py"):
         assert not plan_window(spec_of(kb, name), limits=kb.limits.window).flat, name
+
+
+def test_a_strided_2d_conv_plans_flat_reads_of_its_stride_phase_planes(kb):
+    """CONV.flat-phases: a strided 2-D conv is flat over its phase planes; each phase plane holds the
+    output's count plus the taps' reach (in phase positions), its rows in whole 32-byte blocks, and
+    the prepared rows hold the phases side by side; the main kernel gathers nothing."""
+    plan = plan_window(spec_of(kb, "conv2d_grouped_strided.py"), limits=kb.limits.window)  # stride 2, dilation 2
+    assert plan.flat and plan.phase_planes and "stride-phase planes" in plan.strategy_text()
+    assert [a.out for a in plan.axes] == [19, 35]
+    assert plan.phase_lengths == (19 + 2, 40)  # 35 + 2 rounded up to 8 elements
+    assert [a.prepared for a in plan.axes] == [42, 80] and plan.flat_pitch == 40
+    assert not any(plan.gathers(i) for i in range(2))
+    depthwise = plan_window(spec_of(kb, "conv2d_depthwise.py"), limits=kb.limits.window)  # stride (1, 2)
+    assert not depthwise.phase_planes and depthwise.gathers(1)
 
 
 def test_the_flat_forms_loop_cuts_whole_prepared_rows(kb):

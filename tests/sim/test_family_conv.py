@@ -73,7 +73,7 @@ def _broken(kb, name: str, old: str, new: str) -> J.SimResult:
 
 
 def test_a_conv_with_one_tap_dropped_fails(kb):
-    r = _broken(kb, "conv2d_grouped_strided.py", "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))",
+    r = _broken(kb, "conv1d_dilated_strided.py", "taps.append(pypto.reshape(win, [CG, 1, BLOCK]))",
                 "taps.append(pypto.reshape(win * (0.0 if t == TAPS - 1 else 1.0), [CG, 1, BLOCK]))")
     assert r.status == J.MISMATCH and r.passed is False
 

@@ -36,6 +36,7 @@ from pypto_tui.codegen.patterns.window.conv import (
 from pypto_tui.codegen.patterns.window.emit import (
     CUBE_ROWS,
     MODULE_GLOBALS,
+    PHASE_COLUMNS_RUN,
     Names,
     axis_letters,
     dim_names,
@@ -47,6 +48,7 @@ from pypto_tui.codegen.patterns.window.prepare import (
     insert_chain,
     pad_blocks_kernel,
     phase_blocks_kernel,
+    phase_planes_kernel,
     prepare_kernel,
 )
 from pypto_tui.codegen.spec import Constant
@@ -64,8 +66,8 @@ if TYPE_CHECKING:
 
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
-         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.depthwise-flat", "CONV.pad-blocks", "CONV.insert-matmul",
-         "CONV.insert-rows")
+         "CONV.pointwise-stage", "CONV.flat-taps", "CONV.flat-phases", "CONV.depthwise-flat", "CONV.pad-blocks",
+         "CONV.insert-matmul", "CONV.insert-rows")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "POOL.phase-split",
               "POOL.plane-blocks", "POOL.band-matmul",
               "CONV.stride-view",
@@ -111,11 +113,17 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
                       reducing=False, live_buffers=data.live_buffers,
                       min_tile=None if plan.nd == 3 else _gather_floor(plan, len(win)), select_mask=select)
     if plan.strategy == "im2col" and plan.flat:
-        # CONV.flat-taps: the columns span whole prepared rows (QW positions each) and no window view is
-        # copied, so the columns are the one vec tile; the loop cuts them in whole rows of QW
-        qw = plan.axes[1].prepared
+        # CONV.flat-taps: the columns span whole prepared rows (QW positions each; a phase plane's PW,
+        # CONV.flat-phases) and no window view is copied, so the columns are the one vec tile; the loop
+        # cuts them in whole rows
+        qw = plan.flat_pitch
+        # CONV.flat-phases: a few input channels give many short views; the tile keeps long runs of them
+        # (KernelBench 50, 3 channels: the main kernel 226.5 us at (1, 64, 256), 82.3 at (1, 8, 2048))
+        align = plan.limits.align_elements
+        run = min(PHASE_COLUMNS_RUN, math.ceil(plan.rows * qw / align) * align) if plan.phase_planes else None
         columns = TileRole("columns", "TILE", (plan.channels_per_item, plan.taps, plan.rows * qw), dtype,
-                           None, reducing=False, live_buffers=data.live_buffers, strict_align=True)
+                           None, reducing=False, live_buffers=data.live_buffers, strict_align=True,
+                           min_tile=None if run is None else (1, 1, run))
         # each output row leaves as a computed (OCG, OW) tensor (CONV.assemble-whole): its own 2-D tile
         store = TileRole("store", "STORE_TILE", (plan.spec.out_per_group, plan.row_unit), dtype, None,
                          reducing=False)
@@ -229,6 +237,8 @@ def _phase_floor(plan: WindowPlan) -> tuple[int, ...] | None:
     on each (HW.gather-tile), and a gather along the last axis wants the whole width in one tile: at
     (2, 4, 8, 128, 32) the 3-D dilated max pool fixture's PREP_TILE (8, 2, 64, 16) cut the 32 columns
     in two and lost pass-verify's Pass_28 and Pass_36 rows at that GATHER (pypto 0.2.0)."""
+    if plan.phase_planes:  # CONV.flat-phases: the phase kernel gathers rows and columns of whole rows
+        return (1, 2 if plan.axes[0].step > 1 else 1, plan.axes[-1].prepared)  # QW: whole 32-byte blocks
     if not any(plan.phases(i) for i in range(plan.nd)):
         return None
     floor = [1] + [2 if plan.phases(i) else 1 for i in range(plan.nd)]
@@ -324,7 +334,8 @@ def _prepared_input(b: Builder, plan: WindowPlan, nm: Names, op: str, tiles: dic
     if any(nm.phase):
         return phase_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
     if plan.pads_in_blocks:
-        return pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
+        padded = pad_blocks_kernel(b, plan, nm, op, prep, planes, unpack)
+        return phase_planes_kernel(b, plan, nm, op, prep, padded, unpack) if plan.phase_planes else padded
     return prepare_kernel(b, plan, nm, op, prep, planes, unpack)
 
 
@@ -372,7 +383,7 @@ def _constants(b: Builder, plan: WindowPlan, nm: Names) -> None:
         b.add_constant(Constant("GROUPS", s.groups, [], (rule,), {}))
         b.add_constant(Constant("CG", s.in_per_group, [], (rule,), {}))
         b.add_constant(Constant("OCG", s.out_per_group, [], (rule,), {}))
-    if any(plan.gathers(i) or plan.phases(i) for i in range(plan.nd)):
+    if plan.phase_planes or any(plan.gathers(i) or plan.phases(i) for i in range(plan.nd)):
         rank = 4 if plan.nd == 3 else 3
         b.add_constant(Constant("INDEX_TILE", (1024, *([1] * (rank - 2)), 8),
                                 ["INDEX_TILE: the tile of the strided axes' kept positions (pypto.arange, 1-D: its "
@@ -452,6 +463,14 @@ def _geometry_helper(b: Builder, plan: WindowPlan, nm: Names, fn: str) -> Stmts:
         if nm.phase[i]:
             m = plan.phase_multiple(i)
             axes += b.tmpl("window_phase_axis", p=name(nm.p[i]), q=name(nm.q[i]), i=literal(i), m=literal(m))
+    if plan.phase_planes:  # CONV.flat-phases: one stride phase's plane, PH x PW; rows of whole 32-byte blocks
+        align = plan.limits.align_elements
+        reach = [f"{nm.o[i]} + DILATION[{i}] * (KERNEL[{i}] - 1) // STRIDE[{i}]" for i in range(plan.nd)]
+        axes += [cst.parse_statement(f"{nm.p[0]} = {reach[0]}\n"),
+                 cst.parse_statement(f"{nm.p[-1]} = ceil_div({reach[-1]}, {align}) * {align}\n"),
+                 cst.parse_statement(f"{nm.q[-1]} = ceil_div(max({nm.q[-1]}, STRIDE[1] * {nm.p[-1]}), {align})"
+                                     f" * {align}\n"),
+                 cst.parse_statement(f"{nm.hi[-1]} = {nm.q[-1]} - {nm.lo[-1]} - {nm.sizes[-1]}\n")]
     if plan.band_matmul:
         align = plan.band_align
         axes += [cst.parse_statement(f"OWP = ceil_div({nm.o[-1]}, {align}) * {align}\n")]

@@ -87,7 +87,7 @@ def im2col_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, w
     b.call_kernel(kspec, [src, *params])
 
 
-@cites("CONV.flat-taps", "CONV.im2col", "B.matmul-cube-tiles")
+@cites("CONV.flat-taps", "CONV.flat-phases", "CONV.im2col", "B.matmul-cube-tiles")
 def flat_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, src: str, unpack: Stmts) -> None:
     """A 2-D stride-1 conv on flat planes (CONV.flat-taps): the kernel reads the prepared planes as
     (N*C, 1, QH*QW), so each tap's window over a block of ROWS output rows is one contiguous view of
@@ -100,10 +100,12 @@ def flat_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, src
     # the generated module with bare views failed Pass_26 from the second iteration on): the bias add
     # computes it, or + 0.0 when there is no bias
     bias: Stmts = b.tmpl("conv_flat_bias") if spec.bias else []
+    pitch, length, start, offsets = _flat_reading(plan)
     body = b.tmpl("conv_flat_taps", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile,
-                  weights=name(weights), dt=b.pdtype(), bias=bias, row_plus=expr("bias_row" if spec.bias else "0.0"))
-    extra = ["SPAN = (ROWS - 1) * QW + OW", "ITEMS = n * GROUPS * BLOCKS"]
-    inputs = [tensor_param("xf", ["n * c", "1", "QH * QW"], b), tensor_param("w", w_shape, b)]
+                  weights=name(weights), dt=b.pdtype(), bias=bias, row_plus=expr("bias_row" if spec.bias else "0.0"),
+                  start=expr(start), pitch=name(pitch))
+    extra = [*offsets, f"SPAN = (ROWS - 1) * {pitch} + OW", "ITEMS = n * GROUPS * BLOCKS"]
+    inputs = [tensor_param("xf", ["n * c", "1", length], b), tensor_param("w", w_shape, b)]
     if spec.bias:
         inputs.append(tensor_param("b", ["OUT_CHANNELS", "1"], b))
     kspec = KernelSpec(
@@ -116,13 +118,26 @@ def flat_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, src
     )
     b.add_kernel(kspec)
     params = weights_forward(b, str(spec.weight_attr), w_shape, ["OUT_CHANNELS", "1"] if spec.bias else None)
-    call_on_flat_planes(b, kspec, src, params)
+    call_on_flat_planes(b, kspec, src, params, length)
 
 
-def call_on_flat_planes(b: Builder, kspec: KernelSpec, src: str, params: list[str]) -> None:
-    """forward's call of a flat-plane kernel (CONV.flat-taps, CONV.depthwise-flat): after the pre
-    kernel's call (when there is one), the prepared planes read flat, a view, then the kernel."""
-    b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, QH * QW)\n")]
+def _flat_reading(plan: WindowPlan) -> tuple[str, str, str, list[str]]:
+    """How the flat form reads its planes: the row pitch, the flat length of one (image, channel)
+    plane, a tap's first position in it and the factory's lines that precompute it. Stride 1
+    (CONV.flat-taps): the prepared plane, rows QW apart. Strided (CONV.flat-phases): the phase
+    planes one after another, PH x PW each, so tap t starts in its phase's plane at TAP_AT[t]."""
+    if not plan.phase_planes:
+        return "QW", "QH * QW", "(r0 + TAP_H[t]) * QW + TAP_W[t]", []
+    at = ("TAP_AT = [((TAP_H[t] % STRIDE[0]) * STRIDE[1] + TAP_W[t] % STRIDE[1]) * PH * PW"
+          " + (TAP_H[t] // STRIDE[0]) * PW + TAP_W[t] // STRIDE[1] for t in range(TAPS)]")
+    return "PW", "STRIDE[0] * STRIDE[1] * PH * PW", "r0 * PW + TAP_AT[t]", [at]
+
+
+def call_on_flat_planes(b: Builder, kspec: KernelSpec, src: str, params: list[str],
+                        length: str = "QH * QW") -> None:
+    """forward's call of a flat-plane kernel (CONV.flat-taps, CONV.depthwise-flat, CONV.flat-phases):
+    after the pre kernels' calls, the prepared planes read flat, a view, then the kernel."""
+    b.forward.calls += [cst.parse_statement(f"flat = {src}.reshape(n * c, 1, {length})\n")]
     b.call_kernel(kspec, ["flat", *params])
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 CUBE_ROWS = 16        # the cube tiles are chosen for a block of rows/16 rows (the ladder's first count)
+PHASE_COLUMNS_RUN = 2048  # the least run of a phase-plane conv's column tile (CONV.flat-phases)
 # pypto 0.2.0 checks the names it reads when it traces a kernel, so the modules the harness builds
 # need only these besides their own parameters
 MODULE_GLOBALS = frozenset({"nn", "torch", "True", "False", "None", "math"})
@@ -58,6 +59,8 @@ class Names:
         self.phase = [plan.phases(i) for i in range(plan.nd)]
         self.p = [f"P{a}" for a in self.L]
         phases = [p for p, on in zip(self.p, self.phase, strict=True) if on]
+        if plan.phase_planes:  # CONV.flat-phases: a phase plane's extents
+            phases = list(self.p)
         band = ["OWP"] if plan.band_matmul else []  # POOL.band-matmul: the band's columns
         self.geometry = [*self.o, *self.q, *self.lo, *self.hi, *phases, *band, "ROWS", "BLOCKS", "LAST", "SPREAD"]
         # a 3-D pool keeps its views 4-D to the end: its output is (N*C, O0, O1, O2)

@@ -315,3 +315,45 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
          " by stride phase, each phase gathered once and each position no data reaches one fill slab"),
         f"blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
         f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf).")
+
+
+@cites("CONV.flat-phases")
+def phase_planes_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, padded: str,
+                        unpack: Stmts) -> str:
+    """The padded planes stored by stride phase, each phase a plane of its own (CONV.flat-phases):
+    per block of PREP_PLANES planes, the rows of phase a (index_select along H), then of those the
+    columns of phase b (along W), assembled as plane a*SW + b of the block's (SH*SW*PH, PW) output.
+    A stride-1 axis has one phase: a plain view instead of the gather."""
+    (sh, sw) = (nm.step(0), nm.step(1))
+    setup: list[str] = []
+    for letter, s, p in zip("hw", (sh, sw), nm.p, strict=True):
+        if s > 1:
+            setup += [f"keep_{letter} = []", f"for a in range({s}):", "    pypto.set_vec_tile_shapes(*INDEX_TILE)",
+                      f"    keep_{letter}.append(pypto.arange(a, a + {s} * {p}, {s}))"]
+    setup.append("pypto.set_vec_tile_shapes(*PREP_TILE)")
+
+    def block(size: str, off: str, suffix: str) -> Stmts:
+        data = f"padded_{suffix}"
+        rows = (f"rows = pypto.index_select({data}, 1, keep_h[a])" if sh > 1 else
+                f"rows = pypto.view({data}, [{size}, PH, QW], [0, 0, 0])")
+        part = ("part = pypto.index_select(rows, 2, keep_w[c2])" if sw > 1 else
+                f"part = pypto.view(rows, [{size}, PH, PW], [0, 0, 0])")
+        lines = [f"{data} = pypto.view(xq, [{size}, QH, QW], [{off}, 0, 0])",
+                 f"for a in range({sh}):", f"    {rows}", f"    for c2 in range({sw}):", f"        {part}",
+                 f"        pypto.assemble(part, [{off}, (a * {sw} + c2) * PH, 0], out)"]
+        return list(cst.parse_module("\n".join(lines) + "\n").body)
+
+    loop_sizes = b.tmpl("loop_prelude", total=expr("n * c"), count=expr("ceil_div(n * c, PREP_PLANES)"))
+    body = [*cst.parse_module("\n".join(setup) + "\n").body,
+            *b.loop("i", "PHASES", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
+    spec = KernelSpec(
+        factory=f"create_{op}_phase_kernel", kernel=f"{op}_phase_kernel", dims=dim_names(plan.nd), scalars=[],
+        inputs=[TensorParam("xq", tuple(expr(v) for v in ("n * c", "QH", "QW")), b.ctx.dtype)],
+        output=TensorParam("out", tuple(expr(v) for v in ("n * c", f"{sh * sw} * PH", "PW")), b.ctx.dtype),
+        prelude=[*factory_prelude(unpack, []), *loop_sizes], body=body,
+        doc=(f"The stride phases of {op}'s padded planes, each a plane of its own (CONV.flat-phases): per block "
+             "of planes, each phase gathered once along H and W and assembled at its plane."),
+    )
+    b.add_kernel(spec)
+    b.call_kernel(spec, [padded], out="phased")
+    return "phased"
