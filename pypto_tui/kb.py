@@ -91,6 +91,7 @@ class WindowLimits:
     insert_rows: int = 4096           # CONV.insert-matmul: rows per iteration of the insertion matmul
     band_rows: int = 4096             # POOL.band-matmul: input rows per matmul of the band kernel
     prepare_elements: int = 1 << 20   # CONV.pad-blocks, POOL.plane-blocks: the most elements a block holds
+    phase_planes_channels: int = 8    # CONV.flat-phases: most channels per group read by phase planes
     align_elements: int = 8           # P4.last-dim-align: 32-byte rows of fp32 (the window scaffolds are fp32)
 
 
@@ -701,7 +702,7 @@ def _parse_window(w: _Reader, align_bytes: int, fp32_bytes: int) -> WindowLimits
     defaults = WindowLimits()
     sizes = {f: w.integer(f) if f in w.table else getattr(defaults, f)
              for f in ("prepare_planes", "pool_planes", "insert_block", "insert_rows", "band_rows",
-                       "prepare_elements")}
+                       "prepare_elements", "phase_planes_channels")}
     return WindowLimits(**sizes, align_elements=max(1, align_bytes // fp32_bytes))
 
 

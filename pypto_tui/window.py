@@ -516,15 +516,18 @@ def flat_taps(spec: WindowSpec) -> bool:
         not (spec.depthwise and spec.pointwise)
 
 
-def flat_phased(spec: WindowSpec) -> bool:
+def flat_phased(spec: WindowSpec, limits: WindowLimits) -> bool:
     """Whether a strided conv takes the flat-plane form over its stride phases (CONV.flat-phases): a
     2-D conv (not transposed, not depthwise) strided on some axis. A pre kernel stores each stride
     phase (a, b) of the padded planes as its own plane (PH x PW), so tap (i, j) reads phase (i*DH % SH,
     j*DW % SW) at row i*DH // SH, column j*DW // SW, and its window over a block of rows is one
     contiguous view, as a stride-1 conv's (CONV.flat-taps). Measured on KernelBench 50 at (2, 3, 224,
-    224) (stride 4, 11 x 11): 227.8 -> 135.2 us SIM, every pass PASS."""
+    224) (stride 4, 11 x 11): 227.8 -> 134.9 us SIM, every pass PASS. The gain shrinks as the channels
+    per group grow (their windows are long runs for im2col too): up to the pack's phase_planes_channels,
+    or one tap (a 1 x 1 downsampling conv gathers a quarter of its input otherwise)."""
     return (spec.is_conv and spec.nd == 2 and not spec.transposed and not spec.depthwise
-            and any(s > 1 for s in spec.stride))
+            and any(s > 1 for s in spec.stride)
+            and (spec.in_per_group <= limits.phase_planes_channels or spec.taps == 1))
 
 
 def default_strategy(spec: WindowSpec) -> str:
@@ -551,14 +554,14 @@ def plan_window(spec: WindowSpec, strategy: str | None = None, *, limits: Window
                          "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
-        if flat_phased(spec):
+        if flat_phased(spec, limits):
             # CONV.flat-phases: the padded rows hold stride x the (aligned) phase width, and the phase
             # kernel's tile takes them whole, in whole 32-byte blocks
             last, align = axes[-1], limits.align_elements
             width = math.ceil((last.out + last.dilation * (last.kernel - 1) // last.step) / align) * align
             axes = (*axes[:-1], replace(last, prepared=math.ceil(max(last.prepared, last.step * width) / align)
                                         * align))
-        flat = flat_taps(spec) or flat_phased(spec)
+        flat = flat_taps(spec) or flat_phased(spec, limits)
         return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits, flat=flat)
     if strategy == "depthwise-taps" and flat_taps(spec):
         # CONV.depthwise-flat: the flat views are plain (C, 1, positions) views with no reshape, so an

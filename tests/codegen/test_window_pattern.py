@@ -94,6 +94,8 @@ def test_a_strided_2d_conv_reads_its_phase_planes_flat(kb):
     src = kernel_of(pipe(kb, "conv2d_grouped_strided.py")).source
     assert "def create_conv2d_phase_kernel(n, c, h, w):" in src
     assert "pypto.assemble(part, [off, (a * 2 + c2) * PH, 0], out)" in src
+    # dilation 2 over stride 2: every tap reads phase (0, 0), the one phase stored
+    assert "for a in (0,):" in src and "for c2 in (0,):" in src
     assert "TAP_AT = [((TAP_H[t] % STRIDE[0]) * STRIDE[1] + TAP_W[t] % STRIDE[1]) * PH * PW" in src
     assert "[CG, 1, SPAN], [img * c + g * CG, 0, r0 * PW + TAP_AT[t]]" in src and "SPAN = (ROWS - 1) * PW + OW" in src
     assert "row = pypto.view(y, [OCG, OW], [0, r * PW])" in src

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pypto_tui.contract.conv import window_spec
 from pypto_tui.contract.extract import extract_contract
 from pypto_tui.design import Design, Pipeline
 from pypto_tui.loops import candidate, choose_loop, plan_loops
@@ -367,6 +368,23 @@ def test_a_strided_2d_conv_plans_flat_reads_of_its_stride_phase_planes(kb):
     assert not any(plan.gathers(i) for i in range(2))
     depthwise = plan_window(spec_of(kb, "conv2d_depthwise.py"), limits=kb.limits.window)  # stride (1, 2)
     assert not depthwise.phase_planes and depthwise.gathers(1)
+
+
+@pytest.mark.parametrize(("conv", "phased"), [
+    ("nn.Conv2d(64, 128, 1, stride=2)", True),  # one tap: a quarter of the input, no gather per tap
+    ("nn.Conv2d(64, 128, 3, stride=2, padding=1)", False),  # many channels: im2col's windows are long runs
+    ("nn.Conv2d(8, 16, 3, stride=2, padding=1)", True),  # up to the pack's phase_planes_channels
+    ("nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=2)", True),  # 8 channels per group
+])
+def test_phase_planes_take_few_channels_per_group_or_one_tap(kb, tmp_path, conv, phased):
+    task = tmp_path / "strided.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+                    f"        super().__init__()\n        self.conv = {conv}\n\n    def forward(self, x):\n"
+                    "        return self.conv(x)\n\n\ndef get_inputs():\n"
+                    f"    return [torch.randn(2, {conv.split('(')[1].split(',')[0]}, 20, 24)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    spec = window_spec(extract_contract(task, kb))
+    assert plan_window(spec, limits=kb.limits.window).phase_planes is phased
 
 
 def test_the_flat_forms_loop_cuts_whole_prepared_rows(kb):

@@ -325,6 +325,9 @@ def phase_planes_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
     columns of phase b (along W), assembled as plane a*SW + b of the block's (SH*SW*PH, PW) output.
     A stride-1 axis has one phase: a plain view instead of the gather."""
     (sh, sw) = (nm.step(0), nm.step(1))
+    # only the phases a tap reads are stored (a 1 x 1 conv with stride 2 reads one of four); the planes
+    # of the others stay unwritten, and nothing reads them
+    used = [sorted({k * a.dilation % a.step for k in range(a.kernel)}) for a in plan.axes]
     setup: list[str] = []
     for letter, s, p in zip("hw", (sh, sw), nm.p, strict=True):
         if s > 1:
@@ -339,7 +342,7 @@ def phase_planes_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         part = ("part = pypto.index_select(rows, 2, keep_w[c2])" if sw > 1 else
                 f"part = pypto.view(rows, [{size}, PH, PW], [0, 0, 0])")
         lines = [f"{data} = pypto.view(xq, [{size}, QH, QW], [{off}, 0, 0])",
-                 f"for a in range({sh}):", f"    {rows}", f"    for c2 in range({sw}):", f"        {part}",
+                 f"for a in {_ints(used[0])}:", f"    {rows}", f"    for c2 in {_ints(used[1])}:", f"        {part}",
                  f"        pypto.assemble(part, [{off}, (a * {sw} + c2) * PH, 0], out)"]
         return list(cst.parse_module("\n".join(lines) + "\n").body)
 
@@ -352,8 +355,13 @@ def phase_planes_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         output=TensorParam("out", tuple(expr(v) for v in ("n * c", f"{sh * sw} * PH", "PW")), b.ctx.dtype),
         prelude=[*factory_prelude(unpack, []), *loop_sizes], body=body,
         doc=(f"The stride phases of {op}'s padded planes, each a plane of its own (CONV.flat-phases): per block "
-             "of planes, each phase gathered once along H and W and assembled at its plane."),
+             "of planes, each phase a tap reads gathered once along H and W and assembled at its plane."),
     )
     b.add_kernel(spec)
     b.call_kernel(spec, [padded], out="phased")
     return "phased"
+
+
+def _ints(values: list[int]) -> str:
+    """A tuple literal the generated loop runs over: `(0, 2)`, `(1,)`."""
+    return "(" + ", ".join(map(str, values)) + ("," if len(values) == 1 else "") + ")"
