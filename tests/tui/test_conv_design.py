@@ -45,14 +45,16 @@ async def test_a_conv_from_contract_to_kernel(ui, state) -> None:
         dims = await _next(pilot, app, ui, DimsScreen)
         text = str(dims.query_one("#dims-plan").render())
         assert "implicit matmul" in text and "W (6 x 36) @ columns (36 x 665)" in text
-        assert "the tile step works on columns (4, 9, 665)" in text
+        # the columns of whole phase-plane rows: 19 rows of PW = 40 (CONV.flat-phases)
+        assert "the tile step works on columns (4, 9, 760)" in text and "stride-phase planes" in text
         tiles = await _next(pilot, app, ui, TilesScreen)
         assert tiles.last_error is None and tiles.last_evaluation is not None
-        assert tiles.last_evaluation.shape == (4, 9, 665)
+        assert tiles.last_evaluation.shape == (4, 9, 760)
         loops = await _next(pilot, app, ui, LoopsScreen)
-        assert loops.plan is not None and loops.plan.unit == 35 and loops.plan.total == 19
+        assert loops.plan is not None and loops.plan.unit == 40 and loops.plan.total == 19
         kernel = await _next(pilot, app, ui, KernelScreen)
         assert "pypto.matmul" in kernel.source and "self.conv = nn.Conv2d(" in kernel.source
+        assert "def create_conv2d_phase_kernel(" in kernel.source
 
 
 async def test_a_depthwise_separable_conv_plans_its_pointwise_stage(ui, state) -> None:
