@@ -554,15 +554,15 @@ def plan_window(spec: WindowSpec, strategy: str | None = None, *, limits: Window
                          "(which takes the cube)")
     axes = tuple(_axis(spec, i) for i in range(spec.nd))
     if strategy == "im2col":
-        if flat_phased(spec, limits):
+        plan = WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits,
+                          flat=flat_taps(spec) or flat_phased(spec, limits))
+        if plan.phase_planes:
             # CONV.flat-phases: the padded rows hold stride x the (aligned) phase width, and the phase
             # kernel's tile takes them whole, in whole 32-byte blocks
             last, align = axes[-1], limits.align_elements
-            width = math.ceil((last.out + last.dilation * (last.kernel - 1) // last.step) / align) * align
-            axes = (*axes[:-1], replace(last, prepared=math.ceil(max(last.prepared, last.step * width) / align)
-                                        * align))
-        flat = flat_taps(spec) or flat_phased(spec, limits)
-        return WindowPlan(spec, strategy, axes, spec.in_per_group, spec.groups, limits, flat=flat)
+            rows = math.ceil(max(last.prepared, last.step * plan.phase_lengths[-1]) / align) * align
+            plan = replace(plan, axes=(*axes[:-1], replace(last, prepared=rows)))
+        return plan
     if strategy == "depthwise-taps" and flat_taps(spec):
         # CONV.depthwise-flat: the flat views are plain (C, 1, positions) views with no reshape, so an
         # item takes all of an image's planes at once

@@ -9,11 +9,6 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, name
-from pypto_tui.codegen.spec import Constant, KernelSpec
-from pypto_tui.findings import cites
-
-if TYPE_CHECKING:
-    from pypto_tui.window import WindowPlan
 from pypto_tui.codegen.patterns.window.emit import (
     Names,
     dim_names,
@@ -26,6 +21,11 @@ from pypto_tui.codegen.patterns.window.emit import (
     tap_window,
     tensor_param,
 )
+from pypto_tui.codegen.spec import Constant, KernelSpec
+from pypto_tui.findings import cites
+
+if TYPE_CHECKING:
+    from pypto_tui.window import WindowPlan
 
 
 def weights_forward(b: Builder, attr: str, shape: list[str], bias_shape: list[str] | None,

@@ -3,6 +3,7 @@ shapes, offsets), the expression helpers and the tap window views the conv and p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -177,3 +178,12 @@ def set_tile(tile: Any) -> cst.BaseStatement:
 
 def tensor_param(pname: str, shape: list[str], b: Builder) -> TensorParam:
     return TensorParam(pname, tuple(expr(v) for v in shape), b.ctx.dtype)
+
+
+def block_loop(b: Builder, loop_name: str, total: str, count: str,
+               block: Callable[[str, str, str], Stmts]) -> tuple[Stmts, Stmts]:
+    """A kernel's loop over `total` in `count` blocks (P6.loop-tail): the factory's loop sizes
+    (BASIC_BATCH, MAIN_ITERS, TAIL_OFFSET, TAIL), and the pypto.loop over the full blocks followed by
+    the tail block, each written by `block(size, offset, suffix)`."""
+    sizes = b.tmpl("loop_prelude", total=expr(total), count=expr(count))
+    return sizes, b.loop("i", loop_name, block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))

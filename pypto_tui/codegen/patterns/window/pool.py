@@ -9,13 +9,9 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, literal, name
-from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
-from pypto_tui.findings import cites
-
-if TYPE_CHECKING:
-    from pypto_tui.window import WindowPlan
 from pypto_tui.codegen.patterns.window.emit import (
     Names,
+    block_loop,
     dim_names,
     expr,
     expr_list,
@@ -26,6 +22,11 @@ from pypto_tui.codegen.patterns.window.emit import (
     tap_window,
     tensor_param,
 )
+from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
+from pypto_tui.findings import cites
+
+if TYPE_CHECKING:
+    from pypto_tui.window import WindowPlan
 
 
 # ------------------------------------------------------------------------------------ pooling
@@ -105,9 +106,8 @@ def band_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, band_tile: Any
         return b.tmpl("pool_band_block", rows=name(f"rows_{suffix}"), size=expr(size), off=expr(off), dt=dt,
                       tile=banded_tile)
 
-    loop_sizes = b.tmpl("loop_prelude", total=expr("n * c"), count=expr("ceil_div(n * c, BAND_PLANES)"))
-    body = [*b.tmpl("pool_band", tile=band_tile, cube_m=cube_m, cube_k=cube_k, cube_n=cube_n),
-            *b.loop("i", "BAND", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
+    loop_sizes, loop = block_loop(b, "BAND", "n * c", "ceil_div(n * c, BAND_PLANES)", block)
+    body = [*b.tmpl("pool_band", tile=band_tile, cube_m=cube_m, cube_k=cube_k, cube_n=cube_n), *loop]
     spec = KernelSpec(
         factory=f"create_{op}_band_kernel", kernel=f"{op}_band_kernel", dims=dim_names(plan.nd), scalars=[],
         inputs=[TensorParam("x_rows", (expr("n * c * h"), expr("w")), b.ctx.dtype)],

@@ -10,13 +10,9 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, literal, name
-from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
-from pypto_tui.findings import cites
-
-if TYPE_CHECKING:
-    from pypto_tui.window import WindowPlan
 from pypto_tui.codegen.patterns.window.emit import (
     Names,
+    block_loop,
     dim_names,
     expr,
     expr_list,
@@ -26,6 +22,11 @@ from pypto_tui.codegen.patterns.window.emit import (
     plane_shape,
     product,
 )
+from pypto_tui.codegen.spec import Constant, KernelSpec, TensorParam
+from pypto_tui.findings import cites
+
+if TYPE_CHECKING:
+    from pypto_tui.window import WindowPlan
 
 
 # ------------------------------------------------------------------------------------ the pre kernel
@@ -103,9 +104,9 @@ def insert_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, r
     def chunk(size: str, off: str, suffix: str) -> Stmts:
         return b.tmpl("insert_rows", rows=name(f"rows_{suffix}"), size=expr(size), off=expr(off), dt=dt)
 
-    loop_sizes = b.tmpl("loop_prelude", total=expr("ROWS_IN"), count=expr("ceil_div(ROWS_IN, INSERT_ROWS)"))
+    loop_sizes, loop = block_loop(b, "INSERT", "ROWS_IN", "ceil_div(ROWS_IN, INSERT_ROWS)", chunk)
     body = [*b.tmpl("insert_matmul", tile=tile, axis=literal(nd - 1), cube_m=cube_m, cube_k=cube_k, cube_n=cube_n),
-            *b.loop("i", "INSERT", chunk("BASIC_BATCH", "off", "chunk"), chunk("TAIL", "TAIL_OFFSET", "tail"))]
+            *loop]
     spec = KernelSpec(
         factory=f"create_{op}_insert_kernel", kernel=f"{op}_insert_kernel", dims=dim_names(nd), scalars=[],
         inputs=[TensorParam("x_rows", (expr(f"{total} // {block}"), expr(block)), b.ctx.dtype)],
@@ -143,10 +144,8 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
                               out=name("out"))
 
     count = f"ceil_div({rows} * {wide}, {plan.insert_chunk_elements})"
-    loop_sizes = b.tmpl("loop_prelude", total=expr(rows), count=expr(count))
-    body = [*b.tmpl("window_fill", fill=literal(0.0), tile=tile),
-            *b.loop("i", f"INSERT_{letter}", chunk("BASIC_BATCH", "off", "chunk"),
-                    chunk("TAIL", "TAIL_OFFSET", "tail"))]
+    loop_sizes, loop = block_loop(b, f"INSERT_{letter}", rows, count, chunk)
+    body = [*b.tmpl("window_fill", fill=literal(0.0), tile=tile), *loop]
     spec = KernelSpec(
         factory=f"create_{op}_insert_{letter.lower()}_kernel", kernel=f"{op}_insert_{letter.lower()}_kernel",
         dims=dim_names(plan.nd), scalars=[], inputs=[TensorParam("x_rows", (expr(rows), expr(inner)), b.ctx.dtype)],
@@ -236,9 +235,8 @@ def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile:
         "PREP_PLANES", plan.prepare_planes,
         [f"PREP_PLANES: the pre kernel {verb} {plan.prepare_planes} plane(s) per iteration{how} ({rule_id})."],
         (rule_id,), {}))
-    loop_sizes = b.tmpl("loop_prelude", total=expr("n * c"), count=expr("ceil_div(n * c, PREP_PLANES)"))
-    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *setup,
-            *b.loop("i", "PREPARE", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
+    loop_sizes, loop = block_loop(b, "PREPARE", "n * c", "ceil_div(n * c, PREP_PLANES)", block)
+    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *setup, *loop]
     in_shape = tuple(expr(v) for v in nm.planes_shape(given_sizes(plan, nm)))
     out_shape = tuple(expr(v) for v in nm.planes_shape(prepared))
     spec = KernelSpec(
@@ -346,9 +344,8 @@ def phase_planes_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
                  f"        pypto.assemble(part, [{off}, (a * {sw} + c2) * PH, 0], out)"]
         return list(cst.parse_module("\n".join(lines) + "\n").body)
 
-    loop_sizes = b.tmpl("loop_prelude", total=expr("n * c"), count=expr("ceil_div(n * c, PREP_PLANES)"))
-    body = [*cst.parse_module("\n".join(setup) + "\n").body,
-            *b.loop("i", "PHASES", block("BASIC_BATCH", "off", "chunk"), block("TAIL", "TAIL_OFFSET", "tail"))]
+    loop_sizes, loop = block_loop(b, "PHASES", "n * c", "ceil_div(n * c, PREP_PLANES)", block)
+    body = [*cst.parse_module("\n".join(setup) + "\n").body, *loop]
     spec = KernelSpec(
         factory=f"create_{op}_phase_kernel", kernel=f"{op}_phase_kernel", dims=dim_names(plan.nd), scalars=[],
         inputs=[TensorParam("xq", tuple(expr(v) for v in ("n * c", "QH", "QW")), b.ctx.dtype)],
