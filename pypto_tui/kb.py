@@ -24,7 +24,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -683,16 +683,16 @@ def _parse_limits(r: _Reader) -> Limits:
         dtypes[name] = d.integer(name, maximum=16)
     if not dtypes:
         raise r.fail("dtype_bytes", "must list at least one dtype")
+    align = t.integer("last_dim_align_bytes", maximum=4096)
     return Limits(
         max_elements=t.integer("max_elements"),
         max_auto_tiles=t.integer("max_auto_tiles"),
         contiguous_bytes=t.integer("contiguous_bytes"),
-        last_dim_align_bytes=t.integer("last_dim_align_bytes", maximum=4096),
+        last_dim_align_bytes=align,
         max_vec_rank=t.integer("max_vec_rank", maximum=8),
         dtype_bytes=dtypes,
         max_matmul_inner=t.integer("max_matmul_inner") if "max_matmul_inner" in t.table else None,
-        window=_parse_window(r.sub("window", required=False), t.integer("last_dim_align_bytes", maximum=4096),
-                             dtypes.get("fp32", 4)),
+        window=_parse_window(r.sub("window", required=False), align, dtypes.get("fp32", 4)),
     )
 
 
@@ -700,9 +700,8 @@ def _parse_window(w: _Reader, align_bytes: int, fp32_bytes: int) -> WindowLimits
     """[window]: every key optional (the measured defaults of WindowLimits); the alignment is the
     tile's (P4.last-dim-align) in fp32 elements, not a number of its own."""
     defaults = WindowLimits()
-    sizes = {f: w.integer(f) if f in w.table else getattr(defaults, f)
-             for f in ("prepare_planes", "pool_planes", "insert_block", "insert_rows", "band_rows",
-                       "prepare_elements", "phase_planes_channels")}
+    sizes = {f.name: w.integer(f.name) if f.name in w.table else getattr(defaults, f.name)
+             for f in fields(WindowLimits) if f.name != "align_elements"}
     return WindowLimits(**sizes, align_elements=max(1, align_bytes // fp32_bytes))
 
 
