@@ -339,7 +339,7 @@ class WindowPlan:
         if self.strategy != "im2col":
             return None
         s = self.spec
-        return (s.out_per_group, s.in_per_group * self.taps, self.rows * self.row_unit)
+        return (s.out_per_group, s.in_per_group * self.taps, self.column_positions)
 
     @property
     def pointwise_matmul(self) -> tuple[int, int, int] | None:
@@ -350,9 +350,19 @@ class WindowPlan:
         return (p.out_channels, p.in_channels, self.rows * self.row_unit)
 
     @property
+    def column_positions(self) -> int:
+        """Columns of one image and group: its output positions, or on flat planes (CONV.flat-taps,
+        CONV.flat-phases) the span a tap's view covers, every row but the last at the planes' pitch
+        (the positions past a row's end are computed and never stored), which is what the kernel's
+        columns and its matmul's N hold."""
+        if self.strategy == "im2col" and self.flat and self.nd == 2:
+            return (self.rows - 1) * self.flat_pitch + self.row_unit
+        return self.rows * self.row_unit
+
+    @property
     def column_elements(self) -> int:
         """The column buffer of one image and group (im2col), or one item's window stack."""
-        return self.channels_per_item * self.taps * self.rows * self.row_unit
+        return self.channels_per_item * self.taps * self.column_positions
 
     @property
     def row_elements(self) -> int:
@@ -418,11 +428,15 @@ class WindowPlan:
         if self.matmul is not None:
             M, K, N = self.matmul
             k_txt = "x".join(str(k) for k in s.kernel)
+            positions = f"{' * '.join(str(a.out) for a in self.axes)} output positions"
+            if N != self.rows * self.row_unit:  # flat planes: whole rows at the pitch, the tail of each dropped
+                positions = (f"({self.rows} - 1) * {self.flat_pitch} + {self.row_unit} positions, rows at the planes' "
+                             f"pitch of {self.flat_pitch} (the {self.flat_pitch - self.row_unit} past each row's end "
+                             "are computed and never stored)")
             out.append(("implicit matmul",
                         f"per image and group: W ({M} x {K}) @ columns ({K} x {N}); "
                         f"{M} = OC/G = {s.out_channels}/{s.groups}, {K} = C/G*prod(K) = {s.in_per_group}*{k_txt}, "
-                        f"{N} = {' * '.join(str(a.out) for a in self.axes)} output positions; "
-                        f"{n * s.groups} such matmul(s)"))
+                        f"{N} = {positions}; {n * s.groups} such matmul(s)"))
             b = self.column_elements * 4
             out.append(("column buffer", f"{self.column_elements} elements ({_bytes(b)}) per image and group, "
                                          f"{_bytes(b * n * s.groups)} for the whole batch: built block by block"))

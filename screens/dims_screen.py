@@ -157,8 +157,12 @@ class DimsScreen(StepScreen):
             strat = by_id.get(sid)
             mark = ("▶" if sid == plan.strategy else "") + ("★" if sid == default_id else "")
             self._alt_ids[sid] = sid
+            # a conv's or pool's row says what its plan does (flat planes, stride phases ...), which the
+            # pack's one note per strategy cannot
+            note = (alt.window.strategy_text() if alt is not None and alt.window is not None
+                    else strat.note if strat else "")
             table.add_row(mark, sid, strat.reshape if strat else "", _shapes(alt.kernel_shapes) if alt else "?",
-                          strat.rule if strat else "", unwrap(strat.note) if strat else "", key=sid)
+                          strat.rule if strat else "", unwrap(note), key=sid)
 
     @on(DataTable.RowSelected, "#dims-alts")
     def _picked(self, event: DataTable.RowSelected) -> None:

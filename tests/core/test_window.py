@@ -27,16 +27,29 @@ def spec_of(kb, name):
 
 def test_im2col_is_one_matmul_per_image_and_group(kb):
     plan = plan_window(spec_of(kb, "conv2d_grouped_strided.py"), limits=kb.limits.window)
-    assert plan.strategy == "im2col"
-    assert plan.matmul == (6, 4 * 9, 19 * 35)  # (OC/G) x (C/G * 3*3) @ (.. x OH*OW)
+    assert plan.strategy == "im2col" and plan.phase_planes
+    # (OC/G) x (C/G * 3*3) @ (.. x N): on the phase planes N is the span of the 19 output rows at the
+    # planes' pitch of 40 (the last row's 35 positions), what the kernel's columns hold, not OH*OW
+    assert plan.matmul == (6, 4 * 9, 18 * 40 + 35)
     assert plan.repeat == 4 * 2 and plan.rows == 19 and plan.row_unit == 35
-    assert plan.column_elements == 4 * 9 * 19 * 35
+    assert plan.column_elements == 4 * 9 * (18 * 40 + 35)
     a = plan.axes[0]
     # padding 1 each side; room for the last block's strided views: 19*2 + 2*(3-1) = 42 rows
     assert (a.lo, a.prepared, a.hi, a.step) == (1, 42, 1, 2) and plan.prepare
     lines = dict(plan.rows_table())
-    assert "W (6 x 36) @ columns (36 x 665)" in lines["implicit matmul"]
+    assert "W (6 x 36) @ columns (36 x 755)" in lines["implicit matmul"]
+    assert "pitch of 40 (the 5 past each row's end" in lines["implicit matmul"]
     assert "8 such matmul(s)" in lines["implicit matmul"]
+    assert lines["column buffer"].startswith(f"{4 * 9 * 755} elements")
+
+
+def test_a_conv_that_gathers_its_windows_has_a_column_per_output_position(kb):
+    plan = plan_window(spec_of(kb, "conv1d_dilated_strided.py"), limits=kb.limits.window)
+    assert plan.strategy == "im2col" and not plan.flat
+    _, K, N = plan.matmul
+    assert N == plan.rows * plan.row_unit == plan.axes[0].out
+    assert plan.column_elements == plan.spec.in_per_group * plan.taps * N
+    assert f"columns ({K} x {N}); " in dict(plan.rows_table())["implicit matmul"]
 
 
 def test_a_transposed_conv_is_a_conv_of_the_zero_inserted_input(kb):

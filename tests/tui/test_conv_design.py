@@ -44,9 +44,14 @@ async def test_a_conv_from_contract_to_kernel(ui, state) -> None:
         assert screen.contract.output_shape == (4, 12, 19, 35)
         dims = await _next(pilot, app, ui, DimsScreen)
         text = str(dims.query_one("#dims-plan").render())
-        assert "implicit matmul" in text and "W (6 x 36) @ columns (36 x 665)" in text
-        # the columns of whole phase-plane rows: 19 rows of PW = 40 (CONV.flat-phases)
+        # the columns span 19 rows at the phase planes' pitch PW = 40, the last row's 35 positions
+        # (CONV.flat-phases); the tile takes whole rows
+        assert "implicit matmul" in text and "W (6 x 36) @ columns (36 x 755)" in text
         assert "the tile step works on columns (4, 9, 760)" in text and "stride-phase planes" in text
+        # the strategy's row in the alternatives says what this plan does, not the pack's im2col note
+        alts = dims.query_one("#dims-alts")
+        chosen = next(r for r in range(alts.row_count) if "▶" in str(alts.get_row_at(r)[0]))
+        assert "stride-phase planes" in str(alts.get_row_at(chosen)[-1])
         tiles = await _next(pilot, app, ui, TilesScreen)
         assert tiles.last_error is None and tiles.last_evaluation is not None
         assert tiles.last_evaluation.shape == (4, 9, 760)
