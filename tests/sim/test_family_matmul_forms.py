@@ -16,8 +16,8 @@ from pypto_tui.sim.verification import verify_many
 FORMS = {  # fixture -> (pattern id, text the kernel must contain)
     "matmul_3d_2d_odd.py": ("B", "return out.reshape(A.shape[0], A.shape[1], n)"),
     "einsum_4d_transposed.py": ("B", "pypto.matmul(A_chunk, W, pypto.DT_FP32, b_trans=True)"),
-    "triu_matmul_odd_diag.py": ("tri_matmul", "pypto.where(pypto.ge(cols_chunk, rows_chunk + 1), product_chunk, 0.0)"),
-    "tril_matmul_rect.py": ("tri_matmul", "pypto.where(pypto.le(cols_chunk, rows_chunk), product_chunk, 0.0)"),
+    "triu_matmul_odd_diag.py": ("tri_matmul", "pypto.where(pypto.ge(grid_chunk, zero_chunk), product_chunk, 0.0)"),
+    "tril_matmul_rect.py": ("tri_matmul", "pypto.where(pypto.le(grid_chunk, zero_chunk), product_chunk, 0.0)"),
     "diag_matmul_rows_odd.py": ("diag", "out.move(B * a)"),
     "matmul_diag_cols.py": ("diag", "out.move(A * s)"),
     "matvec_long_k.py": ("matvec", "pypto.sum(A_chunk * x, 1, keepdim=True)"),
@@ -45,8 +45,25 @@ def test_no_cube_where_none_is_needed(kb):
 
 def test_the_triangular_mask_is_never_an_arange_compare_or_triu(kb):
     src = kernel_of(pipe(kb, "triu_matmul_odd_diag.py")).source
-    assert "row_index = pypto.cumsum(ones, 0)" in src and "col_index = pypto.cumsum(ones, 1)" in src
+    assert "pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0)" in src
     assert "arange" not in src and "pypto.triu" not in src and "pypto.tril" not in src
+
+
+def test_the_mask_grid_spans_one_chunk_and_each_chunk_reads_it_from_m_minus_its_offset(kb):
+    """TRI.mask-offset-grid: G[i, c] = c - i - (m + diagonal) over BASIC_BATCH rows and m + n
+    columns; at column m - off it holds the chunk's col - row - diagonal."""
+    src = kernel_of(pipe(kb, "triu_matmul_odd_diag.py", loop_count=4)).source
+    mask_kernel = src[src.index("def create_triu_mask_kernel"):src.index("class ModelNew")]
+    assert "ones = pypto.ones([BASIC_BATCH, m + n], dtype=pypto.DT_FP32)" in mask_kernel
+    assert "offset_grid = pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0) - (m + 1)" in mask_kernel
+    assert "grid_chunk = pypto.view(offset_grid, [BASIC_BATCH, n], [0, m - off])" in mask_kernel
+    assert "grid_tail = pypto.view(offset_grid, [TAIL, n], [0, m - TAIL_OFFSET])" in mask_kernel
+    assert "pypto.cumsum" not in src[:src.index("def create_triu_mask_kernel")]
+    # without a loop the grid is the output's own (m, n), read at [0, 0]
+    whole = kernel_of(pipe(kb, "triu_matmul_odd_diag.py", loop_count=1)).source
+    assert "ones = pypto.ones([m, n], dtype=pypto.DT_FP32)" in whole
+    assert "offset_grid = pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0) - 1\n" in whole
+    assert "grid_all = pypto.view(offset_grid, [m, n], [0, 0])" in whole
 
 
 def test_the_triangular_mask_is_a_second_kernel_over_the_products_row_chunks(kb):
@@ -76,22 +93,25 @@ def test_a_matvec_loops_along_the_rows_of_a(kb):
 
 @pytest.mark.sim
 def test_matmul_forms_verify_against_torch(kb):
-    reports = verify_many([pipe(kb, n) for n in FORMS], jobs=1, cache=False)
-    for name, r in zip(FORMS, reports, strict=True):
+    """Each form as scaffolded, and the triangular mask over several chunks and a tail."""
+    pipes = [pipe(kb, n) for n in FORMS] + [pipe(kb, "triu_matmul_odd_diag.py", loop_count=4)]
+    reports = verify_many(pipes, jobs=1, cache=False)
+    for name, r in zip([*FORMS, "triu looped"], reports, strict=True):
         assert r.supported and r.passed, (name, r.reason)
+    assert reports[-1].design_loop_count == 4
 
 
 @pytest.mark.sim
 def test_broken_matmul_forms_fail(kb, broken_twins):
     """The mask on the wrong side of the diagonal; a diagonal 'product' that adds the vector; a
-    matvec that doubles its sums."""
+    matvec that doubles its sums; a looped mask whose chunks read the grid one column off."""
     results = broken_twins([
         # at the test shapes (45, 45) the kernel runs no M loop: the mask is on the whole product
-        (pipe(kb, "triu_matmul_odd_diag.py"), "pypto.ge(col_index, row_index + 1)",
-         "pypto.le(col_index, row_index + 1)"),
+        (pipe(kb, "triu_matmul_odd_diag.py"), "pypto.ge(grid_all, zero_all)", "pypto.le(grid_all, zero_all)"),
         (pipe(kb, "diag_matmul_rows_odd.py"), "out.move(B * a)", "out.move(B + a)"),
         (pipe(kb, "matvec_long_k.py"), "pypto.sum(A_chunk * x, 1, keepdim=True)",
          "pypto.sum(A_chunk * x, 1, keepdim=True) * 2.0"),
+        (pipe(kb, "triu_matmul_odd_diag.py", loop_count=4), "[0, m - off]", "[0, m - off - 1]"),
     ])
     for r in results:
         assert r.status == J.MISMATCH and r.passed is False, (r.label, r.status, r.error)

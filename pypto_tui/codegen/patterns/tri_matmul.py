@@ -2,17 +2,20 @@
 
 pypto 0.2.0 has triu and tril, but the cost model does not know them (F92001 "No pipe type
 corresponding to opcode TRIUL"), and a mask from a broadcast compare of `arange` rows and columns
-is exact at the first interpreter stage and wrong after Pass_28 / Pass_36 (measured): the column
-and row index grids are cumsum(ones) along each axis instead (TRI.mask-by-cumsum). The grids are
-built once; pattern B's M loop views the rows of A, of the grids and of the output at the same
-offset (B.matmul-m-loop), and keeps the product where col >= row + diagonal (triu) or
-col <= row + diagonal (tril), zero elsewhere.
+is exact at the first interpreter stage and wrong after Pass_28 / Pass_36 (measured): the index
+grids are cumsum(ones) along each axis instead (TRI.mask-by-cumsum). Only their difference matters,
+and a chunk of rows is the first chunk shifted, so the mask kernel builds one grid of col - row over
+a chunk's rows and m + n columns and each chunk reads it from column m - offset on
+(TRI.mask-offset-grid): two scans of a chunk, not of the whole output. Pattern B's M loop views the
+rows of A and of the output at the same offset (B.matmul-m-loop), and the mask keeps the product
+where col >= row + diagonal (triu) or col <= row + diagonal (tril), zero elsewhere.
 """
-
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex, call
@@ -42,7 +45,7 @@ def tri_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Nee
     return replace(base, tiles=(role,))
 
 
-@cites("TRI.mask-by-cumsum", "TRI.mask-kernel", "B.matmul-m-loop", "B.matmul-cube-tiles")
+@cites("TRI.mask-by-cumsum", "TRI.mask-offset-grid", "TRI.mask-kernel", "B.matmul-m-loop", "B.matmul-cube-tiles")
 def build_tri_matmul(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
@@ -60,24 +63,39 @@ def build_tri_matmul(b: Builder) -> None:
     tile = b.tile_constant(ctx.main, f"the {post} mask on the (m, n) product")
     keep_op = "ge" if post == "triu" else "le"
 
-    def keep(cols: Ex, rows: Ex) -> Ex:
-        return call(keep_op, cols, rows + int(diagonal))
+    def keep(grid: Ex, zero: Ex) -> Ex:
+        return call(keep_op, grid, zero)
 
     b.pattern = "B"
     b.summary = (f"{post} of a 2-D matmul: the product, then a second kernel keeps it where col "
                  f"{'>=' if post == 'triu' else '<='} row{f' + {diagonal}' if diagonal else ''} (TRI.mask-kernel), "
-                 "the index grids from cumsum(ones) (TRI.mask-by-cumsum)")
+                 "the mask from one grid of col - row built from cumsum(ones) (TRI.mask-offset-grid)")
     product_setup = b.tmpl("tri_matmul_setup", cube_m=cube_m, cube_k=cube_k, cube_n=cube_n, tile=tile)
-    mask_setup = b.tmpl("tri_mask_setup", tile=tile, dtype=pdt)
+    d = int(diagonal)
+
+    def grid(looped: bool) -> cst.BaseExpression:
+        """col - row - diagonal, less m when the chunks read the grid from column m - off on."""
+        const = (f" - (m + {d})" if d > 0 else f" - (m - {-d})" if d < 0 else " - m") if looped else (
+            f" - {d}" if d > 0 else f" + {-d}" if d < 0 else "")
+        return cst.parse_expression("pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0)" + const)
+
     common = {"b": name(b_name), "out_dtype": pdt, "b_trans": literal(b_trans), "out": name("out")}
+
+    def mask_step(size: str, off: str | int, suffix: str, looped: bool = True) -> Stmts:
+        chunk, grid_view, zero = f"product_{suffix}", f"grid_{suffix}", f"zero_{suffix}"
+        views = (b.view(chunk, "product", [size, "n"], [off, 0])
+                 + b.view(grid_view, "offset_grid", [size, "n"], [0, f"m - {off}" if looped else 0])
+                 + b.view(zero, "zero", [size, "n"], [0, 0]))
+        return b.tmpl("tri_mask_step", views=views, chunk=name(chunk), keep=keep(Ex.name(grid_view), Ex.name(zero)),
+                      offsets=dims_list([off, 0]), out=name("out"))
+
     product_prelude: Stmts = []
     mask_prelude: Stmts = []
     if ctx.loop is None:
         product_body = product_setup + b.tmpl("tri_matmul_step", views=[], a_chunk=name(a_name),
                                               offsets=dims_list([0, 0]), **common)
-        mask_body = mask_setup + b.tmpl("tri_mask_step", views=[], chunk=name("product"),
-                                        keep=keep(Ex.name("col_index"), Ex.name("row_index")),
-                                        offsets=dims_list([0, 0]), out=name("out"))
+        mask_body = b.tmpl("tri_mask_setup", tile=tile, dtype=pdt, rows=name("m"), width=name("n"),
+                           grid=grid(False)) + mask_step("m", 0, "all", looped=False)
     else:
         b.summary += ", looping along M"
 
@@ -86,16 +104,11 @@ def build_tri_matmul(b: Builder) -> None:
             return b.tmpl("tri_matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
                           offsets=dims_list([off, 0]), **common)
 
-        def mask_step(size: str, off: str, suffix: str) -> Stmts:
-            chunk, cols, rows = f"product_{suffix}", f"cols_{suffix}", f"rows_{suffix}"
-            views = (b.view(chunk, "product", [size, "n"], [off, 0]) + b.view(cols, "col_index", [size, "n"], [off, 0])
-                     + b.view(rows, "row_index", [size, "n"], [off, 0]))
-            return b.tmpl("tri_mask_step", views=views, chunk=name(chunk), keep=keep(Ex.name(cols), Ex.name(rows)),
-                          offsets=dims_list([off, 0]), out=name("out"))
-
         product_prelude, product_body = b.chunked_loop("m", product_step, "bi", "M_LOOP", setup=product_setup)
         mask_prelude = b.loop_prelude("m", Ex.name("LOOP_COUNT", tensor=False))
-        mask_body = mask_setup + b.loop_over(mask_step, "bi", "M_LOOP")
+        mask_body = (b.tmpl("tri_mask_setup", tile=tile, dtype=pdt, rows=name("BASIC_BATCH"),
+                             width=cst.parse_expression("m + n"), grid=grid(True))
+                     + b.loop_over(mask_step, "bi", "M_LOOP"))
     b_shape = ("n", "k") if b_trans else ("k", "n")
     product = KernelSpec(
         factory=f"create_{post}_product_kernel", kernel=f"{post}_product_kernel", dims=["m", "k", "n"], scalars=[],
@@ -108,8 +121,8 @@ def build_tri_matmul(b: Builder) -> None:
         factory=f"create_{post}_mask_kernel", kernel=f"{post}_mask_kernel", dims=["m", "n"], scalars=[],
         inputs=[TensorParam("product", ("m", "n"), out_dtype)],
         output=TensorParam("out", ("m", "n"), out_dtype), prelude=mask_prelude, body=mask_body,
-        doc=(f"{post} of the product: kept where the index grids say so, zero elsewhere (TRI.mask-kernel, "
-             "TRI.mask-by-cumsum); shapes are closure constants (P1.static-shape)."),
+        doc=(f"{post} of the product: kept where the chunk's view of the col - row grid says so, zero elsewhere "
+             "(TRI.mask-kernel, TRI.mask-offset-grid); shapes are closure constants (P1.static-shape)."),
     )
     b.add_kernel(product)
     b.add_kernel(mask)
@@ -127,5 +140,5 @@ def build_tri_matmul(b: Builder) -> None:
 
 
 PATTERNS = (Pattern("tri_matmul", ("matmul",), build_tri_matmul,
-                    ("TRI.mask-by-cumsum", "TRI.mask-kernel", "TRI.not-in-cost-model"),
+                    ("TRI.mask-by-cumsum", "TRI.mask-offset-grid", "TRI.mask-kernel", "TRI.not-in-cost-model"),
                     needs=tri_needs, when=is_masked_product),)
