@@ -47,7 +47,7 @@ CHECK_NAMES: frozenset[str] = frozenset({
 })
 
 APPLIER_NAMES: frozenset[str] = frozenset({
-    "tiles.rank_candidates", "tiles.choose", "loops.plan", "loops.choice", "dims.plan",
+    "tiles.rank_candidates", "tiles.choose", "tiles.choose_cube", "loops.plan", "loops.choice", "dims.plan",
     "codegen.factory", "codegen.model_new", "codegen.operators", "codegen.loop_tail", "codegen.patterns",
     "codegen.dynamic_axis",
     "sim.sweep",

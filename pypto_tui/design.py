@@ -264,7 +264,7 @@ class Pipeline:
             return needs
         role = needs.tiles[0]
         M, K, N = needs.cube
-        cube = choose_cube(self.kb, M, K, N, needs.cube_dtype or role.dtype, self.design.cube)
+        cube = choose_cube(self.kb, M, K, N, needs.cube_dtype or role.dtype, self.design.cube, needs.cube_batch)
         if cube is None:
             return needs
         n_tile = min(role.shape[-1], int(cube.evaluation.n[0]))
@@ -335,8 +335,8 @@ class Pipeline:
         M, K, N = needs.cube
         dtype = needs.cube_dtype or needs.tiles[0].dtype
         cube = self.design.cube
-        return self._memo("cube", (needs.cube, dtype, json.dumps(cube, sort_keys=True)),
-                          lambda: choose_cube(self.kb, M, K, N, dtype, cube))
+        return self._memo("cube", (needs.cube, needs.cube_batch, dtype, json.dumps(cube, sort_keys=True)),
+                          lambda: choose_cube(self.kb, M, K, N, dtype, cube, needs.cube_batch))
 
     def more_cube_choices(self) -> tuple[tuple[str, CubeChoice | None], ...]:
         """Cube tiles for the pattern's further matmuls (each the best legal candidate for its

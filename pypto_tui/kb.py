@@ -177,6 +177,18 @@ class CubeStart:
     k: tuple[int, ...]
     n: tuple[int, int]
     rule: str
+    search: CubeSearch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CubeSearch:
+    """presets.toml [cube.search]: pick the cube tiles per matmul instead of the starting point, the
+    L1 depth of K given (k_l1) and the M x N tiles spread over the chip's cube cores, each task
+    doing at least min_task_macs multiply-adds (the rule says how, and its measurement)."""
+
+    k_l1: int
+    min_task_macs: int
+    rule: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -796,7 +808,18 @@ def _parse_presets(r: _Reader, limits: Limits, rules: Mapping[str, Rule]) -> tup
         m, k, n = c.ints("m"), c.ints("k"), c.ints("n")
         if len(m) != 2 or len(n) != 2 or len(k) not in (2, 3):
             raise c.fail("m", "m and n take [L0, L1]; k takes [L0, L1] or [L0, L1a, L1b]")
-        cube = CubeStart((m[0], m[1]), k, (n[0], n[1]), c.text("rule"))
+        search = None
+        if "search" in c.table:
+            cs = c.sub("search")
+            k_l1 = cs.integer("k_l1", maximum=4096)
+            if k_l1 < 16 or k_l1 & (k_l1 - 1):
+                raise cs.fail("k_l1", f"must be a power of two of at least 16 elements, got {k_l1}")
+            min_task_macs = cs.integer("min_task_macs", maximum=1 << 40)
+            rule = cs.text("rule")
+            if rule not in rules:
+                raise cs.fail("rule", f"'{rule}' is not a rule id in rules.toml")
+            search = CubeSearch(k_l1, min_task_macs, rule)
+        cube = CubeStart((m[0], m[1]), k, (n[0], n[1]), c.text("rule"), search)
     return tuple(presets), tuple(starts), cube
 
 

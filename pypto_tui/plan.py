@@ -217,6 +217,10 @@ class Needs:
     # (name, (M, K, N), its inputs' dtype or None for cube_dtype)
     more_cubes: tuple[tuple[str, tuple[int, int, int], str | None], ...] = ()
     cube_dtype: str | None = None  # the matmuls' input dtype when the main tile's is another (attention)
+    # independent products of that M x K x N (a batched matmul's batch), which the pack's cube search
+    # counts as the cube's tasks (B.cube-fill-cores); None: the pattern does not say (its matmul runs in a
+    # loop of its own, a conv's per item), and the cube tiles are the pack's starting point
+    cube_batch: int | None = None
 
 
 # ------------------------------------------------------------------------------------ decisions

@@ -797,14 +797,53 @@ def _one_on_the_loop_axis(kb: KnowledgeBase, role: TileRole, pick: Candidate, ax
                       f"axis {axis}, so a chunk of a few rows does not cut the tile")
 
 
-@cites("B.matmul-cube-tiles")
+@cites("B.cube-fill-cores", "B.matmul-cube-tiles")
+def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: int | None = 1) -> CubeEvaluation | None:
+    """The pack's cube search (presets.toml [cube.search], B.cube-fill-cores): K held in L1 k_l1 deep
+    (or all of a shorter K), and of the legal M x N tiles that waste nothing, the one whose products
+    (M/mL0 x N/nL0 x batch) come nearest to one per cube core from below while each still does
+    min_task_macs multiply-adds (else the fewest, largest): the cost model runs a task per core, a
+    task's fixed cost dominates a small one, and more tasks each load A and B again. Ties go to the
+    squarer tile, then the wider N. None when the pack has no search, the caller cannot say how many
+    products run (`batch` None) or no tile fits."""
+    search = kb.cube.search if kb.cube is not None else None
+    if search is None or batch is None:
+        return None
+    al = kb.chip.cube_align_elements
+    k_l1 = min(search.k_l1, max(al, 1 << max(0, K - 1).bit_length()))  # a shorter K: one L1 step
+    k_l0 = min(kb.cube.k[0] if kb.cube is not None else al, k_l1, max(al, 1 << max(0, K.bit_length() - 1)))
+    cores = kb.chip.aic_cores
+    pows = [1 << e for e in range(4, 10)]
+    best: tuple[tuple[float, ...], CubeEvaluation] | None = None
+    for mm in pows:
+        for nn in pows:
+            if mm > M or nn > N:
+                continue
+            ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [k_l0, k_l1], [nn, nn])
+            if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
+                continue
+            tasks = ev.tasks * max(batch, 1)
+            spread = tasks <= cores and mm * nn * K >= search.min_task_macs
+            key = ((0.0, -tasks) if spread else (1.0, tasks)) + (abs(math.log2(mm) - math.log2(nn)), -nn)
+            if best is None or key < best[0]:
+                best = (key, ev)
+    return best[1] if best is not None else None
+
+
+@cites("B.matmul-cube-tiles", "B.cube-fill-cores")
 def choose_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str,
-                design: Mapping[str, Sequence[int]] | None = None) -> CubeChoice | None:
-    """set_cube_tile_shapes for an M x K x N matmul: the design's, else the pack's starting point
-    when it is legal and wastes nothing, else the best legal candidate; None when none is legal."""
+                design: Mapping[str, Sequence[int]] | None = None, batch: int | None = None) -> CubeChoice | None:
+    """set_cube_tile_shapes for an M x K x N matmul (`batch` of them, None when the caller cannot say):
+    the design's, else the pack's search when it has one, the batch is known and a tile fits
+    (B.cube-fill-cores), else its starting point when it is legal and wastes nothing, else the best
+    legal candidate; None when none is legal."""
     if design and all(k in design for k in ("m", "k", "n")):
         ev = evaluate_cube(kb, M, K, N, dtype, design["m"], design["k"], design["n"])
         return CubeChoice(M, K, N, ev, "the design's cube tiles")
+    spread = spread_cube(kb, M, K, N, dtype, batch)
+    if spread is not None and batch is not None:
+        return CubeChoice(M, K, N, spread, f"the pack's cube search ({spread.tasks * max(batch, 1)} product tile(s) "
+                          f"for {kb.chip.aic_cores} cube cores, K {spread.k[-1]} deep in L1; B.cube-fill-cores)")
     if kb.cube is not None:
         c = kb.cube
         ev = evaluate_cube(kb, M, K, N, dtype, list(c.m), list(c.k), list(c.n))
@@ -837,4 +876,4 @@ CHECKS = {
     "tiles.carried_chunks": check_carried_chunks,
 }
 
-APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile}
+APPLIES = {"tiles.rank_candidates": rank_candidates, "tiles.choose": choose_tile, "tiles.choose_cube": choose_cube}

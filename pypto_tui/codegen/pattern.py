@@ -48,7 +48,9 @@ def main_tile_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) 
                     min_rows=data.min_rows, select_mask=selects(c))
     axis = data.loop_axis if data.loop_axis is not None and data.loop_axis < len(g.shape) else 0
     cube = g.matmul if traits(c.family).operand_layout else None
-    return Needs((role,), cube, axis, g.why, data.loop_note if axis else "")
+    batch = (dims.matmul or {}).get("batch") if cube is not None else None
+    return Needs((role,), cube, axis, g.why, data.loop_note if axis else "",
+                 cube_batch=batch if isinstance(batch, int) and batch > 0 else 1)
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,11 @@ def _for_this_machine(kernel):
     return sim_mode_kernel(kernel)
 
 
-# CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M=16384, K=1024, N=1024 fp32 from the pack's starting
-#   cube tiles (presets.toml [cube]) (B.matmul-cube-tiles):
-#   L0A 16384 B, L0B 32768 B, L0C 131072 B, L1 196608 B; 512 cube task(s) over the output.
+# CUBE_M, CUBE_K, CUBE_N: set_cube_tile_shapes for M=16384, K=1024, N=1024 fp32 from the pack's cube search
+#   (512 product tile(s) for 24 cube cores, K 256 deep in L1; B.cube-fill-cores) (B.matmul-cube-tiles):
+#   L0A 16384 B, L0B 32768 B, L0C 131072 B, L1 393216 B; 512 cube task(s) over the output.
 CUBE_M = [128, 128]
-CUBE_K = [32, 128]
+CUBE_K = [32, 256]
 CUBE_N = [256, 256]
 
 # LOOP_COUNT: one pypto.loop along axis 0 of (16384, 1024) (P6.avoid-loops, O2.loop-log-scale,

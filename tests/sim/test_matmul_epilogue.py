@@ -37,7 +37,7 @@ def test_the_epilogue_is_written_in_the_matmul_kernel(kb, kb_epilogue):
     assert "shared0 = (mm_chunk + gemm_bias_chunk) * 2.0" in k.source
     assert "pypto.set_vec_tile_shapes(*TILE_SHAPE_K0)" in k.source
     # the epilogue's vec tile spans one cube N tile (TileRole.cube_n: wider ones lost pass-verify rows)
-    assert "CUBE_N_K0 = [64, 64]" in k.source and "TILE_SHAPE_K0 = (64, 64)" in k.source
+    assert "CUBE_N_K0 = [128, 128]" in k.source and "TILE_SHAPE_K0 = (64, 128)" in k.source
     assert lint_source(k.source, "k.py", kb=kb_epilogue, task_signature=p.contract().signature) == []
     assert kernel_of(pipe(kb, FIXTURE)).source.count("@pypto.frontend.jit") == 2  # the bundled rule: two kernels
 

@@ -45,9 +45,10 @@ def sdpa_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Ne
     data = kb.op_data(c.op)
     scores = (bh, s, t)
     role = TileRole("main", "TILE_SHAPE", scores, "fp32", 2, live_buffers=data.live_buffers, min_rows=data.min_rows)
-    # the second product runs in fp32 (the probabilities and v widened), as torch computes it
+    # the second product runs in fp32 (the probabilities and v widened), as torch computes it; the
+    # cube search (B.cube-fill-cores) was measured on plain matmuls, not on products per head
     return replace(base, tiles=(role,), cube=(s, d, t), more_cubes=(("values", (s, t, e), "fp32"),),
-                   cube_dtype=g.dtype, loop_axis=0, loop_why="auto", loop_shape=scores)
+                   cube_dtype=g.dtype, loop_axis=0, loop_why="auto", loop_shape=scores, cube_batch=None)
 
 
 def _scale(b: Builder) -> tuple[Stmts, list[Scalar]]:
