@@ -110,7 +110,7 @@ class DimsScreen(StepScreen):
         ]
         if plan.merge_reason:
             lines += ["\n", ("merge: ", "dim"), (plan.merge_reason, "italic")]
-        if plan.note:
+        if plan.note and plan.window is None:  # a conv's or pool's own plan below says what it does
             lines += ["\n\n", unwrap(plan.note)]
         geometry, gerr = attempt(pipe.geometry)
         needs = attempt(pipe.needs)[0] if geometry is not None else None

@@ -48,6 +48,7 @@ async def test_a_conv_from_contract_to_kernel(ui, state) -> None:
         # (CONV.flat-phases); the tile takes whole rows
         assert "implicit matmul" in text and "W (6 x 36) @ columns (36 x 755)" in text
         assert "the tile step works on columns (4, 9, 760)" in text and "stride-phase planes" in text
+        assert "one window view per tap" not in text  # the pack's im2col note, which this plan is not
         # the strategy's row in the alternatives says what this plan does, not the pack's im2col note
         alts = dims.query_one("#dims-alts")
         chosen = next(r for r in range(alts.row_count) if "▶" in str(alts.get_row_at(r)[0]))
