@@ -799,32 +799,36 @@ def _one_on_the_loop_axis(kb: KnowledgeBase, role: TileRole, pick: Candidate, ax
 
 @cites("B.cube-fill-cores", "B.matmul-cube-tiles")
 def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: int | None = 1) -> CubeEvaluation | None:
-    """The pack's cube search (presets.toml [cube.search], B.cube-fill-cores): K held in L1 k_l1 deep
-    (or all of a shorter K), and of the legal M x N tiles that waste nothing, the one whose products
-    (M/mL0 x N/nL0 x batch) come nearest to one per cube core from below while each still does
-    min_task_macs multiply-adds (else the fewest, largest): the cost model runs a task per core, a
-    task's fixed cost dominates a small one, and more tasks each load A and B again. Ties go to the
-    squarer tile, then the wider N. None when the pack has no search, the caller cannot say how many
-    products run (`batch` None) or no tile fits."""
+    """The pack's cube search (presets.toml [cube.search], B.cube-fill-cores): of the legal M x N
+    tiles that waste nothing, the one whose products (M/mL0 x N/nL0 x batch) come nearest to one per
+    cube core from below while each still does min_task_macs multiply-adds (else the fewest,
+    largest): the cost model runs a task per core, a task's fixed cost dominates a small one, and more
+    tasks each load A and B again. Each tile holds K as deep in L1 as L1 takes beside its M and N
+    rows, up to k_l1 and never past K: every L1 step of K costs about the same. Ties go to the
+    deeper K, the squarer tile, then the wider N. None when the pack has no search, the caller cannot
+    say how many products run (`batch` None) or no tile fits."""
     search = kb.cube.search if kb.cube is not None else None
     if search is None or batch is None:
         return None
     al = kb.chip.cube_align_elements
-    k_l1 = min(search.k_l1, max(al, 1 << max(0, K - 1).bit_length()))  # a shorter K: one L1 step
-    k_l0 = min(kb.cube.k[0] if kb.cube is not None else al, k_l1, max(al, 1 << max(0, K.bit_length() - 1)))
-    cores = kb.chip.aic_cores
+    deepest = min(search.k_l1, max(al, 1 << max(0, K.bit_length() - 1)))  # never deeper than K itself
+    k_l0 = min(kb.cube.k[0] if kb.cube is not None else al, deepest)
+    cores, b = kb.chip.aic_cores, kb.dtype_bytes(dtype)
     pows = [1 << e for e in range(4, 10)]
     best: tuple[tuple[float, ...], CubeEvaluation] | None = None
     for mm in pows:
         for nn in pows:
             if mm > M or nn > N:
                 continue
+            k_l1 = deepest
+            while k_l1 > k_l0 and (mm + nn) * k_l1 * b > kb.chip.l1_bytes:
+                k_l1 //= 2
             ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [k_l0, k_l1], [nn, nn])
             if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
                 continue
             tasks = ev.tasks * max(batch, 1)
             spread = tasks <= cores and mm * nn * K >= search.min_task_macs
-            key = ((0.0, -tasks) if spread else (1.0, tasks)) + (abs(math.log2(mm) - math.log2(nn)), -nn)
+            key = ((0.0, -tasks) if spread else (1.0, tasks)) + (-k_l1, abs(math.log2(mm) - math.log2(nn)), -nn)
             if best is None or key < best[0]:
                 best = (key, ev)
     return best[1] if best is not None else None

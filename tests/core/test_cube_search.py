@@ -14,17 +14,18 @@ from pypto_tui.kb import bundled_pack_dir, load_pack
 from pypto_tui.tiles import choose_cube, spread_cube
 
 
-@pytest.mark.parametrize(("mkn", "m", "n", "tasks"), [
-    ((512, 2048, 256), 64, 128, 16),     # KernelBench 2 at its bench shape: 16 tasks, 23.2 us
-    ((1024, 1024, 1024), 128, 256, 32),  # KernelBench 1: no legal tile gives fewer than 32 tasks
-    ((256, 4096, 256), 64, 64, 16),      # KernelBench 6: the square tile of the two with 16 tasks
+@pytest.mark.parametrize(("mkn", "m", "n", "tasks", "k_l1"), [
+    ((512, 2048, 256), 64, 128, 16, 512),     # KernelBench 2 at its bench shape: 16 tasks, 17.6 us
+    ((1024, 1024, 1024), 128, 256, 32, 256),  # KernelBench 1: no legal tile gives fewer than 32 tasks
+    ((256, 4096, 256), 64, 64, 16, 1024),     # KernelBench 6: the square tile of the two with 16 tasks
 ])
-def test_the_search_fills_the_cube_cores_from_below(kb, mkn, m, n, tasks):
+def test_the_search_fills_the_cube_cores_from_below(kb, mkn, m, n, tasks, k_l1):
     c = choose_cube(kb, *mkn, "fp32", batch=1)
     assert c is not None and "B.cube-fill-cores" in c.source
     ev = c.evaluation
     assert (ev.m, ev.n, ev.tasks) == ((m, m), (n, n), tasks)
-    assert ev.k == (32, 256)
+    # K as deep in L1 as L1 takes beside the M and N rows: (m + n) * k_l1 * 4 B <= 512 KiB
+    assert ev.k == (32, k_l1) and ev.l1_bytes <= kb.chip.l1_bytes < (m + n) * 2 * k_l1 * 4
 
 
 def test_a_small_matmul_takes_few_large_tasks(kb):
@@ -34,10 +35,11 @@ def test_a_small_matmul_takes_few_large_tasks(kb):
     assert (ev.m, ev.n, ev.tasks) == ((64, 64), (128, 128), 2)
 
 
-def test_a_short_k_is_held_whole_in_l1(kb):
+def test_k_is_never_held_deeper_than_itself(kb):
     assert spread_cube(kb, 4096, 128, 384, "fp32").k == (32, 128)
     assert spread_cube(kb, 512, 64, 256, "fp32").k == (32, 64)
     assert spread_cube(kb, 2048, 16, 4096, "fp32").k == (16, 16)
+    assert spread_cube(kb, 128, 768, 128, "fp32").k == (32, 512)  # 768: two steps, not one of 1024
 
 
 def test_a_batch_counts_toward_the_tasks(kb):
@@ -80,7 +82,7 @@ def test_a_pack_without_the_search_starts_from_its_preset(kb, tmp_path):
                     "def get_inputs():\n    return [torch.rand(512, 2048), torch.rand(2048, 256)]\n\n\n"
                     "def get_init_inputs():\n    return []\n")
     assert "CUBE_K = [32, 128]" in kernel_of(Pipeline(plain, Design(task=str(task)))).source
-    assert "CUBE_K = [32, 256]" in kernel_of(Pipeline(kb, Design(task=str(task)))).source
+    assert "CUBE_K = [32, 512]" in kernel_of(Pipeline(kb, Design(task=str(task)))).source
 
 
 @pytest.mark.parametrize("k_l1", ["100", "8", "0"])
@@ -88,7 +90,7 @@ def test_a_bad_search_depth_is_refused_in_one_line(tmp_path, k_l1):
     pack = tmp_path / "pack"
     shutil.copytree(bundled_pack_dir(), pack)
     presets = pack / "presets.toml"
-    presets.write_text(presets.read_text().replace("k_l1 = 256", f"k_l1 = {k_l1}"))
+    presets.write_text(presets.read_text().replace("k_l1 = 1024", f"k_l1 = {k_l1}"))
     with pytest.raises(PackError, match=r"cube\.search\.k_l1") as err:
         load_pack(pack)
     assert "\n" not in str(err.value)
