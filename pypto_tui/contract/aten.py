@@ -142,8 +142,10 @@ class _Converter:
 
     # ------------------------------------------------------------------ the graph
     def where(self, node: Mapping[str, Any]) -> str:
+        """The submodule a node ran in and the task file's line it was traced from."""
         path, mtype = node.get("module") or "", node.get("module_type") or ""
-        return f"self.{path} ({mtype})" if path else "forward"
+        line = node.get("line")
+        return (f"self.{path} ({mtype})" if path else "forward") + (f", line {line}" if isinstance(line, int) else "")
 
     def spelling(self, node: Mapping[str, Any], kind: OpKind) -> str:
         """`nn.Conv2d self.layer1.0.conv1` for a module's own operator, else the ATen name and where it ran."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import sys
 import time
 import traceback
@@ -83,9 +84,22 @@ def _module(node: Any) -> tuple[str, str]:
     return path, str(cls_name).rsplit(".", 1)[-1]
 
 
-def describe(ep: Any) -> dict[str, Any]:
+def _line(node: Any, source: str | None) -> int | None:
+    """The line of the task file a node was traced from: the last frame of its stack trace in `source`
+    (a refusal names it, so the user finds the construct in their own file)."""
+    trace = node.meta.get("stack_trace")
+    if not trace or not source:
+        return None
+    task = Path(source).resolve()
+    lines = [int(m.group(2)) for m in re.finditer(r'File "([^"]+)", line (\d+)', str(trace))
+             if Path(m.group(1)).resolve() == task]
+    return lines[-1] if lines else None
+
+
+def describe(ep: Any, source: str | None = None) -> dict[str, Any]:
     """The exported program's graph as JSON: placeholders (user inputs; parameters, buffers and
-    constants with their path in the model), call_function nodes and the output."""
+    constants with their path in the model), call_function nodes (with the line of `source`, the task
+    file, each was traced from) and the output."""
     sig = ep.graph_signature
     params = dict(sig.inputs_to_parameters)
     buffers = dict(sig.inputs_to_buffers)
@@ -107,7 +121,7 @@ def describe(ep: Any) -> dict[str, Any]:
             path, cls = _module(n)
             nodes.append({"name": n.name, "target": _target(n.target), "args": [_arg(a) for a in n.args],
                           "kwargs": {k: _arg(v) for k, v in n.kwargs.items()}, "module": path, "module_type": cls,
-                          **_meta(n.meta.get("val"))})
+                          "line": _line(n, source), **_meta(n.meta.get("val"))})
         elif n.op == "output":
             output = _arg(n.args[0])
     return {"placeholders": placeholders, "nodes": nodes, "output": output}
@@ -207,7 +221,8 @@ def _trace(module: Any, device: str, keep: list[str], seed: int, t0: float) -> d
         return {"status": "error", "stage": "decompose", "device": device,
                 "message": f"decomposing failed: {_last_line(exc)}"}
     done = time.monotonic()
-    return {"status": "ok", "torch_version": torch.__version__, "device": device, "kept_whole": kept, **describe(ep),
+    return {"status": "ok", "torch_version": torch.__version__, "device": device, "kept_whole": kept,
+            **describe(ep, getattr(module, "__file__", None)),
             "modes": modes,
             "seconds": {"build": round(built - t0, 2), "export": round(exported - built, 2),
                         "decompose": round(done - exported, 2)}}

@@ -78,3 +78,15 @@ def test_a_trace_is_cached_by_content_and_a_model_torch_refuses_is_one_line(tmp_
                    "def get_inputs():\n    return [torch.randn(2, 2)]\ndef get_init_inputs():\n    return []\n")
     t = trace_task(bad, timeout=240)
     assert t.status == "error" and t.message.startswith("torch.export failed") and "\n" not in t.message
+
+
+def test_a_refusal_names_the_line_of_the_task_file(tmp_path):
+    """The tracer records the task file's line each node came from; a refusal names it."""
+    task = tmp_path / "patches.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        y = torch.relu(x)\n"
+                    "        return y.unfold(2, 4, 4)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 3, 16, 16)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    g = traced(task)
+    assert [p.split(":")[0] for p in g.problems] == ["aten.unfold.default in forward, line 8"]
