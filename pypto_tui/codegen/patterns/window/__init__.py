@@ -218,8 +218,15 @@ def window_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> 
         why, loop_shape = "slices", full_window
         what = data.loop_note or "one output depth slice per iteration"
         note = f"{what}, repeated for {plan.repeat} item(s)"
+    # a 2-D conv's im2col matmul runs once per item (image and group) and block of rows: at least
+    # `repeat` products, which the pack's cube search counts (B.cube-fill-cores: KernelBench 62 266 ->
+    # 178 us, 80 268 -> 157). Transposed and 3-D convs keep the starting point: their few output
+    # channels made the search pick (16 x 512) tiles, slower on 58 (384 -> 595 us) and 78 (179 -> 201);
+    # so do the pointwise stage and a pool's band (not measured)
+    searched = plan.matmul is not None and plan.strategy == "im2col" and plan.nd == 2 and not plan.spec.transposed
+    batch = plan.repeat if searched else None
     return Needs(tuple(roles), cube, loop_axis, why, note, loop_shape, unit, max_chunk, tuple(plan.rows_table()),
-                 more_cubes=more_cubes)
+                 more_cubes=more_cubes, cube_batch=batch)
 
 
 def _gather_floor(plan: WindowPlan, rank: int) -> tuple[int, ...] | None:
