@@ -801,9 +801,9 @@ def _one_on_the_loop_axis(kb: KnowledgeBase, role: TileRole, pick: Candidate, ax
 def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: int | None = 1) -> CubeEvaluation | None:
     """The pack's cube search (presets.toml [cube.search], B.cube-fill-cores): of the legal M x N
     tiles that waste nothing, the one whose products (M/mL0 x N/nL0 x batch) come nearest to one per
-    cube core from below while each still does min_task_macs multiply-adds (else the fewest,
-    largest): the cost model runs a task per core, a task's fixed cost dominates a small one, and more
-    tasks each load A and B again. Each tile holds K as deep in L1 as L1 takes beside its M and N
+    cube core from below while each still does min_task_macs multiply-adds (else the fewest waves of
+    tasks over the cores): the cost model runs a task per core, a task's fixed cost dominates a small
+    one, and more tasks each load A and B again. Each tile holds K as deep in L1 as L1 takes beside its M and N
     rows, up to k_l1 and never past K: every L1 step of K costs about the same. Ties go to the
     deeper K, the squarer tile, then the wider N. None when the pack has no search, the caller cannot
     say how many products run (`batch` None) or no tile fits."""
@@ -828,7 +828,11 @@ def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: in
                 continue
             tasks = ev.tasks * max(batch, 1)
             spread = tasks <= cores and mm * nn * K >= search.min_task_macs
-            key = ((0.0, -tasks) if spread else (1.0, tasks)) + (-k_l1, abs(math.log2(mm) - math.log2(nn)), -nn)
+            # past the cores, what costs is the number of waves of tasks, not the tasks themselves; within
+            # one wave of small tasks, the fewest
+            waves = math.ceil(tasks / cores)
+            key = ((0.0, -tasks) if spread else (1.0, waves, tasks if waves == 1 else 0)) + (
+                -k_l1, abs(math.log2(mm) - math.log2(nn)), -nn)
             if best is None or key < best[0]:
                 best = (key, ev)
     return best[1] if best is not None else None

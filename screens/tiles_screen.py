@@ -73,6 +73,7 @@ class TilesScreen(SimRunner, StepScreen):
     def __init__(self) -> None:
         super().__init__()
         self._geometry: Geometry | None = None
+        self._cube_source = ""  # where the shown cube tiles come from (the pack's search, the design ...)
         self._plan: TilePlan | None = None
         self._choice: TileChoice | None = None
         self._times: dict[tuple[int, ...], float | None] = {}
@@ -389,6 +390,7 @@ class TilesScreen(SimRunner, StepScreen):
         # The cube tiles the kernel will use: the design's, else the tile step's choice. Shown, never
         # written into the design until the user edits a field.
         choice, _ = attempt(self.session.step_pipeline.cube_choice)
+        self._cube_source = choice.source if choice is not None else ""
         cube = self.session.step_pipeline.design.cube or (
             {"m": list(choice.evaluation.m), "k": list(choice.evaluation.k), "n": list(choice.evaluation.n)}
             if choice is not None else {"m": [16, 16], "k": [16, 16], "n": [16, 16]})
@@ -413,8 +415,11 @@ class TilesScreen(SimRunner, StepScreen):
             err.update(f"✗ {exc}")
             self.query_one("#cube-findings", FindingsList).show(())
             return
+        if record:
+            self._cube_source = "the design's cube tiles"
         err.update(f"L0A {ev.l0a_bytes} B · L0B {ev.l0b_bytes} B · L0C {ev.l0c_bytes} B · "
-                   f"L1 {ev.l1_bytes} B · {ev.tasks} cube tasks")
+                   f"L1 {ev.l1_bytes} B · {ev.tasks} cube tasks"
+                   + (f"\nfrom {self._cube_source}" if self._cube_source else ""))
         self.query_one("#cube-findings", FindingsList).show(ev.findings)
         if record and self.session.step_pipeline.design.cube != parts:
             def set_cube(d: Design) -> None:

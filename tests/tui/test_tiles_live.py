@@ -104,7 +104,11 @@ async def test_matmul_has_cube_tiles(make_app, ui) -> None:
         screen = await _to_tiles(app, pilot, ui)
         assert screen.query_one("#cube-box").display
         assert screen.query_one("#cube-findings", FindingsList).findings
+        # the box says where the tiles come from: the pack's search, until the user edits one
+        assert "from the pack's cube search" in str(screen.query_one("#cube-error").render())
+        assert screen.query_one("#cube-k").value == "32,256"
         await ui.type_into(pilot, app, "#cube-k", "64,32")  # L1 < L0: the compiler refuses it
+        assert "from the design's cube tiles" in str(screen.query_one("#cube-error").render())
         levels = {f.level for f in screen.query_one("#cube-findings", FindingsList).findings}
         assert "error" in levels
         await ui.type_into(pilot, app, "#cube-k", "x")
