@@ -803,17 +803,17 @@ def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: in
     tiles that waste nothing, the one whose products (M/mL0 x N/nL0 x batch) come nearest to one per
     cube core from below while each still does min_task_macs multiply-adds (else the fewest waves of
     tasks over the cores): the cost model runs a task per core, a task's fixed cost dominates a small
-    one, and more tasks each load A and B again. Each tile holds K as deep in L1 as L1 takes beside its M and N
-    rows, up to k_l1 and never past K: every L1 step of K costs about the same. Ties go to the
-    deeper K, the squarer tile, then the wider N. None when the pack has no search, the caller cannot
-    say how many products run (`batch` None) or no tile fits."""
+    one, and more tasks each load A and B again. Each tile holds K as deep in L1 as L1 takes beside
+    its M and N rows, up to k_l1 and never past K: every L1 step of K costs about the same. Ties go to
+    the deeper K, the squarer tile, then the wider N. None when the pack has no search, the caller
+    cannot say how many products run (`batch` None) or no tile fits."""
     search = kb.cube.search if kb.cube is not None else None
     if search is None or batch is None:
         return None
     al = kb.chip.cube_align_elements
     deepest = min(search.k_l1, max(al, 1 << max(0, K.bit_length() - 1)))  # never deeper than K itself
     k_l0 = min(kb.cube.k[0] if kb.cube is not None else al, deepest)
-    cores, b = kb.chip.aic_cores, kb.dtype_bytes(dtype)
+    cores = kb.chip.aic_cores
     pows = [1 << e for e in range(4, 10)]
     best: tuple[tuple[float, ...], CubeEvaluation] | None = None
     for mm in pows:
@@ -821,9 +821,10 @@ def spread_cube(kb: KnowledgeBase, M: int, K: int, N: int, dtype: str, batch: in
             if mm > M or nn > N:
                 continue
             k_l1 = deepest
-            while k_l1 > k_l0 and (mm + nn) * k_l1 * b > kb.chip.l1_bytes:
-                k_l1 //= 2
             ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [k_l0, k_l1], [nn, nn])
+            while k_l1 > k_l0 and ev.l1_bytes > kb.chip.l1_bytes:  # halve K's depth until L1 holds the tile
+                k_l1 //= 2
+                ev = evaluate_cube(kb, M, K, N, dtype, [mm, mm], [k_l0, k_l1], [nn, nn])
             if has_error(ev.findings) or any(f.rule == "P4.no-waste" for f in ev.findings):
                 continue
             tasks = ev.tasks * max(batch, 1)

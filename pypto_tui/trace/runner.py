@@ -90,9 +90,8 @@ def _line(node: Any, source: str | None) -> int | None:
     trace = node.meta.get("stack_trace")
     if not trace or not source:
         return None
-    task = Path(source).resolve()
-    lines = [int(m.group(2)) for m in re.finditer(r'File "([^"]+)", line (\d+)', str(trace))
-             if Path(m.group(1)).resolve() == task]
+    # the task was loaded from its resolved path (run), so its frames carry `source` as it is
+    lines = [int(m.group(2)) for m in re.finditer(r'File "([^"]+)", line (\d+)', str(trace)) if m.group(1) == source]
     return lines[-1] if lines else None
 
 

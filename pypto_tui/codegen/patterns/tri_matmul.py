@@ -10,6 +10,7 @@ a chunk's rows and m + n columns and each chunk reads it from column m - offset 
 rows of A and of the output at the same offset (B.matmul-m-loop), and the mask keeps the product
 where col >= row + diagonal (triu) or col <= row + diagonal (tril), zero elsewhere.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -75,9 +76,11 @@ def build_tri_matmul(b: Builder) -> None:
 
     def grid(looped: bool) -> cst.BaseExpression:
         """col - row - diagonal, less m when the chunks read the grid from column m - off on."""
-        const = (f" - (m + {d})" if d > 0 else f" - (m - {-d})" if d < 0 else " - m") if looped else (
-            f" - {d}" if d > 0 else f" + {-d}" if d < 0 else "")
-        return cst.parse_expression("pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0)" + const)
+        if looped:  # less (m + diagonal)
+            shift = " - m" if d == 0 else f" - (m + {d})" if d > 0 else f" - (m - {-d})"
+        else:  # less the diagonal
+            shift = "" if d == 0 else f" - {d}" if d > 0 else f" + {-d}"
+        return cst.parse_expression("pypto.cumsum(ones, 1) - pypto.cumsum(ones, 0)" + shift)
 
     common = {"b": name(b_name), "out_dtype": pdt, "b_trans": literal(b_trans), "out": name("out")}
 
