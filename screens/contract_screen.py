@@ -166,6 +166,7 @@ class ContractScreen(StepScreen):
         self._structure: Any = None
         self._loaded_task: str | None = None
         self._form_gen = 0
+        self._form_shown = 0
         self.loading = False
 
     def compose_body(self) -> ComposeResult:
@@ -365,8 +366,15 @@ class ContractScreen(StepScreen):
             if show and self.contract is not None:  # the rows exist now: show values and state on them
                 self._show_values(self.contract)
                 self._show_state(self.contract)
+            self._form_shown = gen
 
         self.call_later(swap)
+
+    @property
+    def form_pending(self) -> bool:
+        """A form swap is still on its way (its rows mounting, the focus not yet placed): tests and
+        scripted drivers wait on this rather than on a count of frames."""
+        return self._form_shown != self._form_gen
 
     def _row(self, spec: FieldSpec, value: Any) -> Widget:
         """One labelled row, created with the contract's value (so mounting it is not an edit)."""

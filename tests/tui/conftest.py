@@ -47,6 +47,10 @@ async def settle(pilot: object, app: PyptoApp) -> None:
     await pilot.pause()  # type: ignore[attr-defined]
     await app.workers.wait_for_complete()
     await pilot.pause()  # type: ignore[attr-defined]
+    for _ in range(200):  # a form swap mounts its rows over several frames on a slow machine
+        if not getattr(app.screen, "form_pending", False):
+            break
+        await pilot.pause()  # type: ignore[attr-defined]
 
 
 async def type_into(pilot: object, app: PyptoApp, selector: str, text: str) -> None:
