@@ -589,6 +589,24 @@ def _concat_rows(c: Contract) -> _Layout:
     return _Layout(list(kernel), fwd, [list(range(d)), list(range(d, len(first)))], [], None, out)
 
 
+def _slice_rows(c: Contract) -> _Layout:
+    """x.narrow(d, start, length) as rows: the input becomes (prod(shape[:d]), prod(shape[d:])) and the
+    output (the same rows, length x the trailing size), so the part is one contiguous block of every
+    input row, at column start x the trailing size: one view and one assemble per chunk of rows."""
+    if c.op != "narrow" or len(c.operands) != 1 or c.operands[0].shape is None:
+        raise _NotApplicable("the rows layout is for a narrow of one input with a known shape")
+    shape = tuple(c.operands[0].shape or ())
+    axes = norm_axes(c.op_args.get("dim", 0), len(shape))
+    if axes is None:
+        raise _NotApplicable(f"dim={c.op_args.get('dim')!r} is not an axis of a rank-{len(shape)} input")
+    d = axes[0]
+    rows, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
+    kernel = (rows, math.prod(shape[d:]))
+    fwd: list[Shape | None] = [kernel if t.is_tensor else None for t in c.inputs]
+    return _Layout([kernel], fwd, [list(range(d)), list(range(d, len(shape)))], [], None,
+                   (rows, int(c.op_args.get("length", 0)) * inner))
+
+
 MAX_SWAP_BLOCKS = 64
 """The most blocks a swap of two axes copies per chunk (each one view and one assemble, written out)."""
 
@@ -645,6 +663,7 @@ RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
     "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
+    "slice_rows": _slice_rows,
 }
 WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
     # convs and pools (see _window): their blocks are sized by the pack's [window] limits

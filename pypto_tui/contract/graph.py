@@ -390,7 +390,26 @@ class _Builder:
             return self._max_min(base, "values" if n.value == 0 else "indices")
         if isinstance(n.value, int) and self._returns(base):
             return self._picked(base, n.value)
+        if isinstance(n.value, int) and base.kind == "call" and base.name in V.SPLITTERS and base.args:
+            return self._split_part(base, n.value)
         return self._view(n)
+
+    def _split_part(self, call: Node, i: int) -> str:
+        """Element i of `x.chunk(...)`, `x.split(...)` or `x.unbind(...)`: the view of x it is."""
+        x = self.value(call.args[0])
+        shape = self.shape(x)
+        if shape is None:
+            return self.unknown(f"'{ir.brief(call)}': the split tensor's shape is unknown", [x])
+        known = {vid: s for vid, s in ((v.id, v.shape) for v in self.values.values()) if s is not None}
+        try:
+            parts = V.read_split(call.name, shape, [_size(a, known, self) for a in call.args[1:]],
+                                 {k: _size(v, known, self) for k, v in call.kwargs})
+            step = parts[i]
+        except (OpError, ValueError) as exc:
+            return self.unknown(f"'{ir.brief(call)}': {exc}", [x])
+        except IndexError:
+            return self.unknown(f"'{ir.brief(call)}' has {len(parts)} parts, not an element {i}", [x])
+        return self.add("view", "view", [x], {"steps": (step,)}, f"{call.name}[{i}]", registry.kind("view"))
 
     def _attr(self, n: Node) -> str:
         base = n.args[0]

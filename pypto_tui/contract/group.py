@@ -223,6 +223,8 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call(kind.spelled_as or op, a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
     if op == "permute":
         return _call("permute", (a[0], *(_const(d) for d in at.get("dims", ()))), "method")
+    if op == "narrow":  # the copy a narrow or select view became (views.COPIED_STEPS)
+        return _call("narrow", (a[0],), "torch", **_present(at, kind.params))
     if kind.role == "layout" and kind.arity == -1:  # a concatenation of the group's inputs
         return _call(op, (Node("tuple", args=a),), "torch", **_present(at, kind.params))
     if kind.role == "pool" and n.spelling.startswith("F."):

@@ -390,6 +390,8 @@ class ForwardBuilder:
             for i, el in enumerate(target.elements):
                 if value.kind == "tuple" and i < len(value.args):
                     item = value.args[i]
+                elif value.is_const and isinstance(value.value, tuple) and i < len(value.value):
+                    item = ir.const(value.value[i])  # `b, t, d = x.shape`: the sizes get_inputs gives
                 else:
                     item = Node("index", args=(value,), value=i)
                 self._bind(el.value, item)

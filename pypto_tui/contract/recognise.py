@@ -1039,9 +1039,23 @@ def _swap_axes(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+def _slice_copy(n: Node, ctx: Ctx) -> Recognition | None:
+    """`x.narrow(dim, start, length)` of a task input (the graph writes a narrow or select view a kernel
+    must read contiguous so): a layout kernel copies the part out (SLICE.rows-copy)."""
+    if not (_is_call(n, "narrow") and n.args and ctx.is_tensor(n.args[0])):
+        return None
+    b = _bound(n)
+    if any(k not in b for k in ("dim", "start", "length")):
+        return None
+    dim, start, length = (_val(b[k]) for k in ("dim", "start", "length"))
+    rec = Recognition("layout", "narrow")
+    rec.op_args = {"dim": dim, "start": start, "length": length, "operands": (n.args[0].name,)}
+    return rec
+
+
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _elementwise,
+    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _elementwise,
 )
 
 

@@ -242,6 +242,22 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
                        f"{out.output_shape})")
         out.asymmetric = False
         return
+    if kind is not None and c.op == "narrow":
+        shape = _need_shape(ops[0])
+        d = norm_axes(c.op_args.get("dim", 0), len(shape))
+        start, length = c.op_args.get("start"), c.op_args.get("length")
+        if d is None or not isinstance(start, int) or not isinstance(length, int):
+            raise _Missing("output_shape", f"narrow({c.op_args.get('dim')}, {start}, {length}) of a rank-{len(shape)} "
+                                           "input")
+        try:
+            out.output_shape = tuple(kind.shape([shape], {"dim": d[0], "start": start, "length": length}))
+        except OpError as exc:
+            raise _Missing("output_shape", str(exc)) from None
+        out.output_dtype = ops[0].dtype
+        out.formula = (f"out = {ops[0].name}.narrow({d[0]}, {start}, {length})  (positions {start} to "
+                       f"{start + length - 1} of axis {d[0]} copied out, {out.output_shape})")
+        out.asymmetric = False
+        return
     if kind is None or c.op != "cat":
         raise _Missing("formula", f"'{c.op}' is a layout operator with no contract of its own")
     shapes = [_need_shape(o) for o in ops]

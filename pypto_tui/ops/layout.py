@@ -57,6 +57,27 @@ def _same(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return tuple(shapes[0])
 
 
+def _narrow_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x = tuple(shapes[0])
+    d = axis(attrs.get("dim", 0), len(x))
+    start, length = int(attrs.get("start", 0)), int(attrs.get("length", 0))
+    if start < 0 or length < 1 or start + length > x[d]:
+        raise OpError(f"narrow({d}, {start}, {length}) is outside {x}")
+    return (*x[:d], length, *x[d + 1:])
+
+
+def _narrow(x: np.ndarray, dim: int = 0, start: int = 0, length: int = 0, **_: Any) -> np.ndarray:
+    return np.ascontiguousarray(np.take(x, range(start, start + length), axis=dim))
+
+
+SLICE_KINDS = (
+    # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
+    # no spelling of its own, the graph makes it from a view.
+    OpKind("narrow", "layout", _narrow_shape, _narrow, params=("dim", "start", "length"), pattern="slice",
+           note="part of one axis copied out: x.narrow(dim, start, length) made contiguous"),
+)
+
+
 MORE_KINDS = (
     OpKind("flip", "layout", _same, lambda x, dims=(), **_: np.flip(x, dims), functions=("flip",),
            methods=("flip",), params=("dims",), aten=("aten.flip.default",)),
@@ -65,4 +86,4 @@ MORE_KINDS = (
     OpKind("tril", "layout", _same, lambda x, diagonal=0, **_: np.tril(x, diagonal), functions=("tril",),
            methods=("tril",), params=("diagonal",), aten=("aten.tril.default",)),
 )
-KINDS = BASE_KINDS + MORE_KINDS
+KINDS = BASE_KINDS + SLICE_KINDS + MORE_KINDS

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Shape, axis
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,40 @@ def torch_text(step: Step) -> str:
 
 
 # ------------------------------------------------------------------ reading the torch spellings
+SPLITTERS = ("chunk", "split", "unbind")
+"""Calls that return a tuple of views of one tensor: each element is one narrow (a select for unbind)."""
+
+
+def read_split(name: str, shape: Shape, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Step]:
+    """The view each element of `x.chunk(n, dim)`, `x.split(size or sizes, dim)` or `x.unbind(dim)` is,
+    in order, on a tensor of `shape` (args/kwargs are constants, after the tensor), as torch splits."""
+    rank = len(shape)
+    first = args[0] if args else None
+    if name == "unbind":
+        d = axis(kwargs.get("dim", first if first is not None else 0), rank)
+        return [Step("select", dim=d, index=i) for i in range(shape[d])]
+    d = axis(kwargs.get("dim", args[1] if len(args) > 1 else 0), rank)
+    size = shape[d]
+    if name == "chunk":
+        n = kwargs.get("chunks", first)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise OpError(f"chunk({n!r}) needs a positive number of chunks")
+        step = -(-size // n)
+        lengths = [min(step, size - a) for a in range(0, size, step)]
+    else:
+        sizes = kwargs.get("split_size_or_sections", kwargs.get("split_size", first))
+        if isinstance(sizes, int) and not isinstance(sizes, bool) and sizes > 0:
+            lengths = [min(sizes, size - a) for a in range(0, size, sizes)]
+        elif isinstance(sizes, tuple | list) and all(isinstance(x, int) and x >= 0 for x in sizes):
+            lengths = list(sizes)
+            if sum(lengths) != size:
+                raise OpError(f"split sizes {tuple(lengths)} do not add up to axis {d}'s {size}")
+        else:
+            raise OpError(f"split({sizes!r}) needs a positive size or a list of sizes")
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    return [Step("narrow", dim=d, start=a, length=n) for a, n in zip(starts, lengths, strict=True)]
+
+
 def read_view(name: str, shape: Shape, args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Step]:
     """The steps of one view call on a tensor of `shape` (args/kwargs are constants, after the
     tensor). OpError when the call is not a view or its arguments do not fit the shape."""
@@ -286,6 +320,58 @@ def _view_reference(x: np.ndarray, attrs: Mapping[str, Any]) -> np.ndarray:
     return x
 
 
+COPIED_STEPS = ("narrow", "select")
+"""Views that pick part of an axis: torch takes them without a copy, but the result is not contiguous,
+so a kernel cannot read it as its input and forward may not copy it (only kernels compute)."""
+
+
+def _view_copies(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """A view that picks part of an axis as a copy kernel (SLICE.rows-copy): each narrow (a select is a
+    narrow of one, then its axis dropped) becomes a `narrow` node, a layout anchor with a kernel of its
+    own, and the steps around it stay views forward takes for free (a reshape or an unsqueeze of a
+    contiguous tensor). So `q, k = x.split(d, -1)`, `x.chunk(3, 1)`, `x[:, 0]` and `x.unbind(1)` of a
+    kernel's output (or of a task input) give kernels that read contiguous tensors."""
+    steps = [step_of(s) for s in n.attrs.get("steps", ())]
+    if not any(s.kind in COPIED_STEPS for s in steps):
+        return None
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None or any(s.kind == "expand" for s in steps):
+        return None  # an expand is read by the kernel that widens it (a broadcast), not copied
+    parts: list[Any] = []
+    pending: list[Step] = []
+    src, cur = n.inputs[0], tuple(shape)
+
+    def flush_views(last: bool) -> None:
+        nonlocal src
+        if not pending:
+            return
+        view = part(n, "" if last else f"v{len(parts)}", "view", "view", (src,),
+                    {"steps": tuple(pending)}, cur)
+        parts.append(view)
+        src = view.id
+        pending.clear()
+
+    for k, s in enumerate(steps):
+        if s.kind not in COPIED_STEPS:
+            pending.append(s)
+            cur = out_shape(s, cur)
+            continue
+        flush_views(last=False)
+        narrow = Step("narrow", dim=s.dim, start=s.index if s.kind == "select" else s.start,
+                      length=1 if s.kind == "select" else s.length)
+        cur = out_shape(narrow, cur)
+        last = k == len(steps) - 1 and s.kind == "narrow"
+        copy = part(n, "" if last else f"s{len(parts)}", "narrow", "layout", (src,),
+                    {"dim": narrow.dim, "start": narrow.start, "length": narrow.length}, cur)
+        parts.append(copy)
+        src = copy.id
+        if s.kind == "select":
+            pending.append(Step("reshape", shape=(*cur[:s.dim], *cur[s.dim + 1:])))
+            cur = out_shape(pending[-1], cur)
+    flush_views(last=True)
+    return Decomposition(tuple(parts))
+
+
 KINDS = (
     OpKind("view", "view", _view_shape, _view_reference, functions=("unsqueeze", "reshape", "flatten", "squeeze",
                                                                      "select", "narrow"),
@@ -293,5 +379,6 @@ KINDS = (
            aten=tuple(f"aten.{n}" for n in ("view.default", "_unsafe_view.default", "reshape.default",
                                              "unsqueeze.default", "squeeze.dim", "squeeze.dims", "squeeze.default",
                                              "expand.default", "select.int", "slice.Tensor",
-                                             "split_with_sizes.default", "split.Tensor", "unbind.int"))),
+                                             "split_with_sizes.default", "split.Tensor", "unbind.int")),
+           decompose=_view_copies),
 )

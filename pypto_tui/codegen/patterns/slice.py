@@ -1,0 +1,76 @@
+"""A narrow or select view a kernel reads, as a copy kernel (SLICE.rows-copy).
+
+`q, k = y.split(d, -1)` or `x[:, 0]` is a view in torch, but its result is not contiguous: the next
+kernel cannot read it as an input and forward may not copy it. The dimension step lays the input out
+as rows (the axes before the narrowed one, then the rest merged), so the part is one block of each
+row at a fixed column: the kernel views that block (a chunk of rows at a time when auto_tiles needs a
+loop) and assembles it at column 0 of the output. Nothing is computed; forward lays the input out and
+gives the output its shape back, every size read from the tensors.
+"""
+
+from __future__ import annotations
+
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
+from pypto_tui.codegen.expr import Ex
+from pypto_tui.codegen.pattern import Pattern
+from pypto_tui.codegen.spec import KernelSpec, TensorParam
+from pypto_tui.errors import Unsupported
+from pypto_tui.findings import cites
+
+OPS = ("narrow",)
+
+
+@cites("SLICE.rows-copy")
+def build_slice(b: Builder) -> None:
+    ctx = b.ctx
+    c = ctx.contract
+    if c.op not in OPS or len(c.operands) != 1:
+        raise Unsupported(f"'{c.op}' is not a narrow of one tensor")
+    plan = ctx.dims
+    if plan.reshape != "slice_rows" or ctx.main is None or len(plan.axis_map) != 2:
+        raise Unsupported("the narrow has no rows layout: give its input a known shape")
+    loop = ctx.loop
+    if loop is not None and loop.axis != 0:
+        raise Unsupported("the narrow loops over chunks of rows only")
+    x = c.operands[0].name
+    lead, rest = plan.axis_map
+    d = len(lead)
+    start, length = int(c.op_args["start"]), int(c.op_args["length"])
+    b.pattern = "slice"
+    b.summary = (f"narrow of axis {d} (positions {start} to {start + length - 1}): each row's block copied out "
+                 "of the (rows, width) input" + (", a loop over chunks of rows" if loop else ""))
+    tile = b.tile_constant(ctx.main, "the output's (rows, part width) layout",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+
+    def copy(size: str, off: str | int, suffix: str) -> Stmts:
+        chunk = f"part_{suffix}"
+        return b.tmpl("copy_block", views=b.view(chunk, x, [size, "part"], [off, "col"]), part=Ex.name(chunk),
+                      offsets=dims_list([off, 0]), out=name("out"))
+
+    prelude: Stmts = []
+    if loop is None:
+        body = b.tmpl("vec_setup", tile=tile) + copy("rows", 0, "all")
+    else:
+        prelude, body = b.chunked_loop("rows", copy, setup=b.tmpl("vec_setup", tile=tile))
+    spec = KernelSpec(
+        factory="create_slice_kernel", kernel="slice_kernel", dims=["rows", "width", "col", "part"], scalars=[],
+        inputs=[TensorParam(x, ("rows", "width"), ctx.dtype)],
+        output=TensorParam("out", ("rows", "part"), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"{b.summary} (SLICE.rows-copy): the kernel moves data only.",
+    )
+    b.add_kernel(spec)
+    rank = len(lead) + len(rest)
+    b.assert_rank(x, rank)
+    rows_of = " * ".join(f"{x}.shape[{a}]" for a in lead) or "1"
+    laid = b.prepare(x, [b.expr(rows_of), b.expr("-1")], "rows")
+    inner = " * ".join(f"{x}.shape[{a}]" for a in rest[1:]) or "1"
+    b.forward.prepare += b.fwd("rows, width = {x}.shape", x=name(laid))
+    b.forward.prepare += b.fwd(f"inner = {inner}")
+    b.forward.prepare += b.fwd(f"col = {start} * inner")
+    b.forward.prepare += b.fwd(f"part = {length} * inner")
+    b.call_kernel(spec, [laid])
+    sizes = [f"{x}.shape[{a}]" for a in lead] + [str(length)] + [f"{x}.shape[{a}]" for a in rest[1:]]
+    b.forward.result = b.expr(f"out.reshape({', '.join(sizes)}{',' if rank == 1 else ''})")
+
+
+PATTERNS = (Pattern("slice", ("layout",), build_slice, ("SLICE.rows-copy",), ops=OPS),)
