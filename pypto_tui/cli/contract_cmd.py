@@ -77,8 +77,12 @@ def contract(
     doc["supported"], doc["reason"] = found.supported, found.reason
     doc["front_end"] = front_end
     doc["kernels"] = [_kernel_doc(k) for k in found.kernels]
-    if found.chain and doc.get("output_shape") is None and c.graph:
-        doc["output_shape"] = (c.graph.get("output_shape") and list(c.graph["output_shape"])) or None
+    if found.chain:
+        # No one operator computes the task: the fields that describe one are each kernel's (`kernels`);
+        # a chain ending in a softmax of a product is no softmax of the task's input.
+        doc.update(family="chain", op=None, formula=None, reduction=None, asymmetric=None, direction=None)
+        if c.graph:
+            doc["output_shape"] = (c.graph.get("output_shape") and list(c.graph["output_shape"])) or None
     doc["selfcheck"] = check.to_json_dict() if check else None
     doc["findings"] = [f.to_dict() for f in findings]
     if json_out:

@@ -88,3 +88,13 @@ def test_a_chains_task_roofline_moves_its_inputs_weights_and_output_once():
     assert m.task.work.bytes == x + gain + weight + out
     assert m.plan.work.bytes == sum(r.work.bytes for r in m.parts) > m.task.work.bytes + x
     assert m.task.work.cube_macs == m.plan.work.cube_macs == 128 * 256 * 512
+
+
+def test_contract_on_a_chain_describes_the_chain_not_its_last_operator():
+    # q, k = Linear(x).split(d); softmax(bmm(q, k^T) / sqrt(d)): the task's root is a softmax, but of a
+    # product, so the single-operator fields (a softmax of x, shaped as x) would describe another task
+    doc = json.loads(run("contract", str(FIX / "tasks_traced" / "shape_unpack.py"), "--json").stdout)
+    assert doc["supported"] and doc["family"] == "chain" and doc["op"] is None
+    assert doc["formula"] is None and doc["reduction"] is None
+    assert doc["output_shape"] == [4, 32, 32] == doc["kernels"][-1]["output_shape"]
+    assert [k["op"] for k in doc["kernels"]] == ["matmul", "narrow", "narrow", "bmm", "div", "softmax"]
