@@ -442,6 +442,10 @@ def _matmul(c: Contract) -> _Layout:
     if len(sb) == 1:
         kb_ = (sb[0], 1)
         fwd[B.name] = kb_
+    nd_batch = len(sa) == len(sb) >= 4 and sa[:-2] == sb[:-2]
+    if nd_batch:  # (batch, heads, M, K) @ (batch, heads, K, N): the leading axes are one batch
+        ka, kb_ = (math.prod(sa[:-2]), *sa[-2:]), (math.prod(sb[:-2]), *sb[-2:])
+        fwd[A.name], fwd[B.name] = ka, kb_
     m = ka[-1] if ta else ka[-2]
     k = ka[-2] if ta else ka[-1]
     n = kb_[-2] if tb else kb_[-1]
@@ -455,7 +459,9 @@ def _matmul(c: Contract) -> _Layout:
     return _Layout(
         [shapes.get(t.name, t.shape or ()) for t in c.tensor_inputs],
         [fwd.get(t.name) if t.is_tensor else None for t in c.inputs],
-        [[a] for a in range(rank)] if ka == sa else [list(range(len(sa) - 1)), [len(sa) - 1]], [], None,
+        [[a] for a in range(rank)] if ka == sa else
+        [list(range(len(sa) - 2)), [len(sa) - 2], [len(sa) - 1]] if nd_batch else
+        [list(range(len(sa) - 1)), [len(sa) - 1]], [], None,
         kernel_out if out_shape is None or kernel_out != out_shape else out_shape, info,
     )
 

@@ -22,7 +22,7 @@ from pypto_tui.contract import ir
 from pypto_tui.contract.extract import contract_from_facts
 from pypto_tui.contract.graph import OpGraph, OpNode
 from pypto_tui.contract.ir import Node
-from pypto_tui.contract.model import Signature
+from pypto_tui.contract.model import Signature, kernel_safe
 from pypto_tui.contract.reader import TaskFacts
 from pypto_tui.contract.signatures import bind_module
 from pypto_tui.contract.values import ModuleSpec, TensorSpec
@@ -49,10 +49,6 @@ class KernelGroupLike(Protocol):
 
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 
-# Locals the one-operator patterns' forward code binds (a matmul unpacks `batch, m, k = a.shape`): a
-# kernel input of that name would be overwritten before the kernel reads it (an attention score's
-# `bmm(q, k.transpose(1, 2))` did: 'int' object has no attribute 'shape').
-PATTERN_LOCALS = frozenset({"m", "k", "n", "k_b", "batch", "batch_b", "out", "out_rows", "kernel", "rows", "cols"})
 
 MODULE_ROLES = ("conv", "pool", "norm")
 """Roles of the anchors whose weights and settings live in the task's `nn` module: written as a module
@@ -74,7 +70,7 @@ def arg_name(vid: str) -> str:
     """A forward parameter name for a value id (`gemm.weight` -> `gemm_weight`; `k` -> `k_in`)."""
     name = re.sub(r"\W", "_", vid)
     name = name if name.isidentifier() and not name[0].isdigit() else f"v_{name}"
-    return f"{name}_in" if name in PATTERN_LOCALS else name
+    return kernel_safe(name)
 
 
 def module_call(n: OpNode) -> tuple[str, str] | None:

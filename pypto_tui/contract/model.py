@@ -25,6 +25,16 @@ Scaling = Literal["sum", "mean", "batchmean", "none"]
 
 SCALINGS = ("sum", "mean", "batchmean", "none")
 
+# Locals the patterns' forward and kernel code bind (a matmul unpacks `batch, m, k = a.shape` and names
+# its kernel's sizes m, k, n): a task input of that name would be overwritten before the kernel reads it
+# (an attention score's `bmm(q, k.transpose(1, 2))` did: 'int' object has no attribute 'shape').
+PATTERN_LOCALS = frozenset({"m", "k", "n", "k_b", "batch", "batch_b", "out", "out_rows", "kernel", "rows", "cols"})
+
+
+def kernel_safe(name: str) -> str:
+    """The name a forward input takes in the generated code: `k` -> `k_in`, any other name as it is."""
+    return f"{name}_in" if name in PATTERN_LOCALS else name
+
 
 def freeze(value: Any) -> Any:
     """Lists become tuples (recursively) so values compare equal after a JSON round trip."""

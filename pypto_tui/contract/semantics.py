@@ -700,6 +700,13 @@ def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:
         k_ok = ea[2] == eb[1] and ea[0] == eb[0]
         shape = (ea[0], ea[1], eb[2])
         formula = f"out[b, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', 'b')} * {_mm(B.name, tb, 'k', 'n', 'b')}"
+    elif ra == rb >= 4 and ea[:-2] == eb[:-2]:
+        variant = "nd_batched"
+        k_ok = ea[-1] == eb[-2]
+        shape = (*ea[:-1], eb[-1])
+        lead = ", ".join(f"b{i}" for i in range(ra - 2))
+        formula = (f"out[{lead}, m, n] = sum_k {_mm(A.name, ta, 'm', 'k', lead)} * {_mm(B.name, tb, 'k', 'n', lead)}"
+                   "  (the leading axes are one batch: q @ k^T over (batch, heads))")
     elif ra >= 3 and rb == 2:
         variant = "3d_2d" if ra == 3 else "nd_2d"
         k_ok = ea[-1] == eb[0]

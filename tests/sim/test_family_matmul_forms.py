@@ -21,6 +21,8 @@ FORMS = {  # fixture -> (pattern id, text the kernel must contain)
     "diag_matmul_rows_odd.py": ("diag", "out.move(B * a)"),
     "matmul_diag_cols.py": ("diag", "out.move(A * s)"),
     "matvec_long_k.py": ("matvec", "pypto.sum(A_chunk * x, 1, keepdim=True)"),
+    # q @ k^T over (batch, heads): one batch of both, and the kernel's k is not the size k
+    "heads_scores.py": ("B", "b_bi = pypto.view(k_in, [n, k], [bi * n, 0])"),
 }
 
 
@@ -104,7 +106,8 @@ def test_matmul_forms_verify_against_torch(kb):
 @pytest.mark.sim
 def test_broken_matmul_forms_fail(kb, broken_twins):
     """The mask on the wrong side of the diagonal; a diagonal 'product' that adds the vector; a
-    matvec that doubles its sums; a looped mask whose chunks read the grid one column off."""
+    matvec that doubles its sums; a looped mask whose chunks read the grid one column off; per-head
+    scores that all read the first head's keys."""
     results = broken_twins([
         # at the test shapes (45, 45) the kernel runs no M loop: the mask is on the whole product
         (pipe(kb, "triu_matmul_odd_diag.py"), "pypto.ge(grid_all, zero_all)", "pypto.le(grid_all, zero_all)"),
@@ -112,6 +115,7 @@ def test_broken_matmul_forms_fail(kb, broken_twins):
         (pipe(kb, "matvec_long_k.py"), "pypto.sum(A_chunk * x, 1, keepdim=True)",
          "pypto.sum(A_chunk * x, 1, keepdim=True) * 2.0"),
         (pipe(kb, "triu_matmul_odd_diag.py", loop_count=4), "[0, m - off]", "[0, m - off - 1]"),
+        (pipe(kb, "heads_scores.py"), "[bi * n, 0]", "[0, 0]"),  # every head scored against the first's keys
     ])
     for r in results:
         assert r.status == J.MISMATCH and r.passed is False, (r.label, r.status, r.error)

@@ -18,6 +18,7 @@ from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex
 from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
+from pypto_tui.contract.model import kernel_safe
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 from pypto_tui.plan import Needs
@@ -44,10 +45,15 @@ def build_matmul(b: Builder) -> None:
     if len(ops) != 2:
         raise Unsupported("a matmul needs two tensor operands")
     a_name, b_name = ops[0].name, ops[1].name
+    # the kernel's own names for its operands: an input called k (attention's q @ k^T) would be shadowed
+    # by the size k the kernel and forward bind
+    a_k, b_k = kernel_safe(a_name), kernel_safe(b_name)
     a_rank = len(ops[0].shape or ())
     rows_of_a = a_rank > 2 and len(ops[1].shape or ()) == 2  # a tensor times a matrix (3-D x 2-D, einsum)
     reshaped = any(t.shape != s for t, s in zip(c.tensor_inputs, ctx.dims.kernel_shapes, strict=False))
-    if reshaped and not rows_of_a:
+    # (batch, heads, M, K) @ (batch, heads, K, N): the leading axes merged into one batch (B.batched-loop)
+    heads = a_rank >= 4 and len(ops[1].shape or ()) == a_rank and mm.get("batch") is not None
+    if reshaped and not rows_of_a and not heads:
         raise Unsupported("this matmul needs its operands reshaped in a way pattern B does not write "
                           "(only a tensor's leading axes as rows of a 2-D product)")
     a_trans, b_trans = bool(mm.get("a_trans")), bool(mm.get("b_trans"))
@@ -91,10 +97,10 @@ def build_matmul(b: Builder) -> None:
 
         def ep_step(size: str, off: str | int, suffix: str) -> Stmts:
             assert epilogue is not None
-            chunk = f"{a_name}_{suffix}"
+            chunk = f"{a_k}_{suffix}"
             views, env = epilogue.reads(size, off, suffix)
-            return b.tmpl("matmul_epilogue_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]) + views,
-                          a_chunk=name(chunk), b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans),
+            return b.tmpl("matmul_epilogue_step", views=b.view(chunk, a_k, [size, "k"], [off, 0]) + views,
+                          a_chunk=name(chunk), b=name(b_k), out_dtype=pdt, b_trans=literal(b_trans),
                           product=name(f"mm_{suffix}"), value=epilogue.value(env), offsets=dims_list([off, 0]),
                           out=name("out"))
 
@@ -105,29 +111,29 @@ def build_matmul(b: Builder) -> None:
     elif loop:
         b.summary = "Pattern B: 2-D matmul, loop along M (view -> matmul -> assemble)"
         def step(size: str, off: str, suffix: str) -> Stmts:
-            chunk = f"{a_name}_{suffix}"
-            return b.tmpl("matmul_step", views=b.view(chunk, a_name, [size, "k"], [off, 0]), a_chunk=name(chunk),
-                          b=name(b_name), out_dtype=pdt, b_trans=literal(b_trans), offsets=dims_list([off, 0]),
+            chunk = f"{a_k}_{suffix}"
+            return b.tmpl("matmul_step", views=b.view(chunk, a_k, [size, "k"], [off, 0]), a_chunk=name(chunk),
+                          b=name(b_k), out_dtype=pdt, b_trans=literal(b_trans), offsets=dims_list([off, 0]),
                           out=name("out"))
 
         prelude, body = b.chunked_loop("m", step, "bi", "M_LOOP", setup=b.tmpl("matmul_setup", **cube))
     elif per_batch:
         b.summary = "Pattern B: batched matmul, one 2-D product per batch element in a loop over the batch"
-        body = b.tmpl("matmul_batch_loop", **cube, a=name(a_name), b=name(b_name), out=name("out"),
+        body = b.tmpl("matmul_batch_loop", **cube, a=name(a_k), b=name(b_k), out=name("out"),
                       a_view=dims_list(a_shape[1:]), a_off=_row_offset(b, a_shape[1]),
                       b_view=dims_list(b_shape[1:]), b_off=_row_offset(b, b_shape[1]),
                       out_off=_row_offset(b, "m"), out_dtype=pdt, a_trans=literal(a_trans), b_trans=literal(b_trans))
     else:
         b.summary = "Pattern B: 2-D matmul in one call"
-        body = b.tmpl("matmul", **cube, out=name("out"), a=name(a_name), b=name(b_name), out_dtype=pdt,
+        body = b.tmpl("matmul", **cube, out=name("out"), a=name(a_k), b=name(b_k), out_dtype=pdt,
                       a_trans=literal(a_trans), b_trans=literal(b_trans))
     if b_trans:
         b.summary += ", B read transposed (b_trans=True)"
     spec = KernelSpec(
         factory="create_matmul_kernel", kernel="matmul_kernel", dims=dims,
         scalars=epilogue.scalars if epilogue is not None else [],
-        inputs=[TensorParam(a_name, k_a, ops[0].dtype or ctx.dtype),
-                TensorParam(b_name, k_b, ops[1].dtype or ctx.dtype),
+        inputs=[TensorParam(a_k, k_a, ops[0].dtype or ctx.dtype),
+                TensorParam(b_k, k_b, ops[1].dtype or ctx.dtype),
                 *(epilogue.params(ctx.dtype) if epilogue is not None else [])],
         output=TensorParam("out", k_out, out_dtype), prelude=prelude, body=body,
         doc=f"{b.summary} (B.matmul-m-loop, {'B.batched-loop' if per_batch else 'B.batched-no-loop'}, B.transposed-b"
@@ -138,10 +144,21 @@ def build_matmul(b: Builder) -> None:
     b.add_kernel(spec)
     # forward
     rank = 3 if batch is not None else 2
-    b.assert_rank(a_name, a_rank if rows_of_a else rank)
-    b.assert_rank(b_name, rank)
-    an = b.prepare(a_name, [b.expr("-1"), b.expr("{a}.shape[-1]", a=name(a_name))] if rows_of_a else None, "rows")
-    bn = b.prepare(b_name, None, "")
+    b.assert_rank(a_name, a_rank if rows_of_a or heads else rank)
+    b.assert_rank(b_name, a_rank if heads else rank)
+
+    def batched(x: str) -> list[cst.BaseExpression]:
+        return [b.expr("-1"), b.expr("{x}.shape[-2]", x=name(x)), b.expr("{x}.shape[-1]", x=name(x))]
+
+    def laid(x: str, shape: list[cst.BaseExpression] | None, suffix: str) -> str:
+        if shape is None and kernel_safe(x) != x:  # the local a size would overwrite, under another name
+            b.forward.prepare += b.fwd("{n} = {t}.contiguous()", n=name(kernel_safe(x)), t=name(x))
+            return kernel_safe(x)
+        return b.prepare(x, shape, suffix)
+
+    an = laid(a_name, [b.expr("-1"), b.expr("{a}.shape[-1]", a=name(a_name))] if rows_of_a else
+              batched(a_name) if heads else None, "rows" if rows_of_a else "batched")
+    bn = laid(b_name, batched(b_name) if heads else None, "batched" if heads else "")
     b.unpack_dims(an, list(a_shape))
     kb_ = "k_b"
     bdims = [kb_ if d == "k" else ("batch_b" if d == "batch" else d) for d in b_shape]
@@ -162,6 +179,10 @@ def build_matmul(b: Builder) -> None:
         lead = [b.expr("{a}.shape[{i}]", a=name(a_name), i=literal(i)) for i in range(a_rank - 1)]
         b.forward.result = b.expr("out.reshape({args})", args=[cst.Arg(e) for e in [*lead, name("n")]])
         b.summary += f", the leading {a_rank - 1} axes of {a_name} as its rows (B.leading-rows)"
+    elif heads:
+        lead = [b.expr("{a}.shape[{i}]", a=name(a_name), i=literal(i)) for i in range(a_rank - 2)]
+        b.forward.result = b.expr("out.reshape({args})", args=[cst.Arg(e) for e in [*lead, name("m"), name("n")]])
+        b.summary += f", the leading {a_rank - 2} axes of both operands as one batch"
     elif per_batch:
         b.forward.result = b.expr("out.reshape(batch, m, n)")
     else:
