@@ -425,6 +425,19 @@ def _free_view(n: OpNode) -> bool:
     return bool(steps) and all(V.step_of(s).kind in FREE_VIEW_STEPS for s in steps)
 
 
+def _swaps_last_two(n: OpNode, graph: OpGraph) -> bool:
+    """A transpose of the last two axes, the one layout a matmul reads its operand in (transpose_a/b);
+    `k.transpose(1, 2)` of (B, T, H, D) is a copy kernel of its own (TRANSPOSE.block-copy)."""
+    shape = graph.shape_of(n.inputs[0])
+    if shape is None:
+        return False
+    rank = len(shape)
+    if rank < 2:
+        return True
+    dims = {int(n.attrs.get("dim0", -2)) % rank, int(n.attrs.get("dim1", -1)) % rank}
+    return dims == {rank - 2, rank - 1}
+
+
 def _epilogue_fits(graph: OpGraph, nodes: dict[str, OpNode], members: list[str], n: OpNode) -> bool:
     """Whether elementwise `n` can join an anchor's kernel as its epilogue: the anchor is a plain 2-D
     matmul whose product the kernel writes tile by tile (FUSE.matmul-epilogue), the kernel so far is
@@ -523,7 +536,8 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
             views.append(n.id)  # forward takes it on the kernel's output (a free reshape between kernels)
             continue
         users = consumers.get(n.id, [])
-        if n.op == "transpose" and n.inputs and len(users) == 1 and nodes[users[0]].role == "matmul":
+        if n.op == "transpose" and n.inputs and len(users) == 1 and nodes[users[0]].role == "matmul" and \
+                _swaps_last_two(n, graph):
             prologue.setdefault(users[0], []).append(n.id)  # the matmul reads the operand transposed
             continue
         if n.role in ("elementwise", "view") and producers:

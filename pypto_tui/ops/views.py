@@ -121,12 +121,38 @@ def symbolic_sizes(source: Shape, steps: Sequence[Step]) -> list[tuple[Size, ...
     return out
 
 
-def _merged(cur: list[tuple[int, tuple[int, ...] | None]], target: Shape,
-            ) -> tuple[tuple[Size, ...], list[tuple[int, tuple[int, ...] | None]]]:
+Dims = list[tuple[int, tuple[int, ...] | None]]
+
+
+def _split_one(cur: Dims, target: Shape) -> tuple[tuple[Size, ...], Dims]:
+    """(sizes, the dims after) of a reshape that splits one axis and keeps the axes around it, as
+    `(B, T, C) -> (B, T, heads, C // heads)`: the kept axes read from the source, the split-off sizes
+    literals but the last, which is -1 (torch infers it), so the module runs at any size of that axis.
+    All literals for any other reshape that splits."""
+    literal: tuple[tuple[Size, ...], Dims] = (tuple(target), [(d, None) for d in target])
+    head = 0
+    while head < min(len(cur), len(target)) and cur[head][0] == target[head] and cur[head][1] is not None:
+        head += 1
+    tail = 0
+    while (tail < min(len(cur), len(target)) - head and cur[-1 - tail][0] == target[-1 - tail]
+           and cur[-1 - tail][1] is not None):
+        tail += 1
+    middle, parts = cur[head:len(cur) - tail], target[head:len(target) - tail]
+    if len(middle) != 1 or middle[0][1] is None or len(parts) < 2 or math.prod(parts) != middle[0][0]:
+        return literal
+    keep_head = [a for d, a in cur[:head]]
+    keep_tail = [a for d, a in cur[len(cur) - tail:]]
+    sizes: list[Size] = [a or 1 for a in keep_head if a is not None]
+    sizes += [*parts[:-1], -1]
+    sizes += [a or 1 for a in keep_tail if a is not None]
+    new: Dims = [*cur[:head], *((d, None) for d in parts), *cur[len(cur) - tail:]]
+    return tuple(sizes), new
+
+
+def _merged(cur: Dims, target: Shape) -> tuple[tuple[Size, ...], Dims]:
     """(sizes, the dims after) of one reshape: each target size a run of consecutive current dims whose
-    product it is; all literals when the reshape splits a dim."""
-    literal: tuple[tuple[Size, ...], list[tuple[int, tuple[int, ...] | None]]] = (
-        tuple(target), [(d, None) for d in target])
+    product it is; a split of one axis between kept ones as `_split_one` writes it; else all literals."""
+    literal = _split_one(cur, target)
     sizes: list[Size] = []
     new: list[tuple[int, tuple[int, ...] | None]] = []
     i = 0

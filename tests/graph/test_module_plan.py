@@ -229,9 +229,10 @@ def test_a_reshape_in_forward_is_written_for_any_size_where_it_merges_axes():
     assert symbolic_sizes((16,), [Step("reshape", shape=(1, 16, 1, 1, 1))]) == [(1, (0,), 1, 1, 1)]
     assert symbolic_sizes((2, 3, 4), [Step("reshape", shape=(2, 12)), Step("reshape", shape=(24,))]) == [
         ((0,), (1, 2)), ((0, 1, 2),)]
-    # a reshape that splits an axis cannot be told from its source's sizes: its literals stay
+    # a reshape that splits one axis between kept ones: the kept axes from the source, the parts split
+    # off literals but the last, which torch infers (-1)
     assert symbolic_sizes((32, 64, 131072), [Step("reshape", shape=(32, 64, 32, 64, 64))]) == [
-        (32, 64, 32, 64, 64)]
+        ((0,), (1,), 32, 64, -1)]
 
 
 def test_global_average_pooling_is_the_mean_over_the_spatial_axes():
