@@ -134,6 +134,19 @@ def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...
                   render=render, formula=formula)
 
 
+def _compare(op: str) -> Render:
+    """pypto.<op>(a, b), a number written as a float: `mask == 0` with the integer 0 stops 0.2.0's compiler
+    (F7A001 'Index out of bounds' on a causal mask), `== 0.0` verifies."""
+    def render(a: Any, b: Any, p: Any, ops: KernelOps) -> Any:
+        return ops.call(op, a, _float(b, ops))
+    return render
+
+
+def _float(x: Any, ops: KernelOps) -> Any:
+    value = ops.literal(x)
+    return float(value) if value is not None else x
+
+
 def _broadcast(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     return broadcast(shapes)
 
@@ -271,16 +284,19 @@ BINARY_KINDS = (
     _binary("mul", np.multiply, ("mul", "multiply")), _binary("div", np.true_divide, ("div", "divide", "true_divide")),
     _binary("pow", np.power, ("pow",), render=lambda a, b, p, ops: a ** b),
     _binary("floordiv", np.floor_divide, ("floor_divide",)),
-    _binary("mod", np.mod, ("remainder", "fmod")), _binary("lt", np.less, ("lt",)), _binary("gt", np.greater, ("gt",)),
-    _binary("le", np.less_equal, ("le",)), _binary("ge", np.greater_equal, ("ge",)), _binary("eq", np.equal, ("eq",)),
-    _binary("ne", np.not_equal, ("ne",)),
+    _binary("mod", np.mod, ("remainder", "fmod")),
+    # comparisons give a mask, rendered for a `where` to read (a mask as a kernel's output is not written)
+    *(_binary(op, ref, (op,), render=_compare(op)) for op, ref in (
+        ("lt", np.less), ("gt", np.greater), ("le", np.less_equal), ("ge", np.greater_equal), ("eq", np.equal),
+        ("ne", np.not_equal))),
     _binary("maximum", np.maximum, ("maximum",), render=lambda a, b, p, ops: ops.call("maximum", a, b)),
     _binary("minimum", np.minimum, ("minimum",), render=lambda a, b, p, ops: ops.call("minimum", a, b)),
     # overflow-safe: max(a, b) + log1p(exp(-|a - b|)), never exp of a large operand
     _binary("logaddexp", np.logaddexp, ("logaddexp",), formula="log(exp({x}) + exp({y}))",
             render=lambda a, b, p, ops: ops.call("maximum", a, b)
             + ops.call("log1p", ops.call("exp", ops.call("abs", a - b) * (-1.0)))),
-    OpKind("where", "elementwise", _where_shape, np.where, functions=("where",), arity=3),
+    OpKind("where", "elementwise", _where_shape, np.where, functions=("where",), arity=3,
+           render=lambda cond, a, b, p, ops: ops.call("where", cond, _float(a, ops), _float(b, ops))),
 )
 
 

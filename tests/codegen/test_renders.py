@@ -22,7 +22,8 @@ def _numpy_pypto() -> types.SimpleNamespace:
         sigmoid=lambda x: 1 / (1 + np.exp(-x)), maximum=np.maximum, minimum=np.minimum, log1p=np.log1p,
         exp=np.exp, log=np.log, abs=np.abs, sqrt=np.sqrt, rsqrt=lambda x: 1 / np.sqrt(x),
         reciprocal=lambda x: 1 / x, sin=np.sin, cos=np.cos, sign=np.sign, floor=np.floor, ceil=np.ceil,
-        where=np.where, ge=lambda a, b: a >= b, pow=np.power)
+        where=np.where, pow=np.power, ge=np.greater_equal, gt=np.greater, le=np.less_equal, lt=np.less,
+        eq=np.equal, ne=np.not_equal)
 
 
 def _run(e: Ex, **tensors: np.ndarray) -> np.ndarray:
@@ -32,8 +33,12 @@ def _run(e: Ex, **tensors: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("k", RENDERED, ids=lambda k: k.name)
 def test_each_render_computes_its_kinds_reference(k):
     rng = np.random.default_rng(3)
-    names = ["x", "y"][: k.arity]
+    names = ["x", "y", "z"][: k.arity]
     arrays = {n: rng.standard_normal((5, 40)) * 3 for n in names}
+    if k.name == "where":  # a mask, then the two branches
+        arrays["x"] = arrays["x"] > 0
+    if k.name in ("eq", "ne"):  # equal somewhere
+        arrays["y"] = np.where(rng.random((5, 40)) < 0.5, arrays["x"], arrays["y"])
     if k.name in ("log", "sqrt", "rsqrt", "log1p"):
         arrays = {n: np.abs(a) + 0.1 for n, a in arrays.items()}
     if k.name == "pow":

@@ -9,7 +9,10 @@ a scalar/tensor binary op, or from the contract's expression tree for an unnamed
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
+
+import libcst as cst
 
 from pypto_tui.codegen import activations
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
@@ -27,9 +30,14 @@ Terms = Callable[[Mapping[str, Ex]], Stmts]
 def _no_terms(env: Mapping[str, Ex]) -> Stmts:
     return []
 
+def _compare(op: str, a: Ex, b: Ex) -> Ex:
+    return activations.render(op, [a, b], {})
+
+
 _BINARY: dict[str, Callable[[Ex, Ex], Ex]] = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
-    "pow": lambda a, b: a ** b}
+    "pow": lambda a, b: a ** b,
+    **{op: partial(_compare, op) for op in ("lt", "gt", "le", "ge", "eq", "ne")}}
 
 
 def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple[str, ...] = ()) -> Value:
@@ -63,6 +71,8 @@ def _expression(b: Builder, data: Any, scalars: dict[str, Scalar], leaves: tuple
                     return Ex.name(pname, tensor=False)
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise Unsupported(f"the constant {v!r} in the expression has no pypto form")
+            if isinstance(v, float) and v in (float("inf"), float("-inf")):  # masked_fill's -inf
+                return Ex(cst.parse_expression(f'float("{v}")'), False)
             return Ex.num(float(v) if isinstance(v, float) else v)
         if n.kind == "bin" and n.name in _BINARY:
             return _BINARY[n.name](conv(n.args[0], env), conv(n.args[1], env))
@@ -98,8 +108,6 @@ def _rotate_half(b: Builder, x: Ex) -> Ex:
     """`rotate_half(x)` through the module's trace-time helper (template rotate_half): views of the
     halves of x's last axis and a concat. x must be a tensor the kernel reads whole along that axis
     (the dimension step keeps it a kernel axis of its own)."""
-    import libcst as cst
-
     if not x.tensor or not isinstance(x.node, cst.Name):
         raise Unsupported("rotate_half of a computed value is not scaffolded: rotate a kernel input")
     if not any(isinstance(h, cst.FunctionDef) and h.name.value == "rotate_half" for h in b.helpers):
