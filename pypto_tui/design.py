@@ -763,6 +763,13 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
         return TaskKernels((one,), False, "" if k.supported else k.reason)
     designed = module_stages(pipeline)
     if designed is None:
+        problems = list((c.graph or {}).get("problems") or ())
+        if problems and c.family != "unknown" and pipeline.design.front_end == "static":
+            # the root read as one operator (an nn.Linear at the end) while the graph stopped earlier:
+            # the root's verdict would hide where the reading stopped
+            where = str(problems[0]).removeprefix("forward could not be read here: ")
+            return TaskKernels((), False, f"forward could not be read into an operator graph: {where} "
+                                          "(--front-end traced reads it by running it)")
         return TaskKernels((), False, c.reason or kernel_of(pipeline).reason)
     if designed.refused:
         return TaskKernels((), True, designed.refused)

@@ -567,6 +567,13 @@ class ForwardBuilder:
                 return self._ref_call(f"{recv.name}.{attr}", args, kwargs, n)
             if recv.kind == "unknown":
                 return recv
+            if attr == "size" and recv.kind == "in" and recv.name in self.shapes and not kwargs and (
+                    not args or (len(args) == 1 and args[0].is_const and isinstance(args[0].value, int))):
+                shape = tuple(self.shapes[recv.name])  # `b, t, c = x.size()`: sizes, as x.shape gives them
+                if not args:
+                    return ir.const(shape)
+                if -len(shape) <= args[0].value < len(shape):
+                    return ir.const(shape[args[0].value])
             name = _SYNONYMS.get(attr, attr)
             return self._make_call(name, (recv, *args), kwargs, "method")
         f = self._node(func)

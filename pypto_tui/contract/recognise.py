@@ -911,9 +911,12 @@ def _narrowed_exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     except _NotConst:
         return None
     length = nb.get("length")
-    if not (isinstance(length, Node) and length.kind == "bin" and length.name == "sub"
-            and length.args[1].is_const and length.args[1].value == 1
-            and _is_size_of(length.args[0], x, narrow_dim, rank)) or start != 0:
+    size = (ctx.inputs[x.name].shape or ())[narrow_dim % rank] if isinstance(narrow_dim, int) else None
+    symbolic = (isinstance(length, Node) and length.kind == "bin" and length.name == "sub"
+                and length.args[1].is_const and length.args[1].value == 1
+                and _is_size_of(length.args[0], x, narrow_dim, rank))
+    folded = isinstance(length, Node) and length.is_const and size is not None and length.value == size - 1
+    if not (symbolic or folded) or start != 0:  # `x.size(d) - 1`, read as the size get_inputs gives or not
         return None
     if not (_is_call(zero, "zeros_like") and zero.args and _is_call(zero.args[0], "unsqueeze")):
         return None

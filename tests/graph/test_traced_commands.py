@@ -25,9 +25,11 @@ from pypto_tui.trace.tracer import _TraceCache, pack_id, torch_version, trace_ke
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 TRACES = FIX / "traces"
 TRACED = FIX / "tasks_traced"
-NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval"]
-MODULE_METHODS = {"get_submodule", "modules", "eval"}  # nn.Module's own, which the task's __init__ may call
-STATIC_READS = {"shape_unpack"}  # `b, t, d = x.shape` is read statically too, as the sizes get_inputs gives
+NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval",
+         "causal_heads"]
+# nn.Module's own methods, which the task's __init__ may call
+MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
+STATIC_READS = {"shape_unpack"}  # `b, t, d = x.shape` is read statically too: the sizes get_inputs gives
 NOT_YET: dict[str, str] = {}
 """Traced models whose graph reads but whose module is refused, with the reason."""
 
@@ -71,6 +73,8 @@ def test_scaffold_traced_writes_a_module_where_the_static_reader_cannot(cache, n
     init = next(f for f in model_new.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
     made = {t.attr for s in ast.walk(init) if isinstance(s, ast.Assign) for t in s.targets
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    made |= {c.args[0].value for c in ast.walk(init) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+             and c.func.attr == "register_buffer" and c.args and isinstance(c.args[0], ast.Constant)}
     read = {n.attr for n in ast.walk(model_new) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
             and n.value.id == "self"}
     assert read - MODULE_METHODS <= made, read - made
@@ -122,3 +126,11 @@ def test_a_design_names_its_front_end_and_a_bad_one_is_one_line(cache, tmp_path)
         r = run(command, str(TRACED / "if_attribute.py"), "--front-end", "dynamo")
         assert r.exit_code == 2, (command, r.output)
         assert "--front-end is static or traced, not 'dynamo'" in r.output and "Traceback" not in r.output
+
+
+def test_a_static_refusal_names_where_the_graph_stopped_not_the_last_operator():
+    # forward ends in nn.Linear (which the reader takes alone), but the graph stops at math.sqrt earlier on
+    doc = json.loads(run("contract", str(TRACED / "causal_heads.py"), "--json").stdout)
+    assert not doc["supported"]
+    assert doc["reason"].startswith("forward could not be read into an operator graph: 'math.sqrt(...)'")
+    assert "--front-end traced" in doc["reason"] and "learned weights" not in doc["reason"]

@@ -49,7 +49,7 @@ def test_both_front_ends_give_the_same_kernels(task):
 
 
 @pytest.mark.parametrize("name", ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute",
-                                  "shape_unpack"])
+                                  "shape_unpack", "causal_heads"])
 def test_models_the_static_reader_refuses_are_traced(name):
     """The stored traces the fast tests read (tests/fixtures/traces) are what tracing gives today."""
     import json

@@ -42,3 +42,20 @@ def test_a_nested_model_verifies_through_the_traced_front_end_and_its_twin_fails
     # variance is negative for some channels, whose rsqrt is NaN
     assert bad.supported and not bad.passed, bad.reason
     assert "elements outside atol" in bad.reason or "NaN positions differ" in bad.reason, bad.reason
+
+
+def test_causal_attention_as_gpt_code_writes_it_verifies_and_a_copy_of_the_wrong_block_fails(kb):
+    """q, k, v split off one projection (three copy kernels), heads by view and transpose (copy kernels),
+    q @ k^T per head, the tril buffer's mask and the scale in one kernel with pypto.where, softmax, the
+    heads' output back and the projection: every kernel runs, every pass row. The twin's q is a copy of
+    k's block, so the scores are k k^T."""
+    p = Pipeline(kb, Design(task=str(TRACED / "causal_heads.py"), front_end="traced"))
+    prepared = prepare_verify(p)
+    assert prepared.job is not None, prepared.report.reason
+    source = prepared.job.kernel_source
+    assert prepared.report.kernels >= 15 and "pypto.eq(" in source and "0.0)" in source
+    twin = replace(prepared.job, kernel_source=source.replace("col = 0 * inner", "col = 128 * inner", 1))
+    clean, broken = run_many([prepared.job, twin], jobs=2, timeout_s=600, cache=False)
+    ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
+    assert ok.passed and not ok.missing_passes and ok.kernels_run == ok.kernels_defined, ok.reason
+    assert bad.supported and not bad.passed and "elements outside atol" in bad.reason, bad.reason

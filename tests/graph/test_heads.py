@@ -1,0 +1,51 @@
+"""Attention written as GPT code writes it (tests/fixtures/tasks_traced/causal_heads.py, from its stored
+trace): q, k, v split off one projection, heads made with view and transpose(1, 2), scores q @ k^T, the
+future masked with a lower-triangular buffer. Each transpose of the heads is a copy kernel of its own; a
+matmul reads only a swap of its operand's last two axes (what pattern B's transpose flags express); the
+mask and the scaling are one elementwise kernel with `where`; and forward's reshapes into heads keep the
+batch and token axes as sizes read from the tensor, the head size inferred."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pypto_tui.contract.aten import graph_from_trace
+from pypto_tui.ops import views as V
+from pypto_tui.plan import decompose, fusion_rules, partition
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _plan():
+    g = decompose(graph_from_trace(json.loads((FIX / "traces" / "causal_heads.json").read_text())))
+    return g, partition(g, fusion_rules(None))
+
+
+def test_a_matmul_takes_only_a_swap_of_the_last_two_axes_as_its_operand_layout() -> None:
+    g, plan = _plan()
+    assert not g.problems
+    for grp in plan.groups:
+        ops = [g.node(n) for n in grp.nodes]
+        if any(n.role == "matmul" for n in ops):
+            for t in (n for n in ops if n.op == "transpose"):
+                rank = len(g.shape_of(t.inputs[0]))
+                assert {t.attrs["dim0"] % rank, t.attrs["dim1"] % rank} == {rank - 2, rank - 1}
+    heads = [grp for grp in plan.groups if [g.node(n).op for n in grp.nodes] == ["transpose"]]
+    assert len(heads) == 4  # q, k, v into heads and the heads' output back
+
+
+def test_the_mask_and_the_scale_are_one_elementwise_kernel_with_where() -> None:
+    g, plan = _plan()
+    masked = [[g.node(n).op for n in grp.nodes] for grp in plan.groups if any(g.node(n).op == "where"
+                                                                            for n in grp.nodes)]
+    assert masked == [["mul", "eq", "where"]]
+
+
+def test_a_reshape_that_splits_one_axis_reads_the_others_and_infers_the_last_part() -> None:
+    split = V.Step("reshape", shape=(2, 64, 4, 32))
+    assert V.symbolic_sizes((2, 64, 128), [split]) == [((0,), (1,), 4, -1)]
+    assert V.symbolic_sizes((8, 64, 8, 8), [V.Step("reshape", shape=(8, 4, 16, 8, 8))]) == [
+        ((0,), 4, -1, (2,), (3,))]
+    assert V.symbolic_sizes((2, 64, 4, 32), [V.Step("reshape", shape=(2, 64, 128))]) == [((0,), (1,), (2, 3))]
+    assert V.symbolic_sizes((4, 6), [V.Step("reshape", shape=(2, 12))]) == [(2, 12)]  # no axis kept: literals
