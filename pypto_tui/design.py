@@ -491,7 +491,7 @@ def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
 
     plan = pipeline.kernel_plan()
     single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
-    if single.supported or pipeline.contract().supported:
+    if pipeline.contract().supported and split_by_graph(pipeline) is None:
         return single  # a task the level-1 reader takes keeps the level-1 answer, refusals included
     module = pipeline._memo("module_kernel", (plan, _kernel_decisions(pipeline)), lambda: module_kernel(pipeline))
     return module if module is not None else single
@@ -753,11 +753,30 @@ class TaskKernels:
         return not self.reason and bool(self.kernels)
 
 
+def split_by_graph(pipeline: Pipeline) -> ModuleStages | None:
+    """One operator the level-1 layout refuses whole, which the graph decomposes into kernels it does
+    lay out (a swap of axes that are not neighbours: a chain of neighbouring swaps); None otherwise.
+    Decided from the dimension step, so the one-shot commands need no code generation to ask."""
+    if not pipeline.contract().supported or pipeline.dims().strategy is not None:
+        return None
+    try:
+        parts = module_stages(pipeline)
+    except InputError:
+        return None
+    if parts is None or parts.refused or len(parts.stages) < 2:
+        return None
+    return parts
+
+
 def task_kernels(pipeline: Pipeline) -> TaskKernels:
     """The task's kernels, from its operator graph: one kernel when the whole graph is one operator
     pattern, else the module plan's kernels (each designed from its group of the graph)."""
     c = pipeline.contract()
     if c.supported:
+        split = split_by_graph(pipeline)
+        if split is not None:
+            return TaskKernels(tuple(TaskKernel(s.index, s.ops, s.rule, s.pipeline, s.submodule)
+                                     for s in split.stages), True)
         k = kernel_of(pipeline)
         one = TaskKernel(0, c.op or c.family, "", pipeline, task_submodule(c))
         return TaskKernels((one,), False, "" if k.supported else k.reason)

@@ -646,6 +646,8 @@ def swap_blocks(shape: Shape, d0: int, d1: int) -> SwapBlocks:
                              "in blocks")
     rows = math.prod(shape[d1 + 1:])
     plan = SwapBlocks(math.prod(shape[:d0]), shape[d0], shape[d1], rows, shape[d0] <= shape[d1])
+    if rows == 1:  # the last axis moves: one pypto.transpose, no blocks (TRANSPOSE.last-axis)
+        return plan._replace(by_p=False)
     if min(plan.P, plan.Q) > MAX_SWAP_BLOCKS:
         raise _NotApplicable(f"{min(plan.P, plan.Q)} blocks per chunk (more than {MAX_SWAP_BLOCKS}): the swap "
                              "has no block copy of a size a kernel writes out")
@@ -662,6 +664,8 @@ def _swap_layout(c: Contract) -> _Layout:
     axis_map = ([list(range(d0)), [d0, d0 + 1], list(range(d0 + 2, len(shape)))] if plan.by_p else
                 [list(range(d0)), [d0], list(range(d0 + 1, len(shape)))])
     fwd: list[Shape | None] = [plan.input_kernel if t.is_tensor else None for t in c.inputs]
+    if plan.R == 1:  # the last axis moves: (A, P, Q) to (A, Q, P) in one pypto.transpose
+        return _Layout([(plan.A, plan.P, plan.Q)], fwd, axis_map, [], None, (plan.A, plan.Q, plan.P))
     return _Layout([plan.input_kernel], fwd, axis_map, [], None, plan.output_kernel)
 
 
@@ -681,6 +685,8 @@ WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
 def _whole_rows(c: Contract, layout: _Layout, kb: KnowledgeBase) -> None:
     """A swap's blocks move whole trailing rows, each a multiple of the pack's alignment (a row of a
     block is the last axis of every view and assemble)."""
+    if c.op_args.get("dim1") == len(c.operands[0].shape or ()) - 1:
+        return  # the last axis moves: pypto.transpose, whose rows are the tile's (TRANSPOSE.last-axis)
     rows = layout.kernel_shapes[0][-1] if layout.kernel_shapes else 0
     swap = layout.output_kernel_shape[-1] if layout.output_kernel_shape else 0
     row = min(rows, swap) * kb.dtype_bytes(c.operands[0].dtype or "fp32")

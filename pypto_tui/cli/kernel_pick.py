@@ -68,12 +68,12 @@ def task_pipelines(task: Path, kb: Any, kernel_index: int | None, submodule: str
     """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels (those the
     options pick)."""
     from pypto_tui.contract.submodule import pick_submodule
-    from pypto_tui.design import Design, Pipeline, task_kernels, task_submodule
+    from pypto_tui.design import Design, Pipeline, split_by_graph, task_kernels, task_submodule
 
     check_pick(kernel_index, submodule)
     p = Pipeline(kb, Design(task=str(task), front_end=front_end))
     c = p.contract()
-    if c.supported:
+    if c.supported and split_by_graph(p) is None:
         if kernel_index not in (None, 0):
             raise InputError(f"--kernel-index {kernel_index}: {task.name} is one kernel (index 0)")
         if submodule is not None:

@@ -447,9 +447,11 @@ def _cluster_runner(address: str, timeout: float, cache: bool) -> Any:
 
 def _is_module(p: Any) -> bool:
     """The task is a chain the planner splits into kernels (verify runs the whole module)."""
-    from pypto_tui.design import module_stages
+    from pypto_tui.design import module_stages, split_by_graph
 
     try:
+        if p.contract().supported:
+            return split_by_graph(p) is not None
         return module_stages(p) is not None
     except InputError:
         return False

@@ -338,6 +338,10 @@ class _Builder:
         if kind.returns and not picked:
             self.problems.append(f"torch.{name}(...) returns ({', '.join(kind.returns)}): pick one with [0] or "
                                  f".{kind.returns[0]}")
+        how = {"torch": "torch.", "F": "F.", "method": "."}.get(str(n.value), "")
+        if name == "permute" and len(n.args) > 2 and all(a.is_const for a in n.args[1:]):  # x.permute(2, 0, 1)
+            return self.add(kind.name, kind.role, [self.value(n.args[0])],
+                            {"dims": tuple(a.value for a in n.args[1:])}, f"{how}{name}", kind)
         params = FUNC_SIGS.get(name) or ("input", *kind.params)
         bound, _ = bind(params, n.args, n.kw(), FUNC_DEFAULTS.get(name))
         ins: list[str] = []
@@ -359,7 +363,6 @@ class _Builder:
             elif v is not None:
                 attrs[p] = v
         attrs.pop("inplace", None)
-        how = {"torch": "torch.", "F": "F.", "method": "."}.get(str(n.value), "")
         return self.add(kind.name, kind.role, ins, attrs, f"{how}{name}", kind)
 
     def _max_min(self, n: Node, pick: str | None) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Shape, axis
+from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part
 
 
 def _cat_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -42,14 +42,63 @@ def _transpose(x: np.ndarray, dim0: int = -2, dim1: int = -1, **_: Any) -> np.nd
     return np.swapaxes(x, dim0, dim1)
 
 
+def _far_swap(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """transpose(d0, d1) of axes that are not neighbours, as the permutation it is (_permute_swaps)."""
+    from dataclasses import replace
+
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None or len(shape) < 2:
+        return None
+    d0, d1 = sorted((axis(n.attrs.get("dim0", -2), len(shape)), axis(n.attrs.get("dim1", -1), len(shape))))
+    if d1 - d0 <= 1:
+        return None
+    dims = list(range(len(shape)))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _permute_swaps(replace(n, attrs={"dims": tuple(dims)}), shape_of)
+
+
+def _permute_swaps(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """A permutation that is no single swap, as swaps of neighbouring axes (a bubble sort of the axes):
+    each a transpose kernel of its own (TRANSPOSE.block-copy, TRANSPOSE.last-axis). `x.permute(2, 0, 1)`
+    of (B, C, L) is transpose(1, 2), then transpose(0, 1)."""
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    dims = n.attrs.get("dims")
+    if shape is None or not isinstance(dims, tuple | list) or len(dims) != len(shape):
+        return None
+    want = [axis(d, len(shape)) for d in dims]
+    if sorted(want) != list(range(len(shape))):
+        return None
+    order = list(range(len(shape)))  # the source axis at each position now
+    swaps: list[int] = []
+    for target, axis_ in enumerate(want):  # bring each wanted axis to its place from the right
+        at = order.index(axis_)
+        while at > target:
+            order[at - 1], order[at] = order[at], order[at - 1]
+            swaps.append(at - 1)
+            at -= 1
+    if len(swaps) < 2:
+        return None  # no move, or one swap: the transpose reader takes it as it is
+    parts: list[Any] = []
+    src, cur = n.inputs[0], list(shape)
+    for k, d in enumerate(swaps):
+        cur[d], cur[d + 1] = cur[d + 1], cur[d]
+        last = k == len(swaps) - 1
+        t = part(n, "" if last else f"t{k}", "transpose", "layout", (src,), {"dim0": d, "dim1": d + 1}, tuple(cur))
+        parts.append(t)
+        src = t.id
+    return Decomposition(tuple(parts))
+
+
 BASE_KINDS = (
     OpKind("cat", "layout", _cat_shape, lambda *xs, dim=0, **_: np.concatenate(xs, axis=dim),
            functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1, aten=("aten.cat.default",),
            inputs=("tensors",), defaults={"dim": 0}, pattern="cat"),
     OpKind("transpose", "layout", _transpose_shape, _transpose, functions=("transpose", "t"),
-           methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default")),
+           methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default"),
+           decompose=_far_swap),
     OpKind("permute", "layout", _permute_shape, lambda x, dims=(), **_: np.transpose(x, dims),
-           functions=("permute",), methods=("permute",), params=("dims",), aten=("aten.permute.default",)),
+           functions=("permute",), methods=("permute",), params=("dims",), aten=("aten.permute.default",),
+           decompose=_permute_swaps),
 )
 
 

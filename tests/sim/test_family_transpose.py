@@ -102,3 +102,45 @@ def test_a_swap_that_copies_along_q_verifies_too(kb, tmp_path):
     assert k.supported and "for i in range(q):" in k.source, k.reason
     (r,) = verify_many([p], jobs=1, cache=False)
     assert r.passed and r.max_abs_err == 0, r.reason
+
+
+def test_a_swap_of_the_last_axis_is_one_pypto_transpose(kb, tmp_path):
+    """The trailing rows of a swap of the last axis are single elements: no block copy, one
+    pypto.transpose of the (A, P, Q) layout (TRANSPOSE.last-axis)."""
+    c = extract_contract(_task("x.transpose(2, 3)"), kb)
+    plan = plan_dims(c, kb)
+    assert plan.strategy == "swap-blocks", plan.reason
+    assert plan.kernel_shapes == [(12, 5, 16)] and plan.output_kernel_shape == (12, 16, 5)
+    p = Pipeline(kb, Design(task=_write(tmp_path, _task("x.transpose(2, 3)"))))
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "transpose", k.reason
+    assert "pypto.assemble(pypto.transpose(x_all, 1, 2), [0, 0, 0], out)" in k.source
+    assert "return out.reshape(x.shape[0], x.shape[1], x.shape[3], x.shape[2])" in k.source
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=p.contract().signature) == []
+
+
+@pytest.mark.parametrize(("name", "swaps"), [("far_swap.py", [(2, 3), (1, 2), (2, 3)]),
+                                             ("rotate_axes.py", [(1, 2), (0, 1)])])
+def test_a_permutation_is_a_chain_of_neighbouring_swaps(kb, name, swaps):
+    from pypto_tui.design import task_kernels
+
+    found = task_kernels(pipe(kb, name))
+    assert found.supported and found.chain, found.reason
+    got = [(k.pipeline.contract().op_args["dim0"], k.pipeline.contract().op_args["dim1"]) for k in found.kernels]
+    assert got == swaps
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("name", ["tokens_first.py", pytest.param("rotate_axes.py", marks=pytest.mark.exhaustive),
+                                  "far_swap.py"])
+def test_last_axis_swaps_and_permutations_verify_exactly(kb, name):
+    (r,) = verify_many([pipe(kb, name)], jobs=1, cache=False)
+    assert r.supported and r.passed and r.design_kept, r.reason
+    assert r.max_abs_err == 0 and r.kernels_run == r.kernels_defined >= 1
+
+
+@pytest.mark.sim
+def test_a_last_axis_swap_given_back_the_wrong_shape_fails(kb, broken_twins):
+    (r,) = broken_twins([(pipe(kb, "tokens_first.py"), "return out.reshape(x.shape[0], x.shape[2], x.shape[1])",
+                          "return out.reshape(x.shape[0], x.shape[1], x.shape[2]).transpose(1, 2)")])
+    assert r.status != J.OK and r.passed is False, (r.label, r.status, r.error)

@@ -12,7 +12,7 @@ be whole 32-byte rows: a transpose of the last axis is no block copy.
 from __future__ import annotations
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
-from pypto_tui.codegen.expr import Ex
+from pypto_tui.codegen.expr import Ex, call
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.errors import Unsupported
@@ -38,6 +38,9 @@ def build_swap(b: Builder) -> None:
     loop = ctx.loop
     if loop is not None and loop.axis != 0:
         raise Unsupported("the swap loops over chunks of its leading axes only")
+    if d1 == len(shape) - 1:
+        _build_last_axis(b, d0, d1, shape)
+        return
     dims = ["a", "p", "q", "r"]
     count, block = ("p", "q") if by_p else ("q", "p")
     b.pattern = "transpose"
@@ -92,4 +95,52 @@ def build_swap(b: Builder) -> None:
     b.forward.result = b.expr(f"out.reshape({', '.join(back)}{',' if rank == 1 else ''})")
 
 
-PATTERNS = (Pattern("transpose", ("layout",), build_swap, ("TRANSPOSE.block-copy",), ops=OPS),)
+@cites("TRANSPOSE.last-axis")
+def _build_last_axis(b: Builder, d0: int, d1: int, shape: tuple[int, ...]) -> None:
+    """A swap that moves the last axis: the trailing rows are single elements, so no block copy; the
+    input laid out as (A, P, Q) becomes (A, Q, P) in one pypto.transpose (a chunk of A at a time when
+    auto_tiles needs a loop)."""
+    ctx = b.ctx
+    c = ctx.contract
+    loop = ctx.loop
+    b.pattern = "transpose"
+    b.summary = (f"transpose({d0}, {d1}) of the last axis: (A, P, Q) to (A, Q, P) with pypto.transpose"
+                 + (", a loop over chunks of the leading axes" if loop else ""))
+    assert ctx.main is not None
+    tile = b.tile_constant(ctx.main, "the output's (A, Q, P) layout",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+
+    def swap(size: str, off: str | int, suffix: str) -> Stmts:
+        chunk = f"x_{suffix}"
+        return b.tmpl("copy_block", views=b.view(chunk, "x", [size, "p", "q"], [off, 0, 0]),
+                      part=call("transpose", Ex.name(chunk), 1, 2), offsets=dims_list([off, 0, 0]),
+                      out=name("out"))
+
+    prelude: Stmts = []
+    if loop is None:
+        body = b.tmpl("vec_setup", tile=tile) + swap("a", 0, "all")
+    else:
+        prelude, body = b.chunked_loop("a", swap, setup=b.tmpl("vec_setup", tile=tile))
+    spec = KernelSpec(
+        factory="create_transpose_kernel", kernel="transpose_kernel", dims=["a", "p", "q"], scalars=[],
+        inputs=[TensorParam("x", ("a", "p", "q"), ctx.dtype)],
+        output=TensorParam("out", ("a", "q", "p"), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"{b.summary} (TRANSPOSE.last-axis): the kernel moves data only.",
+    )
+    b.add_kernel(spec)
+    rank = len(shape)
+    src = c.operands[0].name
+    b.assert_rank(src, rank)
+    lead = " * ".join(f"{src}.shape[{a}]" for a in range(d0)) or "1"
+    b.forward.prepare += b.fwd(f"a = {lead}")
+    b.forward.prepare += b.fwd(f"p = {src}.shape[{d0}]")
+    b.forward.prepare += b.fwd(f"q = {src}.shape[{d1}]")
+    laid = f"{src}_rows"
+    b.forward.prepare += b.fwd(f"{laid} = {src}.reshape(a, p, q).contiguous()")
+    b.call_kernel(spec, [laid])
+    back = [f"{src}.shape[{i}]" for i in range(rank)]
+    back[d0], back[d1] = back[d1], back[d0]
+    b.forward.result = b.expr(f"out.reshape({', '.join(back)}{',' if rank == 1 else ''})")
+
+
+PATTERNS = (Pattern("transpose", ("layout",), build_swap, ("TRANSPOSE.block-copy", "TRANSPOSE.last-axis"), ops=OPS),)
