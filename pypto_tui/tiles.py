@@ -377,12 +377,25 @@ def step_down(kb: KnowledgeBase, tile: Shape, dtype: str, live_buffers: int, min
     max pool's (1, 1, 124, 128) stepped down to (1, 1, 124, 64) lost pass-verify's Pass_28 and
     Pass_36 rows at its GATHER ops on pypto 0.2.0; (1, 1, 62, 128) verifies)."""
     new = list(tile)
+    row_bytes = kb.dtype_bytes(dtype)
+    align = kb.limits.last_dim_align_bytes
+
+    def aligned_half(axis: int) -> bool:
+        """Halving keeps the axis whole 32-byte rows (P4.last-dim-align), or it is no last axis, or it
+        was not aligned before."""
+        if axis != len(new) - 1 or (new[axis] * row_bytes) % align:
+            return True
+        return ((new[axis] // 2) * row_bytes) % align == 0
 
     def halve() -> bool:
         lead = [i for i in range(len(new) - 1) if new[i] > 1] if keep_last else []
-        axis = max(lead or range(len(new)), key=lambda i: (new[i], i))
-        if new[axis] <= 1:
+        axes = lead or [i for i in range(len(new)) if new[i] > 1]
+        # the largest axis, but not the last where halving leaves rows of part of 32 bytes ((8, 32, 56)
+        # stepped to (8, 32, 28): 112-byte rows the NPU code generator refuses) while another can halve
+        fine = [i for i in axes if aligned_half(i)] or axes
+        if not fine:
             return False
+        axis = max(fine, key=lambda i: (new[i], i))
         new[axis] //= 2
         return True
 

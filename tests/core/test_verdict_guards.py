@@ -34,6 +34,15 @@ def test_the_step_down_halves_the_largest_axis_and_the_later_one_on_a_tie(kb) ->
     assert held_bytes(kb, tied, "fp32", 6) <= kb.chip.ub_bytes < held_bytes(kb, (128, 128), "fp32", 6)
 
 
+def test_the_step_down_keeps_the_last_axis_in_whole_32_byte_rows_while_another_axis_can_halve(kb) -> None:
+    """ResNet's stem pool window tile (8, 32, 56) with its select's buffers: the largest axis is the last,
+    but halving it gives 28 x 4 B = 112-byte rows (P4.last-dim-align: the NPU code generator refuses
+    them), so the rows axis halves; a last axis that halves to whole rows still goes first."""
+    stem = step_down(kb, (8, 32, 56), "fp32", live_buffers=4, select_mask=True)
+    assert stem == (8, 16, 56) and (stem[-1] * 4) % kb.limits.last_dim_align_bytes == 0
+    assert step_down(kb, (8, 8192), "fp32", live_buffers=4) == (8, 1024)  # 4 KB rows: still the last axis
+    assert step_down(kb, (1, 1, 24), "fp32", live_buffers=5000)[-1] < 24  # nothing else to halve
+
 
 def test_a_gather_along_the_last_axis_steps_down_its_leading_axes_first(kb) -> None:
     """A 3-D max pool's window tile (1, 1, 124, 128) with its select's buffers: halving the last
@@ -101,3 +110,19 @@ def test_a_later_trials_failure_is_the_reason_not_the_earlier_trials_pass() -> N
     report = finish_verify(PreparedVerify(job, VerifyReport(supported=True, passed=False, reason="")),
                            _replace(first_passed, reason=said))
     assert not report.passed and report.reason == said
+
+
+def test_the_stem_pool_is_scaffolded_without_a_finding_of_our_own_lint(kb) -> None:
+    """The window tile stepped down for the select's buffers stays in whole 32-byte rows, so the module the
+    tool writes is one its own lint passes (it flagged 112-byte rows in 7 of KernelBench's level-3 CNNs)."""
+    from pathlib import Path
+
+    from pypto_tui.design import Design, Pipeline, kernel_of
+    from pypto_tui.lint.engine import lint_source
+
+    task = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_conv" / "stem_pool.py"
+    p = Pipeline(kb, Design(task=str(task)))
+    k = kernel_of(p)
+    assert k.supported, k.reason
+    assert "TILE = (8, 16, 56)" in k.source
+    assert lint_source(k.source, "stem_pool.py", kb=kb, task_signature=p.contract().signature) == []
