@@ -410,7 +410,35 @@ def decompose(graph: OpGraph) -> OpGraph:
             continue
         out += parts.nodes
         consts += [Value(vid, "const", (), "fp32", value, source) for vid, value, source in parts.consts]
-    return replace(graph, nodes=tuple(out), values=(*graph.values, *consts))
+    return replace(graph, nodes=_materialized_expands(out), values=(*graph.values, *consts))
+
+
+def _materialized_expands(nodes: list[OpNode]) -> tuple[OpNode, ...]:
+    """A view that widens a tensor (expand) read by a kernel other than an elementwise one (a class token
+    `cls.expand(b, -1, -1)` before a cat): an elementwise kernel reads the expand as a broadcasting leaf,
+    any other reads a contiguous tensor, which forward may not make (only kernels compute). So such a view
+    gets a `clone` after it: an elementwise kernel that writes the widened tensor."""
+    from dataclasses import replace
+
+    from pypto_tui.ops import views as V
+
+    readers: dict[str, list[OpNode]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+    renamed: dict[str, str] = {}
+    out: list[OpNode] = []
+    for n in nodes:
+        if renamed:
+            n = replace(n, inputs=tuple(renamed.get(i, i) for i in n.inputs))
+        out.append(n)
+        widens = n.role == "view" and any(V.step_of(s).kind == "expand" for s in n.attrs.get("steps", ()))
+        if widens and any(r.role not in ("elementwise", "view") for r in readers.get(n.id, ())):
+            copy = replace(n, id=f"{n.id}c", op="clone", role="elementwise", inputs=(n.id,), attrs={},
+                           spelling=f"{n.spelling} (made whole)")
+            out.append(copy)
+            renamed[n.id] = copy.id
+    return tuple(out)
 
 
 FREE_VIEW_STEPS = ("unsqueeze", "reshape")
@@ -527,15 +555,20 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
         for i in n.inputs:
             consumers.setdefault(i, []).append(n.id)
     prologue: dict[str, list[str]] = {}  # a matmul's id: the transposes of inputs it reads as operands
+    leaves: dict[str, str] = {}  # a widening view of an input: the one elementwise node that reads it
     for n in graph.nodes:
         producers = [group_of[i] for i in n.inputs if i in group_of]
+        users = consumers.get(n.id, [])
+        if n.role == "view" and not producers and not _free_view(n) and len(users) == 1 \
+                and nodes[users[0]].role == "elementwise":
+            leaves[users[0]] = n.id  # its reader's kernel widens it (a broadcasting leaf, pattern A)
+            continue
         if n.role == "view" and not producers:
             views.append(n.id)  # forward takes it on the input
             continue
         if n.role == "view" and _free_view(n):
             views.append(n.id)  # forward takes it on the kernel's output (a free reshape between kernels)
             continue
-        users = consumers.get(n.id, [])
         if n.op == "transpose" and n.inputs and len(users) == 1 and nodes[users[0]].role == "matmul" and \
                 _swaps_last_two(n, graph):
             prologue.setdefault(users[0], []).append(n.id)  # the matmul reads the operand transposed
@@ -546,13 +579,19 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
             rule = chain_rule if anchor is None else by_anchor.get(nodes[anchor].role)
             if rule is not None and (n.role == "view" or (rule.takes(n.op, "epilogue") and (
                     anchor is None or _epilogue_fits(graph, nodes, members[g], n)))):
+                if n.id in leaves:
+                    group_of[leaves[n.id]] = g
+                    members[g].append(leaves[n.id])
                 group_of[n.id] = g
                 members[g].append(n.id)
                 continue
         for t in prologue.get(n.id, ()):
             group_of[t] = len(members)
+        leaf = [leaves[n.id]] if n.id in leaves else []
+        for t in leaf:
+            group_of[t] = len(members)
         group_of[n.id] = len(members)
-        members.append([*prologue.get(n.id, ()), n.id])
+        members.append([*prologue.get(n.id, ()), *leaf, n.id])
         is_anchor = n.role not in ("elementwise", "view")
         anchors.append(n.id if is_anchor else None)
         rule = by_anchor.get(n.role) if is_anchor else chain_rule

@@ -83,3 +83,23 @@ def test_a_task_plans_a_copy_kernel_per_part(name) -> None:
     assert len(copies) == (2 if name == "glu_split.py" else 1)
     for p in copies:
         assert p.contract().family == "layout" and p.dims().reshape == "slice_rows"
+
+
+def test_a_widened_parameter_a_cat_reads_is_made_whole_by_an_elementwise_kernel() -> None:
+    """cls.expand(b, -1, -1) before torch.cat: the cat reads a contiguous tensor, which forward may not
+    make, so a clone after the expand is an elementwise kernel whose leaf is the widening view."""
+    found = task_kernels(Pipeline(get_kb(), Design(task=str(CHAIN / "cls_token.py"))))
+    assert found.supported, found.reason
+    assert [k.ops for k in found.kernels] == ["view, clone", "linear", "add", "cat"]
+    made = found.kernels[0].pipeline
+    assert made.contract().family == "elementwise" and made.contract().output_shape == (4, 1, 64)
+
+
+def test_a_widening_view_an_elementwise_kernel_reads_stays_its_leaf() -> None:
+    x = Value("x", "input", (4, 1, 8), "fp32", None)
+    y = Value("y", "input", (4, 6, 8), "fp32", None)
+    wide = OpNode("n0", "view", "view", ("x",), {"steps": (V.Step("expand", shape=(4, 6, 8)),)}, (4, 6, 8), "fp32",
+                  "expand")
+    add = OpNode("n1", "add", "elementwise", ("n0", "y"), {}, (4, 6, 8), "fp32", "+")
+    g = decompose(OpGraph((x, y), (wide, add), "n1"))
+    assert [n.op for n in g.nodes] == ["view", "add"]  # no clone: the add widens it itself
