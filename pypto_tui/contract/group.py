@@ -223,6 +223,11 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call("narrow", (a[0],), "torch", **_present(at, kind.params))
     if kind.role == "layout" and kind.arity == -1:  # a concatenation of the group's inputs
         return _call(op, (Node("tuple", args=a),), "torch", **_present(at, kind.params))
+    if kind.role == "attention":  # F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)
+        if len(a) != 3 or at.get("attn_mask") is not None or at.get("dropout_p"):
+            raise Unsupported(f"{n.spelling}: attention with a mask tensor or dropout inside a chain is not "
+                              "scaffolded yet")
+        return _call(op, a, "F", **_present(at, ("is_causal", "scale")))
     if kind.role == "pool" and n.spelling.startswith("F."):
         keys = tuple(k for k in at if k not in ("nd", "return_indices"))
         return _call(n.spelling[2:], a, "F", **_present(at, keys))

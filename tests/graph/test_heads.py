@@ -49,3 +49,16 @@ def test_a_reshape_that_splits_one_axis_reads_the_others_and_infers_the_last_par
         ((0,), 4, -1, (2,), (3,))]
     assert V.symbolic_sizes((2, 64, 4, 32), [V.Step("reshape", shape=(2, 64, 128))]) == [((0,), (1,), (2, 3))]
     assert V.symbolic_sizes((4, 6), [V.Step("reshape", shape=(2, 12))]) == [(2, 12)]  # no axis kept: literals
+
+
+def test_attention_is_one_kernel_of_a_chain() -> None:
+    """F.scaled_dot_product_attention over three projections: the attention anchor is a kernel of the
+    chain as it is of a one-operator task (its own pattern), the projections kernels before it."""
+    from pypto_tui.design import Design, Pipeline, task_kernels
+    from pypto_tui.kb import get_kb
+
+    found = task_kernels(Pipeline(get_kb(), Design(task=str(FIX / "tasks_chain" / "sdpa_chain.py"))))
+    assert found.supported and found.chain, found.reason
+    assert [k.ops for k in found.kernels] == ["linear", "linear", "linear", "scaled_dot_product_attention"]
+    attention = found.kernels[-1].pipeline
+    assert (attention.contract().family, attention.contract().op_args.get("is_causal")) == ("attention", False)
