@@ -10,7 +10,7 @@ from pypto_tui.design import kernel_of
 from pypto_tui.sim import jobs as J
 from pypto_tui.sim.verification import verify_many
 
-pytestmark = pytest.mark.sim
+pytestmark = [pytest.mark.sim, pytest.mark.exhaustive]  # CI: the causal attention test renders where and eq
 
 SELECT = "pypto.where(pypto.gt(x, y), x, y * 0.5)"
 
