@@ -119,11 +119,55 @@ def _narrow(x: np.ndarray, dim: int = 0, start: int = 0, length: int = 0, **_: A
     return np.ascontiguousarray(np.take(x, range(start, start + length), axis=dim))
 
 
+def _unfold_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x = tuple(shapes[0])
+    d = axis(attrs.get("dimension", 0), len(x))
+    size, step = int(attrs.get("size", 1)), int(attrs.get("step", 1))
+    if size < 1 or step < 1 or size > x[d]:
+        raise OpError(f"unfold({d}, {size}, {step}) of {x}")
+    return (*x[:d], (x[d] - size) // step + 1, *x[d + 1:], size)
+
+
+def _unfold(x: np.ndarray, dimension: int = 0, size: int = 1, step: int = 1, **_: Any) -> np.ndarray:
+    d = axis(dimension, x.ndim)
+    windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=d)
+    return np.ascontiguousarray(np.take(windows, range(0, x.shape[d] - size + 1, step), axis=d))
+
+
+def _unfold_patches(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """x.unfold(d, p, p), windows that tile the axis (a vision transformer's patches): a free reshape
+    of axis d into (D / p, p), then the p axis moved to the end by neighbouring swaps (transpose
+    kernels, TRANSPOSE.block-copy / TRANSPOSE.last-axis). Overlapping windows stay whole (no kernel)."""
+    from pypto_tui.ops.views import Step
+
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None:
+        return None
+    d = axis(n.attrs.get("dimension", 0), len(shape))
+    size, step = int(n.attrs.get("size", 1)), int(n.attrs.get("step", 1))
+    if size != step or shape[d] % size:
+        return None
+    cur = [*shape[:d], shape[d] // size, size, *shape[d + 1:]]
+    swaps = list(range(d + 1, len(cur) - 1))
+    split = {"steps": (Step("reshape", shape=tuple(cur)),)}
+    view = part(n, "v" if swaps else "", "view", "view", (n.inputs[0],), split, tuple(cur))
+    parts: list[Any] = [view]
+    for k, a in enumerate(swaps):
+        cur[a], cur[a + 1] = cur[a + 1], cur[a]
+        t = part(n, "" if k == len(swaps) - 1 else f"t{k}", "transpose", "layout", (parts[-1].id,),
+                 {"dim0": a, "dim1": a + 1}, tuple(cur))
+        parts.append(t)
+    return Decomposition(tuple(parts))
+
+
 SLICE_KINDS = (
     # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
     # no spelling of its own, the graph makes it from a view.
     OpKind("narrow", "layout", _narrow_shape, _narrow, params=("dim", "start", "length"), pattern="slice",
            note="part of one axis copied out: x.narrow(dim, start, length) made contiguous"),
+    OpKind("unfold", "layout", _unfold_shape, _unfold, methods=("unfold",), params=("dimension", "size", "step"),
+           aten=("aten.unfold.default",), decompose=_unfold_patches,
+           note="windows of one axis, laid along a new last axis; patches (step == size) are a reshape and swaps"),
 )
 
 

@@ -62,3 +62,29 @@ def test_attention_is_one_kernel_of_a_chain() -> None:
     assert [k.ops for k in found.kernels] == ["linear", "linear", "linear", "scaled_dot_product_attention"]
     attention = found.kernels[-1].pipeline
     assert (attention.contract().family, attention.contract().op_args.get("is_causal")) == ("attention", False)
+
+
+def test_patches_by_unfold_are_a_reshape_and_neighbouring_swaps() -> None:
+    """img.unfold(2, p, p).unfold(3, p, p): each unfold whose windows tile the axis is a free reshape of
+    the axis into (D / p, p), then the p axis moved last by transpose kernels; the windows match torch's."""
+    import numpy as np
+
+    from pypto_tui.contract.graph import OpGraph, OpNode, Value
+    from pypto_tui.design import Design, Pipeline, task_kernels
+    from pypto_tui.kb import get_kb
+    from pypto_tui.ops import registry
+
+    g = decompose(OpGraph((Value("x", "input", (2, 3, 8, 4), "fp32", None),),
+                          (OpNode("n0", "unfold", "layout", ("x",), {"dimension": 2, "size": 2, "step": 2},
+                                  (2, 3, 4, 4, 2), "fp32", "unfold"),), "n0"))
+    assert [(n.op, n.shape) for n in g.nodes] == [("view", (2, 3, 4, 2, 4)), ("transpose", (2, 3, 4, 4, 2))]
+    x = np.arange(2 * 3 * 8 * 4, dtype=float).reshape(2, 3, 8, 4)
+    windows = registry.kind("unfold").reference(x, dimension=2, size=2, step=2)
+    assert np.array_equal(windows, np.swapaxes(x.reshape(2, 3, 4, 2, 4), 3, 4))
+    assert np.array_equal(windows[0, 0, 1, :, 1], x[0, 0, 3, :])  # window 1's second row: row 2 * 1 + 1
+    overlapping = decompose(OpGraph(g.values, (OpNode("n0", "unfold", "layout", ("x",),
+                                                      {"dimension": 2, "size": 3, "step": 1}, (2, 3, 6, 4, 3),
+                                                      "fp32", "unfold"),), "n0"))
+    assert [n.op for n in overlapping.nodes] == ["unfold"]  # overlapping windows: no such decomposition
+    found = task_kernels(Pipeline(get_kb(), Design(task=str(FIX / "tasks_chain" / "patch_embed.py"))))
+    assert found.supported and [k.ops for k in found.kernels] == ["transpose", "transpose", "linear", "add"]
