@@ -155,13 +155,13 @@ def test_an_unknown_operator_is_one_short_line_naming_it_and_its_submodule():
 
 
 def test_an_unknown_operator_names_the_task_files_line_it_was_traced_from():
-    data = _graph([_node("u", "aten.unfold.default", [{"node": "x"}, 2, 4, 4], [2, 4, 2, 8, 4], line=55),
-                   _node("relu", "aten.relu.default", [{"node": "u"}], [2, 4, 2, 8, 4])], "relu")
+    data = _graph([_node("u", "aten.constant_pad_nd.default", [{"node": "x"}, [1, 1]], [2, 4, 8, 10], line=55),
+                   _node("relu", "aten.relu.default", [{"node": "u"}], [2, 4, 8, 10])], "relu")
     (p,) = graph_from_trace(data).problems
-    assert p.startswith("aten.unfold.default in forward, line 55: not in the operator registry")
+    assert p.startswith("aten.constant_pad_nd.default in forward, line 55: not in the operator registry")
     # a trace without lines (an older cache entry, a frame outside the task file) names none
     del data["nodes"][0]["line"]
-    assert graph_from_trace(data).problems[0].startswith("aten.unfold.default in forward: ")
+    assert graph_from_trace(data).problems[0].startswith("aten.constant_pad_nd.default in forward: ")
 
 
 def test_a_max_pools_indices_read_are_a_problem_its_values_are_not():
