@@ -78,15 +78,21 @@ def _permute_swaps(n: Any, shape_of: ShapeOf) -> Decomposition | None:
             at -= 1
     if len(swaps) < 2:
         return None  # no move, or one swap: the transpose reader takes it as it is
+    return Decomposition(tuple(_swap_chain(n, n.inputs[0], shape, swaps)))
+
+
+def _swap_chain(n: Any, src: str, shape: Shape, swaps: Sequence[int]) -> list[Any]:
+    """The transpose nodes that swap axes d and d + 1 for each d of `swaps` in turn, from the value `src`
+    of `shape`; the last keeps the node's id (its readers are unchanged)."""
     parts: list[Any] = []
-    src, cur = n.inputs[0], list(shape)
+    cur = list(shape)
     for k, d in enumerate(swaps):
         cur[d], cur[d + 1] = cur[d + 1], cur[d]
         last = k == len(swaps) - 1
         t = part(n, "" if last else f"t{k}", "transpose", "layout", (src,), {"dim0": d, "dim1": d + 1}, tuple(cur))
         parts.append(t)
         src = t.id
-    return Decomposition(tuple(parts))
+    return parts
 
 
 BASE_KINDS = (
@@ -151,13 +157,7 @@ def _unfold_patches(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     swaps = list(range(d + 1, len(cur) - 1))
     split = {"steps": (Step("reshape", shape=tuple(cur)),)}
     view = part(n, "v" if swaps else "", "view", "view", (n.inputs[0],), split, tuple(cur))
-    parts: list[Any] = [view]
-    for k, a in enumerate(swaps):
-        cur[a], cur[a + 1] = cur[a + 1], cur[a]
-        t = part(n, "" if k == len(swaps) - 1 else f"t{k}", "transpose", "layout", (parts[-1].id,),
-                 {"dim0": a, "dim1": a + 1}, tuple(cur))
-        parts.append(t)
-    return Decomposition(tuple(parts))
+    return Decomposition((view, *_swap_chain(n, view.id, tuple(cur), swaps)))
 
 
 SLICE_KINDS = (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import Pipeline
+from pypto_tui.design import Pipeline, split_by_graph
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
 from pypto_tui.sim import jobs as J
@@ -201,17 +201,6 @@ def _check_scale(scale: str) -> None:
         raise InputError(f"--scale {scale!r}: use small or full")
 
 
-def _is_module(pipeline: Pipeline) -> bool:
-    """The task is written as a module of kernels (design.task_kernels decides, for every command), also
-    when one operator is read but written as several (a swap of axes that are not neighbours)."""
-    from pypto_tui.design import task_kernels
-
-    try:
-        return task_kernels(pipeline).chain
-    except InputError:
-        return False
-
-
 def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb: int | None = None,
                    criterion: Criterion = Criterion(), wiring: bool = False) -> PreparedVerify:
     """The design's kernel at test shapes (the chosen tile, loop count and cube tiles kept
@@ -219,7 +208,7 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     at, its kernels re-planned there (module_test.wiring_test; per_kernel.py verifies each design)."""
     _check_scale(scale)
     c = pipeline.contract()
-    if not c.supported or _is_module(pipeline):
+    if not c.supported or split_by_graph(pipeline) is not None:  # a module of kernels, as task_kernels says
         module = _prepare_module_verify(pipeline, scale, memory_limit_mb, criterion, wiring)
         return module or PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
     report = VerifyReport(False, False, "", scale=scale)
@@ -503,7 +492,7 @@ def prepare_kernel_verify(pipeline: Pipeline, kernel: Path, *, scale: str = "sma
     report = VerifyReport(False, False, "", scale=scale, kernel=str(kernel),
                           tile=_list(kfile.tile), loop_count=kfile.loop_count,
                           design_tile=_list(kfile.tile), design_loop_count=kfile.loop_count)
-    if scale == "small" and (not pipeline.contract().supported or _is_module(pipeline)):
+    if scale == "small" and (not pipeline.contract().supported or split_by_graph(pipeline) is not None):
         chain = _module_kernel_verify(pipeline, kfile, report, memory_limit_mb, criterion)
         if chain is not None:
             return chain

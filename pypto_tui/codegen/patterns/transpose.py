@@ -90,9 +90,7 @@ def build_swap(b: Builder) -> None:
     laid = f"{src}_blocks"
     b.forward.prepare += b.fwd(f"{laid} = {src}.reshape({', '.join(in_shape)}).contiguous()")
     b.call_kernel(spec, [laid])
-    back = [f"{src}.shape[{i}]" for i in range(rank)]
-    back[d0], back[d1] = back[d1], back[d0]
-    b.forward.result = b.expr(f"out.reshape({', '.join(back)}{',' if rank == 1 else ''})")
+    _give_back_swapped(b, src, rank, d0, d1)
 
 
 @cites("TRANSPOSE.last-axis")
@@ -138,6 +136,11 @@ def _build_last_axis(b: Builder, d0: int, d1: int, shape: tuple[int, ...]) -> No
     laid = f"{src}_rows"
     b.forward.prepare += b.fwd(f"{laid} = {src}.reshape(a, p, q).contiguous()")
     b.call_kernel(spec, [laid])
+    _give_back_swapped(b, src, rank, d0, d1)
+
+
+def _give_back_swapped(b: Builder, src: str, rank: int, d0: int, d1: int) -> None:
+    """forward's result: the kernel's output reshaped to the input's sizes with axes d0 and d1 swapped."""
     back = [f"{src}.shape[{i}]" for i in range(rank)]
     back[d0], back[d1] = back[d1], back[d0]
     b.forward.result = b.expr(f"out.reshape({', '.join(back)}{',' if rank == 1 else ''})")
