@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import KERNEL_DECISIONS, STEPS, Design, Pipeline, module_stages
+from pypto_tui.design import KERNEL_DECISIONS, STEPS, Design, Pipeline, module_stages, split_by_graph
 from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, get_kb
@@ -326,9 +326,10 @@ class Session:
         """The kernels of a chain the planner splits (design.module_stages' stages), or () for a
         task of one kernel (or one that cannot be read: the Contract step says why)."""
         try:
-            if self.pipeline.contract().supported:
-                return ()
-            designed = module_stages(self.pipeline)
+            if self.pipeline.contract().supported:  # one kernel, unless the graph splits what the layout refuses
+                designed = split_by_graph(self.pipeline)
+            else:
+                designed = module_stages(self.pipeline)
         except Exception:
             return ()
         return designed.stages if designed is not None and not designed.refused else ()

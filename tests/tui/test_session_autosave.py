@@ -241,3 +241,17 @@ async def test_contract_edit_rebuilds_the_tile_step(make_app, ui) -> None:
         assert len(tiles.tile_fields()) == 3
         assert tuple(int(f.value) for f in tiles.tile_fields()) == app.session.pipeline.chosen_tile()
         assert tiles.last_error is None
+
+
+def test_a_one_operator_task_the_graph_splits_shows_its_kernels_one_at_a_time() -> None:
+    """x.transpose(1, 3) is read as one operator, but only the graph's three neighbouring swaps have a
+    layout: the steps show those kernels, as `contract`, `tile` and `scaffold` do (design.task_kernels)."""
+    from pathlib import Path
+
+    from pypto_tui.design import task_kernels
+
+    task = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_extra" / "far_swap.py"
+    s = Session(Design(task=str(task), step="dims"))
+    stages = s.kernels()
+    assert [st.ops for st in stages] == [k.ops for k in task_kernels(s.pipeline).kernels] == ["transpose"] * 3
+    assert s.step_pipeline is stages[0].pipeline and s.step_pipeline.dims().strategy == "swap-blocks"
