@@ -535,15 +535,17 @@ def module_plan_of(pipeline: Pipeline) -> tuple[OpGraph, ModulePlan] | None:
     if c.graph is None:
         return None
     graph = decompose(OpGraph.from_data(c.graph))
-    if graph.problems or graph.output is None or len(graph.ops) < 2:
+    unread = not c.supported and c.family == "unknown"  # the task's reader saw no operator: the graph's decides
+    if graph.problems or graph.output is None or not graph.ops or (len(graph.ops) < 2 and not unread):
         return None
     rules = pipeline.kb.fusion if pipeline.fuse else ()
     mp = partition(graph, rules)
     # one group is a module too when its anchor took an epilogue (a GEMM with its bias and activation,
-    # FUSE.matmul-separate): the task's own reader sees a fused expression, the group's a matmul contract
+    # FUSE.matmul-separate): the task's own reader sees a fused expression, the group's a matmul contract;
+    # and when the task's reader could not read it as one operator (an nn.LSTM, a module the trace ran)
     fused = len(mp.groups) == 1 and mp.groups[0].anchor is not None and any(
         n is not None and n.role == "elementwise" for n in (graph.node(i) for i in mp.groups[0].nodes))
-    return (graph, mp) if len(mp.groups) > 1 or fused else None
+    return (graph, mp) if len(mp.groups) > 1 or fused or unread else None
 
 
 @dataclass(frozen=True)

@@ -669,11 +669,63 @@ def _swap_layout(c: Contract) -> _Layout:
     return _Layout([plan.input_kernel], fwd, axis_map, [], None, plan.output_kernel)
 
 
+def _pad_rows(c: Contract) -> _Layout:
+    """F.pad of one axis d by (before, after) as rows: the input becomes (prod(shape[:d]),
+    prod(shape[d:])) and the output (the same rows, (before + n + after) x the trailing size), so each
+    input row is one contiguous block of its output row, between two fill blocks. A pad of several
+    axes (or a crop) is no one layout: the graph makes it one kernel per axis."""
+    from pypto_tui.ops.base import OpError
+    from pypto_tui.ops.layout import pad_pairs
+
+    if c.op != "pad" or len(c.operands) != 1 or c.operands[0].shape is None:
+        raise _NotApplicable("the rows layout is for a pad of one input with a known shape")
+    shape = tuple(c.operands[0].shape or ())
+    try:
+        pairs = pad_pairs(c.op_args.get("pad"), len(shape))
+    except OpError as exc:
+        raise _NotApplicable(str(exc)) from None
+    touched = [d for d, p in enumerate(pairs) if p != (0, 0)]
+    if len(touched) != 1 or min(pairs[touched[0]]) < 0:
+        raise _NotApplicable("a pad of one axis by non-negative widths is one kernel; this one is one per axis")
+    d = touched[0]
+    lo, hi = pairs[d]
+    rows, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
+    kernel = (rows, math.prod(shape[d:]))
+    fwd: list[Shape | None] = [kernel if t.is_tensor else None for t in c.inputs]
+    return _Layout([kernel], fwd, [list(range(d)), list(range(d, len(shape)))], [], None,
+                   (rows, (lo + shape[d] + hi) * inner))
+
+
+def _recurrent_rows(c: Contract) -> _Layout:
+    """An LSTM or GRU layer as 2-D tensors: the sequence as (batch, steps x features) when batch-first,
+    else (steps x batch, features), so each step's (batch, features) block is one view; the weights as
+    they are; each bias as one (1, gates x H) row; h0 (and an LSTM's c0) (batch, hidden). The output is
+    laid out as the sequence is (a step's hidden state one assemble), or (batch, hidden) for the final
+    cell state."""
+    shapes = [t.shape for t in c.operands]
+    if len(shapes) not in (6, 7) or any(s is None for s in shapes):
+        raise _NotApplicable("the recurrent layout is for an LSTM or GRU layer's tensors with known shapes")
+    x, w_ih, w_hh, b_ih, b_hh, *states = (tuple(s or ()) for s in shapes)
+    first = bool(c.op_args.get("batch_first"))
+    hidden, h0 = w_hh[1], states[0]
+    seq: Shape = (x[0], x[1] * x[2]) if first else (x[0] * x[1], x[2])
+    kernel = {t.name: k for t, k in zip(c.operands, [seq, w_ih, w_hh, (1, b_ih[0]), (1, b_hh[0]), *states],
+                                          strict=True)}
+    fwd: list[Shape | None] = [kernel[t.name] if t.name in kernel and kernel[t.name] != t.shape else None
+                               for t in c.inputs]
+    if c.op_args.get("emit") == "cell":
+        out: Shape = (h0[0], hidden)
+    else:
+        out = (x[0], x[1] * hidden) if first else (x[0] * x[1], hidden)
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, [[0], [1], [2]], [], None,
+                   out)
+
+
 RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
     "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
-    "slice_rows": _slice_rows,
+    "slice_rows": _slice_rows, "pad_rows": _pad_rows, "recurrent_rows": _recurrent_rows,
 }
 WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
     # convs and pools (see _window): their blocks are sized by the pack's [window] limits

@@ -199,6 +199,15 @@ def work_of(c: Contract, kb: KnowledgeBase) -> Work:
         cube = float(2 * scores * qs[-1])
         vector = float(scores * _ops_per_element(prof, fam, c.op))
         counted.append("attention: Q K^T and P V on the cube, the softmax over the scores on the vector units")
+    elif fam == "recurrent" and len(tensors) >= 3:
+        xs, w_ih, w_hh = (tuple(t.shape or ()) for t in tensors[:3])
+        steps, batch = (xs[1], xs[0]) if c.op_args.get("batch_first") else (xs[0], xs[1])
+        hidden = w_hh[-1]
+        cube = float(steps * batch * w_ih[0] * (w_ih[-1] + hidden))
+        vector = float(steps * batch * hidden * _ops_per_element(prof, fam, c.op))
+        counted.append(f"{c.op}: per step the gates' products with the input and the hidden state on the cube, "
+                       "the activations and state updates on the vector units; the bound assumes the steps "
+                       "overlap, which a recurrence does not allow")
     elif fam in ("conv", "pool"):
         weights, vector, cube = _conv(c, tensors[0], out, counted)
         moved += weights * itemsize(kb, dtype)

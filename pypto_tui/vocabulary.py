@@ -11,7 +11,7 @@ from typing import Literal
 
 FAMILIES: tuple[str, ...] = (
     "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
-    "attention", "layout", "unknown",
+    "attention", "layout", "recurrent", "unknown",
 )
 
 # Why a loop exists (the loop planner's reason kinds, P6): auto_tiles over the limit, a matmul's M

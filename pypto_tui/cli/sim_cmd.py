@@ -55,7 +55,8 @@ def _pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | N
 
 
 def _picked_pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: int | None,
-                     kernel_index: int | None, submodule: str | None) -> tuple[Any, dict[str, Any]]:
+                     kernel_index: int | None, submodule: str | None, front_end: str = "static",
+                     trace_timeout: float = 300.0) -> tuple[Any, dict[str, Any]]:
     """One kernel of the task's module (--kernel-index or --submodule), designed as a task of its own
     with --tile and --loop-count applied to it, and what the document says about it."""
     from pypto_tui.cli.kernel_pick import task_pipelines
@@ -64,7 +65,8 @@ def _picked_pipeline(task: Path, kb: Path | None, tile: str | None, loop_count: 
 
     require_file(task, "task file")
     pack = load_kb(kb)
-    [(shown, p)] = task_pipelines(task, pack, kernel_index, submodule)
+    front_end = use_front_end(task, pack, front_end, trace_timeout)
+    [(shown, p)] = task_pipelines(task, pack, kernel_index, submodule, front_end)
     changes: dict[str, Any] = {}
     if tile:
         changes["tile"] = list(parse_dims(tile, "tile"))
@@ -118,6 +120,8 @@ def sim(
                                         "chosen / unfused).")] = "chosen",
     kb: KbOption = None,
     json_out: JsonOption = False,
+    front_end: FrontEndOption = "static",
+    trace_timeout: TraceTimeoutOption = 300.0,
 ) -> None:
     """Compile the design's kernel in SIM mode and report the cost-model time (µs) per candidate,
     against the task's roofline (the least time the pack's chip profile allows).
@@ -146,9 +150,9 @@ def sim(
         raise InputError("--fusion prices the whole module's plans: drop --kernel-index and --submodule")
     picked: dict[str, Any] | None = None
     if picking:
-        p, picked = _picked_pipeline(task, kb, tile, loop_count, kernel_index, submodule)
+        p, picked = _picked_pipeline(task, kb, tile, loop_count, kernel_index, submodule, front_end, trace_timeout)
     else:
-        p = _pipeline(task, kb, tile, loop_count)
+        p = _pipeline(task, kb, tile, loop_count, front_end=front_end, trace_timeout=trace_timeout)
     if fusion != "chosen":
         _require_chain(p)
     if fusion == "unfused":
@@ -160,7 +164,8 @@ def sim(
     from pypto_tui.sim.runner import StopSignal
 
     doc: dict[str, Any] = {"task": str(task), "tile": list(p.chosen_tile() or []) if job is None else [],
-                           "loop_count": p.chosen_loop_count() if job is None else None}
+                           "loop_count": p.chosen_loop_count() if job is None else None,
+                           "front_end": p.design.front_end}
     if kernel is not None:
         doc["kernel"] = str(kernel)
     if picked is not None:  # one kernel of the module, priced alone (its own inputs and roofline)

@@ -621,6 +621,92 @@ def _transpose(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[
     return c.add(node, kind, [x], {"dim0": _const_value(args[1]), "dim1": _const_value(args[2])})
 
 
+def _constant_pad(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
+                  kwargs: dict[str, Any]) -> str:
+    """constant_pad_nd(x, pad, value=0): the pad list as torch writes it, the fill value."""
+    x = c.tensor(args[0], node)
+    pad = tuple(_const_value(args[1])) if len(args) > 1 else ()
+    value = _const_value(args[2]) if len(args) > 2 else _const_value(kwargs.get("value", 0.0))
+    return c.add(node, kind, [x], {"pad": pad, "mode": "constant", "value": float(value)})
+
+
+def _recurrent(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """lstm.input(x, [h0, c0], params, has_biases, num_layers, dropout, train, bidirectional, batch_first), and
+    gru.input(x, h0, ...) likewise: one node per layer, each reading the layer before's sequence, its four
+    parameters and its slice of the initial states (RNN.time-loop). The tuple's elements: the last layer's
+    sequence; h_n, each layer's last step stacked; for an LSTM c_n, each layer's final cell state (a node
+    of its own, made only when read)."""
+    name = kind.name.upper()
+    x = c.tensor(args[0], node)
+    hx = [c.tensor(a, node) for a in (args[1] if isinstance(args[1], list) else [args[1]])]
+    params = [c.tensor(a, node) for a in args[2]]
+    has_biases, layers, dropout, train, bidirectional, batch_first = (_const_value(a) for a in args[3:9])
+    if bidirectional:
+        raise OpError(f"a bidirectional {name} is not scaffolded yet (one direction is: bidirectional=False)")
+    if train and dropout:
+        raise OpError(f"an {name} in training mode with dropout={dropout} is random: put the model in eval mode")
+    if not has_biases:
+        raise OpError(f"an {name} without biases is not scaffolded yet (bias=True is)")
+    states = len(kind.inputs) - 5
+    if len(hx) != states or len(params) != 4 * layers:
+        raise OpError(f"an {name} of {layers} layer(s) reads {states} initial state(s) and 4 parameters a layer")
+    view = registry.kind("view")
+    assert view is not None
+    state = c.b.shape(hx[0])
+    if state is None or len(state) != 3:
+        raise OpError(f"the {name}'s h0 is not a (layers, batch, hidden) tensor")
+
+    taken: dict[tuple[str, int], str] = {}
+
+    def layer_state(which: str, layer: int) -> str:
+        if (which, layer) not in taken:
+            step = (V.Step("reshape", shape=tuple(state[1:])) if layers == 1 else
+                    V.Step("select", dim=0, index=layer))
+            taken[which, layer] = c.add({**node, "shape": None}, view, [which], {"steps": (step,)}, "view")
+        return taken[which, layer]
+
+    def layer(src: str, k: int, emit: str) -> str:
+        ins = [src, *params[4 * k:4 * k + 4], *(layer_state(h, k) for h in hx)]
+        return c.add({**node, "shape": None}, kind, ins, {"batch_first": bool(batch_first), "emit": emit})
+
+    seqs: list[str] = []
+    src = x
+    for k in range(layers):
+        src = layer(src, k, "sequence")
+        seqs.append(src)
+    memo: dict[int, str] = {}
+
+    def stacked(parts: list[str]) -> str:
+        one = [c.add({**node, "shape": None}, view, [p], {"steps": (V.Step("unsqueeze", dim=0),)}, "view")
+               for p in parts]
+        cat = registry.kind("cat")
+        assert cat is not None
+        return one[0] if len(one) == 1 else c.add({**node, "shape": None}, cat, one, {"dim": 0})
+
+    def h_n() -> str:
+        if 1 not in memo:
+            axis = 1 if batch_first else 0
+            last = [c.add({**node, "shape": None}, view, [s],
+                          {"steps": (V.Step("select", dim=axis, index=_steps(c, s, batch_first) - 1),)}, "view")
+                    for s in seqs]
+            memo[1] = stacked(last)
+        return memo[1]
+
+    def c_n() -> str:
+        if 2 not in memo:
+            memo[2] = stacked([layer(x if k == 0 else seqs[k - 1], k, "cell") for k in range(layers)])
+        return memo[2]
+
+    return {0: lambda: seqs[-1], 1: h_n, **({2: c_n} if states == 2 else {})}
+
+
+def _steps(c: _Converter, seq: str, batch_first: Any) -> int:
+    shape = c.b.shape(seq)
+    if shape is None:
+        raise OpError("the LSTM's output sequence has no known shape")
+    return int(shape[1] if batch_first else shape[0])
+
+
 BIG = 2 ** 62
 
 
@@ -669,13 +755,8 @@ def _view(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
         steps = V.read_view(op, shape, rest, {})
     elif op == "slice":  # slice(x, dim=0, start=None, end=None, step=1)
         dim, start, end, step = (rest + [0, None, None, 1][len(rest):])[:4]
-        if step not in (1, None):
-            raise OpError(f"a strided slice (step {step}) is not a view the kernel reads")
-        d = dim % len(shape)
-        lo, hi, _ = slice(start, None if end is None or end >= BIG else end).indices(shape[d])
-        steps = [V.Step("narrow", dim=d, start=lo, length=max(0, hi - lo))]
-        if lo == 0 and hi == shape[d]:
-            steps = []
+        steps = V.strided(shape, dim % len(shape), start, None if end is None or end >= BIG else end,
+                          1 if step is None else step)
     else:
         raise OpError(f"'{op}' is not a view")
     if not steps or (len(steps) == 1 and steps[0].kind == "reshape" and steps[0].shape == tuple(shape)):
@@ -694,7 +775,8 @@ _HANDLERS: dict[str, Handler] = {
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),
-    "cat": _cat, "permute": _permute, "transpose": _transpose, "view": _view,
+    "cat": _cat, "pad": _constant_pad, "lstm": _recurrent, "gru": _recurrent, "permute": _permute,
+    "transpose": _transpose, "view": _view,
 }
 """How each kind's ATen arguments become the node's inputs and attributes (the rest: `_generic`)."""
 

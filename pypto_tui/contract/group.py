@@ -221,6 +221,10 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call("permute", (a[0], *(_const(d) for d in at.get("dims", ()))), "method")
     if op == "narrow":  # the copy a narrow or select view became (views.COPIED_STEPS)
         return _call("narrow", (a[0],), "torch", **_present(at, kind.params))
+    if kind.role == "recurrent":  # a layer over a sequence: every input a tensor, the options keywords
+        return _call(op, a, "torch", **_present(at, kind.params))
+    if op == "pad":  # one axis widened by a fill (a pad of several axes is one node per axis)
+        return _call("pad", (a[0],), "F", **_present(at, kind.params))
     if kind.role == "layout" and kind.arity == -1:  # a concatenation of the group's inputs
         return _call(op, (Node("tuple", args=a),), "torch", **_present(at, kind.params))
     if kind.role == "attention":  # F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)

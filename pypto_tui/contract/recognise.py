@@ -1056,9 +1056,38 @@ def _slice_copy(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
+def _pad_copy(n: Node, ctx: Ctx) -> Recognition | None:
+    """`F.pad(x, pad, value=v)` of a task input, constant mode: a layout kernel copies each row of x into
+    the middle of the wider output row and fills the borders (PAD.rows-copy). A pad of several axes
+    reaches the dimension step whole and is split by the graph, one kernel per axis."""
+    if not (_is_call(n, "pad") and n.args and ctx.is_tensor(n.args[0])):
+        return None
+    b = _bound(n)
+    pad, mode, value = (_val(b.get(k)) for k in ("pad", "mode", "value"))
+    if mode != "constant":
+        return Recognition("unknown", None, reason=f"F.pad mode {mode!r}: only a constant fill is a copy kernel")
+    rec = Recognition("layout", "pad")
+    rec.op_args = {"pad": tuple(pad) if isinstance(pad, tuple | list) else pad,
+                   "value": float(value) if isinstance(value, int | float) else value, "operands": (n.args[0].name,)}
+    return rec
+
+
+def _recurrent(n: Node, ctx: Ctx) -> Recognition | None:
+    """A recurrent layer over task inputs (the graph's `lstm` node: the sequence, the weights and the
+    initial states, the options as keywords): one kernel loops over the time steps (RNN.time-loop)."""
+    kind = REGISTRY.get(n.name) if n.kind == "call" else None
+    if kind is None or kind.role != "recurrent":
+        return None
+    rec = Recognition("unknown", None)
+    args = _params(n, kind.params, rec)
+    return _finish(rec, "recurrent", kind.name, {**dict(kind.defaults), **args}, list(n.args),
+                   all(ctx.is_tensor(a) for a in n.args) and len(n.args) == kind.arity, n)
+
+
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _elementwise,
+    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _pad_copy, _recurrent,
+    _elementwise,
 )
 
 

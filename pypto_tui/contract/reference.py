@@ -277,4 +277,5 @@ def _by_kind(c: Contract, ops: list[np.ndarray], env: dict[str, Any]) -> np.ndar
 _FAMILIES: dict[str, Callable[[Contract, list[np.ndarray], dict[str, Any]], np.ndarray]] = {
     "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
     "loss": _loss, "matmul": _matmul, "scan": _scan, "attention": _by_kind, "layout": _by_kind,
+    "recurrent": _by_kind,
 }

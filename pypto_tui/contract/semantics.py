@@ -126,7 +126,7 @@ def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
     handler = {
         "elementwise": _elementwise, "softmax": _softmax, "reduction": _reduction, "norm": _norm,
         "loss": _loss, "matmul": _matmul, "scan": _scan, "conv": derive_window, "pool": derive_window,
-        "attention": _attention, "layout": _layout,
+        "attention": _attention, "layout": _layout, "recurrent": _recurrent,
     }[fam]
     handler(c, ops, out)
 
@@ -240,6 +240,20 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         out.output_dtype = ops[0].dtype
         out.formula = (f"out = {ops[0].name}.transpose({d0}, {d1})  (axes {d0} and {d1} swapped, "
                        f"{out.output_shape})")
+        out.asymmetric = False
+        return
+    if kind is not None and c.op == "pad":
+        shape = _need_shape(ops[0])
+        pad, value = c.op_args.get("pad"), c.op_args.get("value", 0.0)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise _Missing("op_args.value", f"the fill value {value!r} is not a constant number")
+        try:
+            out.output_shape = tuple(kind.shape([shape], {"pad": pad}))
+        except OpError as exc:
+            raise _Missing("output_shape", str(exc)) from None
+        out.output_dtype = ops[0].dtype
+        out.formula = (f"out = F.pad({ops[0].name}, {list(pad or ())}, value={float(value)})  (borders of "
+                       f"{float(value)} around {ops[0].name}, {out.output_shape})")
         out.asymmetric = False
         return
     if kind is not None and c.op == "narrow":
@@ -830,6 +844,28 @@ def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
         return
     out.unknown["output_shape"] = "attention output shapes are not modelled"
     out.unknown["formula"] = "attention is not modelled"
+
+
+def _recurrent(c: Contract, ops: list[Input], out: _Out) -> None:
+    """A recurrent layer: the registry's shape (it checks the weights and states against the sequence)."""
+    from pypto_tui.ops.base import OpError
+
+    kind = registry.kind(c.op or "")
+    if kind is None or len(ops) != kind.arity:
+        raise _Missing("output_shape", f"{c.op} reads {kind.arity if kind else '?'} tensors")
+    shapes = [_need_shape(o) for o in ops]
+    try:
+        out.output_shape = tuple(kind.shape(shapes, c.op_args))
+    except OpError as exc:
+        raise _Missing("output_shape", str(exc)) from None
+    out.asymmetric = True
+    x, h = ops[0].name, shapes[2][1]
+    steps = shapes[0][1] if c.op_args.get("batch_first") else shapes[0][0]
+    what = "the cell state after the last step" if c.op_args.get("emit") == "cell" else "every step's hidden state"
+    step = ("gates i, f, g, o = x_t @ W_ih^T + h @ W_hh^T + b, c = f * c + i * g, h = o * tanh(c)" if c.op == "lstm"
+            else "gates r, z from x_t @ W_ih^T + h @ W_hh^T + b, n = tanh(x_t W_in + r * (h W_hn)), "
+                 "h = (1 - z) * n + z * h")
+    out.formula = f"out = {c.op}({x}, ...): {steps} time steps of {step} (hidden {h}); {what}, {out.output_shape}"
 
 
 # ================================================================================ helpers

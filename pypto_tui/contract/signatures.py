@@ -29,13 +29,19 @@ def _anchor_modules() -> dict[str, tuple[tuple[str, Any], ...]]:
 _ANCHOR_MODULES = _anchor_modules()
 
 
+def _bound_layout(k: ops_base.OpKind) -> bool:
+    """A layout kind whose function binds by torch's signature: a concatenation, or a kind with torch
+    defaults to fill in (F.pad's mode and value); a transpose's or permute's spellings have rows below."""
+    return k.role == "layout" and (k.arity == -1 or bool(k.defaults))
+
+
 def _anchor_calls() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Any]]]:
     """The anchor kinds' functions, read from their registry entries: each spelling's parameters
     (`inputs`, then `params`, torch's order) and torch's defaults (a kind the contract reads without a
     torch spelling, nansum, under its name). The rows below override the spellings whose parameters
     differ within a kind."""
     kinds = [k for k in REGISTRY.values() if k.is_anchor and not k.spelled_as
-             and (k.role not in ("matmul", "layout", "other") or (k.role == "layout" and k.arity == -1))]
+             and (k.role not in ("matmul", "layout", "other") or _bound_layout(k))]
     calls = {f: (*k.inputs, *k.params) for k in kinds for f in (k.functions or (k.name,))}
     defaults = {f: dict(k.defaults) for k in kinds if k.defaults for f in (k.functions or (k.name,))}
     return calls, defaults

@@ -30,7 +30,7 @@ REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 """Marks a constructor parameter with no default in `OpKind.module_signature`."""
 
 ROLES = ("elementwise", "view", "layout", "matmul", "conv", "pool", "reduction", "norm", "softmax", "scan", "loss",
-         "attention", "argreduce", "other")
+         "attention", "argreduce", "recurrent", "other")
 
 
 class OpError(ValueError):

@@ -160,6 +160,71 @@ def _unfold_patches(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition((view, *_swap_chain(n, view.id, tuple(cur), swaps)))
 
 
+def pad_pairs(pad: Any, rank: int) -> list[tuple[int, int]]:
+    """torch's pad list (the last axis's before and after first, then the axis before it, ...) as one
+    (before, after) pair per axis of a rank-`rank` tensor; OpError when it is not such a list."""
+    if not isinstance(pad, tuple | list) or len(pad) % 2 or len(pad) > 2 * rank or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in pad):
+        raise OpError(f"pad={pad!r} is not a list of before/after ints, two per padded axis (at most {rank} axes)")
+    pairs = [(0, 0)] * rank
+    for k in range(len(pad) // 2):
+        pairs[rank - 1 - k] = (int(pad[2 * k]), int(pad[2 * k + 1]))
+    return pairs
+
+
+def _pad_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    x = tuple(shapes[0])
+    if attrs.get("mode", "constant") != "constant":
+        raise OpError(f"pad mode {attrs.get('mode')!r}: only 'constant' is a copy with a fill")
+    out = tuple(s + lo + hi for s, (lo, hi) in zip(x, pad_pairs(attrs.get("pad"), len(x)), strict=True))
+    if any(s < 1 for s in out):
+        raise OpError(f"pad {tuple(attrs.get('pad') or ())} of {x} leaves an empty axis")
+    return out
+
+
+def _pad(x: np.ndarray, pad: Sequence[int] = (), value: float = 0.0, **_: Any) -> np.ndarray:
+    pairs = pad_pairs(list(pad), x.ndim)
+    crop = tuple(slice(max(0, -lo), x.shape[i] - max(0, -hi)) for i, (lo, hi) in enumerate(pairs))
+    widths = [(max(0, lo), max(0, hi)) for lo, hi in pairs]
+    return np.pad(x[crop], widths, mode="constant", constant_values=value)
+
+
+def _pad_axes(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """A constant pad of several axes, or one that crops (a negative width), as one node per axis: each
+    crop a narrow (SLICE.rows-copy), each pad of one axis a pad kernel of its own (PAD.rows-copy). A pad
+    of one axis by non-negative widths stays whole."""
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None or n.attrs.get("mode", "constant") != "constant":
+        return None
+    pairs = pad_pairs(n.attrs.get("pad"), len(shape))
+    touched = [d for d, pr in enumerate(pairs) if pr != (0, 0)]
+    if len(touched) <= 1 and all(lo >= 0 and hi >= 0 for lo, hi in pairs):
+        return None
+    parts: list[Any] = []
+    src, cur = n.inputs[0], list(shape)
+    steps: list[tuple[str, int, int, int]] = []
+    for d in reversed(touched):  # the last axis first, as torch lists them
+        lo, hi = pairs[d]
+        if lo < 0 or hi < 0:
+            steps.append(("narrow", d, max(0, -lo), cur[d] - max(0, -lo) - max(0, -hi)))
+        if lo > 0 or hi > 0:
+            steps.append(("pad", d, max(0, lo), max(0, hi)))
+    for k, (op, d, a, b) in enumerate(steps):
+        last = k == len(steps) - 1
+        if op == "narrow":
+            cur[d] = b
+            attrs: dict[str, Any] = {"dim": d, "start": a, "length": b}
+        else:
+            cur[d] += a + b
+            one = [0] * (2 * (len(shape) - d))
+            one[-2:] = [a, b]
+            attrs = {"pad": tuple(one), "value": n.attrs.get("value", 0.0)}
+        node = part(n, "" if last else f"p{k}", op, "layout", (src,), attrs, tuple(cur))
+        parts.append(node)
+        src = node.id
+    return Decomposition(tuple(parts))
+
+
 SLICE_KINDS = (
     # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
     # no spelling of its own, the graph makes it from a view.
@@ -168,6 +233,10 @@ SLICE_KINDS = (
     OpKind("unfold", "layout", _unfold_shape, _unfold, methods=("unfold",), params=("dimension", "size", "step"),
            aten=("aten.unfold.default",), decompose=_unfold_patches,
            note="windows of one axis, laid along a new last axis; patches (step == size) are a reshape and swaps"),
+    OpKind("pad", "layout", _pad_shape, _pad, functions=("pad",), params=("pad", "mode", "value"),
+           aten=("aten.constant_pad_nd.default",), defaults={"mode": "constant", "value": 0.0}, pattern="pad",
+           decompose=_pad_axes,
+           note="F.pad(x, pad, value=v): each axis widened by a border of v (negative widths crop), one axis a kernel"),
 )
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from pypto_tui.ops import conv, elementwise, layout, loss, matmul, norm, pool, reduce, scan, softmax, views
+from pypto_tui.ops import conv, elementwise, layout, loss, matmul, norm, pool, recurrent, reduce, scan, softmax, views
 from pypto_tui.ops.base import OpKind
 
-_MODULES = (views, elementwise, matmul, conv, pool, reduce, norm, softmax, scan, layout, loss)
+_MODULES = (views, elementwise, matmul, conv, pool, reduce, norm, softmax, scan, layout, loss, recurrent)
 
 
 def _collect() -> dict[str, OpKind]:

@@ -56,6 +56,7 @@ ROLE_TRAITS: dict[str, RoleTraits] = {
     "loss": RoleTraits(whole_axis_loop=True),
     "matmul": RoleTraits(operand_layout=True, cube=True),
     "attention": RoleTraits(cube=True),
+    "recurrent": RoleTraits(cube=True, sizes_in_init=True),
     "conv": RoleTraits(window=True, channels_fixed=True),
     "pool": RoleTraits(window=True, strided_cost=True),
     "layout": RoleTraits(tile_on_output=True),

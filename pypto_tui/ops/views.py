@@ -195,6 +195,30 @@ def torch_text(step: Step) -> str:
     raise OpError(f"'{step.kind}' has no forward text")
 
 
+def strided(shape: Shape, d: int, start: int | None, stop: int | None, step: int) -> list[Step]:
+    """`x[..., start:stop:step]` along axis d as steps: torch takes it as a strided view, which no
+    kernel reads, so the axis is split into (n / step, step) (a free reshape of a contiguous tensor),
+    the phase `start % step` selected and the run of positions narrowed; both become copies
+    (`_view_copies`). A step of 1 is one narrow. A PatchMerging's `x[:, 0::2, 1::2]` is two such axes."""
+    n = shape[d]
+    lo, hi, st = slice(start, stop, step).indices(n)
+    picked = range(lo, hi, st)
+    if st == 1:
+        return [] if (lo == 0 and len(picked) == n) else [Step("narrow", dim=d, start=lo, length=len(picked))]
+    if st < 1:
+        raise OpError(f"a slice with step {st} is not a view the kernel reads (take a positive step)")
+    if not picked:
+        raise OpError(f"the slice {start}:{stop}:{step} of axis {d} ({n}) is empty")
+    if n % st:
+        raise OpError(f"a strided slice (step {st}) of axis {d} of {n}, not a multiple of the step, is not read "
+                      "(pad or narrow the axis to a multiple first)")
+    q, phase = divmod(picked[0], st)
+    steps = [Step("reshape", shape=(*shape[:d], n // st, st, *shape[d + 1:])), Step("select", dim=d + 1, index=phase)]
+    if not (q == 0 and len(picked) == n // st):
+        steps.append(Step("narrow", dim=d, start=q, length=len(picked)))
+    return steps
+
+
 # ------------------------------------------------------------------ reading the torch spellings
 SPLITTERS = ("chunk", "split", "unbind")
 """Calls that return a tuple of views of one tensor: each element is one narrow (a select for unbind)."""
@@ -302,13 +326,14 @@ def read_index(shape: Shape, key: Any) -> list[Step]:
             step = Step("select", dim=pos, index=k % cur[pos])
         else:
             lo, hi, st = k.get("slice", (None, None, None))
-            if st not in (None, 1):
-                raise OpError("a strided slice is not a view the kernel reads (step must be 1)")
-            a, b, _ = slice(lo, hi).indices(cur[pos])
-            step = Step("narrow", dim=pos, start=a, length=max(0, b - a))
+            if not all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in (lo, hi, st)):
+                raise OpError(f"the slice {lo}:{hi}:{st} has a bound that is not a constant int")
+            taken = strided(cur, pos, lo, hi, 1 if st is None else st)
             pos += 1
-            if step.start == 0 and step.length == cur[pos - 1]:
-                continue  # a full slice: nothing to take
+            for step in taken:  # a full slice takes nothing
+                cur = out_shape(step, cur)
+                steps.append(step)
+            continue
         cur = out_shape(step, cur)
         steps.append(step)
     return steps

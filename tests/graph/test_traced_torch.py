@@ -82,11 +82,11 @@ def test_a_trace_is_cached_by_content_and_a_model_torch_refuses_is_one_line(tmp_
 
 def test_a_refusal_names_the_line_of_the_task_file(tmp_path):
     """The tracer records the task file's line each node came from; a refusal names it."""
-    task = tmp_path / "padded.py"
+    task = tmp_path / "sorted_rows.py"
     task.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
                     "    def forward(self, x):\n        y = torch.relu(x)\n"
-                    "        return torch.nn.functional.pad(y, (1, 1))\n\n\n"
+                    "        return torch.sort(y, dim=-1)[0]\n\n\n"
                     "def get_inputs():\n    return [torch.rand(2, 3, 16, 16)]\n\n\n"
                     "def get_init_inputs():\n    return []\n")
     g = traced(task)
-    assert [p.split(":")[0] for p in g.problems] == ["aten.constant_pad_nd.default in forward, line 8"]
+    assert [p.split(":")[0] for p in g.problems] == ["aten.sort.default in forward, line 8"]

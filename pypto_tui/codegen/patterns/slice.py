@@ -1,4 +1,5 @@
-"""A narrow or select view a kernel reads, as a copy kernel (SLICE.rows-copy).
+"""A narrow or select view a kernel reads, as a copy kernel (SLICE.rows-copy), and a constant pad of one
+axis, the same copy the other way round (PAD.rows-copy).
 
 `q, k = y.split(d, -1)` or `x[:, 0]` is a view in torch, but its result is not contiguous: the next
 kernel cannot read it as an input and forward may not copy it. The dimension step lays the input out
@@ -10,7 +11,7 @@ gives the output its shape back, every size read from the tensors.
 
 from __future__ import annotations
 
-from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
+from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
 from pypto_tui.codegen.expr import Ex
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
@@ -18,6 +19,7 @@ from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 OPS = ("narrow",)
+PAD_OPS = ("pad",)
 
 
 @cites("SLICE.rows-copy")
@@ -73,4 +75,71 @@ def build_slice(b: Builder) -> None:
     b.forward.result = b.expr(f"out.reshape({', '.join(sizes)}{',' if rank == 1 else ''})")
 
 
-PATTERNS = (Pattern("slice", ("layout",), build_slice, ("SLICE.rows-copy",), ops=OPS),)
+@cites("PAD.rows-copy")
+def build_pad(b: Builder) -> None:
+    """A constant pad of one axis (PAD.rows-copy): rows of the input assembled between two fill blocks."""
+    from pypto_tui.ops.layout import pad_pairs
+
+    ctx = b.ctx
+    c = ctx.contract
+    if c.op not in PAD_OPS or len(c.operands) != 1:
+        raise Unsupported(f"'{c.op}' is not a pad of one tensor")
+    plan = ctx.dims
+    if plan.reshape != "pad_rows" or ctx.main is None or len(plan.axis_map) != 2:
+        raise Unsupported("the pad has no rows layout: pad one axis at a time, by non-negative widths")
+    loop = ctx.loop
+    if loop is not None and loop.axis != 0:
+        raise Unsupported("the pad loops over chunks of rows only")
+    x = c.operands[0].name
+    lead, rest = plan.axis_map
+    d = len(lead)
+    rank = len(lead) + len(rest)
+    before, after = pad_pairs(c.op_args.get("pad"), rank)[d]
+    value = float(c.op_args.get("value", 0.0))
+    b.pattern = "pad"
+    b.summary = (f"pad of axis {d} by ({before}, {after}) with {value}: each row of the (rows, width) input "
+                 "copied between two fill blocks" + (", a loop over chunks of rows" if loop else ""))
+    tile = b.tile_constant(ctx.main, "the input's (rows, width) layout",
+                           loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
+    dt = b.pdtype()
+
+    def copy(size: str, off: str | int, suffix: str) -> Stmts:
+        chunk = f"rows_{suffix}"
+        steps = b.tmpl("window_fill_slab", width=name("lo"), shape=dims_list([size, "lo"]), at=dims_list([off, 0]),
+                       dt=dt, out=name("out"))
+        steps += b.tmpl("copy_block", views=b.view(chunk, x, [size, "width"], [off, 0]), part=name(chunk),
+                        offsets=dims_list([off, "lo"]), out=name("out"))
+        steps += b.tmpl("window_fill_slab", width=name("hi"), shape=dims_list([size, "hi"]),
+                        at=dims_list([off, "lo + width"]), dt=dt, out=name("out"))
+        return steps
+
+    setup = b.tmpl("window_fill", fill=literal(value), tile=tile)
+    prelude: Stmts = b.fwd("hi = total - lo - width")
+    if loop is None:
+        body = setup + copy("rows", 0, "all")
+    else:
+        looped, body = b.chunked_loop("rows", copy, setup=setup)
+        prelude += looped
+    spec = KernelSpec(
+        factory="create_pad_kernel", kernel="pad_kernel", dims=["rows", "width", "lo", "total"], scalars=[],
+        inputs=[TensorParam(x, ("rows", "width"), ctx.dtype)],
+        output=TensorParam("out", ("rows", "total"), c.output_dtype or ctx.dtype), prelude=prelude, body=body,
+        doc=f"{b.summary} (PAD.rows-copy): the kernel moves data and fills, nothing else.",
+    )
+    b.add_kernel(spec)
+    b.assert_rank(x, rank)
+    rows_of = " * ".join(f"{x}.shape[{a}]" for a in lead) or "1"
+    laid = b.prepare(x, [b.expr(rows_of), b.expr("-1")], "rows")
+    inner = " * ".join(f"{x}.shape[{a}]" for a in rest[1:]) or "1"
+    b.forward.prepare += b.fwd("rows, width = {x}.shape", x=name(laid))
+    b.forward.prepare += b.fwd(f"inner = {inner}")
+    b.forward.prepare += b.fwd(f"lo = {before} * inner")
+    b.forward.prepare += b.fwd(f"total = width + {before + after} * inner")
+    b.call_kernel(spec, [laid])
+    sizes = [f"{x}.shape[{a}]" for a in lead] + [f"{x}.shape[{d}] + {before + after}"]
+    sizes += [f"{x}.shape[{a}]" for a in rest[1:]]
+    b.forward.result = b.expr(f"out.reshape({', '.join(sizes)}{',' if rank == 1 else ''})")
+
+
+PATTERNS = (Pattern("slice", ("layout",), build_slice, ("SLICE.rows-copy",), ops=OPS),
+            Pattern("pad", ("layout",), build_pad, ("PAD.rows-copy",), ops=PAD_OPS))
