@@ -632,72 +632,76 @@ def _constant_pad(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: li
 
 def _recurrent(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """lstm.input(x, [h0, c0], params, has_biases, num_layers, dropout, train, bidirectional, batch_first), and
-    gru.input(x, h0, ...) likewise: one node per layer, each reading the layer before's sequence, its four
-    parameters and its slice of the initial states (RNN.time-loop). The tuple's elements: the last layer's
-    sequence; h_n, each layer's last step stacked; for an LSTM c_n, each layer's final cell state (a node
-    of its own, made only when read)."""
+    gru.input(x, h0, ...) likewise: one node per layer and direction, each reading the layer before's
+    sequence (both directions' side by side, a cat), its four parameters and its slice of the initial
+    states (RNN.time-loop); the backward direction runs the steps from the last. The tuple's elements: the
+    last layer's sequence; h_n, each layer's and direction's final hidden state stacked; for an LSTM c_n,
+    each one's final cell state (a node of its own, made only when read)."""
     name = kind.name.upper()
     x = c.tensor(args[0], node)
     hx = [c.tensor(a, node) for a in (args[1] if isinstance(args[1], list) else [args[1]])]
     params = [c.tensor(a, node) for a in args[2]]
     has_biases, layers, dropout, train, bidirectional, batch_first = (_const_value(a) for a in args[3:9])
-    if bidirectional:
-        raise OpError(f"a bidirectional {name} is not scaffolded yet (one direction is: bidirectional=False)")
+    dirs = 2 if bidirectional else 1
     if train and dropout:
         raise OpError(f"an {name} in training mode with dropout={dropout} is random: put the model in eval mode")
     if not has_biases:
         raise OpError(f"an {name} without biases is not scaffolded yet (bias=True is)")
     states = len(kind.inputs) - 5
-    if len(hx) != states or len(params) != 4 * layers:
-        raise OpError(f"an {name} of {layers} layer(s) reads {states} initial state(s) and 4 parameters a layer")
+    if len(hx) != states or len(params) != 4 * layers * dirs:
+        raise OpError(f"an {name} of {layers} layer(s) reads {states} initial state(s) and 4 parameters a layer "
+                      "and direction")
     view = registry.kind("view")
-    assert view is not None
+    cat = registry.kind("cat")
+    assert view is not None and cat is not None
     state = c.b.shape(hx[0])
     if state is None or len(state) != 3:
-        raise OpError(f"the {name}'s h0 is not a (layers, batch, hidden) tensor")
-
+        raise OpError(f"the {name}'s h0 is not a (layers x directions, batch, hidden) tensor")
     taken: dict[tuple[str, int], str] = {}
 
-    def layer_state(which: str, layer: int) -> str:
-        if (which, layer) not in taken:
-            step = (V.Step("reshape", shape=tuple(state[1:])) if layers == 1 else
-                    V.Step("select", dim=0, index=layer))
-            taken[which, layer] = c.add({**node, "shape": None}, view, [which], {"steps": (step,)}, "view")
-        return taken[which, layer]
+    def part(op: OpKind, ins: list[str], attrs: dict[str, Any], as_op: str | None = None) -> str:
+        return c.add({**node, "shape": None}, op, ins, attrs, as_op)
 
-    def layer(src: str, k: int, emit: str) -> str:
-        ins = [src, *params[4 * k:4 * k + 4], *(layer_state(h, k) for h in hx)]
-        return c.add({**node, "shape": None}, kind, ins, {"batch_first": bool(batch_first), "emit": emit})
+    def layer_state(which: str, index: int) -> str:
+        if (which, index) not in taken:
+            step = (V.Step("reshape", shape=tuple(state[1:])) if layers * dirs == 1 else
+                    V.Step("select", dim=0, index=index))
+            taken[which, index] = part(view, [which], {"steps": (step,)}, "view")
+        return taken[which, index]
 
-    seqs: list[str] = []
+    def layer(src: str, k: int, d: int, emit: str) -> str:
+        at = k * dirs + d
+        ins = [src, *params[4 * at:4 * at + 4], *(layer_state(h, at) for h in hx)]
+        return part(kind, ins, {"batch_first": bool(batch_first), "emit": emit, "reverse": d == 1})
+
+    runs: list[list[str]] = []  # each layer's sequence per direction
+    feeds: list[str] = []  # each layer's input sequence
     src = x
     for k in range(layers):
-        src = layer(src, k, "sequence")
-        seqs.append(src)
+        feeds.append(src)
+        runs.append([layer(src, k, d, "sequence") for d in range(dirs)])
+        src = runs[-1][0] if dirs == 1 else part(cat, runs[-1], {"dim": -1})
     memo: dict[int, str] = {}
 
     def stacked(parts: list[str]) -> str:
-        one = [c.add({**node, "shape": None}, view, [p], {"steps": (V.Step("unsqueeze", dim=0),)}, "view")
-               for p in parts]
-        cat = registry.kind("cat")
-        assert cat is not None
-        return one[0] if len(one) == 1 else c.add({**node, "shape": None}, cat, one, {"dim": 0})
+        one = [part(view, [p], {"steps": (V.Step("unsqueeze", dim=0),)}, "view") for p in parts]
+        return one[0] if len(one) == 1 else part(cat, one, {"dim": 0})
 
     def h_n() -> str:
         if 1 not in memo:
             axis = 1 if batch_first else 0
-            last = [c.add({**node, "shape": None}, view, [s],
-                          {"steps": (V.Step("select", dim=axis, index=_steps(c, s, batch_first) - 1),)}, "view")
-                    for s in seqs]
+            last = [part(view, [seq], {"steps": (V.Step("select", dim=axis,
+                                                         index=0 if d else _steps(c, seq, batch_first) - 1),)}, "view")
+                    for run in runs for d, seq in enumerate(run)]
             memo[1] = stacked(last)
         return memo[1]
 
     def c_n() -> str:
         if 2 not in memo:
-            memo[2] = stacked([layer(x if k == 0 else seqs[k - 1], k, "cell") for k in range(layers)])
+            memo[2] = stacked([layer(feeds[k], k, d, "cell") for k in range(layers) for d in range(dirs)])
         return memo[2]
 
-    return {0: lambda: seqs[-1], 1: h_n, **({2: c_n} if states == 2 else {})}
+    return {0: lambda: src, 1: h_n, **({2: c_n} if states == 2 else {})}
 
 
 def _steps(c: _Converter, seq: str, batch_first: Any) -> int:

@@ -865,7 +865,9 @@ def _recurrent(c: Contract, ops: list[Input], out: _Out) -> None:
     step = ("gates i, f, g, o = x_t @ W_ih^T + h @ W_hh^T + b, c = f * c + i * g, h = o * tanh(c)" if c.op == "lstm"
             else "gates r, z from x_t @ W_ih^T + h @ W_hh^T + b, n = tanh(x_t W_in + r * (h W_hn)), "
                  "h = (1 - z) * n + z * h")
-    out.formula = f"out = {c.op}({x}, ...): {steps} time steps of {step} (hidden {h}); {what}, {out.output_shape}"
+    order = ", from the last step back" if c.op_args.get("reverse") else ""
+    out.formula = (f"out = {c.op}({x}, ...): {steps} time steps{order} of {step} (hidden {h}); {what}, "
+                   f"{out.output_shape}")
 
 
 # ================================================================================ helpers

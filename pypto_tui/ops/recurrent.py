@@ -63,9 +63,12 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _lstm(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray, b_hh: np.ndarray, h0: np.ndarray,
-          c0: np.ndarray, batch_first: bool = False, emit: str = "sequence", **_: Any) -> np.ndarray:
-    """torch's LSTM layer: gates i, f, g, o in that order along the 4H axis of the weights."""
+          c0: np.ndarray, batch_first: bool = False, emit: str = "sequence", reverse: bool = False,
+          **_: Any) -> np.ndarray:
+    """torch's LSTM layer: gates i, f, g, o in that order along the 4H axis of the weights; `reverse`, the
+    backward direction of a bidirectional layer (the steps from the last, each output at its own step)."""
     seq = x if batch_first else np.swapaxes(x, 0, 1)  # (B, T, I)
+    seq = seq[:, ::-1] if reverse else seq
     hidden = w_hh.shape[1]
     h, c = h0, c0
     outs = []
@@ -77,14 +80,16 @@ def _lstm(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray, b
         outs.append(h)
     if emit == "cell":
         return np.ascontiguousarray(c)
-    stacked = np.stack(outs, axis=1)  # (B, T, H)
+    stacked = np.stack(outs[::-1] if reverse else outs, axis=1)  # (B, T, H)
     return np.ascontiguousarray(stacked if batch_first else np.swapaxes(stacked, 0, 1))
 
 
 def _gru(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray, b_hh: np.ndarray, h0: np.ndarray,
-         batch_first: bool = False, **_: Any) -> np.ndarray:
-    """torch's GRU layer: gates r, z, n in that order; n's hidden product is scaled by r after its bias."""
+         batch_first: bool = False, reverse: bool = False, **_: Any) -> np.ndarray:
+    """torch's GRU layer: gates r, z, n in that order; n's hidden product is scaled by r after its bias;
+    `reverse` as for the LSTM."""
     seq = x if batch_first else np.swapaxes(x, 0, 1)  # (B, T, I)
+    seq = seq[:, ::-1] if reverse else seq
     hidden = w_hh.shape[1]
     h = h0
     outs = []
@@ -96,15 +101,19 @@ def _gru(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, b_ih: np.ndarray, b_
         n = np.tanh(gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:])
         h = (1.0 - z) * n + z * h
         outs.append(h)
-    stacked = np.stack(outs, axis=1)
+    stacked = np.stack(outs[::-1] if reverse else outs, axis=1)
     return np.ascontiguousarray(stacked if batch_first else np.swapaxes(stacked, 0, 1))
 
 
+_OPTIONS = {"batch_first": False, "emit": "sequence", "reverse": False}
+"""A layer node's attributes: the sequence's layout, what it gives (EMITS), and whether it is the backward
+direction of a bidirectional layer."""
+
 KINDS = (
-    OpKind("lstm", "recurrent", _lstm_shape, _lstm, params=("batch_first", "emit"), inputs=LSTM_INPUTS, arity=7,
-           pattern="recurrent", aten=("aten.lstm.input",), defaults={"batch_first": False, "emit": "sequence"},
+    OpKind("lstm", "recurrent", _lstm_shape, _lstm, params=tuple(_OPTIONS), inputs=LSTM_INPUTS, arity=7,
+           pattern="recurrent", aten=("aten.lstm.input",), defaults=_OPTIONS,
            note="one LSTM layer over every time step (i, f, g, o gates); a kernel loops over the steps"),
-    OpKind("gru", "recurrent", _gru_shape, _gru, params=("batch_first", "emit"), inputs=GRU_INPUTS, arity=6,
-           pattern="recurrent", aten=("aten.gru.input",), defaults={"batch_first": False, "emit": "sequence"},
+    OpKind("gru", "recurrent", _gru_shape, _gru, params=tuple(_OPTIONS), inputs=GRU_INPUTS, arity=6,
+           pattern="recurrent", aten=("aten.gru.input",), defaults=_OPTIONS,
            note="one GRU layer over every time step (r, z, n gates); a kernel loops over the steps"),
 )

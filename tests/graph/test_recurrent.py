@@ -33,7 +33,7 @@ def test_a_two_layer_lstm_is_one_node_a_layer_fed_by_the_one_below() -> None:
     assert layers[0].inputs[0] == "x" and layers[1].inputs[0] == layers[0].id
     assert [layers[k].inputs[1:5] for k in range(2)] == [
         tuple(f"lstm.{p}_l{k}" for p in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")) for k in range(2)]
-    assert all(n.attrs == {"batch_first": True, "emit": "sequence"} for n in layers)
+    assert all(n.attrs == {"batch_first": True, "emit": "sequence", "reverse": False} for n in layers)
     groups = partition(decompose(g), fusion_rules(None)).groups
     recurrent = [grp for grp in groups if any(g.node(i) is not None and g.node(i).op == "lstm" for i in grp.nodes)]
     assert len(recurrent) == 2 and all(len(grp.nodes) == 1 for grp in recurrent)  # a layer is a kernel alone
@@ -49,7 +49,7 @@ def test_the_final_states_are_the_last_steps_and_the_cell_state_nodes() -> None:
 
 
 @pytest.mark.parametrize(("index", "value", "why"), [
-    (7, True, "bidirectional"), (3, False, "without biases"), (6, True, "training mode"),
+    (3, False, "without biases"), (6, True, "training mode"), (4, 3, "3 layer(s) reads 2 initial state(s)"),
 ])
 def test_an_lstm_the_kernel_does_not_take_is_one_line_naming_it(index: int, value: object, why: str) -> None:
     data = copy.deepcopy(trace("lstm_classifier"))
@@ -112,3 +112,22 @@ def test_a_gru_is_one_node_a_layer_and_its_h_n_the_last_steps() -> None:
     assert np.allclose(kind.reference(x, w_ih, w_hh, b_ih, b_hh, h0)[-1], hs)
     with pytest.raises(OpError, match="emits the sequence"):
         kind.shape([x.shape, w_ih.shape, w_hh.shape, b_ih.shape, b_hh.shape, h0.shape], {"emit": "cell"})
+
+
+def test_a_bidirectional_layer_is_two_nodes_whose_sequences_feed_the_next_side_by_side() -> None:
+    g = graph_from_trace(trace("gru_bidirectional"))
+    assert not g.problems
+    layers = [n for n in g.nodes if n.op == "gru"]
+    assert [n.attrs["reverse"] for n in layers] == [False, True, False, True]
+    joined = [n for n in g.nodes if n.op == "cat"]
+    assert [n.inputs for n in joined] == [(layers[0].id, layers[1].id), (layers[2].id, layers[3].id)]
+    assert layers[2].inputs[0] == joined[0].id and g.output == joined[1].id
+    assert [n.inputs[1] for n in layers] == ["gru.weight_ih_l0", "gru.weight_ih_l0_reverse", "gru.weight_ih_l1",
+                                             "gru.weight_ih_l1_reverse"]
+    # the backward direction is the forward one over the reversed steps, its outputs back in place
+    kind = registry.kind("gru")
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal(s) for s in ((2, 5, 3), (12, 3), (12, 4), (12,), (12,), (2, 4))]
+    back = kind.reference(*args, batch_first=True, reverse=True)
+    flipped = kind.reference(args[0][:, ::-1], *args[1:], batch_first=True)
+    assert np.allclose(back, flipped[:, ::-1])

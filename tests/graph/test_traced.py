@@ -237,18 +237,18 @@ def test_contract_reads_a_cached_trace_and_says_which_front_end(tmp_path):
 
 
 def test_a_recurrent_layer_it_refuses_is_one_problem_and_checks_are_no_nodes():
-    """nn.LSTM stays one ATen node (the tracer keeps it whole): a bidirectional one, which no kernel takes
+    """nn.LSTM stays one ATen node (the tracer keeps it whole): one without biases, which no kernel takes
     yet, is one problem, its outputs read through it are no more problems, and the shape after it still
     follows; torch.export's own checks are left out."""
-    lstm = _node("lstm", "aten.lstm.input", [{"node": "x"}, [], [], True, 1, 0.0, False, True, True], None,
+    lstm = _node("lstm", "aten.lstm.input", [{"node": "x"}, [], [], False, 1, 0.0, False, False, True], None,
                  module="rnn", module_type="LSTM", shapes=[{"shape": [2, 4, 8, 8]}])
     out = _node("out", "getitem", [{"node": "lstm"}, 0], [2, 4, 8, 8])
     check = _node("chk", "aten._assert_tensor_metadata.default", [{"node": "out"}], None)
     act = _node("act", "aten.relu.default", [{"node": "out"}], [2, 4, 8, 8])
     g = graph_from_trace(_graph([lstm, out, check, act], "act"))
     assert len(g.problems) == 1
-    assert g.problems[0].startswith("aten.lstm.input in self.rnn (LSTM): a bidirectional LSTM is not scaffolded")
-    assert "bidirectional=False" in g.problems[0]  # what does work
+    assert g.problems[0].startswith("aten.lstm.input in self.rnn (LSTM): an LSTM without biases is not scaffolded")
+    assert "bias=True" in g.problems[0]  # what does work
     assert [n.op for n in g.nodes] == ["unknown", "unknown", "relu"] and g.shape_of("n2") == (2, 4, 8, 8)
 
 

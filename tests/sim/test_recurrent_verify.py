@@ -1,7 +1,7 @@
 """RNN.time-loop on the compiler: nn.LSTM and nn.GRU, read through the traced front end, as one kernel a
 layer that loops over the time steps with its states on chip. A two-layer LSTM classifier over the last
-step, a time-major LSTM stack whose h_n and c_n are the output and a GRU's h_n verify every element and
-every pass row with every kernel run; a twin with one gate's role swapped fails."""
+step, a time-major LSTM stack whose h_n and c_n are the output, a GRU's h_n and a bidirectional GRU's
+sequence verify every element and every pass row with every kernel run; a twin with one gate's role swapped fails."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ TWINS = {  # the forget gate scaling the cell state by the input gate; the GRU's
     "lstm": ("cs.move(forget_gate * cs + in_gate * candidate)", "cs.move(in_gate * cs + in_gate * candidate)"),
     "gru": ("hs.move(candidate + update_gate * (hs - candidate))", "hs.move(hs + update_gate * (candidate - hs))"),
 }
-LAYERS = {"lstm_classifier.py": ("lstm", 2), "lstm_states.py": ("lstm", 4), "gru_hidden.py": ("gru", 2)}
+LAYERS = {"lstm_classifier.py": ("lstm", 2), "lstm_states.py": ("lstm", 4), "gru_hidden.py": ("gru", 2),
+          "gru_bidirectional.py": ("gru", 4)}
 
 
 @pytest.mark.parametrize("name", tiered(LAYERS, {"lstm_classifier.py"}))

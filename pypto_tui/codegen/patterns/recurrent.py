@@ -81,17 +81,20 @@ def build_recurrent(b: Builder) -> None:
                           "the batch is not scaffolded yet")
     first = bool(c.op_args.get("batch_first"))
     cell = c.op_args.get("emit") == "cell"
+    reverse = bool(c.op_args.get("reverse"))
     x, w_ih, w_hh, b_ih, b_hh, *states = (o.name for o in c.operands)
     b.pattern = "recurrent"
-    b.summary = (f"an {what} layer ({'batch-first' if first else 'time-major'} sequence): one pypto.loop over the "
+    b.summary = (f"an {what} layer ({'batch-first' if first else 'time-major'} sequence"
+                 + (", the backward direction" if reverse else "") + "): one pypto.loop over the "
                  "time steps with the states on chip, two matmuls a gate"
                  + ("; the cell state written over the output each step (c_n)" if cell else
                     "; each step's hidden state assembled into the output"))
     input_cube = b.cube_constants()
     state_cube = b.cube_constants("state")
     tile = b.tile_constant(ctx.main, "a step's (batch, hidden) gates and states")
-    step_in = dims_list([0, "s * i"] if first else ["s * b", 0])
-    step_out = dims_list([0, "s * h"] if first else ["s * b", 0])
+    at = "(t - 1 - s)" if reverse else "s"  # the backward direction takes the steps from the last
+    step_in = dims_list([0, f"{at} * i"] if first else [f"{at} * b", 0])
+    step_out = dims_list([0, f"{at} * h"] if first else [f"{at} * b", 0])
     emit: Stmts = (b.fwd("pypto.assemble(cs, [0, 0], {out})", out=name("out")) if cell else
                    b.fwd("pypto.assemble(hs, {at}, {out})", at=step_out, out=name("out")))
     state_args = {k: name(v) for k, v in zip(STATES[kind], states, strict=True)}
