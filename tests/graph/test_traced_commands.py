@@ -27,7 +27,7 @@ TRACES = FIX / "traces"
 TRACED = FIX / "tasks_traced"
 NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval",
          "causal_heads", "lstm_classifier", "lstm_states", "gru_hidden",
-         "gru_bidirectional"]
+         "gru_bidirectional", "mha_self"]
 # nn.Module's own methods, which the task's __init__ may call
 MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
 STATIC_READS = {"shape_unpack"}  # `b, t, d = x.shape` is read statically too: the sizes get_inputs gives

@@ -59,3 +59,20 @@ def test_causal_attention_as_gpt_code_writes_it_verifies_and_a_copy_of_the_wrong
     ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
     assert ok.passed and not ok.missing_passes and ok.kernels_run == ok.kernels_defined, ok.reason
     assert bad.supported and not bad.passed and "elements outside atol" in bad.reason, bad.reason
+
+
+@pytest.mark.exhaustive
+def test_torchs_own_multihead_attention_verifies_and_a_query_read_from_the_keys_fails(kb):
+    """nn.MultiheadAttention as people call it (`out, _ = attn(x, x, x)`): torch.export lowers it to the
+    in-projection, q, k and v picked out of it (copy kernels), the heads' transposes, the scaled product,
+    softmax and the values' product, and the out-projection; the twin's query copy reads the keys' block."""
+    p = Pipeline(kb, Design(task=str(TRACED / "mha_self.py"), front_end="traced"))
+    prepared = prepare_verify(p)
+    assert prepared.job is not None, prepared.report.reason
+    source = prepared.job.kernel_source
+    assert prepared.report.kernels >= 20 and source.count("col = 0 * inner") == 1
+    twin = replace(prepared.job, kernel_source=source.replace("col = 0 * inner", "col = 1 * inner", 1))
+    clean, broken = run_many([prepared.job, twin], jobs=2, timeout_s=900, cache=False)
+    ok, bad = finish_verify(prepared, clean), finish_verify(prepared, broken)
+    assert ok.passed and not ok.missing_passes and ok.kernels_run == ok.kernels_defined, ok.reason
+    assert not bad.passed and "elements" in bad.reason, bad.reason
