@@ -131,3 +131,35 @@ def test_a_bidirectional_layer_is_two_nodes_whose_sequences_feed_the_next_side_b
     back = kind.reference(*args, batch_first=True, reverse=True)
     flipped = kind.reference(args[0][:, ::-1], *args[1:], batch_first=True)
     assert np.allclose(back, flipped[:, ::-1])
+
+
+def test_a_recurrent_modules_verify_size_counts_its_layer_steps() -> None:
+    """The module test shrinks a model by its largest tensor; an LSTM's cost is its steps (every step of
+    every layer through every pass), so the layers' steps count too: 6 layers x 512 steps is far over the
+    limit, where the (10, 512, 128) sequence alone was not."""
+    from pypto_tui.sim import scaled
+    from pypto_tui.sim.module_test import RECURRENT_STEP_ELEMENTS, _largest, _recurrent_work
+
+    g = graph_from_trace(trace("lstm_classifier")).to_data()
+    assert _recurrent_work(g) == 2 * 8 * RECURRENT_STEP_ELEMENTS  # two layers, batch-first (4, 8, 32)
+    states = graph_from_trace(trace("gru_hidden")).to_data()
+    assert _recurrent_work(states) == 2 * 6 * RECURRENT_STEP_ELEMENTS  # time-major (6, 4, 32)
+    assert _recurrent_work({"nodes": [], "values": []}) == 0
+    six_by_512 = 6 * 512 * RECURRENT_STEP_ELEMENTS
+    assert six_by_512 > 20 * scaled.MAX_VERIFY_ELEMENTS > 10 * 512 * 128
+    assert _largest(g) < _recurrent_work(g)
+
+
+def test_the_last_step_picked_at_any_length_is_the_same_module() -> None:
+    """The module test compares the graph at smaller sizes with the task's, sizes aside: `out[:, -1]` picks
+    position 511 of 512 steps and 7 of 8, which is the same module; a fixed position is not."""
+    from pypto_tui.sim.module_test import _structure
+
+    def graph(steps: int, index: int) -> dict:
+        return {"values": [{"id": "x", "kind": "input", "shape": [2, steps, 4]}],
+                "nodes": [{"id": "n0", "op": "view", "inputs": ["x"], "shape": [2, 4],
+                           "attrs": {"steps": [{"kind": "select", "dim": 1, "index": index}]}}], "output": "n0"}
+
+    assert _structure(graph(512, 511)) == _structure(graph(8, 7))
+    assert _structure(graph(512, 0)) == _structure(graph(8, 0))
+    assert _structure(graph(512, 510)) != _structure(graph(8, 6))
