@@ -14,6 +14,7 @@ and the submodule it ran in; the rest of the graph is still built. Pure: no torc
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -654,9 +655,12 @@ def _recurrent(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[
     view = registry.kind("view")
     cat = registry.kind("cat")
     assert view is not None and cat is not None
-    state = c.b.shape(hx[0])
+    state, seq = c.b.shape(hx[0]), c.b.shape(x)
     if state is None or len(state) != 3:
         raise OpError(f"the {name}'s h0 is not a (layers x directions, batch, hidden) tensor")
+    if seq is None or len(seq) != 3:
+        raise OpError(f"the {name}'s input is not a (batch, steps, features) sequence of a known shape")
+    last_step = (seq[1] if batch_first else seq[0]) - 1  # every layer's sequence has the input's steps
     taken: dict[tuple[str, int], str] = {}
 
     def part(op: OpKind, ins: list[str], attrs: dict[str, Any], as_op: str | None = None) -> str:
@@ -681,34 +685,22 @@ def _recurrent(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[
         feeds.append(src)
         runs.append([layer(src, k, d, "sequence") for d in range(dirs)])
         src = runs[-1][0] if dirs == 1 else part(cat, runs[-1], {"dim": -1})
-    memo: dict[int, str] = {}
 
     def stacked(parts: list[str]) -> str:
         one = [part(view, [p], {"steps": (V.Step("unsqueeze", dim=0),)}, "view") for p in parts]
         return one[0] if len(one) == 1 else part(cat, one, {"dim": 0})
 
+    @functools.cache
     def h_n() -> str:
-        if 1 not in memo:
-            axis = 1 if batch_first else 0
-            last = [part(view, [seq], {"steps": (V.Step("select", dim=axis,
-                                                         index=0 if d else _steps(c, seq, batch_first) - 1),)}, "view")
-                    for run in runs for d, seq in enumerate(run)]
-            memo[1] = stacked(last)
-        return memo[1]
+        axis = 1 if batch_first else 0
+        return stacked([part(view, [run_seq], {"steps": (V.Step("select", dim=axis, index=0 if d else last_step),)},
+                             "view") for run in runs for d, run_seq in enumerate(run)])
 
+    @functools.cache
     def c_n() -> str:
-        if 2 not in memo:
-            memo[2] = stacked([layer(feeds[k], k, d, "cell") for k in range(layers) for d in range(dirs)])
-        return memo[2]
+        return stacked([layer(feeds[k], k, d, "cell") for k in range(layers) for d in range(dirs)])
 
     return {0: lambda: src, 1: h_n, **({2: c_n} if states == 2 else {})}
-
-
-def _steps(c: _Converter, seq: str, batch_first: Any) -> int:
-    shape = c.b.shape(seq)
-    if shape is None:
-        raise OpError("the LSTM's output sequence has no known shape")
-    return int(shape[1] if batch_first else shape[0])
 
 
 BIG = 2 ** 62

@@ -225,36 +225,44 @@ def _commutes(op: str) -> bool | None:
     return bool(np.allclose(k.reference(a, b), k.reference(b, a), rtol=1e-9, atol=1e-12, equal_nan=True))
 
 
+def _kind_shape(kind: Any, shapes: list[tuple[int, ...]], attrs: Mapping[str, Any]) -> tuple[int, ...]:
+    """The registry's output shape, or the contract's missing output shape saying why there is none."""
+    try:
+        return tuple(kind.shape(shapes, attrs))
+    except OpError as exc:
+        raise _Missing("output_shape", str(exc)) from None
+
+
+def _copied(out: _Out, x: Input, shape: tuple[int, ...], formula: str) -> None:
+    """A copy of one input's data (a transpose, a narrow, a pad): its shape, its dtype, and no operand
+    order to get wrong."""
+    out.output_shape = shape
+    out.output_dtype = x.dtype
+    out.formula = formula
+    out.asymmetric = False
+
+
 def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
     """A concatenation: its shape is the registry's; which part lands where depends on the order, so
     swapping the inputs changes the result."""
-    from pypto_tui.ops.base import OpError
-
     kind = registry.kind(c.op or "")
     if kind is not None and c.op == "transpose":
         shape = _need_shape(ops[0])
         d0, d1 = c.op_args.get("dim0"), c.op_args.get("dim1")
         if not (isinstance(d0, int) and isinstance(d1, int) and 0 <= d0 < d1 < len(shape)):
             raise _Missing("output_shape", f"transpose({d0}, {d1}) of a rank-{len(shape)} input")
-        out.output_shape = tuple(kind.shape([shape], {"dim0": d0, "dim1": d1}))
-        out.output_dtype = ops[0].dtype
-        out.formula = (f"out = {ops[0].name}.transpose({d0}, {d1})  (axes {d0} and {d1} swapped, "
-                       f"{out.output_shape})")
-        out.asymmetric = False
+        swapped = tuple(kind.shape([shape], {"dim0": d0, "dim1": d1}))
+        _copied(out, ops[0], swapped, f"out = {ops[0].name}.transpose({d0}, {d1})  (axes {d0} and {d1} swapped, "
+                                      f"{swapped})")
         return
     if kind is not None and c.op == "pad":
         shape = _need_shape(ops[0])
         pad, value = c.op_args.get("pad"), c.op_args.get("value", 0.0)
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise _Missing("op_args.value", f"the fill value {value!r} is not a constant number")
-        try:
-            out.output_shape = tuple(kind.shape([shape], {"pad": pad}))
-        except OpError as exc:
-            raise _Missing("output_shape", str(exc)) from None
-        out.output_dtype = ops[0].dtype
-        out.formula = (f"out = F.pad({ops[0].name}, {list(pad or ())}, value={float(value)})  (borders of "
-                       f"{float(value)} around {ops[0].name}, {out.output_shape})")
-        out.asymmetric = False
+        padded = _kind_shape(kind, [shape], {"pad": pad})
+        _copied(out, ops[0], padded, f"out = F.pad({ops[0].name}, {list(pad or ())}, value={float(value)})  (borders "
+                                     f"of {float(value)} around {ops[0].name}, {padded})")
         return
     if kind is not None and c.op == "narrow":
         shape = _need_shape(ops[0])
@@ -263,22 +271,13 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         if d is None or not isinstance(start, int) or not isinstance(length, int):
             raise _Missing("output_shape", f"narrow({c.op_args.get('dim')}, {start}, {length}) of a rank-{len(shape)} "
                                            "input")
-        try:
-            out.output_shape = tuple(kind.shape([shape], {"dim": d[0], "start": start, "length": length}))
-        except OpError as exc:
-            raise _Missing("output_shape", str(exc)) from None
-        out.output_dtype = ops[0].dtype
-        out.formula = (f"out = {ops[0].name}.narrow({d[0]}, {start}, {length})  (positions {start} to "
-                       f"{start + length - 1} of axis {d[0]} copied out, {out.output_shape})")
-        out.asymmetric = False
+        part = _kind_shape(kind, [shape], {"dim": d[0], "start": start, "length": length})
+        _copied(out, ops[0], part, f"out = {ops[0].name}.narrow({d[0]}, {start}, {length})  (positions {start} to "
+                                   f"{start + length - 1} of axis {d[0]} copied out, {part})")
         return
     if kind is None or c.op != "cat":
         raise _Missing("formula", f"'{c.op}' is a layout operator with no contract of its own")
-    shapes = [_need_shape(o) for o in ops]
-    try:
-        shape = tuple(kind.shape(shapes, {"dim": c.op_args.get("dim", 0)}))
-    except OpError as exc:
-        raise _Missing("output_shape", str(exc)) from None
+    shape = _kind_shape(kind, [_need_shape(o) for o in ops], {"dim": c.op_args.get("dim", 0)})
     d = norm_axes(c.op_args.get("dim", 0), len(shape))
     if d is None:
         raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of a rank-{len(shape)} input")
@@ -848,16 +847,11 @@ def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
 
 def _recurrent(c: Contract, ops: list[Input], out: _Out) -> None:
     """A recurrent layer: the registry's shape (it checks the weights and states against the sequence)."""
-    from pypto_tui.ops.base import OpError
-
     kind = registry.kind(c.op or "")
     if kind is None or len(ops) != kind.arity:
         raise _Missing("output_shape", f"{c.op} reads {kind.arity if kind else '?'} tensors")
     shapes = [_need_shape(o) for o in ops]
-    try:
-        out.output_shape = tuple(kind.shape(shapes, c.op_args))
-    except OpError as exc:
-        raise _Missing("output_shape", str(exc)) from None
+    out.output_shape = _kind_shape(kind, shapes, c.op_args)
     out.asymmetric = True
     x, h = ops[0].name, shapes[2][1]
     steps = shapes[0][1] if c.op_args.get("batch_first") else shapes[0][0]

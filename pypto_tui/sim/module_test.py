@@ -72,8 +72,7 @@ def _structure(graph: Any) -> list[Any]:
     """The graph without its sizes: the ops, their wiring and every attribute that is not a size."""
     sizes = {"in_channels", "out_channels", "num_features", "num_channels", "in_features", "out_features",
              "normalized_shape", "embed_dim"}
-    shapes = {v["id"]: v.get("shape") for v in graph.get("values", ())}
-    shapes.update({n["id"]: n.get("shape") for n in graph.get("nodes", ())})
+    shapes = _shapes(graph)
 
     def steps_of(n: Any) -> list[dict[str, Any]]:
         """A view's steps without their sizes: a reshape's follow the task's, and a select of an axis's
@@ -107,6 +106,13 @@ def _structure(graph: Any) -> list[Any]:
     return [nodes, values, graph.get("output")]
 
 
+def _shapes(graph: Any) -> dict[str, Any]:
+    """Every value's and node's shape in a graph's data form, by id."""
+    shapes = {v["id"]: v.get("shape") for v in graph.get("values", ())}
+    shapes.update({n["id"]: n.get("shape") for n in graph.get("nodes", ())})
+    return shapes
+
+
 def _largest(graph: Any) -> int:
     shapes = [v.get("shape") for v in graph.get("values", ())] + [n.get("shape") for n in graph.get("nodes", ())]
     return max((math.prod(s) for s in shapes if s), default=0)
@@ -125,8 +131,7 @@ finish in 25 minutes."""
 def _recurrent_work(graph: Any) -> int:
     """The recurrent layers' steps, as elements (RECURRENT_STEP_ELEMENTS a layer-step): the size a module
     of LSTM or GRU layers is shrunk by, whose tensors alone (a (10, 512, 128) sequence) fit the limit."""
-    shapes = {v["id"]: v.get("shape") for v in graph.get("values", ())}
-    shapes.update({n["id"]: n.get("shape") for n in graph.get("nodes", ())})
+    shapes = _shapes(graph)
     steps = 0
     for n in graph.get("nodes", ()):
         x = shapes.get(n["inputs"][0]) if n.get("role") == "recurrent" and n.get("inputs") else None
