@@ -183,6 +183,7 @@ def _value(b: Builder) -> tuple[list[str], Value, list[Scalar]]:
     scalars: dict[str, Scalar] = {}
     if "expr" in args:
         fn = _expression(b, args["expr"], scalars)
+        fn({o: Ex.name(o) for o in operands})  # collects the scalars (an init attribute: `x / self.scale`)
         return operands, fn, list(scalars.values())
     if activations.supports(op) and len(operands) >= activations.arity(op):
         keys = activations.kernel_params(op)
