@@ -23,6 +23,16 @@ def tiered(names: Iterable[str], in_ci: set[str]) -> list[Any]:
     return [n if n in in_ci else pytest.param(n, marks=pytest.mark.exhaustive) for n in names]
 
 
+CI_AND_REST = tiered(["ci", "rest"], {"ci"})
+"""Parameters of a test that verifies several cases of one form: "ci" runs the first case in CI, "rest"
+the others under `-m exhaustive` (each case is one more compile of a form the first already runs)."""
+
+
+def part(cases: list[Any], which: str) -> list[Any]:
+    """The cases a CI_AND_REST parameter runs."""
+    return cases[:1] if which == "ci" else cases[1:]
+
+
 @cache
 def lint_probes() -> ModuleType:
     """tests/lint/probes/kernels.py: the compiler probes (PROBES, probe_source) on exp_task.py."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from family import CONV, module_task, window_plan
+from support import CI_AND_REST, part
 
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
@@ -48,8 +49,10 @@ def test_the_chain_reads_the_input_flat_and_hands_the_pad_kernel_inserted_planes
 
 
 @pytest.mark.sim
-def test_flat_insertion_verifies_in_one_two_and_three_dimensions(kb, tmp_path):
-    pipes = [Pipeline(kb, Design(task=module_task(tmp_path, *case))) for case in (TWO_D, ONE_D, THREE_D, ROWS_ONLY)]
+@pytest.mark.parametrize("which", CI_AND_REST)
+def test_flat_insertion_verifies_in_one_two_and_three_dimensions(kb, tmp_path, which):
+    cases = part([TWO_D, ONE_D, THREE_D, ROWS_ONLY], which)
+    pipes = [Pipeline(kb, Design(task=module_task(tmp_path, *case))) for case in cases]
     for p in pipes:
         assert "_insert" in kernel_of(p).source
     for r in verify_many(pipes, jobs=1, cache=False):

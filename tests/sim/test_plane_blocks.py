@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from family import CONV, module_task, window_plan
+from support import CI_AND_REST, part
 
 from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.sim import jobs as J
@@ -85,9 +86,10 @@ def test_blocks_of_planes_cover_every_plane_at_any_size_and_never_read_past_the_
 
 
 @pytest.mark.sim
-def test_pools_in_blocks_of_planes_verify(kb, tmp_path):
-    tasks = [CONV / "maxpool2d_ceil.py", CONV / "avgpool2d_functional.py", CONV / "maxpool1d_dilated.py",
-             module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (3, 12, 20, 36))]
+@pytest.mark.parametrize("which", CI_AND_REST)
+def test_pools_in_blocks_of_planes_verify(kb, tmp_path, which):
+    tasks = part([module_task(tmp_path, "AvgPool2d(3, stride=2, padding=1)", (3, 12, 20, 36)),
+                  CONV / "maxpool2d_ceil.py", CONV / "avgpool2d_functional.py", CONV / "maxpool1d_dilated.py"], which)
     pipes = [Pipeline(kb, Design(task=str(t))) for t in tasks]
     for p in pipes:
         assert "PLANE_BLOCKS" in kernel_of(p).source
