@@ -142,7 +142,11 @@ def check_unknown_fields(contract: Contract, kb: KnowledgeBase | None = None) ->
     kb = _kb(kb)
     if not contract.unknown:
         return []
-    items = "; ".join(f"{k}: {v}" for k, v in sorted(contract.unknown.items()))
+    why = set(contract.unknown.values())
+    if len(why) == 1 and len(contract.unknown) > 1:  # one refusal left every field open: say it once
+        items = f"{', '.join(sorted(contract.unknown))}: {why.pop()}"
+    else:
+        items = "; ".join(f"{k}: {v}" for k, v in sorted(contract.unknown.items()))
     return [rule_finding(kb, "P0.contract-first", f"{len(contract.unknown)} field(s) unknown, fill them in before "
                          f"tiles and loops: {items}")]
 
