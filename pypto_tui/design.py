@@ -536,7 +536,8 @@ def module_plan_of(pipeline: Pipeline) -> tuple[OpGraph, ModulePlan] | None:
         return None
     graph = decompose(OpGraph.from_data(c.graph))
     unread = not c.supported and c.family == "unknown"  # the task's reader saw no operator: the graph's decides
-    if graph.problems or graph.output is None or not graph.ops or (len(graph.ops) < 2 and not unread):
+    several = len(graph.results) > 1  # forward returns a tuple: one kernel's output each
+    if graph.problems or graph.output is None or not graph.ops or (len(graph.ops) < 2 and not unread and not several):
         return None
     rules = pipeline.kb.fusion if pipeline.fuse else ()
     mp = partition(graph, rules)
@@ -545,7 +546,7 @@ def module_plan_of(pipeline: Pipeline) -> tuple[OpGraph, ModulePlan] | None:
     # and when the task's reader could not read it as one operator (an nn.LSTM, a module the trace ran)
     fused = len(mp.groups) == 1 and mp.groups[0].anchor is not None and any(
         n is not None and n.role == "elementwise" for n in (graph.node(i) for i in mp.groups[0].nodes))
-    return (graph, mp) if len(mp.groups) > 1 or fused or unread else None
+    return (graph, mp) if len(mp.groups) > 1 or fused or unread or several else None
 
 
 @dataclass(frozen=True)
@@ -573,6 +574,7 @@ class ModuleStages:
     output: str = ""
     after: tuple[tuple[int, ForwardView], ...] = ()  # views forward takes right after kernel i (of its output)
     refused: str = ""
+    outputs: tuple[str, ...] = ()  # the locals forward returns as a tuple (() when it returns `output` alone)
     paths: Mapping[str, str] = field(default_factory=dict)  # OpGraph.paths: a submodule's path in the task
 
 
@@ -662,9 +664,10 @@ def _module_stages(pipeline: Pipeline) -> ModuleStages | None:
         why = take_views(g.index)
         if why:
             return ModuleStages(refused=why)
-    if pending or mp.output not in local:
+    if pending or any(o not in local for o in (mp.output, *mp.outputs)):
         return ModuleStages(refused=f"forward cannot take the view(s) {', '.join(pending)} in order")
-    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output], tuple(after), paths=graph.paths)
+    return ModuleStages(tuple(stages), tuple(prelude), local[mp.output], tuple(after), paths=graph.paths,
+                        outputs=tuple(local[o] for o in mp.outputs))
 
 
 def _task_path(vid: str, paths: Mapping[str, str]) -> str:
@@ -712,7 +715,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
         return refused("a kernel of the module has no syntax tree to compose")
     calls = tuple(KernelCall(s.output, s.args, s.modules, tuple(designed.paths.get(m, m) for m in s.modules))
                   for s in designed.stages)
-    wiring = ModuleWiring(calls, designed.output, designed.prelude, designed.after)
+    wiring = ModuleWiring(calls, designed.output, designed.prelude, designed.after, designed.outputs)
     summaries = [f"kernel {s.index}: {s.ops} ({s.kernel.pattern}; {s.rule or 'its own kernel'})"
                  for s in designed.stages]
     plural = "s" if len(trees) != 1 else ""

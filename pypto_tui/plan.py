@@ -383,11 +383,13 @@ class ModulePlan:
     output: str
     intermediates: tuple[str, ...]
     views: tuple[str, ...] = ()  # view nodes forward takes itself (of an input, or of a kernel's output)
+    outputs: tuple[str, ...] = ()  # OpGraph.outputs: every tensor forward returns when it returns a tuple
 
     def to_dict(self) -> dict[str, Any]:
         return {"kernels": [{"name": g.name, "anchor": g.anchor, "nodes": list(g.nodes), "reads": list(g.reads),
                              "writes": g.writes, "rule": g.rule} for g in self.groups],
-                "output": self.output, "intermediates": list(self.intermediates), "views": list(self.views)}
+                "output": self.output, "intermediates": list(self.intermediates), "views": list(self.views),
+                **({"outputs": list(self.outputs)} if self.outputs else {})}
 
 
 def decompose(graph: OpGraph) -> OpGraph:
@@ -503,7 +505,7 @@ Groups = tuple[list[list[str]], list[str | None], list[str]]
 
 
 def _merge_chains(members: list[list[str]], anchors: list[str | None], decided: list[str], group_of: dict[str, int],
-                  consumers: dict[str, list[str]], out: str | None) -> Groups:
+                  consumers: dict[str, list[str]], outs: frozenset[str]) -> Groups:
     """Elementwise chains that only a later chain reads become part of it: `q * cos` and
     `rotate_half(q) * sin` start apart (neither reads the other) and meet in their sum, which
     joined the later one; the earlier then wrote an intermediate the later read straight back.
@@ -513,7 +515,7 @@ def _merge_chains(members: list[list[str]], anchors: list[str | None], decided: 
     while changed:
         changed = False
         for g, ids in enumerate(members):
-            if anchors[g] is not None or not ids or out in ids:
+            if anchors[g] is not None or not ids or not outs.isdisjoint(ids):
                 continue
             inside = set(ids)
             users = {group_of.get(u, -1) for nid in ids for u in consumers.get(nid, []) if u not in inside}
@@ -599,12 +601,13 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
     out = graph.output
     if out is None:
         raise ValueError("a graph without an output has no kernels to split it into")
+    outs = frozenset(graph.results)
     if chain_rule is not None:  # without it (the unfused plan) every elementwise op stays a kernel
-        members, anchors, decided = _merge_chains(members, anchors, decided, group_of, consumers, out)
+        members, anchors, decided = _merge_chains(members, anchors, decided, group_of, consumers, outs)
 
     def used_outside(ids: list[str]) -> list[str]:
         inside = set(ids)
-        return [nid for nid in ids if nid == out or any(nid in nodes[m].inputs for m in nodes if m not in inside)]
+        return [nid for nid in ids if nid in outs or any(nid in nodes[m].inputs for m in nodes if m not in inside)]
 
     def split(ids: list[str]) -> list[list[str]]:
         """A chain that would write two values (one a later kernel also reads) is cut after the
@@ -631,5 +634,5 @@ def partition(graph: OpGraph, rules: tuple[FusionRule, ...]) -> ModulePlan:
         outside = used_outside(ids)  # at most one: split() cut the chain after each earlier one
         writes = outside[0] if outside else ids[-1]
         groups.append(KernelGroup(g, anchors_g, tuple(ids), tuple(reads), writes, decided_g))
-    inter = tuple(grp.writes for grp in groups if grp.writes != out)
-    return ModulePlan(tuple(groups), out, inter, tuple(views))
+    inter = tuple(grp.writes for grp in groups if grp.writes not in outs)
+    return ModulePlan(tuple(groups), out, inter, tuple(views), graph.outputs)

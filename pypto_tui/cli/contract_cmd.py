@@ -178,7 +178,8 @@ def _show_graph(graph: dict[str, Any] | None) -> None:
 
     if not graph or not graph.get("nodes"):
         return
-    t = Table(title=f"graph: {len(graph['nodes'])} node(s), output {graph.get('output')}", title_justify="left")
+    returned = f"outputs {', '.join(graph['outputs'])}" if graph.get("outputs") else f"output {graph.get('output')}"
+    t = Table(title=f"graph: {len(graph['nodes'])} node(s), {returned}", title_justify="left")
     for col in ("node", "op", "reads", "shape", "dtype", "role"):
         t.add_column(col)
     for n in graph["nodes"]:

@@ -63,12 +63,14 @@ class KernelCall:
 @dataclass(frozen=True)
 class ModuleWiring:
     """What forward does around the kernels: views before the first (`prelude`), the calls, the views
-    right after kernel i (`after`), and the local it returns."""
+    right after kernel i (`after`), and the local it returns (`results`, a tuple of them, when the task's
+    forward returns a tuple)."""
 
     calls: tuple[KernelCall, ...]
     result: str
     prelude: tuple[ForwardView, ...] = ()
     after: tuple[tuple[int, ForwardView], ...] = ()
+    results: tuple[str, ...] = ()
 
 
 def _defined(stmt: cst.BaseStatement) -> list[str]:
@@ -221,7 +223,10 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     for i, call in enumerate(wiring.calls):
         forward.append(_assign(call.local, cst.Call(dotted(f"self._k{i}"), _args([dotted(a) for a in call.args]))))
         forward += [_assign(v.target, _view_expr(v)) for k, v in wiring.after if k == i]
-    forward.append(cst.SimpleStatementLine([cst.Return(dotted(wiring.result))]))
+    returned: cst.BaseExpression = dotted(wiring.result)
+    if wiring.results:
+        returned = cst.Tuple([cst.Element(dotted(r)) for r in wiring.results], lpar=[], rpar=[])
+    forward.append(cst.SimpleStatementLine([cst.Return(returned)]))
     model = fill_statements(model_new, doc=[_docstring(doc, "    ")], init_params=init_params, init_body=init,
                             forward_params=forward_params, forward_body=forward)
     if methods or attributes:

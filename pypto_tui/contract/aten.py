@@ -241,15 +241,17 @@ class _Converter:
         else:
             self.ref[name] = out
 
-    def output(self, out: Any) -> str | None:
+    def outputs(self, out: Any) -> tuple[str, ...]:
+        """The graph's values forward returns, in order (a tuple's elements each): a constant or None
+        among them is a problem, since a kernel writes tensors only."""
         outs = out if isinstance(out, list) else [out]
-        refs = [o for o in outs if _is_ref(o)]
-        if not refs:
+        if not any(_is_ref(o) for o in outs):
             self.b.problems.append("forward returns no tensor")
-            return None
-        if len(outs) > 1:
-            self.b.problems.append("forward returns a tuple: the graph follows its first element")
-        return self.ref.get(refs[0]["node"])
+            return ()
+        if not all(_is_ref(o) for o in outs):
+            self.b.problems.append("forward returns a tuple with an element that is not a tensor: return the "
+                                   "tensors alone")
+        return tuple(self.ref[o["node"]] for o in outs if _is_ref(o) and o["node"] in self.ref)
 
 
 def _no_kind_why(target: str) -> str:
@@ -312,12 +314,10 @@ def _to_copy(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[An
     want = node.get("dtype")
     if want is None or want == c.b.dtype(x):
         return x
-    op = {"fp32": "float", "fp16": "half"}.get(str(want))
-    if op is None:
+    to = registry.conversion_to(str(want))
+    if to is None:
         raise OpError(f"a conversion to {want}")
-    to = registry.kind(op)
-    assert to is not None
-    return c.add(node, to, [x], {}, op)
+    return c.add(node, to, [x], {}, to.name)
 
 
 def _binary(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -568,6 +568,19 @@ def _reduce(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any
     return c.add(node, kind, [x], attrs)
 
 
+def _topk(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`aten.topk` returns (values, indices): the kind computes the values; the indices have no kernel of
+    their own, so a graph that reads them gets a problem saying so (the values alone are made when read)."""
+    made: list[str] = []
+
+    def values() -> str:
+        if not made:
+            made.append(_generic(c, node, kind, args, kwargs))
+        return made[0]
+
+    return {0: values}
+
+
 def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
     parts = [c.tensor(a, node) for a in args[0]]
     dim = _arg(args, kwargs, 1, "dim", 0)
@@ -771,7 +784,7 @@ _HANDLERS: dict[str, Handler] = {
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),
-    "cat": _cat, "pad": _constant_pad, "lstm": _recurrent, "gru": _recurrent, "permute": _permute,
+    "topk": _topk, "cat": _cat, "pad": _constant_pad, "lstm": _recurrent, "gru": _recurrent, "permute": _permute,
     "transpose": _transpose, "view": _view,
 }
 """How each kind's ATen arguments become the node's inputs and attributes (the rest: `_generic`)."""
@@ -782,7 +795,8 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     c = _Converter(data)
     for node in data.get("nodes") or ():
         c.convert(node)
-    out = c.output(data.get("output"))
+    outs = c.outputs(data.get("output"))
+    out = outs[0] if outs else None
     b = c.b
     notes = [f"read by tracing the model in eval mode with torch.export (torch {data.get('torch_version', '?')})"]
     if "batch_norm eval" in c.modes:
@@ -794,19 +808,20 @@ def graph_from_trace(data: Mapping[str, Any]) -> OpGraph:
     notes += [f"nn.{m.get('type')} self.{m.get('path')} is in training mode with p={m.get('p')}: it zeroes random "
               "elements, so the baseline is random and cannot be compared; in eval mode it is the identity"
               for m in c.random]
-    nodes = _reaching(b.nodes, out)
-    used = {i for node in nodes for i in node.inputs} | ({out} if out else set())
+    nodes = _reaching(b.nodes, outs)
+    used = {i for node in nodes for i in node.inputs} | set(outs)
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")
     problems = tuple(dict.fromkeys(_one_line(p) for p in b.problems))
-    return OpGraph(values, nodes, out, problems, tuple(notes), dict(sorted(c.paths.items())))
+    return OpGraph(values, nodes, out, problems, tuple(notes), dict(sorted(c.paths.items())),
+                   outs if len(outs) > 1 else ())
 
 
-def _reaching(nodes: Sequence[Any], out: str | None) -> tuple[Any, ...]:
-    """The nodes the output depends on, in order (what a fold left behind, an unread tuple element and a
+def _reaching(nodes: Sequence[Any], outs: Sequence[str]) -> tuple[Any, ...]:
+    """The nodes the outputs depend on, in order (what a fold left behind, an unread tuple element and a
     value forward computes and drops are no kernels); the static reader builds only these."""
     by_id = {n.id: n for n in nodes}
     keep: set[str] = set()
-    todo = [out] if out is not None and out in by_id else []
+    todo = [o for o in outs if o in by_id]
     while todo:
         nid = todo.pop()
         if nid in keep:

@@ -80,6 +80,14 @@ class OpGraph:
     # and spellings use for it (`layer1_0_conv1`), where the two differ (a traced nested model): the
     # composed module reaches the task's own submodule by its path.
     paths: Mapping[str, str] = field(default_factory=dict)
+    # Every tensor forward returns, in order, when it returns a tuple (`return y, y.mean(1)`); () when it
+    # returns one, `output`. `output` is the first of them either way.
+    outputs: tuple[str, ...] = ()
+
+    @property
+    def results(self) -> tuple[str, ...]:
+        """The tensors forward returns, in order (one or several)."""
+        return self.outputs or ((self.output,) if self.output else ())
 
     @property
     def ops(self) -> tuple[OpNode, ...]:
@@ -117,6 +125,7 @@ class OpGraph:
             "output": self.output, "output_shape": _list(self.shape_of(self.output) if self.output else None),
             "problems": list(self.problems), "notes": list(self.notes),
             **({"paths": dict(self.paths)} if self.paths else {}),
+            **({"outputs": list(self.outputs)} if self.outputs else {}),
         }
 
     @classmethod
@@ -128,7 +137,7 @@ class OpGraph:
                              _tuple(n.get("shape")), n.get("dtype"), n.get("spelling", ""))
                       for n in d.get("nodes", ()))
         return cls(values, nodes, d.get("output"), tuple(d.get("problems", ())), tuple(d.get("notes", ())),
-                   dict(d.get("paths") or {}))
+                   dict(d.get("paths") or {}), tuple(d.get("outputs") or ()))
 
     def describe(self) -> list[str]:
         """One line per node: `n2 = relu(n1) -> (128, 32) fp32`."""
@@ -232,7 +241,7 @@ class _Builder:
         if dtype is None:
             tensor_dtypes = [self.dtype(i) for i in inputs if self.dtype(i) is not None]
             dtype = "bool" if op in BOOL_OPS else "int64" if kind is not None and kind.role == "argreduce" else (
-                tensor_dtypes[0] if tensor_dtypes else None)
+                kind.dtype if kind is not None and kind.dtype else tensor_dtypes[0] if tensor_dtypes else None)
         nid = f"n{len(self.nodes)}"
         self.nodes.append(OpNode(nid, op, role, tuple(inputs), dict(attrs), shape, dtype, spelling))
         return nid
@@ -533,14 +542,13 @@ def _size(n: Node, known: Mapping[str, Shape], b: _Builder) -> Any:
 def build_graph(root: Node, inputs: Sequence[Input]) -> OpGraph:
     """The graph of `forward`'s expression tree over the task's inputs."""
     b = _Builder(inputs)
-    out: str | None = None
-    if root.kind == "tuple":
-        b.problems.append("forward returns a tuple: the graph follows its first element")
-        root = root.args[0] if root.args else ir.unknown("an empty tuple")
-    out = b.value(root)
-    used = {i for node in b.nodes for i in node.inputs} | {out}
+    if root.kind == "tuple" and not root.args:
+        root = ir.unknown("forward returns an empty tuple")
+    outs = tuple(b.value(r) for r in (root.args if root.kind == "tuple" else (root,)))
+    used = {i for node in b.nodes for i in node.inputs} | set(outs)
     values = tuple(v for v in b.values.values() if v.id in used or v.kind == "input")
-    return OpGraph(values, tuple(b.nodes), out, tuple(dict.fromkeys(b.problems)), tuple(dict.fromkeys(b.notes)))
+    return OpGraph(values, tuple(b.nodes), outs[0], tuple(dict.fromkeys(b.problems)), tuple(dict.fromkeys(b.notes)),
+                   outputs=outs if len(outs) > 1 else ())
 
 
 __all__ = ["OpGraph", "OpNode", "Value", "build_graph", "field"]

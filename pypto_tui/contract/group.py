@@ -217,6 +217,10 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call("transpose", (a[0], _const(at.get("dim0", -2)), _const(at.get("dim1", -1))), "method")
     if kind.role == "reduction" and kind.params[:2] == ("dim", "keepdim"):
         return _call(kind.spelled_as or op, a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
+    if kind.returns:  # torch.topk(x, k, dim=...)[0]: the kind computes the first of the tuple torch returns
+        keys = tuple(k for k in kind.params if k != kind.params[0])
+        call = _call(op, (a[0], _const(at.get(kind.params[0]))), "torch", **_present(at, keys))
+        return Node("index", args=(call,), value=0)
     if op == "permute":
         return _call("permute", (a[0], *(_const(d) for d in at.get("dims", ()))), "method")
     if op == "narrow":  # the copy a narrow or select view became (views.COPIED_STEPS)

@@ -20,6 +20,7 @@ from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Signature
 from pypto_tui.contract.signature import signature_of
 from pypto_tui.contract.values import (
+    DType,
     Evaluator,
     ModuleSpec,
     Ref,
@@ -30,6 +31,7 @@ from pypto_tui.contract.values import (
     module_aliases,
 )
 from pypto_tui.errors import TaskFileError
+from pypto_tui.ops import registry
 from pypto_tui.source_bounds import check_source
 
 NOISE = re.compile(r"change to desired|example", re.IGNORECASE)
@@ -574,6 +576,10 @@ class ForwardBuilder:
                     return ir.const(shape)
                 if -len(shape) <= args[0].value < len(shape):
                     return ir.const(shape[args[0].value])
+            if attr in ("to", "type"):
+                conversion = self._conversion(n)
+                if conversion is not None:
+                    return self._make_call(conversion, (recv,), [], "method")
             name = _SYNONYMS.get(attr, attr)
             return self._make_call(name, (recv, *args), kwargs, "method")
         f = self._node(func)
@@ -584,6 +590,16 @@ class ForwardBuilder:
         if f.kind == "unknown":
             return f
         return ir.unknown(f"'{self.ev.code(n.func)}(...)' is not a call the reader follows")
+
+    def _conversion(self, n: cst.Call) -> str | None:
+        """`x.to(torch.int8)`, `x.type(torch.float16)`: the method the registry knows the conversion by
+        (`char`, `half`, `float`), or None when the call is not one dtype (a device, another tensor)."""
+        dtypes = [v for v in (self.ev.ev(a.value) for a in n.args if a.keyword is None or a.keyword.value == "dtype")
+                  if isinstance(v, DType)]
+        if len(dtypes) != 1 or len(n.args) != 1:
+            return None
+        kind = registry.conversion_to(dtypes[0].name)
+        return kind.name if kind is not None else None
 
     def _ref_call(self, dotted: str, args: list[Node], kwargs: list[tuple[str, Node]], n: cst.Call) -> Node:
         if all(a.is_const for a in args) and all(v.is_const for _, v in kwargs):

@@ -162,6 +162,8 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     op = c.op or ""
     args = dict(c.op_args)
     kind = registry.kind(op)
+    if kind is not None and kind.dtype:
+        out.output_dtype = kind.dtype
     if kind is not None and kind.is_elementwise and kind.formula:
         try:
             body = kind.formula.format(**{**{k: _fmt(v) for k, v in args.items()}, "x": x, "y": names[-1]})
@@ -182,6 +184,9 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     elif op == "expression" and "expr" in args:
         tree = ir.from_data(_unfreeze(args["expr"]))
         out.formula = f"out = {ir.render(tree)}  (elementwise over {shape})"
+        root = registry.kind(tree.name or "") if tree.kind == "call" else None
+        if root is not None and root.dtype:  # a conversion last: `.char()` makes the result int8
+            out.output_dtype = root.dtype
         funcs = {n.name for n in tree.walk() if n.kind == "call"} - KERNEL_FUNCS
         if args.get("views") is not None:
             from pypto_tui.contract import views as V

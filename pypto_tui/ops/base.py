@@ -21,6 +21,10 @@ class KernelOps(Protocol):
     def call(self, fn: str, *args: Any) -> Any:
         """`pypto.<fn>(args...)` over kernel values and numbers."""
 
+    def cast(self, x: Any, dtype: str, mode: str | None = None) -> Any:
+        """`pypto.cast(x, <dtype>, mode=CastMode.<mode>)`: `dtype` one of the contract's names (fp32, int8,
+        int32), `mode` a `pypto.CastMode` member (CAST_TRUNC, CAST_RINT) or None for the default."""
+
     def literal(self, value: Any) -> float | int | None:
         """The number a bound parameter is written as, or None when it is a named scalar of the kernel
         (so a render can drop work a literal makes useless, softplus's `* 1.0`)."""
@@ -99,6 +103,8 @@ class OpKind:
       a keyword call binds by them): the function's signature is `(*inputs, *params)`.
     - `scaling`: what a reduction divides its sum by, as the contract's `Reduction.scaling` says it
       ("sum": nothing, "mean": the count of the reduced values, as var and std do too; "none": not a sum).
+    - `dtype`: the dtype an elementwise kind's result has whatever its input's (a conversion, `x.char()`:
+      int8), None when it keeps its input's.
     - `returns`: the names of the tuple torch returns (topk's values and indices), () for one tensor; the
       kind computes the first, and the readers take a call picked by `[0]` or `.<first>` as the kind.
     """
@@ -129,6 +135,7 @@ class OpKind:
     scaling: str = "none"
     inputs: tuple[str, ...] = ("input",)
     returns: tuple[str, ...] = ()
+    dtype: str | None = None
 
     @property
     def is_elementwise(self) -> bool:

@@ -119,13 +119,13 @@ def _unary(name: str, ref: Callable[..., Any], params: tuple[str, ...] = (), mod
            methods: bool = True, functions: tuple[str, ...] | None = None, identity: bool = False, *,
            render: Render | None = None, formula: str = "", defaults: Mapping[str, Any] | None = None,
            signature: tuple[tuple[str, Any], ...] = (), kernel_params: tuple[str, ...] = (),
-           unsupported: str = "") -> OpKind:
+           unsupported: str = "", dtype: str | None = None) -> OpKind:
     """A unary kind; `signature` is its module's constructor (torch's defaults), `kernel_params` the
     leading `params` its render reads."""
     return OpKind(name, "elementwise", same_shape, ref, functions=(name,) if functions is None else functions,
                   methods=(name,) if methods else (), modules=modules, params=params, identity=identity,
                   render=render, formula=formula, defaults=dict(defaults or {}), module_signature=signature,
-                  kernel_params=kernel_params, unsupported=unsupported)
+                  kernel_params=kernel_params, unsupported=unsupported, dtype=dtype)
 
 
 def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = (), *,
@@ -242,8 +242,9 @@ UNARY_KINDS: tuple[OpKind, ...] = (
     _unary("expm1", np.expm1, render=lambda x, p, ops: ops.call("exp", x) - 1.0),
     _unary("sign", np.sign, render=_k_call("sign")), _unary("floor", np.floor, render=_k_call("floor")),
     _unary("ceil", np.ceil, render=_k_call("ceil")),
-    _unary("round", np.round,
-           unsupported="pypto.round takes rank-2..4 tensors only (measured with 0.2.0) and pattern A is 1-D"),
+    # pypto.round takes rank-2..4 tensors only (0.2.0) and pattern A is 1-D; a cast to int32 that rounds half
+    # to even (CAST_RINT, torch.round's rule) and back to fp32 is exact at every pass (CAST.int-conversion)
+    _unary("round", np.round, render=lambda x, p, ops: ops.cast(ops.cast(x, "int32", "CAST_RINT"), "fp32")),
     _unary("clamp", lambda x, min=None, max=None: _clamp(x, min, max), ("min", "max"), functions=("clamp", "clip"),
            defaults={"min": None, "max": None}, kernel_params=("min", "max"), formula="clamp({x}, {min}, {max})",
            render=lambda x, p, ops: _k_clamp(x, ops, p.get("min"), p.get("max"))),
@@ -251,7 +252,13 @@ UNARY_KINDS: tuple[OpKind, ...] = (
            render=lambda x, p, ops: _k_clamp(x, ops, p.get("min"), None)),
     _unary("clamp_max", lambda x, max=None: _clamp(x, None, max), ("max",), kernel_params=("max",),
            render=lambda x, p, ops: _k_clamp(x, ops, None, p.get("max"))),
-    _unary("float", _identity, functions=(), identity=True, render=_k_same), _unary("half", _identity, functions=()),
+    _unary("float", _identity, functions=(), identity=True, render=_k_same, dtype="fp32"),
+    _unary("half", _identity, functions=(), dtype="fp16"),
+    # x.char(), x.to(torch.int8): torch truncates toward zero, and so does CAST_TRUNC at every pass; the default
+    # mode rounds, and saturation is not torch's wrap, so a task clamps first (CAST.int-conversion)
+    _unary("char", lambda x: np.trunc(x).astype(np.int8), functions=(), dtype="int8",
+           formula="int8({x}) (truncated toward zero)",
+           render=lambda x, p, ops: ops.cast(x, "int8", "CAST_TRUNC")),
     _unary("contiguous", _identity, functions=(), identity=True, render=_k_same),
     _unary("clone", _identity, identity=True, render=_k_same),
     _unary("detach", _identity, identity=True, render=_k_same),

@@ -142,7 +142,7 @@ def _topk(x: np.ndarray, **attrs: Any) -> np.ndarray:
 
 
 TOPK = OpKind("topk", "reduction", topk_shape, _topk, functions=("topk",), methods=("topk",),
-              params=("k", "dim", "largest", "sorted"), pattern="topk",
+              params=("k", "dim", "largest", "sorted"), pattern="topk", aten=("aten.topk.default",),
               formula="top {k} of {x} along {dim} (largest={largest}, sorted)", returns=("values", "indices"),
               defaults={"dim": -1, "largest": True, "sorted": True})
 """torch.topk's values (`[0]`, `.values`): the kind computes the first of the (values, indices) it

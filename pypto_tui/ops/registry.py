@@ -63,6 +63,11 @@ def by_aten(name: str) -> OpKind | None:
     return _ATEN.get(name)
 
 
+def conversion_to(dtype: str) -> OpKind | None:
+    """The elementwise kind whose result is `dtype` whatever its input's (int8: `x.char()`)."""
+    return next((k for k in REGISTRY.values() if k.dtype == dtype and k.is_elementwise), None)
+
+
 def of_contract(op: str | None) -> OpKind | None:
     """The kind a contract's op names: the kind of that name, or for `torch.max(x, dim)` and
     `torch.min(x, dim)` (a contract's "max" / "min" reduction) the dim form the graph reader calls

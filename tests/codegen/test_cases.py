@@ -81,7 +81,6 @@ def test_a_scalar_from_init_is_a_factory_parameter(tmp_path, fresh):
 
 @pytest.mark.parametrize(("name", "expr", "reason"), [
     ("gelu_tanh_in_expression", "F.gelu(x, approximate='tanh') * 2.0", "gelu(approximate='tanh')"),
-    ("round", "torch.round(x)", "rank-2..4"),
     ("logcumsumexp", "torch.logcumsumexp(x, dim=1)", "patterns take cumprod, cumsum"),
     ("argmax", "torch.argmax(x)", "no dim"),
 ])

@@ -16,9 +16,18 @@ from pypto_tui.ops.registry import REGISTRY
 RENDERED = [k for k in REGISTRY.values() if k.is_elementwise and k.render is not None]
 
 
+def _cast(x: np.ndarray, dtype: str, mode: str | None = None) -> np.ndarray:
+    """pypto.cast as 0.2.0 computes it: to an integer type it rounds unless a mode says otherwise."""
+    if np.dtype(dtype).kind in "iu":
+        x = np.trunc(x) if mode == "trunc" else np.rint(x)
+    return x.astype(dtype)
+
+
 def _numpy_pypto() -> types.SimpleNamespace:
     """The pypto functions the renders call, as numpy computes them."""
     return types.SimpleNamespace(
+        cast=_cast, DT_INT32="int32", DT_INT8="int8", DT_FP32="float32",
+        CastMode=types.SimpleNamespace(CAST_RINT="rint", CAST_TRUNC="trunc"),
         sigmoid=lambda x: 1 / (1 + np.exp(-x)), maximum=np.maximum, minimum=np.minimum, log1p=np.log1p,
         exp=np.exp, log=np.log, abs=np.abs, sqrt=np.sqrt, rsqrt=lambda x: 1 / np.sqrt(x),
         reciprocal=lambda x: 1 / x, sin=np.sin, cos=np.cos, sign=np.sign, floor=np.floor, ceil=np.ceil,

@@ -245,7 +245,7 @@ def _thaw(v: Any) -> Any:
     return v
 
 
-@cites("A.elementwise-flat")
+@cites("A.elementwise-flat", "CAST.int-conversion")
 def build_elementwise(b: Builder) -> None:
     """Pattern A: flatten, one op chain, `pypto.loop` + view/assemble only past the tile limit."""
     ctx = b.ctx
@@ -315,4 +315,4 @@ def build_elementwise(b: Builder) -> None:
 
 
 PATTERNS = (Pattern("A", ("elementwise",), build_elementwise, ("A.elementwise-flat", "GELU.exact-erf",
-                                                               "A.broadcast-one-axis")),)
+                                                               "A.broadcast-one-axis", "CAST.int-conversion")),)

@@ -1,0 +1,131 @@
+"""Three things models return that a one-output, float-only pipeline refused: a tuple of tensors (each
+element a kernel's output, the composed forward returning them in order), an int8 tensor (round half to
+even and the truncating conversion, written with pypto.cast as 0.2.0 computes them exactly), and the
+values of torch.topk read from a traced graph (a mixture-of-experts router). The static reader and the
+traced front end give the same graph and the same module."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pypto_tui.cli import app
+from pypto_tui.contract.aten import graph_from_trace
+from pypto_tui.contract.graph import OpGraph
+from pypto_tui.design import Design, Pipeline, kernel_of, module_plan_of
+from pypto_tui.lint.engine import lint_source
+from pypto_tui.ops import registry
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+TUPLE = FIX / "tasks_chain" / "tuple_return.py"
+QUANT = FIX / "tasks_extra" / "quantize_int8.py"
+GATE = FIX / "tasks_traced" / "topk_gate.py"
+ENV = {"NO_COLOR": "1", "COLUMNS": "160"}
+
+
+def _graph(kb, task: Path) -> OpGraph:
+    c = Pipeline(kb, Design(task=str(task))).contract()
+    assert c.graph is not None
+    return OpGraph.from_data(c.graph)
+
+
+def test_a_tuple_return_keeps_every_element_as_an_output(kb) -> None:
+    g = _graph(kb, TUPLE)
+    assert g.problems == ()
+    assert [g.node(o).op for o in g.results] == ["relu", "mean"]
+    assert g.output == g.results[0] and OpGraph.from_data(g.to_data()).results == g.results
+    planned = module_plan_of(Pipeline(kb, Design(task=str(TUPLE))))
+    assert planned is not None
+    _, mp = planned
+    # each returned tensor is written by a kernel; the relu's is also the mean's input, not a scratch tensor
+    assert {grp.writes for grp in mp.groups} >= set(g.results)
+    assert not set(mp.intermediates) & set(g.results)
+
+
+def test_the_module_returns_the_tuple_in_the_tasks_order_and_lints_clean(kb) -> None:
+    p = Pipeline(kb, Design(task=str(TUPLE)))
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "module", k.reason
+    relu, mean = (re.search(rf"(t_\w+) = self\._k{i}\(", k.source) for i in (1, 2))
+    assert relu and mean
+    assert f"return {relu.group(1)}, {mean.group(1)}" in k.source
+    assert lint_source(k.source, "m.py", kb=kb, task_signature=p.contract().signature) == []
+
+
+def test_the_contract_names_every_output() -> None:
+    r = CliRunner().invoke(app, ["contract", str(TUPLE)], env=ENV)
+    assert r.exit_code == 0, r.output
+    assert "3 node(s), outputs n1, n2" in r.stdout
+    data = json.loads(CliRunner().invoke(app, ["contract", str(TUPLE), "--json"], env=ENV).stdout)
+    assert data["supported"] and data["graph"]["outputs"] == ["n1", "n2"]
+
+
+def test_a_traced_tuple_return_is_the_same_graph() -> None:
+    """The tracer's output list, as torch.export writes a returned tuple."""
+    data = {"status": "ok", "placeholders": [{"name": "x", "kind": "input", "index": 0, "target": "x", "shape": [8, 32],
+                                               "dtype": "fp32"}],
+            "nodes": [{"name": "relu", "target": "aten.relu.default", "args": [{"node": "x"}], "shape": [8, 32],
+                       "dtype": "fp32"},
+                      {"name": "mean", "target": "aten.mean.dim", "args": [{"node": "relu"}, [1]], "shape": [8],
+                       "dtype": "fp32"}],
+            "output": [{"node": "relu"}, {"node": "mean"}]}
+    g = graph_from_trace(data)
+    assert g.problems == ()
+    assert [g.node(o).op for o in g.results] == ["relu", "mean"]
+    data["output"] = [{"node": "relu"}, 3]
+    assert any("not a tensor" in p for p in graph_from_trace(data).problems)
+
+
+def test_int8_quantisation_reads_as_one_kernel_that_rounds_and_truncates_with_casts(kb) -> None:
+    p = Pipeline(kb, Design(task=str(QUANT)))
+    c = p.contract()
+    assert c.supported and c.output_dtype == "int8", c.reason
+    k = kernel_of(p)
+    assert k.supported, k.reason
+    # round half to even: to int32 with CAST_RINT and back (pypto.round takes rank 2..4 only)
+    assert "pypto.cast(pypto.cast(x / scale, pypto.DT_INT32, mode=pypto.CastMode.CAST_RINT), pypto.DT_FP32)" in k.source
+    # the conversion truncates as torch does (the default mode rounds)
+    assert "pypto.DT_INT8, mode=pypto.CastMode.CAST_TRUNC)" in k.source
+    assert "out: pypto.Tensor((flat_size,), pypto.DT_INT8)" in k.source and "dtype=torch.int8" in k.source
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=c.signature) == []
+
+
+@pytest.mark.parametrize("spelling", ["x.to(torch.int8)", "x.to(dtype=torch.int8)", "x.char()", "x.type(torch.int8)"])
+def test_every_spelling_of_the_int8_conversion_is_the_same_kind(kb, tmp_path: Path, spelling: str) -> None:
+    task = tmp_path / "t.py"
+    task.write_text(QUANT.read_text().replace(
+        "torch.clamp(torch.round(x / self.scale), -128, 127).to(torch.int8)",
+        spelling.replace("x", "torch.clamp(x, -128, 127)", 1)))
+    g = _graph(kb, task)
+    assert [n.op for n in g.nodes] == ["clamp", "char"] and g.node(g.output).dtype == "int8"
+
+
+def test_the_conversion_kinds_reference_truncates_and_round_is_half_to_even() -> None:
+    char, rnd = registry.kind("char"), registry.kind("round")
+    assert char is not None and rnd is not None and registry.conversion_to("int8") is char
+    x = np.array([-2.5, -1.7, -0.5, 0.5, 1.5, 2.5, 126.9])
+    assert char.reference(x).tolist() == [-2, -1, 0, 0, 1, 2, 126] and char.reference(x).dtype == np.int8
+    assert rnd.reference(x).tolist() == [-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, 127.0]
+
+
+def test_a_traced_router_reads_topk_values_and_refuses_its_indices(kb) -> None:
+    trace = json.loads((FIX / "traces" / "topk_gate.json").read_text())
+    g = graph_from_trace(trace)
+    assert g.problems == ()
+    assert [n.op for n in g.nodes] == ["linear", "softmax", "topk", "sum", "div"]
+    topk = next(n for n in g.nodes if n.op == "topk")
+    assert topk.attrs["k"] == 4 and topk.shape == (128, 4)
+    # a model that returns the experts' indices too: the indices have no kernel, and the problem says so
+    indices = json.loads(json.dumps(trace))
+    top = next(n["name"] for n in indices["nodes"] if n["target"] == "aten.topk.default")
+    getter = next(n for n in indices["nodes"] if n["target"] in ("getitem", "<built-in function getitem>")
+                  and n["args"][0] == {"node": top})
+    indices["nodes"].append({**getter, "name": "idx", "args": [{"node": top}, 1], "dtype": "int64"})
+    indices["output"] = [indices["output"] if not isinstance(indices["output"], list) else indices["output"][0],
+                         {"node": "idx"}]
+    assert any("element 1" in p for p in graph_from_trace(indices).problems)
