@@ -83,6 +83,9 @@ class _Converter:
         self.ref: dict[str, str] = {}  # fx name -> value or node id
         self.multi: dict[str, dict[int, Callable[[], str]]] = {}  # a tuple-valued node's elements
         self.pending: dict[str, Mapping[str, Any]] = {}  # parameters and buffers, made when first read
+        # elements of a tuple of computed tensors (topk's values and indices, `_Computed`), made when first
+        # read: the graph's nodes come in the order forward reads them, as the static reader builds them
+        self.lazy: dict[str, Callable[[], str]] = {}
         self.modes: set[str] = set()
         self.paths: dict[str, str] = {}  # attribute name -> module path, where they differ
         modes = [m for m in data.get("modes") or () if isinstance(m, Mapping)]
@@ -109,6 +112,9 @@ class _Converter:
         """The value or node id an argument refers to (a parameter is made the first time it is read)."""
         name = a["node"]
         if name in self.ref:
+            return self.ref[name]
+        if name in self.lazy:
+            self.ref[name] = self.lazy.pop(name)()
             return self.ref[name]
         if name in self.pending:
             p = self.pending.pop(name)
@@ -197,7 +203,7 @@ class _Converter:
         return nid
 
     def _known(self, a: Any) -> bool:
-        return a["node"] in self.ref or a["node"] in self.pending
+        return a["node"] in self.ref or a["node"] in self.pending or a["node"] in self.lazy
 
     def convert(self, node: Mapping[str, Any]) -> None:
         name, target = str(node["name"]), str(node["target"])
@@ -223,6 +229,8 @@ class _Converter:
             make = elements.get(index) if elements is not None and isinstance(index, int) else None
             if make is None:
                 self.ref[name] = self.unknown(node, f"element {index} of a tuple the graph does not keep")
+            elif isinstance(elements, _Computed):
+                self.lazy[name] = make
             else:
                 self.ref[name] = make()
             return
@@ -251,7 +259,7 @@ class _Converter:
         if not all(_is_ref(o) for o in outs):
             self.b.problems.append("forward returns a tuple with an element that is not a tensor: return the "
                                    "tensors alone")
-        return tuple(self.ref[o["node"]] for o in outs if _is_ref(o) and o["node"] in self.ref)
+        return tuple(self.tensor(o, {}) for o in outs if _is_ref(o) and self._known(o))
 
 
 def _no_kind_why(target: str) -> str:
@@ -568,17 +576,27 @@ def _reduce(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any
     return c.add(node, kind, [x], attrs)
 
 
+class _Computed(dict[int, Callable[[], str]]):
+    """A tuple whose elements are each a computation of its own (topk's values and indices), not views of one
+    tensor (split's parts, which stay in the order the trace takes them)."""
+
+
 def _topk(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    """`aten.topk` returns (values, indices): the kind computes the values; the indices have no kernel of
-    their own, so a graph that reads them gets a problem saying so (the values alone are made when read)."""
-    made: list[str] = []
+    """`aten.topk` returns (values, indices): each element is a node of the kind that computes it (the
+    values topk, the indices topk_indices), made when the graph reads it."""
+    memo: dict[int, str] = {}
 
-    def values() -> str:
-        if not made:
-            made.append(_generic(c, node, kind, args, kwargs))
-        return made[0]
+    def element(i: int) -> Callable[[], str]:
+        part = registry.element_of(kind, i)
+        assert part is not None
 
-    return {0: values}
+        def make() -> str:
+            if i not in memo:
+                memo[i] = _generic(c, node, part, args, kwargs)
+            return memo[i]
+        return make
+
+    return _Computed({i: element(i) for i in range(len(kind.returns)) if registry.element_of(kind, i) is not None})
 
 
 def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:

@@ -323,7 +323,8 @@ class _Builder:
             ins.append(self.param(f"{attr}.{w}", shape, self.dtype(ins[0]) if ins else None, spelling))
         return self.add(kind.name, kind.role, ins, params, spelling, kind)
 
-    def _call(self, n: Node, picked: bool = False) -> str:
+    def _call(self, n: Node, picked: bool = False, kind: OpKind | None = None) -> str:
+        """A call's node; `kind` (an element of a tuple-returning call, `_picked`) overrides the spelling's."""
         name = n.name
         if name in V.VIEW_NAMES or name == "expand_as":
             return self._view(n)
@@ -340,18 +341,19 @@ class _Builder:
             return self.const(n.args[0].value, f"torch.{name}")
         if name in ("zeros_like", "ones_like", "full_like", "empty_like"):
             return self.add(name, "other", [self.value(n.args[0])], {}, f"torch.{name}", _SAME)
-        kind = registry.by_spelling(name, str(n.value or "torch"))
-        if kind is None:
+        spelled = registry.by_spelling(name, str(n.value or "torch"))
+        kind = kind or spelled
+        if kind is None or spelled is None:
             return self.unknown(f"{name}(...) is not in the operator registry",
                                 [self.value(a) for a in n.args if not a.is_const])
-        if kind.returns and not picked:
+        if spelled.returns and not picked:
             self.problems.append(f"torch.{name}(...) returns ({', '.join(kind.returns)}): pick one with [0] or "
                                  f".{kind.returns[0]}")
         how = {"torch": "torch.", "F": "F.", "method": "."}.get(str(n.value), "")
         if name == "permute" and len(n.args) > 2 and all(a.is_const for a in n.args[1:]):  # x.permute(2, 0, 1)
             return self.add(kind.name, kind.role, [self.value(n.args[0])],
                             {"dims": tuple(a.value for a in n.args[1:])}, f"{how}{name}", kind)
-        params = FUNC_SIGS.get(name) or ("input", *kind.params)
+        params = FUNC_SIGS.get(name) or ("input", *spelled.params)
         bound, _ = bind(params, n.args, n.kw(), FUNC_DEFAULTS.get(name))
         ins: list[str] = []
         attrs: dict[str, Any] = {}
@@ -442,14 +444,17 @@ class _Builder:
         return kind.returns if kind is not None else ()
 
     def _picked(self, base: Node, i: int) -> str:
-        """One element of the tuple a call returns: the first is the kind's node; no kind computes the others."""
+        """One element of the tuple a call returns: the first is the kind's node, another the node of the kind
+        that computes it (`registry.element_of`: topk's indices), if one does."""
         names = self._returns(base)
         i = i + len(names) if -len(names) <= i < 0 else i
-        if i != 0:
+        kind = registry.by_spelling(base.name, str(base.value or "torch"))
+        part = registry.element_of(kind, i) if kind is not None else None
+        if part is None:
             what = names[i] if 0 <= i < len(names) else f"element {i}"
             return self.unknown(f"the {what} of torch.{base.name}(...) are computed by no operator of the registry",
                                 [self.value(base.args[0])])
-        return self._call(base, picked=True)
+        return self._call(base, picked=True, kind=part)
 
     def _view(self, n: Node) -> str:
         """A view of a computed value or an input: its steps read on the producer's shape."""

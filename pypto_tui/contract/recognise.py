@@ -18,7 +18,7 @@ from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Input
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
 from pypto_tui.ops import norm as ops_norm
-from pypto_tui.ops.registry import REGISTRY, by_module, by_spelling
+from pypto_tui.ops.registry import REGISTRY, by_module, by_spelling, element_of
 
 _UNARY = [k for k in REGISTRY.values() if k.is_elementwise and k.arity == 1 and k.functions and not k.identity
           and not k.row_local]
@@ -400,7 +400,10 @@ def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
     x = n.args[0]
     kind = by_spelling(n.name)
     returns = kind.returns if kind is not None else ()
-    if returns and pick != returns[0]:  # torch.topk: (values, indices), the kind computes the values
+    part = element_of(kind, returns.index(pick)) if kind is not None and pick in returns else None
+    if part is not None and part is not kind:  # torch.topk(...)[1]: the kind that computes the indices
+        rec.op = part.name
+    elif returns and pick != returns[0]:  # torch.topk: (values, indices), the kind computes the values
         rec.op_args["returns"] = "+".join(returns)
         rec.reason = (f"torch.{n.name}(...) returns ({', '.join(returns)}); index it with [0] or .{returns[0]}"
                       if pick is None else f"the {pick} of torch.{n.name} are not scaffolded (its {returns[0]} are)")

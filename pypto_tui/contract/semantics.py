@@ -129,6 +129,9 @@ def _dispatch(c: Contract, ops: list[Input], out: _Out) -> None:
         "attention": _attention, "layout": _layout, "recurrent": _recurrent,
     }[fam]
     handler(c, ops, out)
+    kind = registry.kind(c.op or "")
+    if kind is not None and kind.dtype:  # a conversion (`x.char()`: int8), topk's indices (int64)
+        out.output_dtype = kind.dtype
 
 
 def _view_leaf_shapes(c: Contract, shapes: list[tuple[int, ...]], names: list[str]) -> list[tuple[int, ...]]:
@@ -162,8 +165,6 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     op = c.op or ""
     args = dict(c.op_args)
     kind = registry.kind(op)
-    if kind is not None and kind.dtype:
-        out.output_dtype = kind.dtype
     if kind is not None and kind.is_elementwise and kind.formula:
         try:
             body = kind.formula.format(**{**{k: _fmt(v) for k, v in args.items()}, "x": x, "y": names[-1]})

@@ -149,6 +149,22 @@ TOPK = OpKind("topk", "reduction", topk_shape, _topk, functions=("topk",), metho
 returns; its own pattern writes it (pypto.topk, TOPK.values)."""
 
 
+def _topk_indices(x: np.ndarray, **attrs: Any) -> np.ndarray:
+    """The positions along `dim` of the values `_topk` gives, in its order (a stable sort: ties keep the
+    lower position first, as pypto.topk and torch's CPU kernel do on distinct values)."""
+    a = axis(attrs.get("dim", -1), x.ndim)
+    largest = attrs.get("largest", True)
+    order = np.argsort(-x if largest else x, axis=a, kind="stable")
+    return np.asarray(np.take(order, np.arange(int(attrs["k"])), axis=a)).astype(np.int64)
+
+
+TOPK_INDICES = OpKind("topk_indices", "reduction", topk_shape, _topk_indices, params=TOPK.params, pattern="topk",
+                      formula="positions of the top {k} of {x} along {dim} (largest={largest}, sorted)",
+                      defaults=TOPK.defaults, dtype="int64")
+"""torch.topk's indices (`[1]`, `.indices`): the second element of TOPK's tuple (`<kind>_<element>`), the
+same pypto.topk call writing its int32 indices as torch's int64."""
+
+
 KINDS = (
     _kind("sum", _ref(np.sum), params=_SUM, aten=("sum.dim_IntList", "sum.default"), scaling="sum", defaults=_ALL),
     _kind("mean", _ref(_mean), params=_SUM, aten=("mean.dim", "mean.default"), scaling="mean",
@@ -175,4 +191,5 @@ KINDS = (
     _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",), defaults=_ALL),
     _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",), defaults=_ALL),
     TOPK,
+    TOPK_INDICES,
 )

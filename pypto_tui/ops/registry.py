@@ -68,6 +68,16 @@ def conversion_to(dtype: str) -> OpKind | None:
     return next((k for k in REGISTRY.values() if k.dtype == dtype and k.is_elementwise), None)
 
 
+def element_of(kind: OpKind, index: int) -> OpKind | None:
+    """The kind that computes element `index` of the tuple `kind` returns (`returns`): the kind itself for
+    the first, `<kind>_<name>` for another (topk's indices: topk_indices), None when none does."""
+    if index == 0:
+        return kind
+    if not 0 < index < len(kind.returns):
+        return None
+    return REGISTRY.get(f"{kind.name}_{kind.returns[index]}")
+
+
 def of_contract(op: str | None) -> OpKind | None:
     """The kind a contract's op names: the kind of that name, or for `torch.max(x, dim)` and
     `torch.min(x, dim)` (a contract's "max" / "min" reduction) the dim form the graph reader calls

@@ -113,19 +113,14 @@ def test_the_conversion_kinds_reference_truncates_and_round_is_half_to_even() ->
     assert rnd.reference(x).tolist() == [-2.0, -2.0, -0.0, 0.0, 2.0, 2.0, 127.0]
 
 
-def test_a_traced_router_reads_topk_values_and_refuses_its_indices(kb) -> None:
-    trace = json.loads((FIX / "traces" / "topk_gate.json").read_text())
-    g = graph_from_trace(trace)
+def test_a_traced_router_reads_topks_values_and_indices_in_the_order_forward_reads_them(kb) -> None:
+    g = graph_from_trace(json.loads((FIX / "traces" / "topk_gate.json").read_text()))
     assert g.problems == ()
-    assert [n.op for n in g.nodes] == ["linear", "softmax", "topk", "sum", "div"]
-    topk = next(n for n in g.nodes if n.op == "topk")
-    assert topk.attrs["k"] == 4 and topk.shape == (128, 4)
-    # a model that returns the experts' indices too: the indices have no kernel, and the problem says so
-    indices = json.loads(json.dumps(trace))
-    top = next(n["name"] for n in indices["nodes"] if n["target"] == "aten.topk.default")
-    getter = next(n for n in indices["nodes"] if n["target"] in ("getitem", "<built-in function getitem>")
-                  and n["args"][0] == {"node": top})
-    indices["nodes"].append({**getter, "name": "idx", "args": [{"node": top}, 1], "dtype": "int64"})
-    indices["output"] = [indices["output"] if not isinstance(indices["output"], list) else indices["output"][0],
-                         {"node": "idx"}]
-    assert any("element 1" in p for p in graph_from_trace(indices).problems)
+    assert [n.op for n in g.nodes] == ["linear", "softmax", "topk", "sum", "div", "topk_indices"]
+    assert [g.node(o).op for o in g.results] == ["div", "topk_indices"]
+    topk, indices = g.nodes[2], g.nodes[5]
+    assert topk.attrs == indices.attrs and topk.attrs["k"] == 4 and topk.shape == indices.shape == (128, 4)
+    assert (topk.dtype, indices.dtype) == ("fp32", "int64")
+    # the static reader gives the same graph, so the same module
+    static = _graph(kb, GATE)
+    assert [(n.op, n.shape, n.dtype) for n in static.nodes] == [(n.op, n.shape, n.dtype) for n in g.nodes]

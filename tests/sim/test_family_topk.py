@@ -10,7 +10,7 @@ import pytest
 from family import EXTRA, pipe
 
 from pypto_tui.contract import extract_contract
-from pypto_tui.design import kernel_of
+from pypto_tui.design import Design, Pipeline, kernel_of
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.ops import registry
 from pypto_tui.sim import jobs as J
@@ -51,19 +51,29 @@ def test_every_spelling_of_the_values_reads_the_same_op(kb, expr, pre):
     assert c.op_args["k"] == 8 and c.op_args["largest"] is True
 
 
-@pytest.mark.parametrize("expr, why", [
-    ("torch.topk(x, 8, dim=1)", "returns (values, indices); index it with [0] or .values"),
-    ("torch.topk(x, 8, dim=1)[1]", "the indices of torch.topk are not scaffolded"),
-    ("torch.topk(x, 8, dim=1).indices", "the indices of torch.topk are not scaffolded"),
-])
-def test_the_indices_or_the_whole_tuple_are_refused_with_the_reason(kb, expr, why):
+def test_the_whole_tuple_is_refused_with_the_reason(kb):
+    c = extract_contract(_task("torch.topk(x, 8, dim=1)"), kb)
+    assert c.op == "topk" and not c.supported
+    assert "returns (values, indices); index it with [0] or .values" in c.reason
+
+
+@pytest.mark.parametrize("expr", ["torch.topk(x, 8, dim=1)[1]", "torch.topk(x, 8, dim=1).indices", "x.topk(8, 1)[-1]"])
+def test_the_indices_are_their_own_kind_with_torchs_int64(kb, expr):
     c = extract_contract(_task(expr), kb)
-    assert c.op == "topk" and not c.supported and why in c.reason
+    assert (c.op, c.supported, c.output_shape, c.output_dtype) == ("topk_indices", True, (128, 8), "int64"), c.reason
+    (node,) = c.graph["nodes"]
+    assert (node["op"], node["dtype"], tuple(c.graph["problems"])) == ("topk_indices", "int64", ())
 
 
-def test_the_graph_says_why_it_has_no_node_for_the_indices(kb):
-    c = extract_contract(_task("torch.topk(x, 8, dim=1)[1]"), kb)
-    assert any("the indices of torch.topk(...) are computed by no operator" in p for p in c.graph["problems"])
+def test_the_indices_kernel_casts_topks_int32_positions_to_int64(kb, tmp_path):
+    task = tmp_path / "t.py"
+    task.write_text(_task("torch.topk(x, 8, dim=1).indices"))
+    p = Pipeline(kb, Design(task=str(task)))
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "topk", k.reason
+    assert "values, indices = pypto.topk(x, 8, 1, True)" in k.source
+    assert "out.move(pypto.cast(indices, pypto.DT_INT64))" in k.source and "dtype=torch.int64" in k.source
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=p.contract().signature) == []
 
 
 @pytest.mark.torch
@@ -71,11 +81,13 @@ def test_the_registry_reference_is_torchs_sorted_values():
     import torch
 
     x = np.random.default_rng(3).standard_normal((4, 6, 50)).astype(np.float32)
-    topk = registry.kind("topk")
+    topk, indices = registry.kind("topk"), registry.kind("topk_indices")
     assert topk is not None and topk.shape([(4, 6, 50)], {"k": 5, "dim": 1}) == (4, 5, 50)
+    assert indices is not None and registry.element_of(topk, 1) is indices
     for dim, largest in ((-1, True), (1, False)):
-        want = torch.topk(torch.from_numpy(x), 5, dim=dim, largest=largest).values.numpy()
-        assert np.array_equal(topk.reference(x, k=5, dim=dim, largest=largest), want)
+        want = torch.topk(torch.from_numpy(x), 5, dim=dim, largest=largest)
+        assert np.array_equal(topk.reference(x, k=5, dim=dim, largest=largest), want.values.numpy())
+        assert np.array_equal(indices.reference(x, k=5, dim=dim, largest=largest), want.indices.numpy())
 
 
 def test_the_scaffold_is_one_topk_call_and_lint_clean(kb):
@@ -105,10 +117,14 @@ def test_what_the_kernel_cannot_match_is_refused(kb, edits, why):
 
 
 @pytest.mark.sim
-def test_topk_values_verify_exactly_against_torch(kb):
-    (r,) = verify_many([pipe(kb, TASK)], jobs=1, cache=False)
-    assert r.supported and r.passed, r.reason
-    assert r.max_abs_err == 0 and r.outputs[0]["dtype"] == "fp32"
+def test_topk_values_and_indices_verify_exactly_against_torch(kb, tmp_path):
+    task = tmp_path / "indices.py"
+    task.write_text(_task("torch.topk(x, 8, dim=1).indices"))
+    values, indices = verify_many([pipe(kb, TASK), Pipeline(kb, Design(task=str(task)))], jobs=1, cache=False)
+    assert values.supported and values.passed, values.reason
+    assert values.max_abs_err == 0 and values.outputs[0]["dtype"] == "fp32"
+    assert indices.supported and indices.passed, indices.reason
+    assert indices.outputs[0]["dtype"] == "int64" and "compared exactly" in indices.outputs[0]["reason"]
 
 
 @pytest.mark.sim

@@ -8,7 +8,8 @@ transposed form leaves passes of pass-verify without a row, as argmax's did). so
 torch leaves that order unspecified (its CPU kernel returns the values unsorted), so no kernel can
 match it element by element.
 
-The kernel writes the values only: the output keeps the input's rank with k values on the last axis,
+The kernel writes the values, or for topk's indices (topk_indices) the int32 indices cast to torch's
+int64, from the same call: the output keeps the input's rank with k values on the last axis,
 which is torch's own shape, so forward returns it as it is. A loop, when auto_tiles needs one, runs
 along the outermost axis, so every chunk holds whole rows.
 """
@@ -16,13 +17,13 @@ along the outermost axis, so every chunk holds whole rows.
 from __future__ import annotations
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
-from pypto_tui.codegen.expr import Ex
+from pypto_tui.codegen.expr import Ex, call
 from pypto_tui.codegen.pattern import Pattern
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
-OPS = ("topk",)
+OPS = ("topk", "topk_indices")
 
 
 @cites("TOPK.values", "ARG.topk-last-axis")
@@ -50,6 +51,8 @@ def build_topk(b: Builder) -> None:
         raise Unsupported("topk with sorted=False: torch leaves the order of the values unspecified (its CPU kernel "
                           "returns them unsorted), so no kernel can match it element by element; use sorted=True")
     largest = bool(c.op_args.get("largest", True))
+    indices = c.op == "topk_indices"  # the positions, pypto.topk's int32 indices as torch's int64
+    result = call("cast", Ex.name("indices"), Ex.raw(b.pdtype("int64"), False)) if indices else Ex.name("values")
     dims = [f"d{i}" for i in range(rank)]
     loop = ctx.loop
     loop_x = loop.axis if loop is not None else 0
@@ -57,10 +60,12 @@ def build_topk(b: Builder) -> None:
         raise Unsupported(f"topk of rows this long ({ctx.geometry.shape[last]}) needs a loop along the searched axis: "
                           "not scaffolded")
     b.pattern = "topk"
-    b.summary = (f"topk: the {k} {'largest' if largest else 'smallest'} values along axis {axis} with pypto.topk, "
+    what = "positions of the" if indices else "the"
+    b.summary = (f"topk: {what} {k} {'largest' if largest else 'smallest'} values along axis {axis} with pypto.topk, "
                  "sorted as torch returns them") + (f", looping along axis {loop_x}" if loop else "")
     tile = b.tile_constant(ctx.main, x, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
-    common = {"k": Ex.num(k), "dim": Ex.num(last), "largest": Ex.raw(b.expr(str(largest)), False), "out": name("out")}
+    common = {"k": Ex.num(k), "dim": Ex.num(last), "largest": Ex.raw(b.expr(str(largest)), False), "out": name("out"),
+              "result": result}
     prelude: Stmts = []
     if loop is None:
         body = b.tmpl("topk", tile=tile, x=Ex.name(x), **common)
@@ -73,12 +78,13 @@ def build_topk(b: Builder) -> None:
 
         prelude, body = b.chunked_loop(dims[loop_x], step, setup=b.tmpl("vec_setup", tile=tile))
     spec = KernelSpec(
-        factory="create_topk_kernel", kernel="topk_kernel", dims=dims, scalars=[],
+        factory=f"create_{c.op}_kernel", kernel=f"{c.op}_kernel", dims=dims, scalars=[],
         inputs=[TensorParam(x, tuple(dims), ctx.dtype)],
         output=TensorParam("out", (*dims[:axis], k), c.output_dtype or ctx.dtype),
         prelude=prelude, body=body,
-        doc=f"topk's values over axis {axis} (TOPK.values): the {k} {'largest' if largest else 'smallest'}, sorted; "
-            "one kernel for this fixed k and dim (P1.single-dim-kernel).",
+        doc=f"topk's {'indices' if indices else 'values'} over axis {axis} (TOPK.values): {what} {k} "
+            f"{'largest' if largest else 'smallest'}, sorted; one kernel for this fixed k and dim "
+            "(P1.single-dim-kernel).",
     )
     b.add_kernel(spec)
     b.assert_rank(x, rank)
