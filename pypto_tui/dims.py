@@ -896,9 +896,10 @@ def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str
     alternatives: list[str] = []
     windowed = chosen.reshape.startswith("window_")  # a conv or pool: only its own layouts apply
     # another family's "keep" row is a fair alternative only when it is generic (no op of its own):
-    # cross-entropy's keep is not an alternative for a mean
+    # cross-entropy's keep is not an alternative for a mean; nor is a row for another op of the family
+    # (gather's keep for a cat)
     for s in kb.strategies:
-        if s.id == chosen.id or s.reshape == chosen.reshape or not (
+        if s.id == chosen.id or s.reshape == chosen.reshape or (s.ops and c.op not in s.ops) or not (
                 c.family in s.families or (s.reshape == "keep" and not s.ops and not windowed
                                            and not traits(c.family).tile_on_output)):
             continue

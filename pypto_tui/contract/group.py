@@ -153,12 +153,16 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
             raise Unsupported(f"the shape of {vid} is unknown")
         node = graph.node(vid)
         dtype = (v.dtype if v is not None else (node.dtype if node is not None else None)) or "fp32"
+        recipe: dict[str, Any] = {"fn": "randn", "shape": list(shape), "dtype": dtype, "post": [], "replayable": True}
         if dtype not in FLOAT_DTYPES:
-            raise Unsupported(f"{vid} is {dtype}: the kernels of a chain take floating-point tensors")
+            span = _positions(graph, group, vid)
+            if span is None:
+                raise Unsupported(f"{vid} is {dtype}: the kernels of a chain take floating-point tensors (or "
+                                  "integer positions an operator such as gather reads)")
+            recipe = {**recipe, "fn": "randint", "low": 0, "high": span}  # positions within the axis they index
         tree[vid] = Node("in", name=arg_name(vid), value=len(params))
         params.append(vid)
-        inputs.append(TensorSpec(tuple(shape), dtype, {"fn": "randn", "shape": list(shape), "dtype": dtype,
-                                                       "post": [], "replayable": True}))
+        inputs.append(TensorSpec(tuple(shape), dtype, recipe))
     for n in group:
         mod = calls[n.id]
         if mod is not None:  # the module holds its own weights: forward hands it the tensor alone
@@ -176,6 +180,24 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
         forward_params=list(names), inputs=list(inputs), inputs_problem=None, root=tree[writes],
         forward_source=f"def forward({forward}):\n    # {title} ({ops})", signature=signature)
     return GroupFacts(facts, tuple(params), tuple(modules))
+
+
+def _positions(graph: OpGraph, group: list[OpNode], vid: str) -> int | None:
+    """The size of the axis an integer tensor indexes when every node of the group that reads it reads it
+    as positions (an `index_inputs` operand: gather's index along its dim), else None."""
+    spans: set[int] = set()
+    for n in group:
+        kind = registry.kind(n.op)
+        for i, src in enumerate(n.inputs):
+            if src != vid:
+                continue
+            if kind is None or i not in kind.index_inputs:
+                return None
+            values = graph.shape_of(n.inputs[0])
+            if values is None:
+                return None
+            spans.add(values[int(n.attrs.get("dim", 0)) % len(values)])
+    return min(spans) if spans else None
 
 
 def _tuple_of(kind: OpKind) -> tuple[OpKind | None, int]:
@@ -239,6 +261,10 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call("narrow", (a[0],), "torch", **_present(at, kind.params))
     if kind.role == "recurrent":  # a layer over a sequence: every input a tensor, the options keywords
         return _call(op, a, "torch", **_present(at, kind.params))
+    if kind.index_inputs:  # torch.gather(x, dim, index): a parameter with no constant is the next tensor
+        tensors = iter(a)
+        args = [next(tensors), *(_const(at[p]) if p in at else next(tensors) for p in kind.params)]
+        return _call(op, tuple(args), "torch")
     if op == "pad":  # one axis widened by a fill (a pad of several axes is one node per axis)
         return _call("pad", (a[0],), "F", **_present(at, kind.params))
     if kind.role == "layout" and kind.arity == -1:  # a concatenation of the group's inputs

@@ -1087,9 +1087,24 @@ def _recurrent(n: Node, ctx: Ctx) -> Recognition | None:
                    all(ctx.is_tensor(a) for a in n.args) and len(n.args) == kind.arity, n)
 
 
+def _indexed(n: Node, ctx: Ctx) -> Recognition | None:
+    """An operator that reads integer positions (`torch.gather(x, dim, index)`, the registry's
+    `index_inputs`) of task inputs: its values and its index are the kernel's two operands."""
+    kind = REGISTRY.get(n.name) if n.kind == "call" else None
+    if kind is None or not kind.index_inputs:
+        return None
+    b = _bound(n)
+    tensors = [v for v in (n.args[0] if n.args else None, *(b.get(p) for p in kind.params)) if
+               isinstance(v, Node) and not v.is_const]
+    rec = Recognition("unknown", None)
+    args = _params(n, tuple(p for p in kind.params if not isinstance(b.get(p), Node) or b[p].is_const), rec)
+    return _finish(rec, kind.role, kind.name, {**dict(kind.defaults), **args}, list(tensors),
+                   len(tensors) == kind.arity and all(ctx.is_tensor(t) for t in tensors), n)
+
+
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
     _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
-    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _pad_copy, _recurrent,
+    _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _pad_copy, _recurrent, _indexed,
     _elementwise,
 )
 

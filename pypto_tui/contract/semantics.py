@@ -270,6 +270,19 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         _copied(out, ops[0], padded, f"out = F.pad({ops[0].name}, {list(pad or ())}, value={float(value)})  (borders "
                                      f"of {float(value)} around {ops[0].name}, {padded})")
         return
+    if kind is not None and c.op == "gather" and len(ops) == 2:
+        d = norm_axes(c.op_args.get("dim", 0), len(_need_shape(ops[0])))
+        if d is None:
+            raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of {ops[0].name}")
+        picked = _kind_shape(kind, [_need_shape(o) for o in ops], {"dim": d[0]})
+        if ops[1].dtype not in ("int64", "int32"):
+            out.supported = False
+            out.reason = f"gather's index {ops[1].name} is {ops[1].dtype}: torch takes int64 positions"
+        _copied(out, ops[0], picked, f"out = gather({ops[0].name}, {d[0]}, {ops[1].name})  (the values of "
+                                     f"{ops[0].name} at {ops[1].name}'s positions along axis {d[0]}, {picked})")
+        out.asymmetric = True
+        out.direction = f"{ops[0].name} holds the values, {ops[1].name} their positions"
+        return
     if kind is not None and c.op == "narrow":
         shape = _need_shape(ops[0])
         d = norm_axes(c.op_args.get("dim", 0), len(shape))

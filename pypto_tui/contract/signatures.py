@@ -30,9 +30,10 @@ _ANCHOR_MODULES = _anchor_modules()
 
 
 def _bound_layout(k: ops_base.OpKind) -> bool:
-    """A layout kind whose function binds by torch's signature: a concatenation, or a kind with torch
-    defaults to fill in (F.pad's mode and value); a transpose's or permute's spellings have rows below."""
-    return k.role == "layout" and (k.arity == -1 or bool(k.defaults))
+    """A layout kind whose function binds by torch's signature: a concatenation, a kind with torch
+    defaults to fill in (F.pad's mode and value) or one that reads positions (gather's index); a
+    transpose's or permute's spellings have rows below."""
+    return k.role == "layout" and (k.arity == -1 or bool(k.defaults) or bool(k.index_inputs))
 
 
 def _anchor_calls() -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Any]]]:

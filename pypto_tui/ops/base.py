@@ -103,6 +103,8 @@ class OpKind:
       a keyword call binds by them): the function's signature is `(*inputs, *params)`.
     - `scaling`: what a reduction divides its sum by, as the contract's `Reduction.scaling` says it
       ("sum": nothing, "mean": the count of the reduced values, as var and std do too; "none": not a sum).
+    - `index_inputs`: the positions of the inputs that hold integer positions, not values (gather's index):
+      a kernel takes them as int64 tensors, and a test draws them within the axis they index.
     - `dtype`: the dtype an elementwise kind's result has whatever its input's (a conversion, `x.char()`:
       int8), None when it keeps its input's.
     - `returns`: the names of the tuple torch returns (topk's values and indices), () for one tensor; the
@@ -136,6 +138,7 @@ class OpKind:
     inputs: tuple[str, ...] = ("input",)
     returns: tuple[str, ...] = ()
     dtype: str | None = None
+    index_inputs: tuple[int, ...] = ()
 
     @property
     def is_elementwise(self) -> bool:

@@ -240,7 +240,29 @@ SLICE_KINDS = (
 )
 
 
+def _gather_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """torch.gather's result has the index's shape; the index has the input's rank and is no larger than it
+    on every other axis."""
+    x, index = tuple(shapes[0]), tuple(shapes[1])
+    a = axis(attrs.get("dim", 0), len(x))
+    if len(index) != len(x):
+        raise OpError(f"gather's index has rank {len(index)}, its input rank {len(x)}: torch needs the same rank")
+    if any(i > s for d, (i, s) in enumerate(zip(index, x, strict=True)) if d != a):
+        raise OpError(f"gather's index {index} is larger than its input {x} on an axis other than {a}")
+    return index
+
+
+def _gather(x: np.ndarray, index: np.ndarray, dim: int = 0, **_: Any) -> np.ndarray:
+    a = axis(dim, x.ndim)
+    return np.take_along_axis(x[tuple(slice(0, s) if d != a else slice(None) for d, s in enumerate(index.shape))],
+                              index.astype(np.int64), axis=a)
+
+
 MORE_KINDS = (
+    OpKind("gather", "layout", _gather_shape, _gather, functions=("gather",), methods=("gather",),
+           params=("dim", "index"), arity=2, aten=("aten.gather.default",), pattern="gather", index_inputs=(1,),
+           formula="out = {x}[... index along {dim} ...]",
+           note="torch.gather(x, dim, index): the values of x at the index's positions along dim (GATHER.take-along)"),
     OpKind("flip", "layout", _same, lambda x, dims=(), **_: np.flip(x, dims), functions=("flip",),
            methods=("flip",), params=("dims",), aten=("aten.flip.default",)),
     OpKind("triu", "layout", _same, lambda x, diagonal=0, **_: np.triu(x, diagonal), functions=("triu",),

@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 """Bump when `evaluate` reads the spec differently: the spec is written into each reference file, whose
 text is part of a verify job's cache key."""
 
-_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int64": "int64", "int32": "int32",
+                 "int8": "int8", "bool": "bool"}
 
 
 def evaluate(model: Any, spec: Mapping[str, Any], args: Sequence[Any]) -> Any:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from pypto_tui.cli import app
 from pypto_tui.contract.aten import graph_from_trace
 from pypto_tui.contract.graph import OpGraph
-from pypto_tui.design import Design, Pipeline, kernel_of, module_plan_of
+from pypto_tui.design import Design, Pipeline, kernel_of, module_plan_of, module_stages
 from pypto_tui.lint.engine import lint_source
 from pypto_tui.ops import registry
 
@@ -124,3 +124,47 @@ def test_a_traced_router_reads_topks_values_and_indices_in_the_order_forward_rea
     # the static reader gives the same graph, so the same module
     static = _graph(kb, GATE)
     assert [(n.op, n.shape, n.dtype) for n in static.nodes] == [(n.op, n.shape, n.dtype) for n in g.nodes]
+
+
+GATHER_TASK = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x, index):\n"
+               "        return torch.gather(x, {dim}, index)\n\n\ndef get_inputs():\n"
+               "    return [torch.randn(128, 512), {index}]\n\n\ndef get_init_inputs():\n    return []\n")
+
+
+def test_a_gather_task_is_one_pypto_gather_with_an_int64_index(kb, tmp_path: Path) -> None:
+    task = tmp_path / "g.py"
+    task.write_text(GATHER_TASK.format(dim=-1, index="torch.randint(0, 512, (128, 8))"))
+    p = Pipeline(kb, Design(task=str(task)))
+    c = p.contract()
+    assert (c.family, c.op, c.supported, c.output_shape, c.output_dtype) == ("layout", "gather", True, (128, 8),
+                                                                             "fp32"), c.reason
+    assert c.asymmetric and "index their positions" in (c.direction or "")
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "gather", k.reason
+    assert "out.move(pypto.gather(x, 1, index))" in k.source
+    assert "index: pypto.Tensor((i0, i1), pypto.DT_INT64)" in k.source
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=c.signature) == []
+    values = np.arange(12.0).reshape(3, 4)
+    gather = registry.kind("gather")
+    assert gather is not None and gather.index_inputs == (1,)
+    assert gather.reference(values, np.array([[3, 0], [1, 1], [2, 3]]), dim=1).tolist() == [[3, 0], [5, 5], [10, 11]]
+
+
+def test_a_gather_whose_index_is_not_integer_says_so(kb, tmp_path: Path) -> None:
+    task = tmp_path / "g.py"
+    task.write_text(GATHER_TASK.format(dim=1, index="torch.randn(128, 8)"))
+    c = Pipeline(kb, Design(task=str(task))).contract()
+    assert not c.supported and "index is fp32: torch takes int64 positions" in c.reason
+
+
+def test_a_routers_gather_reads_topks_indices_and_its_own_test_draws_them_within_the_axis(kb) -> None:
+    task = FIX / "tasks_traced" / "topk_gather.py"
+    static, traced = _graph(kb, task), graph_from_trace(json.loads((FIX / "traces" / "topk_gather.json").read_text()))
+    assert [(n.op, n.shape, n.dtype) for n in static.nodes] == [(n.op, n.shape, n.dtype) for n in traced.nodes] == [
+        ("linear", (128, 64), "fp32"), ("softmax", (128, 64), "fp32"), ("topk_indices", (128, 4), "int64"),
+        ("gather", (128, 4), "fp32")]
+    stages = module_stages(Pipeline(kb, Design(task=str(task))))
+    assert stages is not None and not stages.refused, stages
+    gather = stages.stages[-1].pipeline.contract()
+    index = gather.inputs[1]
+    assert index.dtype == "int64" and index.recipe["fn"] == "randint" and index.recipe["high"] == 64

@@ -27,10 +27,11 @@ TRACES = FIX / "traces"
 TRACED = FIX / "tasks_traced"
 NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval",
          "causal_heads", "lstm_classifier", "lstm_states", "gru_hidden",
-         "gru_bidirectional", "mha_self", "topk_gate"]
+         "gru_bidirectional", "mha_self", "topk_gate", "topk_gather"]
 # nn.Module's own methods, which the task's __init__ may call
 MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
-STATIC_READS = {"shape_unpack", "topk_gate"}  # `b, t, d = x.shape` and topk's values in a chain are read statically too
+# `b, t, d = x.shape`, and topk and gather in a chain, are read statically too
+STATIC_READS = {"shape_unpack", "topk_gate", "topk_gather"}
 NOT_YET: dict[str, str] = {}
 """Traced models whose graph reads but whose module is refused, with the reason."""
 

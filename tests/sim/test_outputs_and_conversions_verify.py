@@ -1,7 +1,8 @@
 """What a model returns, through the real compiler: an int8 quantisation compared exactly (a twin that
 truncates where torch rounds fails), a tuple of two kernels' outputs each compared (a twin whose second
 kernel is wrong fails on the second output), and a traced mixture-of-experts router whose top-k values
-are one kernel (a twin that takes the smallest values fails)."""
+are one kernel (a twin that takes the smallest values fails), and a router that gathers its softmax weights at
+its top-k experts' positions (a twin that gathers from the logits fails)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ CASES = {  # task, front end, the bug planted in the module: (text, replacement)
                      ("pypto.sum(n1, 1) * INV_COUNT", "pypto.sum(n1, 1) * INV_COUNT * 1.01")),
     "topk_gate": (FIX / "tasks_traced" / "topk_gate.py", "traced",
                   ("pypto.topk(n1, 4, 1, True)", "pypto.topk(n1, 4, 1, False)")),
+    "topk_gather": (FIX / "tasks_traced" / "topk_gather.py", "traced",
+                    ("self._k3(t_n1, t_n2)", "self._k3(t_n0, t_n2)")),
 }
 IN_CI = {"quantize_int8"}
 
