@@ -385,7 +385,8 @@ def _module_at(search: _Search, best: Candidate, values: dict[str, int], kept: b
 def _spread_module(search: _Search, best: Candidate, limit: int, shrunk: int,
                    avoid: dict[str, int] | None = None, growth: float = scaled.SPREAD_GROWTH) -> scaled.Spread:
     """The size constants with every kernel's counted axes (a tiled reduction or scan axis, a
-    matmul's K) at an odd tile count of at least three (scaled.spread): the shrink above stops at two
+    matmul's K, a recurrent layer's time steps) at an odd tile count of at least three (scaled.spread):
+    the shrink above stops at two
     tiles, and KernelBench level-2 14's row sum hard-coded to the 2048 columns it shrank to passed.
     A candidate keeps every design `best` keeps and stays within the module's element limit, or the
     shrink's largest tensor `shrunk` when larger, times `growth` (scaled.SPREAD_GROWTH, SECOND_GROWTH
@@ -393,6 +394,7 @@ def _spread_module(search: _Search, best: Candidate, limit: int, shrunk: int,
     from pypto_tui.sim.verify_shapes import loop_iterations
 
     given_up = _kernels_given_up(best.problems)
+    full_steps = {s.index: _time_steps(s) for s in search.full.stages} if search.full is not None else {}
 
     def probe(v: dict[Any, int]) -> scaled.Probe | None:
         cand = search.evaluate({str(k): n for k, n in v.items()})
@@ -401,6 +403,9 @@ def _spread_module(search: _Search, best: Candidate, limit: int, shrunk: int,
         axes: list[scaled.AxisCount] = []
         iterations = 1
         for k, s in zip(search.keeps, cand.stages.stages, strict=True):
+            steps, full = _time_steps(s), full_steps.get(s.index)
+            if steps is not None and full is not None:  # one loop iteration a time step, carrying the state
+                axes.append(scaled.AxisCount(f"kernel {s.index} ({s.ops}): time steps", steps, 1, full))
             if k.keep is None or f"kernel {s.index} ({s.ops})" in given_up:
                 continue
             try:
@@ -417,6 +422,17 @@ def _spread_module(search: _Search, best: Candidate, limit: int, shrunk: int,
     found = scaled.spread(dict(best.values), list(best.values), probe, avoid)
     found.values = {str(k): n for k, n in found.values.items()}
     return found
+
+
+def _time_steps(stage: Any) -> int | None:
+    """A recurrent layer's time steps (its sequence's time axis), a counted axis of the module test: two
+    steps carry the state from one step to the next only once, so a state that is never read back (h
+    reset each step, the gates of step 0 reused) would pass; three steps carry it twice."""
+    c = stage.pipeline.contract()
+    shape = c.operands[0].shape if c.family == "recurrent" and c.operands else None
+    if not shape or len(shape) != 3:
+        return None
+    return int(shape[1] if c.op_args.get("batch_first") else shape[0])
 
 
 def wiring_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:
