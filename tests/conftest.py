@@ -143,6 +143,7 @@ CI_EXHAUSTIVE = (
     "tests/sim/test_former_failures.py::test_the_former_failures_verify_at_every_pass",
     "tests/sim/test_docs_flavour.py::test_docs_flavour_kernels_verify",
     "tests/sim/test_traced_verify.py::test_a_nested_model_verifies_through_the_traced_front_end_and_its_twin_fails[nested_bn_eval.py]",
+    "tests/sim/test_traced_verify.py::test_causal_attention_as_gpt_code_writes_it_verifies_and_a_copy_of_the_wrong_block_fails",
     "tests/sim/test_chain_kernel_file.py::test_an_exported_chain_module_runs_at_the_generated_modules_test_sizes",
     "tests/sim/test_design_runs.py::test_tile_sweep_shows_the_cost_model_disagreeing_with_the_1kb_rule",
     "tests/sim/test_shared_zygote.py::test_commands_one_after_another_fork_from_the_slot_zygote",

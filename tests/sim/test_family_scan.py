@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from family import pipe
+from support import CI_AND_REST, part
 
 from pypto_tui.design import kernel_of
 from pypto_tui.lint.engine import lint_source
@@ -101,12 +102,15 @@ def test_the_exclusive_scan_keeps_kernelbenchs_shapes(kb):
 
 
 @pytest.mark.sim
-def test_scans_verify_against_torch(kb):
-    reports = verify_many([pipe(kb, n) for n in SCANS], jobs=1, cache=False)
-    for name, r in zip(SCANS, reports, strict=True):
+@pytest.mark.parametrize("which", CI_AND_REST)
+def test_scans_verify_against_torch(kb, which):
+    names = part(sorted(SCANS, key=lambda n: n != "cumsum_masked_big.py"), which)  # CI: the looped scan
+    reports = verify_many([pipe(kb, n) for n in names], jobs=1, cache=False)
+    for name, r in zip(names, reports, strict=True):
         assert r.supported and r.passed, (name, r.reason)
         assert r.design_kept and r.criterion == "kernelbench", (name, r.notes)
-    assert reports[list(SCANS).index("cumsum_masked_big.py")].loop_count is not None  # the loop was verified
+        if name == "cumsum_masked_big.py":
+            assert r.loop_count is not None  # the loop was verified
 
 
 @pytest.mark.sim
