@@ -168,3 +168,12 @@ def test_a_routers_gather_reads_topks_indices_and_its_own_test_draws_them_within
     gather = stages.stages[-1].pipeline.contract()
     index = gather.inputs[1]
     assert index.dtype == "int64" and index.recipe["fn"] == "randint" and index.recipe["high"] == 64
+
+
+def test_a_gather_the_shapes_rule_out_says_which_shapes_and_why(kb, tmp_path: Path) -> None:
+    task = tmp_path / "g.py"
+    task.write_text(GATHER_TASK.format(dim=1, index="torch.randint(0, 512, (256, 8))"))
+    k = kernel_of(Pipeline(kb, Design(task=str(task))))
+    assert not k.supported
+    assert "output_shape: gather's index (256, 8) is larger than its input (128, 512) on an axis other than 1" \
+        in k.reason
