@@ -581,22 +581,15 @@ class _Computed(dict[int, Callable[[], str]]):
     tensor (split's parts, which stay in the order the trace takes them)."""
 
 
-def _topk(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    """`aten.topk` returns (values, indices): each element is a node of the kind that computes it (the
-    values topk, the indices topk_indices), made when the graph reads it."""
-    memo: dict[int, str] = {}
+def _elements(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """A kind that returns a tuple (`aten.topk`: values, indices): each element a node of the kind that
+    computes it (`registry.element_of`: topk, topk_indices), made when the graph reads it."""
 
-    def element(i: int) -> Callable[[], str]:
-        part = registry.element_of(kind, i)
-        assert part is not None
+    def element(part: OpKind) -> Callable[[], str]:
+        return functools.cache(lambda: _generic(c, node, part, args, kwargs))
 
-        def make() -> str:
-            if i not in memo:
-                memo[i] = _generic(c, node, part, args, kwargs)
-            return memo[i]
-        return make
-
-    return _Computed({i: element(i) for i in range(len(kind.returns)) if registry.element_of(kind, i) is not None})
+    parts = {i: registry.element_of(kind, i) for i in range(len(kind.returns))}
+    return _Computed({i: element(part) for i, part in parts.items() if part is not None})
 
 
 def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -802,7 +795,7 @@ _HANDLERS: dict[str, Handler] = {
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),
-    "topk": _topk, "cat": _cat, "pad": _constant_pad, "lstm": _recurrent, "gru": _recurrent, "permute": _permute,
+    "topk": _elements, "cat": _cat, "pad": _constant_pad, "lstm": _recurrent, "gru": _recurrent, "permute": _permute,
     "transpose": _transpose, "view": _view,
 }
 """How each kind's ATen arguments become the node's inputs and attributes (the rest: `_generic`)."""

@@ -29,7 +29,6 @@ from pypto_tui.contract.values import ModuleSpec, TensorSpec
 from pypto_tui.errors import Unsupported
 from pypto_tui.ops import registry
 from pypto_tui.ops import views as V
-from pypto_tui.ops.base import OpKind
 
 if TYPE_CHECKING:
     from pypto_tui.contract.model import Contract
@@ -200,16 +199,6 @@ def _positions(graph: OpGraph, group: list[OpNode], vid: str) -> int | None:
     return min(spans) if spans else None
 
 
-def _tuple_of(kind: OpKind) -> tuple[OpKind | None, int]:
-    """The tuple-returning kind `kind` is an element of, and which (topk: (topk, 0); topk_indices:
-    (topk, 1)); (None, 0) for a kind that is a whole call's result."""
-    for whole in registry.REGISTRY.values():
-        for i in range(len(whole.returns)):
-            if registry.element_of(whole, i) is kind:
-                return whole, i
-    return None, 0
-
-
 def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
     """One graph node in the canonical form the recogniser reads, over its inputs' trees: what the node
     is comes from its registry entry (role, identity, the spelling a kernel reads it with), so no
@@ -250,8 +239,9 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call("transpose", (a[0], _const(at.get("dim0", -2)), _const(at.get("dim1", -1))), "method")
     if kind.role == "reduction" and kind.params[:2] == ("dim", "keepdim"):
         return _call(kind.spelled_as or op, a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
-    whole, element = _tuple_of(kind)
-    if whole is not None:  # torch.topk(x, k, dim=...)[i]: element i of the tuple the call returns
+    element_of = registry.tuple_of(kind)
+    if element_of is not None:  # torch.topk(x, k, dim=...)[i]: element i of the tuple the call returns
+        whole, element = element_of
         keys = tuple(k for k in whole.params if k != whole.params[0])
         call = _call(whole.name, (a[0], _const(at.get(whole.params[0]))), "torch", **_present(at, keys))
         return Node("index", args=(call,), value=element)

@@ -78,6 +78,18 @@ def element_of(kind: OpKind, index: int) -> OpKind | None:
     return REGISTRY.get(f"{kind.name}_{kind.returns[index]}")
 
 
+_ELEMENTS = {part.name: (whole, i) for whole in REGISTRY.values() for i in range(1, len(whole.returns))
+             if (part := element_of(whole, i)) is not None}
+
+
+def tuple_of(kind: OpKind) -> tuple[OpKind, int] | None:
+    """The tuple-returning kind `kind` computes an element of, and which: (topk, 0) for topk, (topk, 1) for
+    topk_indices; None for a kind whose call returns one tensor."""
+    if kind.returns:
+        return kind, 0
+    return _ELEMENTS.get(kind.name)
+
+
 def of_contract(op: str | None) -> OpKind | None:
     """The kind a contract's op names: the kind of that name, or for `torch.max(x, dim)` and
     `torch.min(x, dim)` (a contract's "max" / "min" reduction) the dim form the graph reader calls
