@@ -244,8 +244,11 @@ class ContractScreen(StepScreen):
             if planned is not None:
                 tree.show(stages, planned[0], planned[1].groups, planned[1].views)
             self._set_form(tree, focus=tree)
+        shapes = {n["id"]: n.get("shape") for n in graph.get("nodes", ())}
+        returned = (f"outputs {', '.join(dims_text(shapes.get(o)) for o in graph['outputs'])}" if graph.get("outputs")
+                    else f"output {dims_text(graph.get('output_shape'))}")
         head = Content.assemble((Path(contract.task_path).name if contract.task_path else str(d_task), "bold"), "\n",
-                                f"a chain of operators, output {dims_text(graph.get('output_shape'))}\n",
+                                f"a chain of operators, {returned}\n",
                                 (f"{len(stages)} kernels in one module: each gets its own dimensions, tiles and "
                                  "loops (pick the kernel at the top of those steps, or with ctrl+k there; "
                                  "enter on a kernel here picks it)", "$text-success"))

@@ -63,3 +63,17 @@ async def test_a_chain_walks_all_five_steps_kernel_by_kernel(ui, state) -> None:
         # the decision is part of the design: saved and read back, it gives the same module
         again = Design.from_dict(app.session.design.to_dict())
         assert again.kernels == {"2": {"tile": [8192]}} and again.kernel == 2
+
+
+async def test_a_model_returning_a_tuple_shows_every_output(ui, state) -> None:
+    from textual.widgets import Static
+
+    task = SWIGLU.with_name("tuple_return.py")
+    app = PyptoApp(task=str(task), blink=False, state=state, trust_task_code=True)
+    app.animation_level = "none"
+    async with app.run_test(size=ui.size) as pilot:
+        await ui.settle(pilot, app)
+        assert isinstance(app.screen, ContractScreen)
+        summary = str(app.screen.query_one("#unknowns", Static).render())
+        assert "a chain of operators, outputs (64, 512), (64,)" in summary
+        assert "return t_n1, t_n2" in kernel_of(app.session.pipeline).source
