@@ -115,6 +115,17 @@ def _kernel_doc(k: TaskKernel) -> dict[str, Any]:
             "reduction": kc.reduction.to_json_dict() if kc.reduction else None}
 
 
+def _output_row(doc: dict[str, Any]) -> tuple[str, str]:
+    """One shape, or each returned tensor's when forward returns a tuple (graph.outputs)."""
+    from pypto_tui.cli.render import dims
+
+    graph = doc.get("graph") or {}
+    if not graph.get("outputs"):
+        return "output shape", dims(doc.get("output_shape"))
+    shapes = {n["id"]: n.get("shape") for n in graph.get("nodes", ())}
+    return "output shapes", ", ".join(dims(shapes.get(o)) for o in graph["outputs"])
+
+
 def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -132,7 +143,7 @@ def _show(doc: dict[str, Any], findings: list[Finding]) -> None:
          f"{red['op']} over axes {red['axes']}, keepdim={red['keepdim']}, scaling={red['scaling']}"),
         ("asymmetric", {True: "yes", False: "no", None: "unknown"}[doc.get("asymmetric")]
          + (f" ({doc['direction']})" if doc.get("direction") else "")),
-        ("output shape", dims(doc.get("output_shape"))),
+        _output_row(doc),
         ("init params", ", ".join(f"{k}={v!r}" for k, v in (doc.get("init_params") or {}).items()) or "-"),
     ]
     if doc.get("unknown") and not chain:

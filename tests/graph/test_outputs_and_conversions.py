@@ -60,7 +60,7 @@ def test_the_module_returns_the_tuple_in_the_tasks_order_and_lints_clean(kb) -> 
 def test_the_contract_names_every_output() -> None:
     r = CliRunner().invoke(app, ["contract", str(TUPLE)], env=ENV)
     assert r.exit_code == 0, r.output
-    assert "3 node(s), outputs n1, n2" in r.stdout
+    assert "3 node(s), outputs n1, n2" in r.stdout and "output shapes  (64, 512), (64,)" in r.stdout
     data = json.loads(CliRunner().invoke(app, ["contract", str(TUPLE), "--json"], env=ENV).stdout)
     assert data["supported"] and data["graph"]["outputs"] == ["n1", "n2"]
 
