@@ -357,9 +357,10 @@ class ContractScreen(StepScreen):
 
         async def swap() -> None:
             # Read before the removal: removing a focused row hands the focus to a neighbour
-            # outside the form (the Next button), which is not the user's choice.
+            # outside the form (the Next button), which is not the user's choice; nor is the Next or
+            # Back button Textual focuses while the loading indicator covers the form (a slow load).
             held = self.focused
-            in_form = held is None or held is form or form in held.ancestors
+            in_form = held is None or held is form or form in held.ancestors or held.id in ("next", "back")
             await form.remove_children()
             if gen != self._form_gen:
                 return  # a newer form is on its way
