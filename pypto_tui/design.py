@@ -464,9 +464,10 @@ def _blocked(c: Contract, dims: DimPlan, pattern: Pattern | None) -> str:
     if not c.supported:
         return c.reason or f"the contract marks {c.family}/{c.op} as unsupported"
     if c.unknown:
-        fields_ = ", ".join(sorted(c.unknown))
-        first = c.unknown[sorted(c.unknown)[0]]  # the reader's reason, so the user sees what to change
-        return f"the contract has unknown fields ({fields_}: {first}): fill them in before generating a kernel"
+        fields = sorted(c.unknown)
+        first = c.unknown[fields[0]]  # the reader's reason, so the user sees what to change
+        return (f"the contract has unknown fields ({', '.join(fields)}: {first}): fill them in before generating a "
+                "kernel")
     if dims.strategy is None or not dims.kernel_shapes:
         why = "; ".join(f.message for f in dims.findings if f.level in ("warn", "error")) or "no strategy applies"
         return f"the dimension plan has no kernel layout: {why}"

@@ -244,8 +244,7 @@ class ContractScreen(StepScreen):
             if planned is not None:
                 tree.show(stages, planned[0], planned[1].groups, planned[1].views)
             self._set_form(tree, focus=tree)
-        shapes = {n["id"]: n.get("shape") for n in graph.get("nodes", ())}
-        returned = (f"outputs {', '.join(dims_text(shapes.get(o)) for o in graph['outputs'])}" if graph.get("outputs")
+        returned = (f"outputs {', '.join(dims_text(s) for s in graph['output_shapes'])}" if graph.get("outputs")
                     else f"output {dims_text(graph.get('output_shape'))}")
         head = Content.assemble((Path(contract.task_path).name if contract.task_path else str(d_task), "bold"), "\n",
                                 f"a chain of operators, {returned}\n",

@@ -122,8 +122,7 @@ def _output_row(doc: dict[str, Any]) -> tuple[str, str]:
     graph = doc.get("graph") or {}
     if not graph.get("outputs"):
         return "output shape", dims(doc.get("output_shape"))
-    shapes = {n["id"]: n.get("shape") for n in graph.get("nodes", ())}
-    return "output shapes", ", ".join(dims(shapes.get(o)) for o in graph["outputs"])
+    return "output shapes", ", ".join(dims(s) for s in graph["output_shapes"])
 
 
 def _show(doc: dict[str, Any], findings: list[Finding]) -> None:

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import libcst as cst
-
-from pypto_tui.codegen.builder import PYPTO_DTYPES
+from pypto_tui.codegen.builder import PYPTO_DTYPES, attr
 from pypto_tui.codegen.expr import Ex, call
 from pypto_tui.ops import registry
 from pypto_tui.ops.base import OpKind
@@ -27,10 +25,10 @@ class _Ops:
         return call(fn, *args)
 
     def cast(self, x: Any, dtype: str, mode: str | None = None) -> Ex:
-        to = Ex.raw(cst.parse_expression(f"pypto.{PYPTO_DTYPES[dtype]}"), False)
+        to = Ex.raw(attr(f"pypto.{PYPTO_DTYPES[dtype]}"), False)
         if mode is None:
             return call("cast", x, to)
-        return call("cast", x, to, mode=Ex.raw(cst.parse_expression(f"pypto.CastMode.{mode}"), False))
+        return call("cast", x, to, mode=Ex.raw(attr(f"pypto.CastMode.{mode}"), False))
 
     def literal(self, value: Any) -> float | int | None:
         if isinstance(value, Ex):

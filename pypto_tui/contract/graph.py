@@ -125,7 +125,8 @@ class OpGraph:
             "output": self.output, "output_shape": _list(self.shape_of(self.output) if self.output else None),
             "problems": list(self.problems), "notes": list(self.notes),
             **({"paths": dict(self.paths)} if self.paths else {}),
-            **({"outputs": list(self.outputs)} if self.outputs else {}),
+            **({"outputs": list(self.outputs), "output_shapes": [_list(self.shape_of(o)) for o in self.outputs]}
+               if self.outputs else {}),
         }
 
     @classmethod
@@ -347,8 +348,8 @@ class _Builder:
             return self.unknown(f"{name}(...) is not in the operator registry",
                                 [self.value(a) for a in n.args if not a.is_const])
         if spelled.returns and not picked:
-            self.problems.append(f"torch.{name}(...) returns ({', '.join(kind.returns)}): pick one with [0] or "
-                                 f".{kind.returns[0]}")
+            self.problems.append(f"torch.{name}(...) returns ({', '.join(spelled.returns)}): pick one with [0] or "
+                                 f".{spelled.returns[0]}")
         how = {"torch": "torch.", "F": "F.", "method": "."}.get(str(n.value), "")
         if name == "permute" and len(n.args) > 2 and all(a.is_const for a in n.args[1:]):  # x.permute(2, 0, 1)
             return self.add(kind.name, kind.role, [self.value(n.args[0])],

@@ -135,9 +135,15 @@ def _recurrent_work(graph: Any) -> int:
     steps = 0
     for n in graph.get("nodes", ()):
         x = shapes.get(n["inputs"][0]) if n.get("role") == "recurrent" and n.get("inputs") else None
-        if x and len(x) == 3:
-            steps += int(x[1] if n.get("attrs", {}).get("batch_first") else x[0])
+        steps += _steps_of(x, n.get("attrs", {}).get("batch_first")) or 0
     return steps * RECURRENT_STEP_ELEMENTS
+
+
+def _steps_of(sequence: Any, batch_first: Any) -> int | None:
+    """The time steps of a recurrent layer's (batch, steps, features) or (steps, batch, features) sequence."""
+    if not sequence or len(sequence) != 3:
+        return None
+    return int(sequence[1] if batch_first else sequence[0])
 
 
 def _window_work(stages: ModuleStages) -> int:
@@ -429,10 +435,9 @@ def _time_steps(stage: Any) -> int | None:
     steps carry the state from one step to the next only once, so a state that is never read back (h
     reset each step, the gates of step 0 reused) would pass; three steps carry it twice."""
     c = stage.pipeline.contract()
-    shape = c.operands[0].shape if c.family == "recurrent" and c.operands else None
-    if not shape or len(shape) != 3:
+    if c.family != "recurrent" or not c.operands:
         return None
-    return int(shape[1] if c.op_args.get("batch_first") else shape[0])
+    return _steps_of(c.operands[0].shape, c.op_args.get("batch_first"))
 
 
 def wiring_test(pipeline: Pipeline, full: ModuleStages) -> ModuleTest:

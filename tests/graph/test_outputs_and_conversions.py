@@ -63,6 +63,7 @@ def test_the_contract_names_every_output() -> None:
     assert "3 node(s), outputs n1, n2" in r.stdout and "output shapes  (64, 512), (64,)" in r.stdout
     data = json.loads(CliRunner().invoke(app, ["contract", str(TUPLE), "--json"], env=ENV).stdout)
     assert data["supported"] and data["graph"]["outputs"] == ["n1", "n2"]
+    assert data["graph"]["output_shapes"] == [[64, 512], [64]]
 
 
 def test_a_traced_tuple_return_is_the_same_graph() -> None:
