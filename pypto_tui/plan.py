@@ -404,14 +404,25 @@ def decompose(graph: OpGraph) -> OpGraph:
 
     out: list[OpNode] = []
     consts: list[Value] = []
-    for n in graph.nodes:
-        k = kind(n.op)
-        parts = k.decompose(n, graph.shape_of) if k is not None and k.decompose is not None else None
+    shapes: dict[str, Any] = {}
+
+    def shape_of(vid: str) -> Any:
+        return shapes[vid] if vid in shapes else graph.shape_of(vid)
+
+    def place(n: OpNode, parent: str = "") -> None:  # a part may have a decomposition of its own (F.normalize's
+        k = kind(n.op)                                  # norm), never one of its own kind again
+        parts = k.decompose(n, shape_of) if k is not None and k.decompose is not None and n.op != parent else None
         if parts is None:
             out.append(n)
-            continue
-        out += parts.nodes
-        consts += [Value(vid, "const", (), "fp32", value, source) for vid, value, source in parts.consts]
+            return
+        consts.extend(Value(vid, "const", (), "fp32", value, source) for vid, value, source in parts.consts)
+        for p in parts.nodes:
+            shapes[p.id] = p.shape
+        for p in parts.nodes:
+            place(p, n.op)
+
+    for n in graph.nodes:
+        place(n)
     return replace(graph, nodes=_materialized_expands(out), values=(*graph.values, *consts))
 
 

@@ -272,7 +272,7 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
 
 def _view(s: V.Step, x: Node) -> Node:
     if s.kind == "expand":
-        return _call("expand", (x, *(_const(d) for d in s.shape)), "method")
+        return _widened(x, s.shape)
     if s.kind == "unsqueeze":
         return _call("unsqueeze", (x, _const(s.dim)), "method")
     if s.kind == "reshape":
@@ -282,6 +282,20 @@ def _view(s: V.Step, x: Node) -> Node:
     if s.kind == "narrow":
         return _call("narrow", (x, _const(s.dim), _const(s.start), _const(s.length)), "method")
     raise Unsupported(f"the view '{s.kind}' has no kernel form")
+
+
+def _widened(x: Node, shape: tuple[int, ...]) -> Node:
+    """`expand(f(a, b), shape)` for an elementwise f as `f(expand(a), expand(b))`: the kernel patterns read a
+    broadcast at an operand (a leaf the kernel widens with expand_clone), not around a computed value, and a
+    trace writes F.normalize's `x / clamp(norm).expand_as(x)` with the expand outside. Each operand is
+    broadcastable to the target, since its result was; a constant broadcasts on its own."""
+    if x.kind == "const":
+        return x
+    elementwise = (x.kind == "bin" and x.name != "matmul") or x.kind == "neg" or (
+        x.kind == "call" and (k := registry.kind(x.name)) is not None and k.role == "elementwise")
+    if not elementwise:
+        return _call("expand", (x, *(_const(d) for d in shape)), "method")
+    return Node(x.kind, name=x.name, args=tuple(_widened(a, shape) for a in x.args), kwargs=x.kwargs, value=x.value)
 
 
 def contract_of(graph: OpGraph, group: KernelGroupLike, kb: Any, title: str) -> tuple[Contract, tuple[str, ...],

@@ -346,6 +346,14 @@ def canonical(dotted: str) -> tuple[str, str]:
     return dotted, "other"
 
 
+def _unfilled(positional: list[Param], inputs: list[Any]) -> list[Param]:
+    """forward's trailing parameters that get_inputs() leaves to their plain defaults (`mask=None`): the
+    harness calls `forward(*get_inputs())`, so they are constants of forward, not inputs of a kernel."""
+    rest = positional[len(inputs):]
+    plain = (type(None), bool, int, float, str)
+    return rest if all(p.default is not NO_DEFAULT and isinstance(p.default, plain) for p in rest) else []
+
+
 class ForwardBuilder:
     """Turns forward's statements into one expression tree (locals inlined)."""
 
@@ -697,9 +705,12 @@ def _read(module: cst.Module, source: str, path: str | None, where: str, ev: Eva
     fwd = methods["forward"]
     fparams = _params(fwd, ev, skip_self=False)
     self_name = fparams[0].name if fparams else "self"
-    names = [p.name for p in fparams[1:] if p.kind == "positional"]
+    positional = [p for p in fparams[1:] if p.kind == "positional"]
+    unfilled = _unfilled(positional, inputs) if problem is None else []
+    names = [p.name for p in positional[:len(positional) - len(unfilled)]]
     shapes = {name: tuple(v.shape) for name, v in zip(names, inputs, strict=False) if isinstance(v, TensorSpec)}
     builder = ForwardBuilder(ev, names, self_name, selfobj, shapes)
+    builder.locals.update({p.name: ir.const(p.default) for p in unfilled})
     root = builder.build(fwd)
     fsrc = _function_text(source, "forward")
     return TaskFacts(

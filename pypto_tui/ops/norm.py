@@ -101,6 +101,32 @@ def _lp_normalise(p: int) -> Any:
     return ref
 
 
+def _normalize(x: np.ndarray, p: float = 2.0, dim: Any = 1, eps: float = 1e-12, **_: Any) -> np.ndarray:
+    return np.asarray(_lp_normalise(int(p))(x, dim=dim, eps=eps, clamp_eps=True))
+
+
+def _normalize_parts(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """F.normalize as the graph of its trace: the vector norm over `dim` (kept; the reduce kinds' `norm`
+    decomposes it further), clamped at eps, expanded to x's shape, dividing x. p other than 1 and 2 stays
+    whole (refused by name)."""
+    p, x = n.attrs.get("p", 2.0), n.inputs[0]
+    shape = shape_of(x)
+    if p not in (1, 2) or shape is None:
+        return None
+    from pypto_tui.ops.reduce import reduced_shape
+    from pypto_tui.ops.views import Step
+
+    dim = n.attrs.get("dim", 1)
+    kept = reduced_shape([shape], {"dim": dim, "keepdim": True})
+    nid = n.id
+    return Decomposition((
+        part(n, "_norm", "norm", "reduction", (x,), {"p": p, "dim": dim, "keepdim": True}, kept),
+        part(n, "_clamp", "clamp", "elementwise", (f"{nid}_norm",), {"min": float(n.attrs.get("eps", 1e-12))},
+             kept),
+        part(n, "_wide", "view", "view", (f"{nid}_clamp",), {"steps": (Step("expand", shape=n.shape),)}, n.shape),
+        part(n, "", "div", "elementwise", (x, f"{nid}_wide"), {}, n.shape)))
+
+
 def _channels(attrs: Mapping[str, Any], key: str) -> int:
     c = attrs.get(key)
     if not isinstance(c, int):
@@ -270,6 +296,9 @@ WRITTEN_KINDS = (
     OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, params=("eps",), pattern="C"),
     OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), params=("dim", "keepdim", "eps"), pattern="C"),
     OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), params=("dim", "keepdim", "eps"), pattern="C"),
+    # F.normalize inside a chain: its parts (a norm, a clamp, a divide); alone, the contract's l1/l2_norm
+    OpKind("normalize", "norm", same_shape, _normalize, functions=("normalize",), params=("p", "dim", "eps"),
+           decompose=_normalize_parts, defaults={"p": 2.0, "dim": 1, "eps": 1e-12}),
 )
 KINDS = KINDS + WRITTEN_KINDS
 

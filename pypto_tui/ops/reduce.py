@@ -121,6 +121,24 @@ def _logsumexp_parts(n: Any, shape_of: ShapeOf) -> Decomposition:
     return Decomposition(tuple(parts))
 
 
+def _norm_parts(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """A vector norm over named axes as the reductions pypto 0.2.0 has: p=2 as sqrt(sum(x * x)), p=1 as
+    sum(|x|), p=inf as amax(|x|). F.normalize traces to this node (then a clamp and a divide), so a model's
+    normalisation is planned like any other reduction chain. Another p, or every axis at once, stays whole
+    (refused with the node's name). The last part keeps the id."""
+    p, dim = n.attrs.get("p", 2), n.attrs.get("dim")
+    if dim is None or dim == () or p not in (1, 2, math.inf, 1.0, 2.0):
+        return None
+    x, xs, nid = n.inputs[0], shape_of(n.inputs[0]), n.id
+    reduce = {"dim": dim, "keepdim": bool(n.attrs.get("keepdim"))}
+    if p == 2:
+        return Decomposition((part(n, "_sq", "mul", "elementwise", (x, x), {}, xs),
+                              part(n, "_sum", "sum", "reduction", (f"{nid}_sq",), reduce, n.shape),
+                              part(n, "", "sqrt", "elementwise", (f"{nid}_sum",), {}, n.shape)))
+    return Decomposition((part(n, "_abs", "abs", "elementwise", (x,), {}, xs),
+                          part(n, "", "sum" if p == 1 else "amax", "reduction", (f"{nid}_abs",), reduce, n.shape)))
+
+
 def topk_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     """torch.topk's values: the input's shape with `k` along `dim` (torch refuses a k past the axis)."""
     x = tuple(shapes[0])
@@ -187,7 +205,8 @@ KINDS = (
     _kind("max_dim", _ref(np.max), functions=(), aten=("max.dim",), spelled_as="amax", formula=_MAX),
     _kind("min_dim", _ref(np.min), functions=(), aten=("min.dim",), spelled_as="amin", formula=_MIN),
     OpKind("norm", "reduction", reduced_shape, None, functions=("norm", "linalg.norm", "linalg.vector_norm"),
-           methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", aten=("aten.linalg_vector_norm.default",)),
+           methods=("norm",), params=("p", "dim", "keepdim"), pattern="C", decompose=_norm_parts,
+           aten=("aten.linalg_vector_norm.default",)),
     _kind("argmax", _arg(np.argmax), role="argreduce", aten=("argmax.default",), defaults=_ALL),
     _kind("argmin", _arg(np.argmin), role="argreduce", aten=("argmin.default",), defaults=_ALL),
     TOPK,

@@ -1,6 +1,7 @@
 """The traced front end with torch: the fixtures traced for real (in the task runner), against the static
-reader: on every chain fixture and a sample of the level-1 ones, both front ends give the same kernels
-(the number of kernel groups and each group's operators) wherever the traced graph has no problem."""
+reader: on every chain fixture, a sample of the level-1 ones and the traced fixtures the static reader
+reads too, both front ends give the same kernels (the number of kernel groups and each group's operators)
+wherever the traced graph has no problem."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 CHAIN = sorted((FIX / "tasks_chain").glob("*.py"))
 LEVEL1_SAMPLE = [FIX / "tasks" / f"{n}.py" for n in ("softmax_rows", "matmul_tall", "batched_matmul", "elu",
                                                       "max_over_dim", "mean_spatial", "group_norm", "rms_norm")]
+STATIC_TRACED = [FIX / "tasks_traced" / f"{n}.py" for n in ("shape_unpack", "topk_gate", "topk_gather",
+                                                             "vlad_normalize")]
 
 pytestmark = [pytest.mark.torch, pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch")]
 
@@ -36,7 +39,7 @@ def traced(path: Path) -> OpGraph:
     return graph_from_trace(t.data)
 
 
-@pytest.mark.parametrize("task", CHAIN + LEVEL1_SAMPLE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("task", CHAIN + LEVEL1_SAMPLE + STATIC_TRACED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_both_front_ends_give_the_same_kernels(task):
     c = extract_contract(task)
     assert c.graph is not None
