@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 import keyword
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
+from pypto_tui.codegen.rewrite import renamed
 from pypto_tui.codegen.templates import fill_statements
 from pypto_tui.contract.init_body import import_names
 from pypto_tui.errors import Unsupported
@@ -86,17 +87,6 @@ def _defined(stmt: cst.BaseStatement) -> list[str]:
                 targets = [small.target]
             out += [t.value for t in targets if isinstance(t, cst.Name)]
     return out
-
-
-class _Suffix(cst.CSTTransformer):
-    """Kernel i's own top-level names, suffixed (one walk over its tree)."""
-
-    def __init__(self, names: Mapping[str, str]) -> None:
-        self.names = names
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        new = self.names.get(updated.value)
-        return updated.with_changes(value=new) if new else updated
 
 
 def _is_import(stmt: cst.BaseStatement) -> bool:
@@ -212,8 +202,7 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
             for n in names:
                 renames[n] = f"{n}_K{i}"
             keep.append(s)
-        suffix = _Suffix(renames)
-        body += [s.visit(suffix) for s in keep]  # type: ignore[misc]
+        body += [renamed(s, renames) for s in keep]
     init: list[cst.BaseStatement] = list(init_body) or [cst.SimpleStatementLine([cst.Expr(cst.Call(
         cst.Attribute(cst.Call(cst.Name("super")), cst.Name("__init__"))))])]
     init += [_assign(f"self._k{i}", cst.Call(cst.Name(f"ModelNew_K{i}"))) for i in range(len(stages))]

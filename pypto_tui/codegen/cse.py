@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import TypeVar
 
 import libcst as cst
+
+from pypto_tui.codegen.rewrite import transform, walk
+
+N = TypeVar("N", bound=cst.CSTNode)
 
 PREFIX = "shared"
 # pypto calls that are statements or settings, never values to share
@@ -88,53 +92,43 @@ class _Numbering:
         return n
 
 
-class _Walk(cst.CSTVisitor):
+def _number_outermost(stmt: cst.CSTNode, numbering: _Numbering) -> None:
     """Number every outermost expression of the statement (calls' receivers, arguments, values)."""
 
-    def __init__(self, numbering: _Numbering) -> None:
-        self.numbering = numbering
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    def enter(node: cst.CSTNode) -> bool:
         if isinstance(node, cst.BinaryOperation | cst.UnaryOperation) or _pypto_call(node) is not None:
-            self.numbering.uses[self.numbering.value(node)] += 1  # type: ignore[arg-type]
+            numbering.uses[numbering.value(node)] += 1  # type: ignore[arg-type]
             return False
         return True
 
-
-class _Replace(cst.CSTTransformer):
-    """Each occurrence of a shared value -> its name (except the definition being written)."""
-
-    def __init__(self, numbering: _Numbering, names: dict[int, str], keep: int | None = None) -> None:
-        self.numbering, self.names, self.keep = numbering, names, keep
-
-    def _named(self, node: cst.CSTNode) -> int | None:
-        n = self.numbering.number.get(id(node))
-        return n if n is not None and n != self.keep and n in self.names else None
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return self._named(node) is None  # a named value is replaced whole: skip its insides
-
-    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
-        n = self._named(original)
-        if n is not None:
-            return cst.Name(self.names[n])
-        return updated
+    for _ in walk(stmt, enter):
+        pass
 
 
-class _Bound(cst.CSTVisitor):
+def _replaced(node: N, numbering: _Numbering, names: dict[int, str], keep: int | None = None) -> N:
+    """Each occurrence of a shared value -> its name (except the definition being written), replaced
+    whole, its insides not walked."""
+
+    def named(n: cst.CSTNode) -> cst.Name | None:
+        number = numbering.number.get(id(n))
+        return cst.Name(names[number]) if number is not None and number != keep and number in names else None
+
+    out: N = transform(node, {}, named)
+    return out
+
+
+def _bound(body: Sequence[cst.BaseStatement]) -> tuple[set[str], set[str]]:
     """Every name the body uses (so a new one never clashes) and every name it assigns (the kernel's
     locals, tensors unless proven otherwise), in one walk."""
-
-    def __init__(self) -> None:
-        self.used: set[str] = set()
-        self.assigned: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.used.add(node.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        if isinstance(node.target, cst.Name):
-            self.assigned.add(node.target.value)
+    used: set[str] = set()
+    assigned: set[str] = set()
+    for stmt in body:
+        for n in walk(stmt):
+            if isinstance(n, cst.Name):
+                used.add(n.value)
+            elif isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name):
+                assigned.add(n.target.value)
+    return used, assigned
 
 
 def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
@@ -142,7 +136,7 @@ def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
     """The statement preceded by `sharedN = <expr>` for every tensor expression it uses twice or more,
     children defined before the values that use them."""
     numbering = _Numbering(tensors)
-    stmt.visit(_Walk(numbering))
+    _number_outermost(stmt, numbering)
     shared = [n for n in range(len(numbering.first)) if numbering.candidate[n] and numbering.uses[n] >= 2]
     if not shared:
         return [stmt]
@@ -150,12 +144,12 @@ def _split(stmt: cst.SimpleStatementLine, tensors: frozenset[str],
     lines = []
     for n in shared:
         node = numbering.first[n]
-        rhs = cast(cst.BaseExpression, node.visit(_Replace(numbering, names, keep=n)))
+        rhs = _replaced(node, numbering, names, keep=n)
         rhs = rhs.with_changes(lpar=[], rpar=[]) if getattr(rhs, "lpar", None) else rhs
         lines.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(names[n]))], rhs)]))
     lines[0] = lines[0].with_changes(leading_lines=stmt.leading_lines)
-    body = stmt.with_changes(leading_lines=[]).visit(_Replace(numbering, names))
-    return [*lines, body]  # type: ignore[list-item]
+    body = _replaced(stmt.with_changes(leading_lines=[]), numbering, names)
+    return [*lines, body]
 
 
 def _block(body: Sequence[cst.BaseStatement], tensors: frozenset[str],
@@ -178,11 +172,9 @@ def _block(body: Sequence[cst.BaseStatement], tensors: frozenset[str],
 
 def share_repeats(body: Sequence[cst.BaseStatement], tensor_params: Sequence[str]) -> list[cst.BaseStatement]:
     """`body` with every repeated tensor subexpression of a statement computed once (see the module doc)."""
-    bound = _Bound()
-    for stmt in body:
-        stmt.visit(bound)
-    taken = bound.used | set(tensor_params)
-    tensors = frozenset(set(tensor_params) | bound.assigned)
+    used, assigned = _bound(body)
+    taken = used | set(tensor_params)
+    tensors = frozenset(set(tensor_params) | assigned)
 
     def fresh() -> Iterator[str]:
         i = 0

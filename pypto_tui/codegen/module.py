@@ -109,6 +109,9 @@ class _BreakParams(cst.CSTTransformer):
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node.name.value != self.kernel  # the kernel's own body holds no signature to break
+
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         if updated.name.value != self.kernel:
             return updated

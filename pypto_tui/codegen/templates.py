@@ -28,6 +28,8 @@ from typing import Any
 
 import libcst as cst
 
+from pypto_tui.codegen.rewrite import hooks_of
+from pypto_tui.codegen.rewrite import transform as rewrite
 from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir
@@ -117,7 +119,7 @@ def _parsed_expression(text: str, names: frozenset[str]) -> cst.BaseExpression:
     return cst.parse_expression(_mangle(text, names))
 
 
-class _Fill(cst.CSTTransformer):
+class _Fill:
     """One pass over a parsed template: every marker becomes its replacement.
 
     Expressions go where a name is (deep-copied: a placeholder may appear several times);
@@ -150,6 +152,7 @@ class _Fill(cst.CSTTransformer):
             else:
                 raise TypeError(f"template replacement {key}={value!r} is not a syntax-tree node")
         self.transform = transform
+        self.hooks = hooks_of(self)  # run by codegen.rewrite.transform: libcst's visitor rebuilds every node
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> Any:
         v = self.expr.get(updated.value)
@@ -213,7 +216,8 @@ def fill_module(text: str, transform: cst.CSTTransformer | None = None, **replac
     """
     used = _used(text, replacements)
     tree = _parsed_module(text, frozenset(used))
-    out = tree.visit(_Fill(used, transform))
+    fill = _Fill(used, transform)
+    out = rewrite(tree, fill.hooks)
     assert isinstance(out, cst.Module)
     return out
 
@@ -236,7 +240,8 @@ def fill_expression(text: str, **replacements: Replacement) -> cst.BaseExpressio
     used = _used(text, replacements)
     if any(isinstance(v, cst.BaseStatement | cst.BaseSmallStatement) for v in used.values()):
         raise ValueError("an expression template takes no statement placeholders")
-    out = _parsed_expression(text, frozenset(used)).visit(_Fill(used, None))
+    fill = _Fill(used, None)
+    out = rewrite(_parsed_expression(text, frozenset(used)), fill.hooks)
     assert isinstance(out, cst.BaseExpression)
     return out
 

@@ -1,0 +1,116 @@
+"""Rewriting a libcst tree without libcst's visitor protocol.
+
+A CSTTransformer rebuilds every node it passes and calls two hooks per attribute of each, whether or not
+anything changes. Composing a 300-kernel module (ResNet-101) spent most of `scaffold`'s time there:
+renaming a few names per kernel, and filling small templates once per statement. `transform` walks each
+node's child fields once (their names cached per node type), calls a `leave` hook only where one is
+registered for the node's type, and rebuilds only the nodes on a path to a change; every other subtree
+stays the same object. The hooks keep libcst's meaning: called after the node's children (`original`
+and `updated`), and a FlattenSentinel or RemovalSentinel returned for an element of a sequence is spliced
+in or dropped, so a transformer's `leave_<Type>` methods run here unchanged (`hooks_of`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import libcst as cst
+
+N = TypeVar("N", bound=cst.CSTNode)
+Hook = Callable[[Any, Any], Any]
+
+_TRIVIA = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
+           cst.Comment)
+"""Node types that hold layout, never a name or a statement: not walked."""
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(t: type) -> tuple[str, ...]:
+    names = _FIELDS.get(t)
+    if names is None:
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t))
+    return names
+
+
+def hooks_of(rewriter: object) -> dict[type, Hook]:
+    """The `leave_<Type>` methods of an object (a CSTTransformer's, or any), keyed by libcst node type."""
+    out: dict[type, Hook] = {}
+    for attr in dir(type(rewriter)):
+        if attr.startswith("leave_") and isinstance(node_type := getattr(cst, attr[6:], None), type):
+            out[node_type] = getattr(rewriter, attr)
+    return out
+
+
+def transform(node: N, hooks: Mapping[type, Hook], whole: Callable[[cst.CSTNode], Any] | None = None) -> Any:
+    """`node` rewritten bottom-up by `hooks` (node type -> hook(original, updated)); `whole(n)`, when given
+    and not None for a node, replaces that node outright, its insides unwalked."""
+    if whole is not None and (outright := whole(node)) is not None:
+        return outright
+    changes: dict[str, object] = {}
+    for field in _fields(type(node)):
+        value = getattr(node, field)
+        if isinstance(value, cst.CSTNode):
+            if isinstance(value, _TRIVIA):
+                continue
+            walked = transform(value, hooks, whole)
+            if walked is not value:
+                if isinstance(walked, cst.FlattenSentinel | cst.RemovalSentinel):
+                    raise TypeError(f"{type(node).__name__}.{field} cannot be spliced or removed")
+                changes[field] = walked
+        elif isinstance(value, tuple | list) and value:
+            items: list[object] = []
+            changed = False
+            for v in value:
+                if not isinstance(v, cst.CSTNode) or isinstance(v, _TRIVIA):
+                    items.append(v)
+                    continue
+                walked = transform(v, hooks, whole)
+                if walked is v:
+                    items.append(v)
+                    continue
+                changed = True
+                if isinstance(walked, cst.FlattenSentinel):
+                    items.extend(walked.nodes)
+                elif not isinstance(walked, cst.RemovalSentinel):
+                    items.append(walked)
+            if changed:
+                changes[field] = type(value)(items)
+    updated = node.with_changes(**changes) if changes else node
+    hook = hooks.get(type(node))
+    return hook(node, updated) if hook is not None else updated
+
+
+def renamed(node: N, names: Mapping[str, str]) -> N:
+    """`node` with every Name whose value is a key of `names` given the mapped value (an attribute's and
+    a keyword's too, as a transformer's `leave_Name` would)."""
+    if not names:
+        return node
+
+    def rename(original: cst.Name, updated: cst.Name) -> cst.Name:
+        new = names.get(updated.value)
+        return updated.with_changes(value=new) if new else updated
+
+    out: N = transform(node, {cst.Name: rename})
+    return out
+
+
+def walk(node: cst.CSTNode, enter: Callable[[cst.CSTNode], bool] | None = None) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself first), parents before children; `enter(n)` False skips n's
+    insides (n itself is still given). A read-only visit that builds nothing."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if enter is not None and not enter(n):
+            continue
+        children: list[cst.CSTNode] = []
+        for field in _fields(type(n)):
+            value = getattr(n, field)
+            if isinstance(value, cst.CSTNode):
+                if not isinstance(value, _TRIVIA):
+                    children.append(value)
+            elif isinstance(value, tuple | list):
+                children += [v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _TRIVIA)]
+        stack.extend(reversed(children))
