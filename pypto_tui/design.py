@@ -492,7 +492,8 @@ def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
     from pypto_tui.codegen import generate
 
     plan = pipeline.kernel_plan()
-    single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb))
+    stage = isinstance(pipeline, _StagePipeline)  # composed from its tree: its own text only when read
+    single = pipeline._memo("kernel", plan, lambda: generate(plan, pipeline.kb, text=not stage))
     if pipeline.contract().supported and split_by_graph(pipeline) is None:
         return single  # a task the level-1 reader takes keeps the level-1 answer, refusals included
     module = pipeline._memo("module_kernel", (plan, _kernel_decisions(pipeline)), lambda: module_kernel(pipeline))
@@ -727,9 +728,13 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
         support = task_support(source or "")
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
                        parameters(sig.forward_source), support.statements, support.methods, support.attributes)
+        code = tree.code
+        compile(code, "<generated module>", "exec")  # its kernels' texts were not compiled one by one
     except Unsupported as exc:
         return refused(str(exc))
-    return GeneratedKernel(tree.code, True, "", "module", flavour, summary=doc.replace("\n", "; "), tree=tree)
+    except SyntaxError as exc:  # a bug here must not take the app down: report it as the reason
+        return refused(f"internal error composing the module (SyntaxError: {exc}); please report it")
+    return GeneratedKernel(code, True, "", "module", flavour, summary=doc.replace("\n", "; "), tree=tree)
 
 
 @dataclass(frozen=True)

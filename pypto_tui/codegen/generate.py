@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from pypto_tui.plan import KernelPlan
 
 
-def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
+def generate(plan: KernelPlan, kb: KnowledgeBase, *, text: bool = True) -> GeneratedKernel:
+    """`text=False` (a kernel of a module, composed from its tree) leaves the source to be written when
+    first read; the composed module's text is compiled instead."""
     from pypto_tui.codegen.builder import Builder
     from pypto_tui.codegen.context import GenContext
     from pypto_tui.codegen.module import assemble
@@ -35,8 +37,10 @@ def generate(plan: KernelPlan, kb: KnowledgeBase) -> GeneratedKernel:
         b = Builder(GenContext(kb, flavour, plan, plan.signature))
         pattern.build(b)
         tree = assemble(b)
-        source = tree.code
-        compile(source, "<generated kernel>", "exec")
+        source: str | None = None
+        if text:
+            source = tree.code
+            compile(source, "<generated kernel>", "exec")
     except Unsupported as exc:
         return GeneratedKernel("", False, str(exc), plan.pattern, flavour.name, {}, [])
     except InputError:

@@ -11,7 +11,7 @@ from typing import Any
 from pypto_tui.findings import Finding
 
 
-@dataclass
+@dataclass(eq=False)
 class GeneratedKernel:
     """One generated module.
 
@@ -19,9 +19,12 @@ class GeneratedKernel:
     `source` is empty. `pattern` is "A".."E", "softmax" or "reduction"; `constants` maps each
     named constant (TILE_SHAPE, LOOP_COUNT, CUBE_M, ...) to its value, the rule ids behind it and
     the numbers (prod, auto_tiles, contiguous bytes, BASIC_BATCH, ...).
+
+    `text` is the source, or None until `source` is first read: a kernel of a module of several kernels
+    is composed from its syntax tree, so its own text (as long as the module's) is written only if asked.
     """
 
-    source: str
+    text: str | None
     supported: bool
     reason: str
     pattern: str
@@ -31,7 +34,24 @@ class GeneratedKernel:
     summary: str = ""
     # the module's syntax tree (a libcst Module): a module of several kernels is put together from
     # its kernels' trees, never by parsing their text; not part of equality or the JSON
-    tree: Any = field(default=None, repr=False, compare=False)
+    tree: Any = field(default=None, repr=False)
+
+    @property
+    def source(self) -> str:
+        if self.text is None:
+            self.text = str(self.tree.code) if self.tree is not None else ""
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GeneratedKernel):
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq is
+
+    def _compared(self) -> tuple[Any, ...]:
+        return (self.source, self.supported, self.reason, self.pattern, self.flavour, self.constants, self.findings,
+                self.summary)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -122,7 +122,9 @@ def _parsed_expression(text: str, names: frozenset[str]) -> cst.BaseExpression:
 class _Fill:
     """One pass over a parsed template: every marker becomes its replacement.
 
-    Expressions go where a name is (deep-copied: a placeholder may appear several times);
+    Expressions go where a name is, shared rather than deep-copied where a placeholder appears several
+    times: libcst nodes are immutable, and the one pass keyed on node identity (codegen/cse.py) numbers a
+    subtree by its structure, so a shared subtree and its copies get the same number;
     Parameters and Annotations where a one-parameter list or an annotation is the marker;
     argument lists and statement lists are spliced (an emptied block gets `pass`). Spliced
     statements are not copied: libcst nodes are immutable and each list is spliced once.
@@ -156,7 +158,7 @@ class _Fill:
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> Any:
         v = self.expr.get(updated.value)
-        return v.deep_clone() if v is not None else updated
+        return v if v is not None else updated
 
     def leave_Parameters(self, original: cst.Parameters, updated: cst.Parameters) -> cst.Parameters:
         if len(updated.params) == 1 and not updated.kwonly_params and updated.star_kwarg is None:
