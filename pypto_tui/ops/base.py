@@ -139,6 +139,9 @@ class OpKind:
     returns: tuple[str, ...] = ()
     dtype: str | None = None
     index_inputs: tuple[int, ...] = ()
+    size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()
+    """((operand, axis), (operand, axis), k): the first axis is k times the second (an LSTM's weights
+    stack 4 gates of the hidden size), so a test that shrinks the one shrinks the other with it."""
 
     @property
     def is_elementwise(self) -> bool:

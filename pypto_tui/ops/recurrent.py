@@ -111,9 +111,9 @@ direction of a bidirectional layer."""
 
 KINDS = (
     OpKind("lstm", "recurrent", _lstm_shape, _lstm, params=tuple(_OPTIONS), inputs=LSTM_INPUTS, arity=7,
-           pattern="recurrent", aten=("aten.lstm.input",), defaults=_OPTIONS,
+           pattern="recurrent", aten=("aten.lstm.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 4),),
            note="one LSTM layer over every time step (i, f, g, o gates); a kernel loops over the steps"),
     OpKind("gru", "recurrent", _gru_shape, _gru, params=tuple(_OPTIONS), inputs=GRU_INPUTS, arity=6,
-           pattern="recurrent", aten=("aten.gru.input",), defaults=_OPTIONS,
+           pattern="recurrent", aten=("aten.gru.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 3),),
            note="one GRU layer over every time step (r, z, n gates); a kernel loops over the steps"),
 )

@@ -216,7 +216,8 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
                   budget: int = VERIFY_ELEMENTS, accept: Callable[[Shapes], bool] | None = None,
                   min_sizes: Mapping[int, int] | None = None,
                   measure: Callable[[Shapes], int] | None = None,
-                  keep_positions: Set[tuple[str, int]] = frozenset(), by_position: bool = False) -> Shapes:
+                  keep_positions: Set[tuple[str, int]] = frozenset(), by_position: bool = False,
+                  ties: Sequence[tuple[tuple[str, int], tuple[str, int], int]] = ()) -> Shapes:
     """Halve the largest free size class (see size_classes) until the biggest input has at most
     `budget` elements or nothing more can shrink with `accept` still true.
 
@@ -228,7 +229,8 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     room for its window) stays at least that large. `measure` is the size the budget bounds (default:
     the largest input; a transposed conv's zero-inserted input can be stride^nd times larger).
     `keep_positions`: (input, axis) pairs never changed, whatever other axis has their size (a conv's
-    channels, while a depth equal to them shrinks).
+    channels, while a depth equal to them shrinks). `ties`: ((input, axis), (input, axis), k), the first
+    axis k times the second wherever the second shrinks (an LSTM's 4H gate rows and its hidden size H).
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
     cls = size_classes(base, by_position)
@@ -243,8 +245,13 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
             grouped.add(c)
     size = dict(original)
     frozen = {cls[p] for p in keep_positions if p in cls}
+    derived = {cls[a]: (cls[b], k) for a, b, k in ties
+               if a in cls and b in cls and cls[a] != cls[b] and original[cls[a]] == k * original[cls[b]]}
+    frozen |= set(derived)  # a tied class moves only with the class it follows
 
     def apply(sizes: Mapping[int, int]) -> Shapes:
+        if derived:
+            sizes = {**sizes, **{c: k * sizes[b] for c, (b, k) in derived.items()}}
         return {n: tuple(sizes[cls[(n, ax)]] for ax in range(len(s))) for n, s in base.items()}
 
     def largest(sizes: Mapping[int, int]) -> int:

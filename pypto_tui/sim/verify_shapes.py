@@ -146,13 +146,40 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
         return not scaled.kept_problems(keep, g.shape, g.matmul, tile_tensor_at(pipeline, keep, shapes))
 
     keep_values, positions = _channels_by_position(pipeline, keep_values)
+    positions |= _offset_axes(pipeline)
     start = _window_batch(pipeline, full_shapes(pipeline))
     if keep is not None and start != full_shapes(pipeline) and not accept(start):
         start = full_shapes(pipeline)  # the design's loop runs over the images: shrink them only as far as it allows
     return scaled.reduce_shapes(start, keep_values=keep_values,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=measure_elements(pipeline),
-                                keep_positions=positions, by_position=_elementwise_operands(pipeline))
+                                keep_positions=positions, by_position=_elementwise_operands(pipeline),
+                                ties=_size_ties(pipeline))
+
+
+def _offset_axes(pipeline: Pipeline) -> set[tuple[str, int]]:
+    """The axis a slice starts into at a fixed offset keeps its size: a traced `out[:, -1, :]` is a
+    narrow at start T - 1 of T steps, which a shorter test axis would put outside the tensor."""
+    from pypto_tui.ops import registry
+
+    c = pipeline.contract()
+    kind = registry.kind(c.op) if c.op else None
+    x = c.operands[0] if c.operands else None
+    start, dim = c.op_args.get("start"), c.op_args.get("dim")
+    if kind is None or "start" not in kind.params or x is None or not x.shape or not isinstance(dim, int):
+        return set()
+    return {(x.name, dim % len(x.shape))} if isinstance(start, int) and start > 0 else set()
+
+
+def _size_ties(pipeline: Pipeline) -> list[tuple[tuple[str, int], tuple[str, int], int]]:
+    """The registry kind's tied axes (OpKind.size_ties) on the contract's operands, by input name."""
+    from pypto_tui.ops import registry
+
+    c = pipeline.contract()
+    kind = registry.kind(c.op) if c.op else None
+    names = [t.name for t in c.operands]
+    return [((names[a], i), (names[b], j), k) for (a, i), (b, j), k in (kind.size_ties if kind else ())
+            if max(a, b) < len(names)]
 
 
 def _elementwise_operands(pipeline: Pipeline) -> bool:
@@ -333,6 +360,7 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
     values: dict[Any, int] = {c: shapes[n][ax] for (n, ax), c in cls.items()}
     keep_values, _ = _keep_values(pipeline)
     keep_values, positions = _channels_by_position(pipeline, keep_values)
+    positions |= _offset_axes(pipeline)
     frozen = {cls[p] for p in positions if p in cls}
     knobs = [c for c in values if c not in frozen and values[c] not in keep_values]
     measure = measure_elements(pipeline)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,7 @@ from typer.testing import CliRunner
 
 from pypto_tui.cli import app
 from pypto_tui.design import Design, Pipeline, task_kernels
-from pypto_tui.kb import bundled_pack_dir, get_kb
-from pypto_tui.trace.tracer import _TraceCache, pack_id, torch_version, trace_key
+from pypto_tui.kb import get_kb
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 TRACES = FIX / "traces"
@@ -34,21 +32,6 @@ MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
 STATIC_READS = {"shape_unpack", "topk_gate", "topk_gather", "vlad_normalize"}
 NOT_YET: dict[str, str] = {}
 """Traced models whose graph reads but whose module is refused, with the reason."""
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    """A cache holding the stored trace of every traced fixture (as the tracer would have left it)."""
-    version = torch_version(sys.executable)
-    if version is None:
-        pytest.skip("torch is not installed: the trace cache key names its version")
-    pack = pack_id(get_kb(bundled_pack_dir()))
-    store = _TraceCache(tmp_path / "traces")
-    for name in NAMES:
-        task = TRACED / f"{name}.py"
-        store.put(trace_key(task.read_bytes(), version, pack), json.loads((TRACES / f"{name}.json").read_text()))
-    monkeypatch.setenv("PYPTO_TUI_CACHE_DIR", str(tmp_path))
-    return tmp_path
 
 
 def run(*args: str):
