@@ -60,7 +60,7 @@ class PyptoApp(App[None]):
     def __init__(self, task: str | os.PathLike[str] | None = None, kb: str | os.PathLike[str] | None = None,
                  session: str | os.PathLike[str] | None = None, *, blink: bool = True,
                  state: Path | None = None, offer_restore: bool = True, freeze_gc: bool = False,
-                 trust_task_code: bool = False) -> None:
+                 trust_task_code: bool = False, front_end: str = "static") -> None:
         super().__init__()
         self.trust_task_code = trust_task_code
         """`ui --trust`: run a task file's code (self-check, verify) without asking first."""
@@ -80,7 +80,9 @@ class PyptoApp(App[None]):
             if kb_dir is not None:
                 design.kb = kb_dir
         else:
-            design = Design(task=str(task) if task is not None else None, kb=kb_dir)
+            design = Design(task=str(task) if task is not None else None, kb=kb_dir, front_end=front_end)
+            if task is not None and front_end == "traced":
+                self.trusted_tasks.add(str(task))  # `ui TASK --front-end traced` asked for the run itself
         self.session = Session(design, design.kb, session_path, self.autosaver)
         self.session.listeners.append(self._on_session_change)
         self.session.defer = self._after_paint
@@ -317,6 +319,22 @@ class PyptoApp(App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT if self.current_theme.dark else DARK
 
+    def action_trace(self) -> None:
+        self._read_with("traced")
+
+    def action_read_statically(self) -> None:
+        self._read_with("static")
+
+    def _read_with(self, front_end: str) -> None:
+        """Read the task again with another front end: a new document (the Contract step asks before
+        a trace runs the task's code)."""
+        if not self.session.design.task or self.session.design.front_end == front_end:
+            return
+        self.session.set_front_end(front_end)
+        self._show_step("contract")
+        self.notify("tracing the model: the Contract step asks before its code runs" if front_end == "traced"
+                    else "reading the task statically again", title="Front end")
+
     def action_reset_edits(self) -> None:
         def clear(d: Design) -> None:
             d.contract_edits = {}
@@ -349,9 +367,10 @@ def _file_target(text: str) -> str | None:
 
 
 def build_app(task: Path | None = None, kb: Path | None = None, session: Path | None = None,
-              trust_task_code: bool = False) -> PyptoApp:
+              trust_task_code: bool = False, front_end: str = "static") -> PyptoApp:
     """The app, not yet running: a session file that cannot be read is refused here (InputError)."""
-    return PyptoApp(task=task, kb=kb, session=session, freeze_gc=True, trust_task_code=trust_task_code)
+    return PyptoApp(task=task, kb=kb, session=session, freeze_gc=True, trust_task_code=trust_task_code,
+                    front_end=front_end)
 
 
 def run_app(app: PyptoApp) -> int:

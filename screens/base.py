@@ -337,7 +337,8 @@ class StepScreen(Screen[None]):
     _work_text = ""
     _work_timer: Timer | None = None
 
-    def with_consent_to_run(self, task: str, what: str, then: Callable[[], None]) -> None:
+    def with_consent_to_run(self, task: str, what: str, then: Callable[[], None],
+                            declined: Callable[[], None] | None = None) -> None:
         """Run `then` once the user has agreed that this task file's code may run (asked once per
         task file per app run; `ui --trust` skips the question). A task file is code: opening it
         only reads it, and nothing of it runs without a yes."""
@@ -353,6 +354,8 @@ class StepScreen(Screen[None]):
             if not yes:
                 self.notify(f"{what} was not run: nothing of {printable(Path(key).name)} was executed",
                             title="Not run", severity="warning")
+                if declined is not None:
+                    declined()
                 return
             papp.trusted_tasks.add(key)
             then()

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from pypto_tui.screens.app import PyptoApp
 
 Command = tuple[str, str, Callable[[], object]]
+TRACE_COMMAND = "Read the task by tracing it"
+"""The palette entry that switches to the traced front end (the Contract step names it in a hint)."""
 
 
 class PyptoCommands(Provider):
@@ -41,6 +43,14 @@ class PyptoCommands(Provider):
             ("Reset contract edits", "Forget every edit made to the extracted contract",
              app.action_reset_edits),
         ]
+        if app.session.design.task:
+            if app.session.design.front_end == "static":
+                cmds.append((TRACE_COMMAND, "Run the model through torch.export (its code runs, after you agree) "
+                             "and read the traced graph: nn.Sequential, submodules, loops, helpers, if",
+                             app.action_trace))
+            else:
+                cmds.append(("Read the task statically", "Read forward with libcst again (nothing runs)",
+                             app.action_read_statically))
         run = app.current_run_label()
         if run:
             cmds.append((run, "The current step's background check (ctrl+r)", app.action_run_check))

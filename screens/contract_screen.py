@@ -30,6 +30,7 @@ from pypto_tui.design import Design, module_plan_of
 from pypto_tui.errors import InputError
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.chain_tree import ChainTree
+from pypto_tui.screens.commands import TRACE_COMMAND
 from pypto_tui.screens.messages import WorkFinished, WorkProgress
 from pypto_tui.screens.widgets import Field, FindingsList, RuleExplanation, dims_text
 from pypto_tui.shapes import parse_dims
@@ -164,7 +165,7 @@ class ContractScreen(StepScreen):
         self.specs: dict[str, FieldSpec] = {}
         self.errors: dict[str, str] = {}
         self._structure: Any = None
-        self._loaded_task: str | None = None
+        self._loaded_task: tuple[str, str] | None = None  # (task file, front end) the form was read from
         self._form_gen = 0
         self._form_shown = 0
         self.loading = False
@@ -199,14 +200,19 @@ class ContractScreen(StepScreen):
             self.query_one("#contract-findings", FindingsList).show(())
             self.set_status("open a task file (ctrl+o)", "info")
             return
-        if d.task != self._loaded_task:
-            # The first read imports libcst (about a second): do it off the UI thread so the
-            # screen paints at once and says what it is doing.
-            self._loaded_task = d.task
+        if (d.task, d.front_end) != self._loaded_task:
+            # The first read imports libcst (about a second), a trace runs the model (seconds to minutes):
+            # off the UI thread, so the screen paints at once and says what it is doing.
+            self._loaded_task = (d.task, d.front_end)
             self.loading = True
             self._structure = None
-            self._set_form(Static(f"Reading {Path(d.task).name} …", classes="empty", markup=False))
-            self.start_work(f"reading {Path(d.task).name} (static analysis, nothing is executed)…")
+            name = Path(d.task).name
+            if d.front_end == "traced":
+                self._set_form(Static(f"Tracing {name} …", classes="empty", markup=False))
+                self.with_consent_to_run(d.task, "Tracing the model", self._start_trace, self._trace_declined)
+                return
+            self._set_form(Static(f"Reading {name} …", classes="empty", markup=False))
+            self.start_work(f"reading {name} (static analysis, nothing is executed)…")
             self._load_contract(self.session.pipeline)
             return
         if self.loading:
@@ -463,12 +469,23 @@ class ContractScreen(StepScreen):
         else:
             box.update(Content.assemble(head, "\n", ("every field is known", "$text-success")))
         self.query_one("#contract-findings", FindingsList).show(contract.findings)
+        stopped = self._static_stop(contract)
         if self.errors:
             self.set_status(f"{len(self.errors)} field(s) hold a value the contract refused", "error")
+        elif stopped:
+            self.set_status(f"{stopped}: ctrl+p \"{TRACE_COMMAND}\" reads the model by running it", "warn")
         elif unknown:
             self.set_status(f"fill in {len(unknown)} unknown field(s): {', '.join(sorted(unknown))}", "warn")
         else:
             self.set_status("contract complete: ctrl+n for the dimension plan", "ok")
+
+    def _static_stop(self, contract: Any) -> str:
+        """Where the static reader stopped following forward (a loop, an `if`, a submodule it could not
+        read), when the form shows an operator read from the rest: tracing reads the whole model."""
+        if self.session.design.front_end != "static" or not contract.graph:
+            return ""
+        problems = list(contract.graph.get("problems") or ())
+        return str(problems[0]).removeprefix("forward could not be read here: ") if problems else ""
 
     # ------------------------------------------------------------------ editing
     def _edit(self, key: str, value: Any) -> None:
@@ -576,9 +593,21 @@ class ContractScreen(StepScreen):
             return f"fill in the unknown field(s): {', '.join(sorted(self.contract.unknown))}"
         return None
 
+    def _start_trace(self) -> None:
+        self.start_work(f"tracing {Path(self.session.design.task or '').name} with torch.export (its code runs in "
+                        "a subprocess of its own)…")
+        self._load_contract(self.session.pipeline)
+
+    def _trace_declined(self) -> None:
+        """Not traced: the task is read statically again, as it was before the question."""
+        self.session.set_front_end("static")
+        self.safe_refresh()
+
     @work(thread=True, exclusive=True, group="contract-load", exit_on_error=False)
     def _load_contract(self, pipeline: Any) -> None:
         _, err = attempt(pipeline.contract)
+        if err is None:  # a model's kernels (hundreds for a traced CNN) are planned here, not on the UI thread
+            attempt(self.session.kernels)
         self.post_message(WorkFinished("load", None, err))
 
     # ------------------------------------------------------------------ self-check

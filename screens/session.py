@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import KERNEL_DECISIONS, STEPS, Design, Pipeline, module_stages, split_by_graph
+from pypto_tui.design import (
+    KERNEL_DECISIONS,
+    STEPS,
+    Design,
+    Pipeline,
+    check_front_end,
+    module_stages,
+    split_by_graph,
+)
 from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text, require_file, write_atomic
 from pypto_tui.kb import KnowledgeBase, bundled_pack_dir, get_kb
@@ -398,6 +406,13 @@ class Session:
         require_file(p, "task file")
         design = Design(task=str(p), kb=self.kb_dir, flavour=self.design.flavour)
         self.replace_design(design)
+
+    def set_front_end(self, front_end: str) -> None:
+        """Read the task with the other front end (design.FRONT_ENDS): a new document, since the graph and
+        so every decision may differ. Tracing runs the task's code: the caller has the user's consent."""
+        d = self.design
+        self.replace_design(Design(task=d.task, kb=self.kb_dir, flavour=d.flavour,
+                                   front_end=check_front_end(front_end)))
 
     def replace_design(self, design: Design) -> None:
         """A whole new document (open task, restore, switch pack): nothing is finished yet."""

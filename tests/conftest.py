@@ -23,6 +23,28 @@ FIXTURES = TESTS / "fixtures"
 sys.path.insert(0, str(TESTS))  # `from support import ...` (helpers shared across test folders)
 
 
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A cache holding the stored trace of every traced fixture (tests/fixtures/traces), under the key the
+    tracer computes, as the tracer would have left it: a test reads a traced model without running its
+    code or importing torch."""
+    import json
+
+    from pypto_tui.kb import get_kb
+    from pypto_tui.trace.tracer import _TraceCache, pack_id, torch_version, trace_key
+
+    version = torch_version(sys.executable)
+    if version is None:
+        pytest.skip("torch is not installed: the trace cache key names its version")
+    pack = pack_id(get_kb(bundled_pack_dir()))
+    store = _TraceCache(tmp_path / "traces")
+    for stored in sorted((FIXTURES / "traces").glob("*.json")):
+        task = next(f for d in ("tasks_traced", "tasks_chain") if (f := FIXTURES / d / f"{stored.stem}.py").exists())
+        store.put(trace_key(task.read_bytes(), version, pack), json.loads(stored.read_text()))
+    monkeypatch.setenv("PYPTO_TUI_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def kb() -> KnowledgeBase:
     return load_pack(bundled_pack_dir())

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from pypto_tui.cli.common import Exit, KbOption, fail, handles_input_errors
+from pypto_tui.cli.common import Exit, FrontEndOption, KbOption, fail, handles_input_errors, note
 from pypto_tui.cli.guard import GuardedGroup
 
 NO_TERMINAL = ("the app needs a terminal, and stdin or stdout is not one (a pipe or a script): run it in a "
@@ -85,12 +85,15 @@ def ui(
                                                  show_default=False)] = None,
     trust: Annotated[bool, typer.Option("--trust", help="Run the task file's code (self-check, verify) "
                                         "without asking first.")] = False,
+    front_end: FrontEndOption = "static",
 ) -> None:
     """Open the app (optionally on a task file, a pack, or a saved session)."""
-    _run_app(task, kb, session, trust)
+    _run_app(task, kb, session, trust, front_end)
 
 
-def _run_app(task: Path | None, kb: Path | None, session: Path | None, trust: bool = False) -> None:
+def _run_app(task: Path | None, kb: Path | None, session: Path | None, trust: bool = False,
+             front_end: str = "static") -> None:
+    from pypto_tui.design import check_front_end
     from pypto_tui.fileio import require_file
     from pypto_tui.kb import get_kb
 
@@ -99,7 +102,11 @@ def _run_app(task: Path | None, kb: Path | None, session: Path | None, trust: bo
         require_file(task, "task file")
     from pypto_tui.screens.app import build_app, run_app
 
-    pypto_app = build_app(task=task, kb=kb, session=session, trust_task_code=trust)  # a bad session is refused here
+    if check_front_end(front_end) == "traced" and task is not None:
+        note(f"the app traces {task} (a task file is code: trace only files you trust), in a subprocess of its "
+             "own process group")
+    pypto_app = build_app(task=task, kb=kb, session=session, trust_task_code=trust,
+                          front_end=front_end)  # a bad session is refused here
     if not has_terminal():
         raise fail(NO_TERMINAL)
     raise typer.Exit(run_app(pypto_app))
