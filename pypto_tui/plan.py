@@ -423,7 +423,38 @@ def decompose(graph: OpGraph) -> OpGraph:
 
     for n in graph.nodes:
         place(n)
-    return replace(graph, nodes=_materialized_expands(out), values=(*graph.values, *consts))
+    nodes = _implicit_broadcasts(out, lambda vid: shapes.get(vid) or graph.shape_of(vid), graph.results)
+    return replace(graph, nodes=_materialized_expands(nodes), values=(*graph.values, *consts))
+
+
+def _implicit_broadcasts(nodes: list[OpNode], shape_of: Any, kept: tuple[str, ...]) -> list[OpNode]:
+    """An expand whose every reader is elementwise and meets, in the same op, an operand of the expanded
+    shape (F.normalize's `x / norm.expand_as(x)`) is left to broadcasting: its readers read its source.
+    An expand's target is the traced size, a constant, which a kernel's own test at smaller shapes could not
+    reach; broadcasting follows the operands at any size."""
+    from dataclasses import replace
+
+    from pypto_tui.ops import views as V
+
+    readers: dict[str, list[OpNode]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+
+    def implicit(n: OpNode) -> bool:
+        steps = [V.step_of(s) for s in n.attrs.get("steps", ())]
+        if n.role != "view" or not steps or any(s.kind != "expand" for s in steps) or n.id in kept:
+            return False
+        rs = readers.get(n.id, [])
+        return bool(rs) and all(r.role == "elementwise" and r.shape == n.shape and n.shape is not None and any(
+            i != n.id and shape_of(i) == n.shape for i in r.inputs) for r in rs)
+
+    source = {n.id: n.inputs[0] for n in nodes if implicit(n)}
+    if not source:
+        return nodes
+    out = [n for n in nodes if n.id not in source]
+    return [replace(n, inputs=tuple(source.get(i, i) for i in n.inputs)) if any(i in source for i in n.inputs)
+            else n for n in out]
 
 
 def _materialized_expands(nodes: list[OpNode]) -> tuple[OpNode, ...]:

@@ -67,7 +67,8 @@ def test_another_p_or_every_axis_stays_whole(attrs) -> None:
 def test_normalize_is_its_norm_clamp_and_divide_and_computes_what_torch_does(p) -> None:
     attrs = {"p": p, "dim": 1, "eps": 1e-12}
     d = decompose(graph("normalize", attrs, SHAPE))
-    assert [n.op for n in d.nodes] == (["mul", "sum", "sqrt"] if p == 2 else ["abs", "sum"]) + ["clamp", "view", "div"]
+    # the expand to x's shape is left to broadcasting: the divide meets x itself
+    assert [n.op for n in d.nodes] == (["mul", "sum", "sqrt"] if p == 2 else ["abs", "sum"]) + ["clamp", "div"]
     x = np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)
     x[:, :, 0] = 0.0  # a zero column: the clamp keeps the divide finite, as F.normalize's eps does
     normalize = registry.kind("normalize")
