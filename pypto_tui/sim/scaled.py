@@ -186,7 +186,8 @@ def kept_problems(keep: DesignToKeep, shape: Sequence[int], matmul: tuple[int, i
     return problems
 
 
-def size_classes(shapes: Mapping[str, Sequence[int]], by_position: bool = False) -> dict[tuple[str, int], int]:
+def size_classes(shapes: Mapping[str, Sequence[int]], by_position: bool = False,
+                 apart: Set[tuple[str, int]] = frozenset()) -> dict[tuple[str, int], int]:
     """Which axes must keep the same size: axes of equal size in *different* inputs (a matmul's K,
     two operands of the same shape) share a class; equal sizes within one input do not (an
     image's H and W may shrink apart). With `by_position`, two inputs of the same shape pair up axis by
@@ -203,8 +204,8 @@ not: its K is A's columns and B's rows). Returns (input, axis) -> class id."""
 
     for i, (n1, a1) in enumerate(positions):
         for n2, a2 in positions[i + 1:]:
-            if n1 == n2 or shapes[n1][a1] != shapes[n2][a2]:
-                continue
+            if n1 == n2 or shapes[n1][a1] != shapes[n2][a2] or ((n1, a1) in apart) != ((n2, a2) in apart):
+                continue  # a fixed axis (`apart`) shares its class only with other fixed axes
             if by_position and tuple(shapes[n1]) == tuple(shapes[n2]) and a1 != a2:
                 continue  # two inputs of one shape (x and its mask) pair axis by axis, not rows with columns
             parent[root((n2, a2))] = root((n1, a1))
@@ -217,7 +218,8 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
                   min_sizes: Mapping[int, int] | None = None,
                   measure: Callable[[Shapes], int] | None = None,
                   keep_positions: Set[tuple[str, int]] = frozenset(), by_position: bool = False,
-                  ties: Sequence[tuple[tuple[str, int], tuple[str, int], int]] = ()) -> Shapes:
+                  ties: Sequence[tuple[tuple[str, int], tuple[str, int], int]] = (),
+                  fixed: Set[tuple[str, int]] = frozenset()) -> Shapes:
     """Halve the largest free size class (see size_classes) until the biggest input has at most
     `budget` elements or nothing more can shrink with `accept` still true.
 
@@ -231,9 +233,11 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
     `keep_positions`: (input, axis) pairs never changed, whatever other axis has their size (a conv's
     channels, while a depth equal to them shrinks). `ties`: ((input, axis), (input, axis), k), the first
     axis k times the second wherever the second shrinks (an LSTM's 4H gate rows and its hidden size H).
+    `fixed`: (input, axis) pairs that keep their size and share a class only with each other, so another
+    axis that happens to have the same size still shrinks (a layer's 512 features and its 512 time steps).
     """
     base = {n: tuple(int(d) for d in s) for n, s in shapes.items()}
-    cls = size_classes(base, by_position)
+    cls = size_classes(base, by_position, frozenset(fixed))
     original = {c: base[n][ax] for (n, ax), c in cls.items()}
     floors = dict.fromkeys(original, 2)
     grouped: set[int] = set()
@@ -244,7 +248,7 @@ def reduce_shapes(shapes: Mapping[str, Sequence[int]], *, keep_values: set[int],
         if ax == 1 and len(base[n]) > 2 and groups and groups > 1 and original[c] % groups == 0:
             grouped.add(c)
     size = dict(original)
-    frozen = {cls[p] for p in keep_positions if p in cls}
+    frozen = {cls[p] for p in (*keep_positions, *fixed) if p in cls}
     derived = {cls[a]: (cls[b], k) for a, b, k in ties
                if a in cls and b in cls and cls[a] != cls[b] and original[cls[a]] == k * original[cls[b]]}
     frozen |= set(derived)  # a tied class moves only with the class it follows

@@ -17,6 +17,15 @@ from pypto_tui.sim import verify_shapes as VS
 TASK = Path(__file__).resolve().parents[1] / "fixtures" / "tasks_traced" / "lstm_classifier.py"
 
 
+def test_a_fixed_axis_keeps_its_size_without_holding_an_equal_one() -> None:
+    """A layer whose time steps equal its features (512 and 512): the features stay, the steps shrink."""
+    shapes = {"seq": (10, 512, 512), "w_ih": (1024, 512)}
+    out = scaled.reduce_shapes(shapes, keep_values=set(), budget=600_000, fixed={("seq", 2), ("w_ih", 1)})
+    assert out["seq"][2] == out["w_ih"][1] == 512 and out["seq"][1] < 512
+    held = scaled.reduce_shapes(shapes, keep_values=set(), budget=600_000, keep_positions={("seq", 2)})
+    assert held["seq"][1] == 512  # kept by value class, the equal time axis could not move
+
+
 def test_tied_sizes_shrink_together_and_the_rest_apart() -> None:
     shapes = {"w_hh": (1024, 256), "h0": (10, 256), "x": (10, 512, 128)}
     out = scaled.reduce_shapes(shapes, keep_values=set(), budget=4096, ties=[(("w_hh", 0), ("w_hh", 1), 4)])
@@ -37,6 +46,8 @@ def test_each_kernel_of_a_traced_lstm_shrinks_to_shapes_its_contract_accepts(cac
         if s.ops == "lstm":
             rows, hidden = small[c.operands[2].name]
             assert rows == 4 * hidden and hidden < 64, small
+            x, w_ih = c.operands[0], c.operands[1]  # the features the input projection's cube K tile holds whole
+            assert x.shape[-1] == w_ih.shape[1] == VS.full_shapes(s.pipeline)[x.name][-1], small
             seen.add("lstm")
         if s.ops == "narrow" and c.op_args["start"] > 0:  # the second layer's states, the last of 8 steps
             x, dim = c.operands[0], c.op_args["dim"]
