@@ -780,6 +780,15 @@ def split_by_graph(pipeline: Pipeline) -> ModuleStages | None:
     return parts
 
 
+def static_stop(pipeline: Pipeline) -> str:
+    """Where the static reader stopped following forward (a loop, an `if`, a submodule it could not read),
+    or "" when it followed all of it or the task was traced: the traced front end reads such a model."""
+    if pipeline.design.front_end != "static":
+        return ""
+    problems = list((pipeline.contract().graph or {}).get("problems") or ())
+    return str(problems[0]).removeprefix("forward could not be read here: ") if problems else ""
+
+
 def task_kernels(pipeline: Pipeline) -> TaskKernels:
     """The task's kernels, from its operator graph: one kernel when the whole graph is one operator
     pattern, else the module plan's kernels (each designed from its group of the graph)."""
@@ -794,11 +803,10 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
         return TaskKernels((one,), False, "" if k.supported else k.reason)
     designed = module_stages(pipeline)
     if designed is None:
-        problems = list((c.graph or {}).get("problems") or ())
-        if problems and c.family != "unknown" and pipeline.design.front_end == "static":
+        where = static_stop(pipeline)
+        if where and c.family != "unknown":
             # the root read as one operator (an nn.Linear at the end) while the graph stopped earlier:
             # the root's verdict would hide where the reading stopped
-            where = str(problems[0]).removeprefix("forward could not be read here: ")
             return TaskKernels((), False, f"forward could not be read into an operator graph: {where} "
                                           "(--front-end traced reads it by running it)")
         return TaskKernels((), False, c.reason or kernel_of(pipeline).reason)

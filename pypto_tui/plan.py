@@ -423,7 +423,7 @@ def decompose(graph: OpGraph) -> OpGraph:
 
     for n in graph.nodes:
         place(n)
-    nodes = _implicit_broadcasts(out, lambda vid: shapes.get(vid) or graph.shape_of(vid), graph.results)
+    nodes = _implicit_broadcasts(out, shape_of, graph.results)
     return replace(graph, nodes=_materialized_expands(nodes), values=(*graph.values, *consts))
 
 
@@ -436,10 +436,7 @@ def _implicit_broadcasts(nodes: list[OpNode], shape_of: Any, kept: tuple[str, ..
 
     from pypto_tui.ops import views as V
 
-    readers: dict[str, list[OpNode]] = {}
-    for n in nodes:
-        for i in n.inputs:
-            readers.setdefault(i, []).append(n)
+    readers = _readers(nodes)
 
     def implicit(n: OpNode) -> bool:
         steps = [V.step_of(s) for s in n.attrs.get("steps", ())]
@@ -457,6 +454,15 @@ def _implicit_broadcasts(nodes: list[OpNode], shape_of: Any, kept: tuple[str, ..
             else n for n in out]
 
 
+def _readers(nodes: list[OpNode]) -> dict[str, list[OpNode]]:
+    """Each value id -> the nodes that read it, in graph order."""
+    readers: dict[str, list[OpNode]] = {}
+    for n in nodes:
+        for i in n.inputs:
+            readers.setdefault(i, []).append(n)
+    return readers
+
+
 def _materialized_expands(nodes: list[OpNode]) -> tuple[OpNode, ...]:
     """A view that widens a tensor (expand) read by a kernel other than an elementwise one (a class token
     `cls.expand(b, -1, -1)` before a cat): an elementwise kernel reads the expand as a broadcasting leaf,
@@ -466,10 +472,7 @@ def _materialized_expands(nodes: list[OpNode]) -> tuple[OpNode, ...]:
 
     from pypto_tui.ops import views as V
 
-    readers: dict[str, list[OpNode]] = {}
-    for n in nodes:
-        for i in n.inputs:
-            readers.setdefault(i, []).append(n)
+    readers = _readers(nodes)
     renamed: dict[str, str] = {}
     out: list[OpNode] = []
     for n in nodes:

@@ -26,7 +26,7 @@ from textual.widgets import Input, Label, Select, Static, Tree
 from pypto_tui.contract.conv import window_fields
 from pypto_tui.contract.model import Contract
 from pypto_tui.contract.selfcheck import SelfCheckResult
-from pypto_tui.design import Design, module_plan_of
+from pypto_tui.design import Design, module_plan_of, static_stop
 from pypto_tui.errors import InputError
 from pypto_tui.screens.base import StepScreen, attempt, describe_error
 from pypto_tui.screens.chain_tree import ChainTree
@@ -469,7 +469,7 @@ class ContractScreen(StepScreen):
         else:
             box.update(Content.assemble(head, "\n", ("every field is known", "$text-success")))
         self.query_one("#contract-findings", FindingsList).show(contract.findings)
-        stopped = self._static_stop(contract)
+        stopped = static_stop(self.session.pipeline)
         if self.errors:
             self.set_status(f"{len(self.errors)} field(s) hold a value the contract refused", "error")
         elif stopped:
@@ -478,14 +478,6 @@ class ContractScreen(StepScreen):
             self.set_status(f"fill in {len(unknown)} unknown field(s): {', '.join(sorted(unknown))}", "warn")
         else:
             self.set_status("contract complete: ctrl+n for the dimension plan", "ok")
-
-    def _static_stop(self, contract: Any) -> str:
-        """Where the static reader stopped following forward (a loop, an `if`, a submodule it could not
-        read), when the form shows an operator read from the rest: tracing reads the whole model."""
-        if self.session.design.front_end != "static" or not contract.graph:
-            return ""
-        problems = list(contract.graph.get("problems") or ())
-        return str(problems[0]).removeprefix("forward could not be read here: ") if problems else ""
 
     # ------------------------------------------------------------------ editing
     def _edit(self, key: str, value: Any) -> None:

@@ -142,6 +142,9 @@ class OpKind:
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()
     """((operand, axis), (operand, axis), k): the first axis is k times the second (an LSTM's weights
     stack 4 gates of the hidden size), so a test that shrinks the one shrinks the other with it."""
+    whole_axes: tuple[tuple[int, int], ...] = ()
+    """(operand, axis) pairs the kernel holds whole in one tile (a recurrent layer's input features, in its
+    input projection's cube K tile): a test keeps their size, while other axes of that size shrink."""
 
     @property
     def is_elementwise(self) -> bool:

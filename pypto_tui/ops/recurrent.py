@@ -109,11 +109,19 @@ _OPTIONS = {"batch_first": False, "emit": "sequence", "reverse": False}
 """A layer node's attributes: the sequence's layout, what it gives (EMITS), and whether it is the backward
 direction of a bidirectional layer."""
 
+_FEATURES = ((0, -1), (1, 1))
+"""The sequence's features and weight_ih's columns: the input projection holds them whole in one cube K tile.
+A test at fewer features leaves that tile mostly empty and is wrong (KernelBench level-3 38: layers 1-5, 512
+features, CUBE_K 512, tested at 32 features: 43% of elements off, max abs err 1.98; the same kernel verifies at
+512 features and 32 steps)."""
+
 KINDS = (
     OpKind("lstm", "recurrent", _lstm_shape, _lstm, params=tuple(_OPTIONS), inputs=LSTM_INPUTS, arity=7,
            pattern="recurrent", aten=("aten.lstm.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 4),),
+           whole_axes=_FEATURES,
            note="one LSTM layer over every time step (i, f, g, o gates); a kernel loops over the steps"),
     OpKind("gru", "recurrent", _gru_shape, _gru, params=tuple(_OPTIONS), inputs=GRU_INPUTS, arity=6,
            pattern="recurrent", aten=("aten.gru.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 3),),
+           whole_axes=_FEATURES,
            note="one GRU layer over every time step (r, z, n gates); a kernel loops over the steps"),
 )

@@ -20,6 +20,7 @@ from pypto_tui.sim import scaled
 from pypto_tui.sim.design_runs import variant
 
 if TYPE_CHECKING:
+    from pypto_tui.ops.base import OpKind
     from pypto_tui.window import WindowPlan
 
 
@@ -154,16 +155,22 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
                                 groups=groups, budget=budget, accept=accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=measure_elements(pipeline),
                                 keep_positions=positions, by_position=_elementwise_operands(pipeline),
-                                ties=_size_ties(pipeline), fixed=_projected_features(pipeline))
+                                ties=_size_ties(pipeline), fixed=_whole_axes(pipeline))
+
+
+def _kind(pipeline: Pipeline) -> OpKind | None:
+    """The registry kind of the contract's operator (None for a contract of no one kind)."""
+    from pypto_tui.ops import registry
+
+    op = pipeline.contract().op
+    return registry.kind(op) if op else None
 
 
 def _offset_axes(pipeline: Pipeline) -> set[tuple[str, int]]:
     """The axis a slice starts into at a fixed offset keeps its size: a traced `out[:, -1, :]` is a
     narrow at start T - 1 of T steps, which a shorter test axis would put outside the tensor."""
-    from pypto_tui.ops import registry
-
     c = pipeline.contract()
-    kind = registry.kind(c.op) if c.op else None
+    kind = _kind(pipeline)
     x = c.operands[0] if c.operands else None
     start, dim = c.op_args.get("start"), c.op_args.get("dim")
     if kind is None or "start" not in kind.params or x is None or not x.shape or not isinstance(dim, int):
@@ -171,30 +178,31 @@ def _offset_axes(pipeline: Pipeline) -> set[tuple[str, int]]:
     return {(x.name, dim % len(x.shape))} if isinstance(start, int) and start > 0 else set()
 
 
-def _projected_features(pipeline: Pipeline) -> set[tuple[str, int]]:
-    """A recurrent layer's input features keep their size: its input projection holds them whole in one
-    cube K tile (CUBE_K), which a narrower test sequence would leave mostly empty. Measured on KernelBench
-    level-3 38: layers 1-5 (512 features, CUBE_K 512) tested at 32 features came out 43% wrong (max abs err
-    1.98); the same kernel verifies at 512 features, 32 steps."""
-    from pypto_tui.ops import registry
+def _operand_axis(pipeline: Pipeline, operand: int, axis: int) -> tuple[str, int] | None:
+    """(input name, axis) of the contract's operand `operand` (a negative axis counts from its end), or
+    None when the contract has no such operand or axis."""
+    ops = pipeline.contract().operands
+    if not 0 <= operand < len(ops) or not -len(ops[operand].shape or ()) <= axis < len(ops[operand].shape or ()):
+        return None
+    return ops[operand].name, axis % len(ops[operand].shape or ())
 
-    c = pipeline.contract()
-    kind = registry.kind(c.op) if c.op else None
-    ops = c.operands
-    if kind is None or kind.role != "recurrent" or len(ops) < 2 or not ops[0].shape or len(ops[1].shape or ()) != 2:
-        return set()
-    return {(ops[0].name, len(ops[0].shape) - 1), (ops[1].name, 1)}  # the sequence's features, weight_ih's columns
+
+def _whole_axes(pipeline: Pipeline) -> set[tuple[str, int]]:
+    """The registry kind's axes the kernel holds whole (OpKind.whole_axes), by input name."""
+    kind = _kind(pipeline)
+    found = (_operand_axis(pipeline, o, a) for o, a in (kind.whole_axes if kind else ()))
+    return {p for p in found if p is not None}
 
 
 def _size_ties(pipeline: Pipeline) -> list[tuple[tuple[str, int], tuple[str, int], int]]:
     """The registry kind's tied axes (OpKind.size_ties) on the contract's operands, by input name."""
-    from pypto_tui.ops import registry
-
-    c = pipeline.contract()
-    kind = registry.kind(c.op) if c.op else None
-    names = [t.name for t in c.operands]
-    return [((names[a], i), (names[b], j), k) for (a, i), (b, j), k in (kind.size_ties if kind else ())
-            if max(a, b) < len(names)]
+    kind = _kind(pipeline)
+    out = []
+    for (a, i), (b, j), k in (kind.size_ties if kind else ()):
+        first, second = _operand_axis(pipeline, a, i), _operand_axis(pipeline, b, j)
+        if first is not None and second is not None:
+            out.append((first, second, k))
+    return out
 
 
 def _elementwise_operands(pipeline: Pipeline) -> bool:
