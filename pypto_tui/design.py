@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -158,6 +159,26 @@ def task_geometry(task: str | os.PathLike[str], kb: KnowledgeBase) -> Geometry:
     return p.geometry()
 
 
+_SHARED_STEPS: OrderedDict[tuple[str, int, Any], tuple[KnowledgeBase, Any]] = OrderedDict()
+_SHARED_LIMIT = 4096
+
+
+def _shared_step(step: str, kb: KnowledgeBase, key: Any, compute: Callable[[], T]) -> T:
+    """A step's result shared by every pipeline of this process that asks it with the same pack and key
+    (the step must be a pure function of them). The pack is held beside its result, so its id is not
+    reused while the entry lives; the least recently used entry goes past the limit."""
+    full = (step, id(kb), key)
+    hit = _SHARED_STEPS.get(full)
+    if hit is not None and hit[0] is kb:
+        _SHARED_STEPS.move_to_end(full)
+        return cast(T, hit[1])
+    value = compute()
+    _SHARED_STEPS[full] = (kb, value)
+    if len(_SHARED_STEPS) > _SHARED_LIMIT:
+        _SHARED_STEPS.popitem(last=False)
+    return value
+
+
 class Pipeline:
     """Computes each step from the design, caching by the step's inputs.
 
@@ -285,13 +306,17 @@ class Pipeline:
         one priced by the cost estimate when the family has one."""
         from pypto_tui.tiles import rank_candidates
 
-        role = self.needs().tiles[0]
+        c, needs, d = self.contract(), self.needs(), self.design
+        role = needs.tiles[0]
         costs = self.costs()
-        key = (role, top, self.design.loop_count, self.design.loop_tail, costs.note)
-        return self._memo("tile_plan", key, lambda: rank_candidates(
+        key = (role, top, d.loop_count, d.loop_tail, costs.note)
+        # the ranking is a function of the pack, the pattern's needs and these decisions: the same kernel
+        # repeated in a model (DenseNet's layers of one block) is ranked once per process
+        shared = (c.family, c.op, needs, top, d.loop_count, d.loop_tail)
+        return self._memo("tile_plan", key, lambda: _shared_step("tile_plan", self.kb, shared, lambda: rank_candidates(
             self.kb, role.shape, role.dtype, role.reduce_dim, top=top, reducing=role.reducing,
             estimate=costs.tile, estimate_note=costs.note, estimate_decides=costs.tiles.estimate_decides,
-            ranking_note=costs.tiles.why))
+            ranking_note=costs.tiles.why)))
 
     def tile_choices(self) -> tuple[TileChoice, ...]:
         """Every role's tile, as the kernel will use it (the main one is the user's when set)."""
@@ -695,6 +720,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
 
     from pypto_tui.codegen.compose import KernelCall, ModuleWiring, compose
     from pypto_tui.codegen.result import GeneratedKernel
+    from pypto_tui.codegen.rewrite import code_of
     from pypto_tui.codegen.templates import find_template
     from pypto_tui.contract.init_body import init_statements, task_support
     from pypto_tui.contract.signature import parameters
@@ -728,7 +754,7 @@ def compose_module(pipeline: Pipeline, designed: ModuleStages) -> GeneratedKerne
         support = task_support(source or "")
         tree = compose(trees, wiring, doc, template, parameters(sig.init_source), body,
                        parameters(sig.forward_source), support.statements, support.methods, support.attributes)
-        code = tree.code
+        code = code_of(tree, tree)
         compile(code, "<generated module>", "exec")  # its kernels' texts were not compiled one by one
     except Unsupported as exc:
         return refused(str(exc))

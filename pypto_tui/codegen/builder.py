@@ -10,6 +10,7 @@ end (P6.loop-tail), and builds the statements of ModelNew.forward.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import libcst as cst
@@ -74,9 +75,16 @@ def quote(text: str) -> str:
 def dim_expr(d: str | int | Ex | cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(d, str):
         if " " in d:  # a product of factory names ("batch * m": a batched operand's stacked rows)
-            return cst.parse_expression(d)
+            return _parsed_dim(d)
         return attr(d) if "." in d else cst.Name(d)
     return literal(d)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_dim(text: str) -> cst.BaseExpression:
+    """Shared, not re-parsed: a concatenation's column offsets are sums over its parts' widths, parsed
+    once per part per kernel otherwise (libcst nodes are immutable, so sharing one is safe)."""
+    return cst.parse_expression(text)
 
 
 def dims_list(items: Sequence[Any]) -> cst.List:

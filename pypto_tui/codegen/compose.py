@@ -21,7 +21,7 @@ from typing import Any
 
 import libcst as cst
 
-from pypto_tui.codegen.rewrite import renamed
+from pypto_tui.codegen.rewrite import code_of, renamed
 from pypto_tui.codegen.templates import fill_statements
 from pypto_tui.contract.init_body import import_names
 from pypto_tui.errors import Unsupported
@@ -178,7 +178,6 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
     header: list[cst.BaseStatement] = []
     seen: dict[str, str] = {}  # statement code -> first kernel's name for it
     body: list[cst.BaseStatement] = []
-    empty = cst.Module(body=[])
     for i, module in enumerate(stages):
         renames: dict[str, str] = {}
         keep: list[cst.BaseStatement] = []
@@ -186,14 +185,14 @@ def compose(stages: Sequence[cst.Module], wiring: ModuleWiring, doc: str, model_
             if _is_docstring(s):
                 continue
             if _is_import(s):
-                code = empty.code_for_node(s).strip()
+                code = code_of(s).strip()
                 if code not in seen:
                     seen[code] = ""
                     header.append(s)
                 continue
             names = _defined(s)
             if names and any(n in SHARED_HINT for n in names):
-                code = empty.code_for_node(s).strip()
+                code = code_of(s).strip()
                 if code in seen:
                     continue  # the same helper as an earlier kernel's
                 seen[code] = names[0]

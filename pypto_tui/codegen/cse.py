@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from pypto_tui.codegen.rewrite import transform, walk
+from pypto_tui.codegen.rewrite import code_of, transform, walk
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -74,7 +74,7 @@ class _Numbering:
             words = tuple((a.keyword.value if a.keyword else None, a.star) for a in node.args)
             key = ("call", fn, words, *children)
         else:
-            key = ("leaf", cst.Module([]).code_for_node(node.with_changes(lpar=[], rpar=[])
+            key = ("leaf", code_of(node.with_changes(lpar=[], rpar=[])
                                                         if getattr(node, "lpar", None) else node))
         n = self.values.get(key)
         if n is None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import libcst as cst
 
+from pypto_tui.codegen.rewrite import code_of
 from pypto_tui.findings import cites
 
 ATOM, POW, UNARY, MUL, ADD, CMP = 10, 5, 4, 3, 2, 1
@@ -269,4 +270,4 @@ def mean(x: Ex, dim: int, keepdim: bool, inv_count: Ex) -> Ex:
 def code(e: Ex | cst.CSTNode) -> str:
     """The source text of an expression (tests and messages)."""
     node = e.node if isinstance(e, Ex) else e
-    return cst.Module([]).code_for_node(node)
+    return code_of(node)

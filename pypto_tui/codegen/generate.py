@@ -25,6 +25,7 @@ def generate(plan: KernelPlan, kb: KnowledgeBase, *, text: bool = True) -> Gener
     from pypto_tui.codegen.context import GenContext
     from pypto_tui.codegen.module import assemble
     from pypto_tui.codegen.patterns import by_id
+    from pypto_tui.codegen.rewrite import code_of
 
     flavour = kb.flavour(plan.flavour)
     pattern = by_id(plan.pattern) if plan.pattern else None
@@ -39,7 +40,7 @@ def generate(plan: KernelPlan, kb: KnowledgeBase, *, text: bool = True) -> Gener
         tree = assemble(b)
         source: str | None = None
         if text:
-            source = tree.code
+            source = code_of(tree, tree)
             compile(source, "<generated kernel>", "exec")
     except Unsupported as exc:
         return GeneratedKernel("", False, str(exc), plan.pattern, flavour.name, {}, [])

@@ -16,6 +16,7 @@ import libcst as cst
 from pypto_tui.codegen.builder import Builder, comment_lines, dims_list, literal, name
 from pypto_tui.codegen.cse import share_repeats
 from pypto_tui.codegen.model_new import build_model_new, docstring
+from pypto_tui.codegen.rewrite import code_of, transform
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.codegen.templates import fill_module, find_template
 from pypto_tui.errors import Unsupported
@@ -54,7 +55,7 @@ def _kernel_params(b: Builder, spec: KernelSpec) -> tuple[cst.Parameters, bool]:
     tensors = list(spec.inputs) + ([spec.output] if b.ctx.out_param else [])
     params = [cst.Param(name(t.name), annotation=cst.Annotation(b.tensor_type(t.shape, t.dtype)))
               for t in tensors]
-    line = cst.Module([]).code_for_node(cst.Parameters(params=params))
+    line = code_of(cst.Parameters(params=params))
     long = len(line) + len(spec.kernel) + 16 > MAX_LINE
     return (_multiline(params) if long else cst.Parameters(params=params)), long
 
@@ -77,7 +78,7 @@ def build_factory(b: Builder, spec: KernelSpec) -> list[cst.BaseStatement]:
                     out_shape=dims_list(out.shape), out_dtype=b.pdtype(out.dtype))
     stmts = b.tmpl("factory", **repl)
     if long:
-        stmts = [s.visit(_BreakParams(spec.kernel)) for s in stmts]  # type: ignore[misc]
+        stmts = _break_params(stmts, spec.kernel)
     return stmts
 
 
@@ -87,7 +88,7 @@ def _dynamic(b: Builder, spec: KernelSpec) -> KernelSpec:
     dim = b.dynamic_dim
     if dim is None or dim not in spec.dims:
         return spec
-    prelude_code = "\n".join(cst.Module([]).code_for_node(stmt) for stmt in spec.prelude)
+    prelude_code = "\n".join(code_of(stmt) for stmt in spec.prelude)
     if re.search(rf"\b{re.escape(dim)}\b", prelude_code):
         raise Unsupported(f"the factory computes with the size '{dim}' before the kernel runs, so it cannot be "
                           "left to run time: keep this axis static")
@@ -103,21 +104,18 @@ def _dynamic(b: Builder, spec: KernelSpec) -> KernelSpec:
                    output=dyn(spec.output), body=[*read, *spec.body])
 
 
-class _BreakParams(cst.CSTTransformer):
-    """Put the first parameter of the kernel's signature on its own line (one per line)."""
+def _break_params(stmts: list[cst.BaseStatement], kernel: str) -> list[cst.BaseStatement]:
+    """Put the first parameter of the kernel's signature on its own line (one per line). Only compound
+    statements are entered (a def is never inside a simple one), and not the kernel's own body."""
+    ws = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True,
+                                     last_line=cst.SimpleWhitespace("    "))
 
-    def __init__(self, kernel: str) -> None:
-        self.kernel = kernel
+    def whole(node: cst.CSTNode) -> cst.CSTNode | None:
+        if isinstance(node, cst.FunctionDef) and node.name.value == kernel:
+            return node.with_changes(whitespace_before_params=ws)
+        return node if isinstance(node, cst.SimpleStatementLine | cst.BaseExpression) else None
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node.name.value != self.kernel  # the kernel's own body holds no signature to break
-
-    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        if updated.name.value != self.kernel:
-            return updated
-        ws = cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True,
-                                         last_line=cst.SimpleWhitespace("    "))
-        return updated.with_changes(whitespace_before_params=ws)
+    return [transform(s, {}, whole) for s in stmts]
 
 
 def _constants(b: Builder) -> list[cst.BaseStatement]:

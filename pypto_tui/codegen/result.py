@@ -39,7 +39,9 @@ class GeneratedKernel:
     @property
     def source(self) -> str:
         if self.text is None:
-            self.text = str(self.tree.code) if self.tree is not None else ""
+            from pypto_tui.codegen.rewrite import code_of  # libcst: only where a tree exists
+
+            self.text = code_of(self.tree, self.tree) if self.tree is not None else ""
         return self.text
 
     def __eq__(self, other: object) -> bool:

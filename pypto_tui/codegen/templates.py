@@ -51,14 +51,21 @@ def template_dirs(kb: KnowledgeBase, flavour: str) -> list[Path]:
     """Where templates are looked up, first hit wins: the pack's flavour folder, the pack's common
     folder, then the same two in the bundled default pack, then (for a flavour that leaves its
     own fragments out: the run-mode header, the whole-tensor write) the pack's default flavour."""
-    roots = [Path(kb.path) / "templates"]
+    return list(_template_dirs(str(kb.path), flavour, kb.default_flavour))
+
+
+@lru_cache(maxsize=64)
+def _template_dirs(pack: str, flavour: str, default_flavour: str) -> tuple[Path, ...]:
+    """Cached: resolving the two roots costs path system calls, and a large model's module looks up
+    templates tens of thousands of times (the files themselves are still checked on every lookup)."""
+    roots = [Path(pack) / "templates"]
     default = bundled_pack_dir() / "templates"
     if default.resolve() != roots[0].resolve():
         roots.append(default)
     dirs = [root / sub for root in roots for sub in (flavour, COMMON)]
-    for fallback in (kb.default_flavour, _bundled_default_flavour()):
+    for fallback in (default_flavour, _bundled_default_flavour()):
         dirs += [root / fallback for root in roots if root / fallback not in dirs]
-    return dirs
+    return tuple(dirs)
 
 
 @lru_cache(maxsize=1)
@@ -68,7 +75,7 @@ def _bundled_default_flavour() -> str:
 
 
 def find_template(kb: KnowledgeBase, flavour: str, name: str) -> Template:
-    for d in template_dirs(kb, flavour):
+    for d in _template_dirs(str(kb.path), flavour, kb.default_flavour):
         p = d / f"{name}{TEMPLATE_SUFFIX}"
         if p.is_file():
             return Template(name, p, _read(str(p), p.stat().st_mtime))

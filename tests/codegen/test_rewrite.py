@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from pypto_tui.codegen.rewrite import hooks_of, renamed, transform, walk
+from pypto_tui.codegen.rewrite import code_of, hooks_of, renamed, transform, walk
 from pypto_tui.design import Design, Pipeline, kernel_of
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -94,3 +94,13 @@ def test_walk_gives_parents_first_and_skips_what_enter_refuses() -> None:
     assert names == ["a", "f", "b", "c"]
     inside = [n.value for n in walk(tree, lambda n: not isinstance(n, cst.Call)) if isinstance(n, cst.Name)]
     assert inside == ["a"]
+
+
+def test_code_of_writes_what_libcst_writes(module) -> None:
+    """The position-free code generation gives libcst's text for a whole module, for a node inside it,
+    and in a module whose newline and indent are not the defaults."""
+    assert code_of(module, module) == module.code
+    factory = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    assert code_of(factory) == cst.Module([]).code_for_node(factory)
+    odd = cst.parse_module("def f(x):\r\n\tif x:\r\n\t\treturn (x + 1) * 2\r\n")
+    assert code_of(odd, odd) == odd.code == "def f(x):\r\n\tif x:\r\n\t\treturn (x + 1) * 2\r\n"
