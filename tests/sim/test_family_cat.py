@@ -95,3 +95,41 @@ def test_a_part_at_the_wrong_offset_fails(kb, broken_twins):
     (r,) = broken_twins([(pipe(kb, TASK), "pypto.assemble(b_all, [0, w0], out)",
                           "pypto.assemble(b_all, [0, w0 - 8], out)")])
     assert r.status != J.OK and r.passed is False, (r.label, r.status, r.error)
+
+
+MANY = "cat_many.py"
+
+
+def _nesting(source: str) -> int:
+    """The deepest chain of binary operations in a module's text (a sum written out nests one level a term)."""
+    import ast
+
+    def depth(node: ast.AST) -> int:
+        inner = max((depth(c) for c in ast.iter_child_nodes(node)), default=0)
+        return inner + 1 if isinstance(node, ast.BinOp) else inner
+
+    return depth(ast.parse(source))
+
+
+def test_many_parts_take_their_columns_from_a_table_the_factory_fills(kb):
+    """Twelve parts: the column offsets are `COLUMN[i]`, summed once in the factory, and forward sums the
+    widths flat, so no expression of the module grows with the part count (256 parts once nested 255
+    levels, past what the reader and the lint take)."""
+    p = pipe(kb, MANY)
+    k = kernel_of(p)
+    assert k.supported and k.pattern == "cat", k.reason
+    assert "COLUMN = [sum(WIDTHS[:i]) for i in range(len(WIDTHS))]" in k.source
+    assert "pypto.assemble(x11_all, [0, COLUMN[11]], out)" in k.source
+    assert "out: pypto.Tensor((rows, width), pypto.DT_FP32)" in k.source
+    assert "return out.reshape(x0.shape[0], -1, x0.shape[2], x0.shape[3])" in k.source
+    assert _nesting(k.source) <= 3
+    assert lint_source(k.source, "k.py", kb=kb, task_signature=p.contract().signature) == []
+
+
+@pytest.mark.sim
+def test_many_parts_verify_and_a_wrong_column_in_the_table_fails(kb, broken_twins):
+    (r,) = verify_many([pipe(kb, MANY)], jobs=1, cache=False)
+    assert r.supported and r.passed and r.max_abs_err == 0, r.reason
+    (bad,) = broken_twins([(pipe(kb, MANY), "COLUMN = [sum(WIDTHS[:i]) for i in range(len(WIDTHS))]",
+                            "COLUMN = [sum(WIDTHS[:i]) + (i == 7) * 8 for i in range(len(WIDTHS))]")])
+    assert bad.status != J.OK and bad.passed is False, (bad.label, bad.status, bad.error)

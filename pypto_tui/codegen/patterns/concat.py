@@ -11,6 +11,8 @@ figures).
 
 from __future__ import annotations
 
+import libcst as cst
+
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
 from pypto_tui.codegen.expr import Ex
 from pypto_tui.codegen.pattern import Pattern
@@ -19,6 +21,10 @@ from pypto_tui.errors import Unsupported
 from pypto_tui.findings import cites
 
 OPS = ("cat",)
+WIDE_PARTS = 8
+"""Past this many parts the column offsets are a table the factory fills (`COLUMN[i]`) instead of sums
+written out: an unrolled recurrent model concatenates 256 time steps, and its last offset written as a
+sum nests 255 levels deep (past what a reader of the module takes); a few parts read better as sums."""
 
 
 @cites("CAT.rows-copy")
@@ -35,16 +41,25 @@ def build_concat(b: Builder) -> None:
         raise Unsupported("a part is concatenated twice: pass it once per position as its own input")
     lead, rest = plan.axis_map
     widths = [f"w{i}" for i in range(len(parts))]
-    total = " + ".join(widths)
-    offsets: list[str | int] = [0]
-    for i in range(1, len(parts)):
-        offsets.append(" + ".join(widths[:i]))
+    wide = len(parts) > WIDE_PARTS
+    columns: Stmts = []
+    offsets: list[str | int | cst.BaseExpression] = [0]
+    if wide:  # the factory sums the widths once: a table of column offsets and the total `width`
+        total = "width"
+        columns = b.fwd(f"WIDTHS = ({', '.join(widths)})\n"
+                        "COLUMN = [sum(WIDTHS[:i]) for i in range(len(WIDTHS))]\n"
+                        "width = sum(WIDTHS)\n")
+        offsets += [b.expr(f"COLUMN[{i}]") for i in range(1, len(parts))]
+    else:
+        total = " + ".join(widths)
+        offsets += [" + ".join(widths[:i]) for i in range(1, len(parts))]
     loop = ctx.loop
     if loop is not None and loop.axis != 0:
         raise Unsupported("the concatenation loops over chunks of rows only")
     b.pattern = "cat"
+    shown = f"{widths[0]} + ... + {widths[-1]}" if wide else " + ".join(widths)
     b.summary = (f"cat along axis {len(lead)}: {len(parts)} parts copied to their column blocks of (rows, "
-                 f"{' + '.join(widths)})" + (", a loop over chunks of rows" if loop else ""))
+                 f"{shown})" + (", a loop over chunks of rows" if loop else ""))
     tile = b.tile_constant(ctx.main, "the output's (rows, width) layout",
                            loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
 
@@ -61,6 +76,7 @@ def build_concat(b: Builder) -> None:
         body = b.tmpl("vec_setup", tile=tile) + copy("rows", 0, "all")
     else:
         prelude, body = b.chunked_loop("rows", copy, setup=b.tmpl("vec_setup", tile=tile))
+    prelude = columns + prelude
     spec = KernelSpec(
         factory="create_cat_kernel", kernel="cat_kernel", dims=["rows", *widths], scalars=[],
         inputs=[TensorParam(p, ("rows", w), ctx.dtype) for p, w in zip(parts, widths, strict=True)],
@@ -77,11 +93,13 @@ def build_concat(b: Builder) -> None:
     b.forward.prepare += b.fwd("rows = {x}.shape[0]", x=name(laid[0]))
     for k, w in zip(laid, widths, strict=True):
         b.forward.prepare += b.fwd(f"{w} = {{x}}.shape[1]", x=name(k))
+    if wide:
+        b.forward.prepare += b.fwd(f"width = sum(({', '.join(widths)}))")
     b.call_kernel(spec, laid)
     first = parts[0]
     d = len(lead)
     sizes = [f"{first}.shape[{a}]" for a in range(d)]
-    sizes.append(" + ".join(f"{p}.shape[{d}]" for p in parts))
+    sizes.append("-1" if wide else " + ".join(f"{p}.shape[{d}]" for p in parts))
     sizes += [f"{first}.shape[{a}]" for a in range(d + 1, rank)]
     b.forward.result = b.expr(f"out.reshape({', '.join(sizes)}{',' if rank == 1 else ''})")
 
