@@ -595,6 +595,22 @@ def _concat_rows(c: Contract) -> _Layout:
     return _Layout(list(kernel), fwd, [list(range(d)), list(range(d, len(first)))], [], None, out)
 
 
+def _take_rows(c: Contract) -> _Layout:
+    """An embedding as rows: the index flattened to (n,) positions, the table as (rows, the width of a
+    row), the output (n, width): each position picks one contiguous row of the table."""
+    shapes = [t.shape for t in c.operands]
+    if c.op != "embedding" or len(shapes) != 2 or any(s is None for s in shapes):
+        raise _NotApplicable("the take-rows layout is for an index and a table with known shapes")
+    index, table = (tuple(s or ()) for s in shapes)
+    if len(table) < 2:
+        raise _NotApplicable(f"an embedding table has rows: {table} has rank {len(table)}")
+    n, width = math.prod(index), math.prod(table[1:])
+    kernel = {c.operands[0].name: (n,), c.operands[1].name: (table[0], width)}
+    fwd: list[Shape | None] = [kernel.get(t.name) if t.is_tensor else None for t in c.inputs]
+    axis_map = [list(range(len(index))), list(range(len(index), len(index) + len(table) - 1))]
+    return _Layout([kernel.get(t.name, t.shape or ()) for t in c.tensor_inputs], fwd, axis_map, [], None, (n, width))
+
+
 def _slice_rows(c: Contract) -> _Layout:
     """x.narrow(d, start, length) as rows: the input becomes (prod(shape[:d]), prod(shape[d:])) and the
     output (the same rows, length x the trailing size), so the part is one contiguous block of every
@@ -725,7 +741,7 @@ RESHAPERS = {
     "flatten": _flatten, "keep": _keep, "groups": _groups, "batch_channel_rest": _batch_channel_rest,
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
     "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
-    "slice_rows": _slice_rows, "pad_rows": _pad_rows, "recurrent_rows": _recurrent_rows,
+    "slice_rows": _slice_rows, "pad_rows": _pad_rows, "recurrent_rows": _recurrent_rows, "take_rows": _take_rows,
 }
 WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
     # convs and pools (see _window): their blocks are sized by the pack's [window] limits

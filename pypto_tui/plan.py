@@ -142,9 +142,11 @@ class Geometry:
 
 
 def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
-    """Which tensor the tile applies to: the first kernel input (the output for a matmul)."""
+    """Which tensor the tile applies to: the first kernel input (the output for a matmul). Its dtype is the
+    first input's that holds values: an integer index (an embedding's positions) holds none."""
     tensors = [i for i in contract.inputs if i.kind == "tensor"]
-    dtype = (tensors[0].dtype if tensors and tensors[0].dtype else "fp32")
+    values = [i for i in tensors if i.dtype not in ("int64", "int32")] or tensors
+    dtype = (values[0].dtype if values and values[0].dtype else "fp32")
     if traits(contract.family).operand_layout:
         shapes = dims.kernel_shapes
         out = tuple(dims.output_kernel_shape or ())

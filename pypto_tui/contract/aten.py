@@ -603,6 +603,24 @@ def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], 
     return c.add(node, kind, parts, {"dim": dim})
 
 
+def _embedding(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """`embedding(weight, indices)`, or `table[index]` (`index.Tensor` with one index tensor, on the first
+    axis: Swin's relative-position bias table): the index's positions pick rows of the table. The graph
+    keeps torch's functional order, index first, as the static reader builds it."""
+    if str(node["target"]) == "aten.index.Tensor":
+        table, indices = args[0], args[1] if len(args) > 1 else kwargs.get("indices")
+        if not isinstance(indices, list) or len(indices) != 1 or not _is_ref(indices[0]):
+            raise OpError("indexing by several index tensors (or past the first axis) is no row pick: only "
+                          "table[index] with one integer index tensor is read")
+        index = indices[0]
+    else:
+        table, index = args[0], args[1]
+    t, i = c.tensor(table, node), c.tensor(index, node)
+    shape = c.b.shape(t) or (None, None)
+    attrs = {"num_embeddings": shape[0], "embedding_dim": shape[-1]} if len(shape) == 2 else {}
+    return c.add(node, kind, [i, t], attrs)
+
+
 def _rotated_half(c: _Converter, parts: list[str], dim: Any) -> str | None:
     """x when `parts` are -x's upper half and x's lower half along x's last axis, else None."""
     if len(parts) != 2:
@@ -791,7 +809,7 @@ _HANDLERS: dict[str, Handler] = {
     "float": _to_copy, "conv": _conv, "max_pool": _max_pool, "avg_pool": _avg_pool,
     "adaptive_avg_pool": _adaptive, "adaptive_max_pool": _adaptive, "batch_norm": _batch_norm,
     "layer_norm": _layer_norm, "group_norm": _group_norm, "instance_norm": _instance_norm, "linear": _linear,
-    "matmul": _matmul, "bmm": _matmul,
+    "matmul": _matmul, "bmm": _matmul, "embedding": _embedding,
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),

@@ -240,7 +240,9 @@ class _Builder:
         elif kind is not None:
             self.problems.append(f"{spelling}: the shape of an input is unknown")
         if dtype is None:
-            tensor_dtypes = [self.dtype(i) for i in inputs if self.dtype(i) is not None]
+            positions = kind.index_inputs if kind is not None else ()  # an index's dtype is not the result's
+            tensor_dtypes = [self.dtype(i) for k, i in enumerate(inputs)
+                             if self.dtype(i) is not None and k not in positions]
             dtype = "bool" if op in BOOL_OPS else "int64" if kind is not None and kind.role == "argreduce" else (
                 kind.dtype if kind is not None and kind.dtype else tensor_dtypes[0] if tensor_dtypes else None)
         nid = f"n{len(self.nodes)}"
@@ -320,8 +322,9 @@ class _Builder:
                 weights = kind.weights(params)
             except OpError as exc:
                 self.problems.append(f"{spelling}: {exc}")
+        like = None if not ins or 0 in kind.index_inputs else self.dtype(ins[0])  # an index's dtype is no weight's
         for w, shape in weights.items():
-            ins.append(self.param(f"{attr}.{w}", shape, self.dtype(ins[0]) if ins else None, spelling))
+            ins.append(self.param(f"{attr}.{w}", shape, like, spelling))
         return self.add(kind.name, kind.role, ins, params, spelling, kind)
 
     def _call(self, n: Node, picked: bool = False, kind: OpKind | None = None) -> str:

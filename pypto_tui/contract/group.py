@@ -183,7 +183,7 @@ def group_facts(graph: OpGraph, nodes: tuple[str, ...], reads: tuple[str, ...], 
 
 def _positions(graph: OpGraph, group: list[OpNode], vid: str) -> int | None:
     """The size of the axis an integer tensor indexes when every node of the group that reads it reads it
-    as positions (an `index_inputs` operand: gather's index along its dim), else None."""
+    as positions (an `index_inputs` operand: gather's index along its dim, an embedding's rows), else None."""
     spans: set[int] = set()
     for n in group:
         kind = registry.kind(n.op)
@@ -192,10 +192,11 @@ def _positions(graph: OpGraph, group: list[OpNode], vid: str) -> int | None:
                 continue
             if kind is None or i not in kind.index_inputs:
                 return None
-            values = graph.shape_of(n.inputs[0])
+            operand, along = kind.positions_along
+            values = graph.shape_of(n.inputs[operand]) if operand < len(n.inputs) else None
             if values is None:
                 return None
-            spans.add(values[int(n.attrs.get("dim", 0)) % len(values)])
+            spans.add(values[(int(n.attrs.get("dim", 0)) if along is None else along) % len(values)])
     return min(spans) if spans else None
 
 
@@ -253,7 +254,14 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call(op, a, "torch", **_present(at, kind.params))
     if kind.index_inputs:  # torch.gather(x, dim, index): a parameter with no constant is the next tensor
         tensors = iter(a)
-        args = [next(tensors), *(_const(at[p]) if p in at else next(tensors) for p in kind.params)]
+        args = [next(tensors)]
+        for p in kind.params:  # a parameter the node leaves out (an embedding's padding_idx) keeps its default
+            if p in at:
+                args.append(_const(at[p]))
+            elif (t := next(tensors, None)) is not None:
+                args.append(t)
+            else:
+                break
         return _call(op, tuple(args), "torch")
     if op == "pad":  # one axis widened by a fill (a pad of several axes is one node per axis)
         return _call("pad", (a[0],), "F", **_present(at, kind.params))

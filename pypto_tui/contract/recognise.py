@@ -1098,8 +1098,9 @@ def _indexed(n: Node, ctx: Ctx) -> Recognition | None:
                isinstance(v, Node) and not v.is_const]
     rec = Recognition("unknown", None)
     args = _params(n, tuple(p for p in kind.params if not isinstance(b.get(p), Node) or b[p].is_const), rec)
+    # the values and the positions (an embedding's table is a parameter, not one of its arity's inputs)
     return _finish(rec, kind.role, kind.name, {**dict(kind.defaults), **args}, list(tensors),
-                   len(tensors) == kind.arity and all(ctx.is_tensor(t) for t in tensors), n)
+                   len(tensors) == 2 and all(ctx.is_tensor(t) for t in tensors), n)
 
 
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (

@@ -283,6 +283,20 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         out.asymmetric = True
         out.direction = f"{ops[0].name} holds the values, {ops[1].name} their positions"
         return
+    if kind is not None and c.op == "embedding" and len(ops) == 2:
+        index, table = ops
+        if c.op_args.get("max_norm") is not None:
+            out.supported = False
+            out.reason = "embedding with max_norm renormalises its table in place on every call: drop max_norm"
+        if index.dtype not in ("int64", "int32"):
+            out.supported = False
+            out.reason = f"embedding's index {index.name} is {index.dtype}: torch takes int64 positions"
+        picked = _kind_shape(kind, [_need_shape(index), _need_shape(table)], {})
+        _copied(out, table, picked, f"out = {table.name}[{index.name}]  (row {index.name}[i] of {table.name} at each "
+                                    f"position i of the index, {picked})")
+        out.asymmetric = True
+        out.direction = f"{table.name} holds the rows, {index.name} which row goes where"
+        return
     if kind is not None and c.op == "narrow":
         shape = _need_shape(ops[0])
         d = norm_axes(c.op_args.get("dim", 0), len(shape))

@@ -142,6 +142,10 @@ class OpKind:
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()
     """((operand, axis), (operand, axis), k): the first axis is k times the second (an LSTM's weights
     stack 4 gates of the hidden size), so a test that shrinks the one shrinks the other with it."""
+    positions_along: tuple[int, int | None] = (0, None)
+    """Where an `index_inputs` operand's positions point: (the operand holding the values, its axis; None:
+    the node's `dim`). gather indexes its input along dim; an embedding's indices pick rows of its table
+    (operand 1, axis 0). A test draws the positions within that axis."""
     whole_axes: tuple[tuple[int, int], ...] = ()
     """(operand, axis) pairs the kernel holds whole in one tile (a recurrent layer's input features, in its
     input projection's cube K tile): a test keeps their size, while other axes of that size shrink."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part
+from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part
 
 
 def _cat_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -258,7 +258,45 @@ def _gather(x: np.ndarray, index: np.ndarray, dim: int = 0, **_: Any) -> np.ndar
                               index.astype(np.int64), axis=a)
 
 
+def _embedding_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    """Each position of the index picks a row of the table: the index's shape, then the row's."""
+    index = tuple(shapes[0])
+    if len(shapes) > 1:
+        table = tuple(shapes[1])
+    else:
+        n, d = attrs.get("num_embeddings"), attrs.get("embedding_dim")
+        if not isinstance(n, int) or not isinstance(d, int):
+            raise OpError("nn.Embedding's num_embeddings and embedding_dim must be constants")
+        table = (n, d)
+    if len(table) < 2:
+        raise OpError(f"an embedding table has rows: {table} has rank {len(table)}")
+    return (*index, *table[1:])
+
+
+def _embedding(index: np.ndarray, table: np.ndarray, **_: Any) -> np.ndarray:
+    return np.asarray(table[index.astype(np.int64)])
+
+
+def _embedding_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
+    n, d = attrs.get("num_embeddings"), attrs.get("embedding_dim")
+    if not isinstance(n, int) or not isinstance(d, int):
+        raise OpError("nn.Embedding's num_embeddings and embedding_dim must be constants")
+    if attrs.get("max_norm") is not None:
+        raise OpError("nn.Embedding with max_norm renormalises its table in place on every call: no kernel "
+                      "writes that; drop max_norm")
+    return {"weight": (n, d)}
+
+
 MORE_KINDS = (
+    OpKind("embedding", "layout", _embedding_shape, _embedding, functions=("embedding",), modules=("Embedding",),
+           params=("weight", "padding_idx", "max_norm"), aten=("aten.embedding.default", "aten.index.Tensor"),
+           pattern="take_rows", weights=_embedding_weights, index_inputs=(0,), positions_along=(1, 0),
+           module_signature=(("num_embeddings", REQUIRED), ("embedding_dim", REQUIRED), ("padding_idx", None),
+                             ("max_norm", None)),
+           defaults={"padding_idx": None, "max_norm": None},
+           formula="out = {y}[{x}]", inputs=("input",),
+           note="F.embedding(index, table) / nn.Embedding / table[index]: each position of the integer index "
+                "picks a row of the table (TAKE.index-select)"),
     OpKind("gather", "layout", _gather_shape, _gather, functions=("gather",), methods=("gather",),
            params=("dim", "index"), arity=2, aten=("aten.gather.default",), pattern="gather", index_inputs=(1,),
            formula="out = {x}[... index along {dim} ...]",
