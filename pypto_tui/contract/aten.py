@@ -24,6 +24,7 @@ from pypto_tui.contract.graph import OpGraph, Value, _Builder
 from pypto_tui.ops import registry
 from pypto_tui.ops import views as V
 from pypto_tui.ops.base import OpError, OpKind, Shape
+from pypto_tui.ops.layout import per_axis
 
 PROBLEM_CHARS = 200
 NO_VALUE = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
@@ -621,6 +622,12 @@ def _embedding(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[
     return c.add(node, kind, [i, t], attrs)
 
 
+def _roll(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
+    """torch.roll: its shifts and dims stay one entry per axis (two equal shifts are not one)."""
+    shifts, dims = per_axis(_arg(args, kwargs, 1, "shifts", ())), per_axis(_arg(args, kwargs, 2, "dims", ()))
+    return c.add(node, kind, [c.tensor(args[0], node)], {"shifts": shifts, "dims": dims})
+
+
 def _rotated_half(c: _Converter, parts: list[str], dim: Any) -> str | None:
     """x when `parts` are -x's upper half and x's lower half along x's last axis, else None."""
     if len(parts) != 2:
@@ -809,7 +816,7 @@ _HANDLERS: dict[str, Handler] = {
     "float": _to_copy, "conv": _conv, "max_pool": _max_pool, "avg_pool": _avg_pool,
     "adaptive_avg_pool": _adaptive, "adaptive_max_pool": _adaptive, "batch_norm": _batch_norm,
     "layer_norm": _layer_norm, "group_norm": _group_norm, "instance_norm": _instance_norm, "linear": _linear,
-    "matmul": _matmul, "bmm": _matmul, "embedding": _embedding,
+    "matmul": _matmul, "bmm": _matmul, "embedding": _embedding, "roll": _roll,
     "scaled_dot_product_attention": _sdpa, "softmax": _softmax, "log_softmax": _softmax,
     **dict.fromkeys(("sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "max_dim", "min_dim", "norm",
                      "argmax", "argmin"), _reduce),

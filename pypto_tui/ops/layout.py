@@ -225,6 +225,56 @@ def _pad_axes(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition(tuple(parts))
 
 
+def per_axis(v: Any) -> tuple[int, ...]:
+    """A roll's shifts or dims, one entry per axis (`3` is one axis, two equal shifts stay two)."""
+    items = tuple(v) if isinstance(v, list | tuple) else (() if v is None else (v,))
+    return tuple(int(x) for x in items)
+
+
+def _axes_shifts(attrs: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return per_axis(attrs.get("shifts", ())), per_axis(attrs.get("dims", ()))
+
+
+def _roll_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
+    shifts, dims = _axes_shifts(attrs)
+    if not dims or len(shifts) != len(dims):
+        raise OpError(f"roll by {shifts} over dims {dims}: name one axis per shift (a roll of the flattened "
+                      "tensor is not read)")
+    return tuple(shapes[0])
+
+
+def _roll(x: np.ndarray, shifts: Any = (), dims: Any = (), **_: Any) -> np.ndarray:
+    s, d = _axes_shifts({"shifts": shifts, "dims": dims})
+    return np.roll(x, s, d)
+
+
+def _roll_halves(n: Any, shape_of: ShapeOf) -> Decomposition | None:
+    """torch.roll along each named axis as the two blocks that trade places (a cyclic shift by s puts the
+    last s positions first): two narrow copies (SLICE.rows-copy) and their concatenation (CAT.rows-copy)."""
+    shape = shape_of(n.inputs[0]) if n.inputs else None
+    if shape is None:
+        return None
+    shifts, dims = _axes_shifts(n.attrs)
+    steps = [(d % len(shape), s % shape[d % len(shape)]) for s, d in zip(shifts, dims, strict=False)]
+    steps = [(d, s) for d, s in steps if s]
+    if not steps:  # a roll by whole turns: a copy
+        return Decomposition((part(n, "", "narrow", "layout", n.inputs[:1], {"dim": 0, "start": 0,
+                                                                             "length": shape[0]}, shape),))
+    parts: list[Any] = []
+    src = n.inputs[0]
+    for k, (d, s) in enumerate(steps):
+        size = shape[d]
+        tail = part(n, f"r{k}t", "narrow", "layout", (src,), {"dim": d, "start": size - s, "length": s},
+                    (*shape[:d], s, *shape[d + 1:]))
+        head = part(n, f"r{k}h", "narrow", "layout", (src,), {"dim": d, "start": 0, "length": size - s},
+                    (*shape[:d], size - s, *shape[d + 1:]))
+        joined = part(n, "" if k == len(steps) - 1 else f"r{k}", "cat", "layout", (tail.id, head.id), {"dim": d},
+                      tuple(shape))
+        parts += [tail, head, joined]
+        src = joined.id
+    return Decomposition(tuple(parts))
+
+
 SLICE_KINDS = (
     # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
     # no spelling of its own, the graph makes it from a view.
@@ -233,6 +283,9 @@ SLICE_KINDS = (
     OpKind("unfold", "layout", _unfold_shape, _unfold, methods=("unfold",), params=("dimension", "size", "step"),
            aten=("aten.unfold.default",), decompose=_unfold_patches,
            note="windows of one axis, laid along a new last axis; patches (step == size) are a reshape and swaps"),
+    OpKind("roll", "layout", _roll_shape, _roll, functions=("roll",), methods=("roll",), params=("shifts", "dims"),
+           aten=("aten.roll.default",), decompose=_roll_halves,
+           note="torch.roll(x, shifts, dims): a cyclic shift, per axis the last s positions moved first"),
     OpKind("pad", "layout", _pad_shape, _pad, functions=("pad",), params=("pad", "mode", "value"),
            aten=("aten.constant_pad_nd.default",), defaults={"mode": "constant", "value": 0.0}, pattern="pad",
            decompose=_pad_axes,

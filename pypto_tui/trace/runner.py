@@ -25,7 +25,7 @@ KEEP_WHOLE = ("linear.default", "layer_norm.default", "scaled_dot_product_attent
               "logsumexp.default", "adaptive_avg_pool2d.default", "adaptive_avg_pool1d.default",
               "max_pool1d.default", "avg_pool1d.default", "max_pool3d.default", "rms_norm.default",
               "instance_norm.default", "relu6.default", "selu.default", "celu.default", "softshrink.default",
-              "hardsigmoid.default", "triu.default", "std.correction",
+              "hardsigmoid.default", "triu.default", "std.correction", "roll.default",
               "lstm.input", "lstm.data", "gru.input", "gru.data", "rnn_tanh.input", "rnn_relu.input")
 """Operators the decomposition leaves as single nodes (ATen overloads under torch.ops.aten): the registry
 has a kind for each (a recurrent layer has none yet, but unrolled it is thousands of nodes)."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pypto_tui.contract.graph import OpGraph
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-TRACE_FORMAT = 5
+TRACE_FORMAT = 6
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MB = 12288
 

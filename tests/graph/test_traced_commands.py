@@ -25,11 +25,12 @@ TRACES = FIX / "traces"
 TRACED = FIX / "tasks_traced"
 NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval",
          "causal_heads", "lstm_classifier", "lstm_states", "gru_hidden",
-         "gru_bidirectional", "mha_self", "topk_gate", "topk_gather", "vlad_normalize", "embed_norm", "bias_table"]
+         "gru_bidirectional", "mha_self", "topk_gate", "topk_gather", "vlad_normalize", "embed_norm", "bias_table",
+         "cyclic_shift"]
 # nn.Module's own methods, which the task's __init__ may call
 MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
-# `b, t, d = x.shape`, and topk, gather, F.normalize and nn.Embedding in a chain, are read statically too
-STATIC_READS = {"shape_unpack", "topk_gate", "topk_gather", "vlad_normalize", "embed_norm"}
+# `b, t, d = x.shape`, and topk, gather, F.normalize, nn.Embedding and torch.roll in a chain, are read statically too
+STATIC_READS = {"shape_unpack", "topk_gate", "topk_gather", "vlad_normalize", "embed_norm", "cyclic_shift"}
 NOT_YET: dict[str, str] = {}
 """Traced models whose graph reads but whose module is refused, with the reason."""
 

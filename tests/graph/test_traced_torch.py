@@ -22,7 +22,7 @@ CHAIN = sorted((FIX / "tasks_chain").glob("*.py"))
 LEVEL1_SAMPLE = [FIX / "tasks" / f"{n}.py" for n in ("softmax_rows", "matmul_tall", "batched_matmul", "elu",
                                                       "max_over_dim", "mean_spatial", "group_norm", "rms_norm")]
 STATIC_TRACED = [FIX / "tasks_traced" / f"{n}.py" for n in ("shape_unpack", "topk_gate", "topk_gather",
-                                                             "vlad_normalize", "embed_norm")]
+                                                             "vlad_normalize", "embed_norm", "cyclic_shift")]
 
 pytestmark = [pytest.mark.torch, pytest.mark.skipif(not HAS_TORCH, reason="needs CPU torch: pip install torch")]
 
