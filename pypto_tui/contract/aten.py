@@ -596,6 +596,9 @@ def _elements(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[A
 def _cat(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any], kwargs: dict[str, Any]) -> str:
     parts = [c.tensor(a, node) for a in args[0]]
     dim = _arg(args, kwargs, 1, "dim", 0)
+    parts = _fills_as_pads(c, node, parts, dim)
+    if len(parts) == 1:
+        return parts[0]
     x = _rotated_half(c, parts, dim)
     if x is not None:  # cat((-x[..., h:], x[..., :h]), -1): the static reader's rotate_half (contract/rope.py)
         rot = registry.kind("rotate_half")
@@ -626,6 +629,46 @@ def _roll(c: _Converter, node: Mapping[str, Any], kind: OpKind, args: list[Any],
     """torch.roll: its shifts and dims stay one entry per axis (two equal shifts are not one)."""
     shifts, dims = per_axis(_arg(args, kwargs, 1, "shifts", ())), per_axis(_arg(args, kwargs, 2, "dims", ()))
     return c.add(node, kind, [c.tensor(args[0], node)], {"shifts": shifts, "dims": dims})
+
+
+def _fills_as_pads(c: _Converter, node: Mapping[str, Any], parts: list[str], dim: Any) -> list[str]:
+    """A block of one value among a concatenation's parts (`cat((q_bias, zeros_like(v_bias), v_bias))`, Swin
+    V2's qkv bias) is a border of the part before it (of the part after it, when it comes first): a constant
+    pad (PAD.rows-copy), since a kernel's inputs are tensors the task hands in, never a fill."""
+    pad = registry.kind("pad")
+    assert pad is not None
+    out: list[str] = []
+    pending = 0  # a leading fill's size, padded onto the next part
+    fill_value: Any = 0.0
+    for vid in parts:
+        v = c.b.values.get(vid)
+        if v is None or v.kind != "const" or not v.shape:
+            if pending:
+                out.append(_padded(c, node, pad, vid, dim, pending, 0, fill_value))
+                pending = 0
+            else:
+                out.append(vid)
+            continue
+        rank = len(v.shape)
+        d = int(dim) % rank
+        if out:
+            out[-1] = _padded(c, node, pad, out[-1], d, 0, v.shape[d], v.value)
+        else:
+            pending, fill_value = pending + v.shape[d], v.value
+    if pending:
+        raise OpError("a concatenation of fills alone: no tensor to pad")
+    return out
+
+
+def _padded(c: _Converter, node: Mapping[str, Any], pad: OpKind, vid: str, d: int, lo: int, hi: int,
+            value: Any) -> str:
+    shape = c.b.shape(vid)
+    if shape is None:
+        raise OpError("a fill beside a part of unknown shape")
+    widths = [0] * (2 * (len(shape) - d % len(shape)))
+    widths[-2:] = [lo, hi]
+    return c.b.add("pad", pad.role, [vid], {"pad": tuple(widths), "mode": "constant", "value": float(value)},
+                   f"{node['target']} (a fill block as a pad)", pad)
 
 
 def _rotated_half(c: _Converter, parts: list[str], dim: Any) -> str | None:

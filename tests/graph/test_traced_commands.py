@@ -26,7 +26,7 @@ TRACED = FIX / "tasks_traced"
 NAMES = ["sequential_mlp", "modulelist_loop", "helper_function", "if_attribute", "shape_unpack", "nested_bn_eval",
          "causal_heads", "lstm_classifier", "lstm_states", "gru_hidden",
          "gru_bidirectional", "mha_self", "topk_gate", "topk_gather", "vlad_normalize", "embed_norm", "bias_table",
-         "cyclic_shift"]
+         "cyclic_shift", "qkv_bias"]
 # nn.Module's own methods, which the task's __init__ may call
 MODULE_METHODS = {"get_submodule", "modules", "eval", "register_buffer"}
 # `b, t, d = x.shape`, and topk, gather, F.normalize, nn.Embedding and torch.roll in a chain, are read statically too
@@ -120,3 +120,13 @@ def test_a_static_refusal_names_where_the_graph_stopped_not_the_last_operator():
     assert not doc["supported"]
     assert doc["reason"].startswith("forward could not be read into an operator graph: 'math.sqrt(...)'")
     assert "--front-end traced" in doc["reason"] and "learned weights" not in doc["reason"]
+
+
+def test_a_fill_block_in_a_concatenation_is_a_pad_of_its_neighbour(cache):
+    """Swin V2's qkv bias, `cat((q_bias, zeros_like(v_bias), v_bias))`: the zeros are no input a kernel can
+    take, so they become the right border of q_bias (a constant pad), then the cat and the biased linear."""
+    doc = json.loads(run("contract", str(TRACED / "qkv_bias.py"), "--front-end", "traced", "--json").stdout)
+    assert doc["supported"], doc["reason"]
+    assert [k["ops"] for k in doc["kernels"]] == ["pad", "cat", "linear", "add"]
+    pad = doc["kernels"][0]
+    assert "F.pad(q_bias, [0, 96], value=0.0)" in pad["formula"] and pad["output_shape"] == [192]
