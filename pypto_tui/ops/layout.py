@@ -3,7 +3,9 @@ permutations (a kernel must copy for them)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -44,8 +46,6 @@ def _transpose(x: np.ndarray, dim0: int = -2, dim1: int = -1, **_: Any) -> np.nd
 
 def _far_swap(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     """transpose(d0, d1) of axes that are not neighbours, as the permutation it is (_permute_swaps)."""
-    from dataclasses import replace
-
     shape = shape_of(n.inputs[0]) if n.inputs else None
     if shape is None or len(shape) < 2:
         return None
@@ -68,17 +68,57 @@ def _permute_swaps(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     want = [axis(d, len(shape)) for d in dims]
     if sorted(want) != list(range(len(shape))):
         return None
-    order = list(range(len(shape)))  # the source axis at each position now
+    merged = _merged_runs(n, shape, want)
+    if merged is not None:
+        return merged
+    swaps = _bubble(want)
+    if len(swaps) < 2:
+        return None  # no move, or one swap: the transpose reader takes it as it is
+    return Decomposition(tuple(_swap_chain(n, n.inputs[0], shape, swaps)))
+
+
+def _bubble(want: Sequence[int]) -> list[int]:
+    """The neighbouring swaps (the left axis of each) that bring the axes to the order `want`: each wanted
+    axis brought to its place from the right."""
+    order = list(range(len(want)))
     swaps: list[int] = []
-    for target, axis_ in enumerate(want):  # bring each wanted axis to its place from the right
+    for target, axis_ in enumerate(want):
         at = order.index(axis_)
         while at > target:
             order[at - 1], order[at] = order[at], order[at - 1]
             swaps.append(at - 1)
             at -= 1
-    if len(swaps) < 2:
-        return None  # no move, or one swap: the transpose reader takes it as it is
-    return Decomposition(tuple(_swap_chain(n, n.inputs[0], shape, swaps)))
+    return swaps
+
+
+def _merged_runs(n: Any, shape: Shape, want: Sequence[int]) -> Decomposition | None:
+    """A permutation that keeps runs of neighbouring axes together and in order moves the runs, not the
+    axes: a free reshape merges each run into one axis, the fewer axes are swapped, and a free reshape
+    splits them again. `permute(2, 0, 1)` of (H, W, C) is one transpose of (H*W, C) (TRANSPOSE.last-axis),
+    where swapping axis by axis also moved rows of W elements, which are no whole 32-byte rows in
+    general (Swin's relative-position bias, 49 of them). None when no two axes stay together."""
+    from pypto_tui.ops.views import Step
+
+    runs: list[list[int]] = []
+    for a in want:
+        if runs and runs[-1][-1] + 1 == a:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    if len(runs) == len(want):
+        return None
+    by_source = sorted(runs, key=lambda r: r[0])
+    merged_shape = tuple(math.prod(shape[a] for a in r) for r in by_source)
+    merged_want = [by_source.index(r) for r in runs]
+    swaps = _bubble(merged_want)
+    out_shape = tuple(shape[a] for a in want)
+    joined = part(n, "m", "view", "view", (n.inputs[0],), {"steps": (Step("reshape", shape=merged_shape),)},
+                  merged_shape)
+    chain = _swap_chain(n, joined.id, merged_shape, swaps)
+    chain = [replace(t, id=f"{n.id}t{k}") if t.id == n.id else t for k, t in enumerate(chain)]
+    last = chain[-1].id if chain else joined.id
+    split = part(n, "", "view", "view", (last,), {"steps": (Step("reshape", shape=out_shape),)}, out_shape)
+    return Decomposition((joined, *chain, split))
 
 
 def _swap_chain(n: Any, src: str, shape: Shape, swaps: Sequence[int]) -> list[Any]:
