@@ -274,14 +274,15 @@ def test_a_masked_fill_reads_its_fill_as_a_constant_and_a_rotation_is_rotate_hal
 
 def test_a_fill_with_a_shape_is_a_constant_of_that_shape():
     """cat((q_bias, zeros_like(v_bias), v_bias)): the zeros are a constant of v_bias's shape, so the cat's
-    shape follows."""
+    shape follows; inside the cat they are the right border of the part before them (a pad)."""
     data = _graph([_node("z", "aten.full_like.default", [{"node": "b"}, 0], [4]),
                    _node("c", "aten.cat.default", [[{"node": "b"}, {"node": "z"}, {"node": "b"}]], [12])], "c")
     data["placeholders"].append({"name": "b", "kind": "parameter", "target": "attn.v_bias", "shape": [4],
                                  "dtype": "fp32"})
     g = graph_from_trace(data)
-    assert not g.problems and g.shape_of("n0") == (12,)
-    assert (g.value("c0").shape, g.value("c0").value) == ((4,), 0)
+    assert not g.problems and g.shape_of(g.output) == (12,)
+    assert [(n.op, n.shape) for n in g.nodes] == [("pad", (8,)), ("cat", (12,))]
+    assert dict(g.nodes[0].attrs)["pad"] == (0, 4) and dict(g.nodes[0].attrs)["value"] == 0.0
 
 
 def test_a_random_draw_in_forward_says_to_pass_the_tensor_in():
@@ -327,3 +328,36 @@ def test_a_traced_task_the_trace_cannot_read_is_refused_with_the_traces_reason(t
     assert "unsupported: the traced graph: aten.upsample_nearest2d.vec" in r.output and "'If'" not in r.output
     static = json.loads(run("contract", str(task), "--json").stdout)
     assert "'If' statement" in static["reason"]  # the static reader's own answer is unchanged
+
+
+def _with_params(data: dict, *params: tuple[str, list[int], str]) -> dict:
+    data["placeholders"] += [{"name": n, "kind": "parameter", "target": n, "shape": s, "dtype": d}
+                             for n, s, d in params]
+    return data
+
+
+def test_a_table_indexed_by_one_tensor_is_an_embedding_and_by_two_is_one_problem():
+    one = _with_params(_graph([_node("t", "aten.index.Tensor", [{"node": "table"}, [{"node": "idx"}]], [5, 3])], "t"),
+                       ("table", [7, 3], "fp32"), ("idx", [5], "int64"))
+    g = graph_from_trace(one)
+    assert not g.problems and [(n.op, n.inputs) for n in g.nodes] == [("embedding", ("idx", "table"))]
+    two = _with_params(_graph([_node("t", "aten.index.Tensor", [{"node": "table"}, [{"node": "idx"}, {"node": "idx"}]],
+                                     [5])], "t"), ("table", [7, 3], "fp32"), ("idx", [5], "int64"))
+    (p,) = graph_from_trace(two).problems
+    assert p.startswith("aten.index.Tensor in forward") and "one integer index tensor" in p
+
+
+def test_a_leading_fill_in_a_concatenation_is_a_left_pad_of_the_next_part_and_equal_shifts_stay_two():
+    data = _with_params(_graph([
+        _node("z", "aten.full.default", [[4], 0.5], [4]),
+        _node("cat", "aten.cat.default", [[{"node": "z"}, {"node": "b"}]], [10]),
+        _node("r", "aten.roll.default", [{"node": "x"}, [-1, -1], [2, 3]], [2, 4, 8, 8]),
+    ], "cat"), ("b", [6], "fp32"))
+    data["output"] = [{"node": "cat"}, {"node": "r"}]
+    g = graph_from_trace(data)
+    assert not g.problems
+    pad = next(n for n in g.nodes if n.op == "pad")
+    assert pad.inputs == ("b",) and dict(pad.attrs)["pad"] == (4, 0) and dict(pad.attrs)["value"] == 0.5
+    assert not any(n.op == "cat" for n in g.nodes)  # one part left: the pad is the result
+    roll = next(n for n in g.nodes if n.op == "roll")
+    assert dict(roll.attrs) == {"shifts": (-1, -1), "dims": (2, 3)}
