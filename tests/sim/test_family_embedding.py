@@ -35,6 +35,20 @@ def test_the_registry_kind_picks_rows_by_index_for_every_spelling():
     assert k.shape([(5, 7)], {"num_embeddings": 10, "embedding_dim": 16}) == (5, 7, 16)
 
 
+def test_the_functional_spelling_reads_the_same_kind_and_refuses_a_float_index(kb, tmp_path):
+    task = tmp_path / "f.py"
+    task.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def forward(self, idx, table):\n"
+                    "        return F.embedding(idx, table)\n\n\n"
+                    "def get_inputs():\n    return [torch.randint(0, 500, (6, 30)), torch.randn(500, 64)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    c = Pipeline(kb, Design(task=str(task))).contract()
+    assert (c.op, c.supported, c.output_shape) == ("embedding", True, (6, 30, 64)), c.reason
+    task.write_text(task.read_text().replace("torch.randint(0, 500, (6, 30))", "torch.rand(6, 30)"))
+    bad = Pipeline(kb, Design(task=str(task))).contract()
+    assert not bad.supported and "torch takes int64 positions" in bad.reason
+
+
 def test_the_index_is_flattened_and_the_table_laid_out_as_rows(kb):
     p = pipe(kb, TASK)
     found = task_kernels(p)
