@@ -181,6 +181,11 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             return {"status": "error", "stage": "load", "message": f"cannot load {task}"}
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        package = (exc.name or "").split(".")[0]
+        why = (f"it imports {package}, which the Python running pypto-tui lacks: pip install {package} there, "
+               "then trace again") if package else _last_line(exc)
+        return {"status": "error", "stage": "load", "message": f"loading the task failed: {why}"}
     except Exception as exc:
         return {"status": "error", "stage": "load", "message": f"loading the task failed: {_last_line(exc)}"}
     devices = [job["device"]] if job.get("device") else ["meta", "cpu"]

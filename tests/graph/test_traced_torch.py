@@ -93,3 +93,15 @@ def test_a_refusal_names_the_line_of_the_task_file(tmp_path):
                     "def get_init_inputs():\n    return []\n")
     g = traced(task)
     assert [p.split(":")[0] for p in g.problems] == ["aten.sort.default in forward, line 8"]
+
+
+def test_a_task_importing_a_package_this_python_lacks_says_which_and_how_to_get_it(tmp_path, monkeypatch):
+    """KernelBench's Mamba2 models import einops: the one line names the package and the install."""
+    monkeypatch.setenv("PYPTO_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    task = tmp_path / "task.py"
+    task.write_text("import torch\nimport not_a_package_here.layers\n\n\nclass Model(torch.nn.Module):\n"
+                    "    def forward(self, x):\n        return x\n\n\ndef get_inputs():\n"
+                    "    return [torch.randn(2)]\n\n\ndef get_init_inputs():\n    return []\n")
+    t = trace_task(task, timeout=120)
+    assert not t.ok and "\n" not in t.message
+    assert "imports not_a_package_here" in t.message and "pip install not_a_package_here" in t.message
