@@ -460,8 +460,9 @@ class Builder:
                                          if len(dims) > 1 else cst.Tuple(targets), t=name(tensor))
 
     def call_kernel(self, spec: KernelSpec, inputs: Sequence[str], out: str = "out",
-                    device_of: str | None = None) -> None:
-        """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment."""
+                    device_of: str | None = None, zeroed: bool = False) -> None:
+        """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment (`zeroed`: its output
+        allocated as zeros, which the kernel leaves where it writes nothing: CONV.zeros-allocated)."""
         fargs = [cst.Arg(name(d)) for d in spec.dims if d != self.dynamic_dim]
         fargs += [cst.Arg(s.source) for s in spec.scalars]
         self.forward.calls += self.fwd("kernel = {factory}({args})", factory=name(spec.factory), args=fargs) \
@@ -470,7 +471,7 @@ class Builder:
         if self.ctx.out_param:
             args.append(cst.Arg(name(out)))
         shape = literal(tuple(dim_expr(d) for d in spec.output.shape))
-        text = find_template(self.kb, self.flavour, "call").text
+        text = find_template(self.kb, self.flavour, "call_zeroed" if zeroed else "call").text
         self.forward.calls += fill_statements(
             text, None, out=name(out), shape=shape, dtype=self.tdtype(spec.output.dtype),
             device=attr(f"{device_of or inputs[0]}.device"), kernel=name("kernel"), args=args)

@@ -133,11 +133,14 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
     inner = product(given_sizes(plan, nm, after=i)[i + 1:])
     rows = product(["n", "c", *nm.sizes[:i + 1]])
     wide = f"STRIDE[{i}] * {inner}"
+    zeroed = b.ctx.out_param  # the inserted rows are zeros: forward's allocation (CONV.zeros-allocated)
 
     def chunk(size: str, off: str, suffix: str) -> Stmts:
         data = f"rows_{suffix}"
         steps = b.tmpl("copy_block", views=b.view(data, "x_rows", [size, inner], [off, 0]), part=name(data),
                        offsets=expr_list([off, "0"]), out=name("out"))
+        if zeroed:
+            return steps
         return steps + b.tmpl("window_fill_slab", width=expr(f"(STRIDE[{i}] - 1) * {inner}"),
                               shape=expr_list([size, f"(STRIDE[{i}] - 1) * {inner}"]),
                               at=expr_list([off, inner]), dt=dt,
@@ -153,12 +156,13 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
         prelude=[*factory_prelude(unpack, []), *loop_sizes], body=body,
         doc=(f"The zeros of {op} along axis {letter} (CONV.insert-rows): each row of the input read flat (one "
              f"position of {letter}, its inner extent already zero-inserted) is followed by STRIDE - 1 zero rows; "
-             "a copy and one zero slab per chunk of rows."),
+             + ("a copy per chunk of rows into rows forward allocates zeroed (CONV.zeros-allocated)." if zeroed else
+                "a copy and one zero slab per chunk of rows.")),
     )
     b.add_kernel(spec)
     out = f"inserted_{letter.lower()}"
     b.forward.calls += [cst.parse_statement(f"{src} = {src}.reshape({rows}, {inner})\n")]
-    b.call_kernel(spec, [src], out=out)
+    b.call_kernel(spec, [src], out=out, zeroed=zeroed)
     return out
 
 
@@ -199,13 +203,14 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
     dt = b.pdtype()
     lead, at0 = (["1"], ["0"]) if nd == 1 else ([], [])  # a 1-D signal's planes are (N*C, 1, L)
     sizes = given_sizes(plan, nm)
+    zeroed = zeros_allocated(b, plan)
 
     def block(size: str, off: str, suffix: str) -> Stmts:
         data = f"planes_{suffix}"
         view = b.view(data, planes, [size, *[1] * len(lead), *sizes], [off, *[0] * (len(at0) + nd)])
         steps = b.tmpl("copy_block", views=view, part=name(data), offsets=expr_list([off, *at0, *nm.lo]),
                        out=name("out"))
-        for i in range(nd):
+        for i in range(0 if zeroed else nd):
             # axis i's borders: the data's extent on the axes before it, the whole prepared extent after it
             before, after = list(sizes[:i]), list(nm.q[i + 1:])
             at_before = list(nm.lo[:i])
@@ -215,6 +220,12 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
                 steps += b.tmpl("window_fill_slab", width=name(width), shape=shape, at=where, dt=dt, out=name("out"))
         return steps
 
+    if zeroed:
+        return block_prepare_kernel(
+            b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
+            ("CONV.pad-blocks", "pads", ", the data assembled at its offset in planes forward allocates zeroed"),
+            "blocks of (image, channel) planes, each assembled at its offset in planes forward allocates as zeros, "
+            "so the borders need no write (CONV.pad-blocks, CONV.zeros-allocated).", zeroed=True)
     return block_prepare_kernel(
         b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
         ("CONV.pad-blocks", "pads", ", the data assembled at its offset and each border one fill slab"),
@@ -222,9 +233,17 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
         "(CONV.pad-blocks, POOL.max-pad-inf).")
 
 
+@cites("CONV.zeros-allocated")
+def zeros_allocated(b: Builder, plan: WindowPlan) -> bool:
+    """Whether a pre kernel's fill is zeros that forward's allocation gives (torch.zeros, which verify counts
+    as an allocation), so the kernel writes the data alone: a flavour whose kernels take their output as a
+    parameter, and a fill of zeros (a max pool's -inf is written)."""
+    return b.ctx.out_param and plan.fill == 0.0
+
+
 def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, planes: str, unpack: Stmts,
                           block: Callable[[str, str, str], Stmts], prepared: list[str], prelude: Stmts,
-                          setup: Stmts, rule: tuple[str, str, str], doc: str) -> str:
+                          setup: Stmts, rule: tuple[str, str, str], doc: str, zeroed: bool = False) -> str:
     """A pre kernel over blocks of PREP_PLANES planes with a tail block (CONV.pad-blocks and
     POOL.phase-split share it): `block(size, offset, suffix)` writes one block; `setup` runs before
     the loop; forward allocates the prepared planes, of extents `prepared`. `rule`: the rule, the
@@ -247,7 +266,7 @@ def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile:
         doc=f"The prepared input of {op}: {doc}",
     )
     b.add_kernel(spec)
-    b.call_kernel(spec, [planes], out="prepared")
+    b.call_kernel(spec, [planes], out="prepared", zeroed=zeroed)
     return "prepared"
 
 
@@ -267,6 +286,7 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
                 f"{nm.step(i) if nm.phase[i] else 1}, {nm.p[i] if nm.phase[i] else nm.q[i]})"
                 for i, a in enumerate(nm.L)]
     prepared = nm.prepared()
+    zeroed = zeros_allocated(b, plan)
 
     def nest(loops: list[tuple[str, str]], inner: list[str]) -> list[str]:
         """`for index in range(len(items))` for each (index, items), nested, around `inner`; pypto's
@@ -282,7 +302,7 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         data = f"planes_{suffix}"
         L, lo = nm.L, letters
         lines: list[str] = []
-        for i in range(nd):  # axis i's fill: the data's segments before it, its fill, everything after it
+        for i in range(0 if zeroed else nd):  # axis i's fill: the data's segments before it, its fill, the rest
             loops = [(f"j_{lo[j]}", f"COUNT_{L[j]}") for j in range(i)] + [(f"k_{lo[i]}", f"FILL_AT_{L[i]}")]
             shape = [size, *(f"COUNT_{L[j]}[j_{lo[j]}]" for j in range(i)), f"FILL_WIDTH_{L[i]}[k_{lo[i]}]",
                      *prepared[i + 1:]]
@@ -310,9 +330,11 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         b, plan, nm, op, tile, planes, unpack, block, prepared,
         [cst.parse_statement(line + "\n") for line in segments], list(cst.parse_module("\n".join(keeps) + "\n").body),
         ("POOL.phase-split", "stores",
-         " by stride phase, each phase gathered once and each position no data reaches one fill slab"),
-        f"blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
-        f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf).")
+         " by stride phase, each phase gathered once" + (" into planes forward allocates zeroed" if zeroed else
+                                                          " and each position no data reaches one fill slab")),
+        "blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
+        + ("left as the zeros forward allocates (POOL.phase-split, CONV.zeros-allocated)." if zeroed else
+           f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf)."), zeroed=zeroed)
 
 
 @cites("CONV.flat-phases")
