@@ -9,6 +9,7 @@ end (P6.loop-tail), and builds the statements of ModelNew.forward.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -460,9 +461,9 @@ class Builder:
                                          if len(dims) > 1 else cst.Tuple(targets), t=name(tensor))
 
     def call_kernel(self, spec: KernelSpec, inputs: Sequence[str], out: str = "out",
-                    device_of: str | None = None, zeroed: bool = False) -> None:
-        """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment (`zeroed`: its output
-        allocated as zeros, which the kernel leaves where it writes nothing: CONV.zeros-allocated)."""
+                    device_of: str | None = None, filled: float | None = None) -> None:
+        """`kernel = create_...(dims..., scalars...)`, then the flavour's call fragment (`filled`: its output
+        allocated holding that value, which the kernel leaves where it writes nothing: CONV.zeros-allocated)."""
         fargs = [cst.Arg(name(d)) for d in spec.dims if d != self.dynamic_dim]
         fargs += [cst.Arg(s.source) for s in spec.scalars]
         self.forward.calls += self.fwd("kernel = {factory}({args})", factory=name(spec.factory), args=fargs) \
@@ -471,10 +472,12 @@ class Builder:
         if self.ctx.out_param:
             args.append(cst.Arg(name(out)))
         shape = literal(tuple(dim_expr(d) for d in spec.output.shape))
-        text = find_template(self.kb, self.flavour, "call_zeroed" if zeroed else "call").text
+        template = "call" if filled is None else "call_zeroed" if filled == 0.0 else "call_filled"
+        text = find_template(self.kb, self.flavour, template).text
+        value = self.expr(f'float("{filled}")') if filled is not None and not math.isfinite(filled) else literal(filled)
         self.forward.calls += fill_statements(
             text, None, out=name(out), shape=shape, dtype=self.tdtype(spec.output.dtype),
-            device=attr(f"{device_of or inputs[0]}.device"), kernel=name("kernel"), args=args)
+            device=attr(f"{device_of or inputs[0]}.device"), kernel=name("kernel"), args=args, fill=value)
 
     def scalar(self, sname: str, value: Any, init_key: str | None = None, forward_input: str | None = None,
                cast: str = "float") -> Scalar:

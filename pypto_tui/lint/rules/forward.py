@@ -19,7 +19,7 @@ from pypto_tui.lint.analysis import Kind, ModuleInfo, Scope, children, iter_node
 from pypto_tui.lint.base import Invalid, LintRule, Valid, example
 
 ALLOWED_TORCH = frozenset({
-    "torch.empty", "torch.zeros", "torch.empty_like", "torch.zeros_like", "torch.empty_strided",
+    "torch.empty", "torch.zeros", "torch.empty_like", "torch.zeros_like", "torch.empty_strided", "torch.full",
     "torch.Size", "torch.device", "torch.is_tensor", "torch.no_grad", "torch.inference_mode",
     "torch.finfo", "torch.iinfo", "torch.get_default_dtype",
 })

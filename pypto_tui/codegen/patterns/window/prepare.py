@@ -162,7 +162,7 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
     b.add_kernel(spec)
     out = f"inserted_{letter.lower()}"
     b.forward.calls += [cst.parse_statement(f"{src} = {src}.reshape({rows}, {inner})\n")]
-    b.call_kernel(spec, [src], out=out, zeroed=zeroed)
+    b.call_kernel(spec, [src], out=out, filled=0.0 if zeroed else None)
     return out
 
 
@@ -223,9 +223,10 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
     if zeroed:
         return block_prepare_kernel(
             b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
-            ("CONV.pad-blocks", "pads", ", the data assembled at its offset in planes forward allocates zeroed"),
-            "blocks of (image, channel) planes, each assembled at its offset in planes forward allocates as zeros, "
-            "so the borders need no write (CONV.pad-blocks, CONV.zeros-allocated).", zeroed=True)
+            ("CONV.pad-blocks", "pads", f", the data assembled at its offset in planes forward allocates holding "
+                                       f"{fill_word(plan)}s"),
+            f"blocks of (image, channel) planes, each assembled at its offset in planes forward allocates holding "
+            f"{fill_word(plan)}s, so the borders need no write (CONV.pad-blocks, CONV.zeros-allocated).", zeroed=True)
     return block_prepare_kernel(
         b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
         ("CONV.pad-blocks", "pads", ", the data assembled at its offset and each border one fill slab"),
@@ -235,10 +236,10 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
 
 @cites("CONV.zeros-allocated")
 def zeros_allocated(b: Builder, plan: WindowPlan) -> bool:
-    """Whether a pre kernel's fill is zeros that forward's allocation gives (torch.zeros, which verify counts
-    as an allocation), so the kernel writes the data alone: a flavour whose kernels take their output as a
-    parameter, and a fill of zeros (a max pool's -inf is written)."""
-    return b.ctx.out_param and plan.fill == 0.0
+    """Whether a pre kernel's fill (zeros, or a max pool's -inf) is what forward's allocation holds
+    (torch.zeros, torch.full: allocations verify allows), so the kernel writes the data alone: a flavour
+    whose kernels take their output as a parameter."""
+    return b.ctx.out_param
 
 
 def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, planes: str, unpack: Stmts,
@@ -266,7 +267,7 @@ def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile:
         doc=f"The prepared input of {op}: {doc}",
     )
     b.add_kernel(spec)
-    b.call_kernel(spec, [planes], out="prepared", zeroed=zeroed)
+    b.call_kernel(spec, [planes], out="prepared", filled=plan.fill if zeroed else None)
     return "prepared"
 
 
@@ -330,10 +331,11 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         b, plan, nm, op, tile, planes, unpack, block, prepared,
         [cst.parse_statement(line + "\n") for line in segments], list(cst.parse_module("\n".join(keeps) + "\n").body),
         ("POOL.phase-split", "stores",
-         " by stride phase, each phase gathered once" + (" into planes forward allocates zeroed" if zeroed else
-                                                          " and each position no data reaches one fill slab")),
+         " by stride phase, each phase gathered once" + (f" into planes forward allocates holding {fill_word(plan)}s"
+                                                          if zeroed else " and each position no data reaches one fill "
+                                                          "slab")),
         "blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
-        + ("left as the zeros forward allocates (POOL.phase-split, CONV.zeros-allocated)." if zeroed else
+        + (f"left as the {fill_word(plan)}s forward allocates (POOL.phase-split, CONV.zeros-allocated)." if zeroed else
            f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf)."), zeroed=zeroed)
 
 
