@@ -34,14 +34,15 @@ def _pool_task(folder: Path, channels: int) -> str:
     return str(path)
 
 
-def test_a_padded_pool_assembles_blocks_of_planes_and_fill_slabs(kb):
+def test_a_padded_pool_assembles_blocks_of_planes_into_planes_forward_fills(kb):
+    """The -inf border is forward's allocation (torch.full, CONV.zeros-allocated): the kernel writes the data."""
     k = kernel_of(pipe(kb, "maxpool2d_3x3_same.py"))
     assert k.supported, k.reason
     prep = _prepare_kernel(k.source)
-    assert "pypto.concat" not in prep
+    assert "pypto.concat" not in prep and "pypto.full(" not in prep
     assert "planes_chunk = pypto.view(x_planes, [BASIC_BATCH, h, w], [off, 0, 0])" in prep
     assert "pypto.assemble(planes_chunk, [off, LO_H, LO_W], out)" in prep
-    assert "pypto.assemble(pypto.full([BASIC_BATCH, h, HI_W], FILL, pypto.DT_FP32), [off, LO_H, LO_W + w], out)" in prep
+    assert 'prepared = torch.full((n * c, QH, QW), float("-inf"), dtype=torch.float32' in k.source
     assert "BASIC_BATCH = ceil_div(n * c, ceil_div(n * c, PREP_PLANES))" in prep
     assert k.constants["PREP_PLANES"]["value"] == 6  # 2 images x 3 channels: fewer than the 8 a block may take
 

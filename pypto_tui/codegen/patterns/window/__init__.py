@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 RULES = ("CONV.im2col", "CONV.not-runnable", "CONV.stride-view", "CONV.transposed", "CONV.depthwise-taps",
          "CONV.row-blocks", "CONV.weights-from-module", "CONV.assemble-whole", "CONV.window-tile",
          "CONV.pointwise-stage", "CONV.flat-taps", "CONV.flat-phases", "CONV.depthwise-flat", "CONV.pad-blocks",
-         "CONV.insert-matmul", "CONV.insert-rows")
+         "CONV.insert-matmul", "CONV.insert-rows", "CONV.zeros-allocated")
 POOL_RULES = ("POOL.tap-views", "POOL.max-pad-inf", "POOL.avg-divisor", "POOL.depth-slices", "POOL.phase-split",
               "POOL.plane-blocks", "POOL.band-matmul",
               "CONV.stride-view",
