@@ -70,10 +70,11 @@ def test_a_block_loop_with_a_tail_verifies(kb, tmp_path):
 
 
 @pytest.mark.sim
-def test_a_slab_or_a_tail_at_the_wrong_place_fails(kb, broken_twins, tmp_path):
+def test_a_block_or_a_tail_at_the_wrong_place_fails(kb, broken_twins, tmp_path):
     p = Pipeline(kb, Design(task=_pool_task(tmp_path, 11)))
     reports = broken_twins([
-        (p, "[off, LO_H, LO_W + w], out)", "[off, LO_H, LO_W + w - 1], out)"),
+        (p, "pypto.assemble(planes_chunk, [off, LO_H, LO_W], out)",
+         "pypto.assemble(planes_chunk, [off, LO_H, LO_W - 1], out)"),
         (p, "pypto.assemble(planes_tail, [TAIL_OFFSET, LO_H, LO_W], out)",
          "pypto.assemble(planes_tail, [TAIL_OFFSET - 1, LO_H, LO_W], out)"),
     ])
