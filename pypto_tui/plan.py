@@ -19,7 +19,7 @@ from pypto_tui.findings import Finding, has_error
 from pypto_tui.kb import FusionRule, KnowledgeBase
 from pypto_tui.ops.roles import traits
 from pypto_tui.shapes import Shape
-from pypto_tui.vocabulary import LoopWhy, TailStrategy
+from pypto_tui.vocabulary import INDEX_DTYPES, LoopWhy, TailStrategy
 
 if TYPE_CHECKING:
     from pypto_tui.contract.graph import OpGraph, OpNode
@@ -145,7 +145,7 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
     """Which tensor the tile applies to: the first kernel input (the output for a matmul). Its dtype is the
     first input's that holds values: an integer index (an embedding's positions) holds none."""
     tensors = [i for i in contract.inputs if i.kind == "tensor"]
-    values = [i for i in tensors if i.dtype not in ("int64", "int32")] or tensors
+    values = [i for i in tensors if i.dtype not in INDEX_DTYPES] or tensors
     dtype = (values[0].dtype if values and values[0].dtype else "fp32")
     if traits(contract.family).operand_layout:
         shapes = dims.kernel_shapes

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+INDEX_DTYPES: tuple[str, ...] = ("int64", "int32")
+"""The dtypes a tensor of positions has (gather's index, an embedding's token ids, cross-entropy's targets):
+it says where values are, so it never decides a kernel's value dtype."""
+
 FAMILIES: tuple[str, ...] = (
     "elementwise", "softmax", "reduction", "norm", "loss", "matmul", "scan", "conv", "pool",
     "attention", "layout", "recurrent", "unknown",

@@ -24,7 +24,7 @@ from pypto_tui.contract.graph import OpGraph, Value, _Builder
 from pypto_tui.ops import registry
 from pypto_tui.ops import views as V
 from pypto_tui.ops.base import OpError, OpKind, Shape
-from pypto_tui.ops.layout import per_axis
+from pypto_tui.ops.layout import pad_widths, per_axis
 
 PROBLEM_CHARS = 200
 NO_VALUE = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range.default",
@@ -665,9 +665,8 @@ def _padded(c: _Converter, node: Mapping[str, Any], pad: OpKind, vid: str, d: in
     shape = c.b.shape(vid)
     if shape is None:
         raise OpError("a fill beside a part of unknown shape")
-    widths = [0] * (2 * (len(shape) - d % len(shape)))
-    widths[-2:] = [lo, hi]
-    return c.b.add("pad", pad.role, [vid], {"pad": tuple(widths), "mode": "constant", "value": float(value)},
+    return c.b.add("pad", pad.role, [vid], {"pad": pad_widths(len(shape), d, lo, hi), "mode": "constant",
+                                            "value": float(value)},
                    f"{node['target']} (a fill block as a pad)", pad)
 
 

@@ -21,6 +21,7 @@ from pypto_tui.ops import registry
 from pypto_tui.ops.base import OpError
 from pypto_tui.ops.reduce import reduced_shape
 from pypto_tui.ops.registry import REGISTRY
+from pypto_tui.vocabulary import INDEX_DTYPES
 
 IDX = "ijklmnopq"
 
@@ -275,7 +276,7 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         if d is None:
             raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of {ops[0].name}")
         picked = _kind_shape(kind, [_need_shape(o) for o in ops], {"dim": d[0]})
-        if ops[1].dtype not in ("int64", "int32"):
+        if ops[1].dtype not in INDEX_DTYPES:
             out.supported = False
             out.reason = f"gather's index {ops[1].name} is {ops[1].dtype}: torch takes int64 positions"
         _copied(out, ops[0], picked, f"out = gather({ops[0].name}, {d[0]}, {ops[1].name})  (the values of "
@@ -288,7 +289,7 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
         if c.op_args.get("max_norm") is not None:
             out.supported = False
             out.reason = "embedding with max_norm renormalises its table in place on every call: drop max_norm"
-        if index.dtype not in ("int64", "int32"):
+        if index.dtype not in INDEX_DTYPES:
             out.supported = False
             out.reason = f"embedding's index {index.name} is {index.dtype}: torch takes int64 positions"
         picked = _kind_shape(kind, [_need_shape(index), _need_shape(table)], {})
@@ -530,7 +531,7 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     rank = len(shape)
     numel = math.prod(shape)
     red = a.get("reduction", "mean")
-    out.output_dtype = _promote_all([o.dtype for o in ops if o.dtype not in ("int64", "int32")]) or ops[0].dtype
+    out.output_dtype = _promote_all([o.dtype for o in ops if o.dtype not in INDEX_DTYPES]) or ops[0].dtype
     all_axes = tuple(range(rank))
     kind = registry.kind(op)
     termwise = kind is not None and kind.role == "loss" and kind.arity == 2 and bool(kind.formula)
@@ -658,7 +659,7 @@ def _cross_entropy_limits(a: Mapping[str, Any], rank: int, red: str, ops: list[I
     no class weights or label smoothing, reduced to one value (LOSS.cross-entropy-gather)."""
     if rank != 2:
         return "cross_entropy is scaffolded for (N, C) logits; spatial targets (N, C, d1, ...) are not"
-    if len(ops) > 1 and ops[1].dtype not in (None, "int64", "int32"):
+    if len(ops) > 1 and ops[1].dtype is not None and ops[1].dtype not in INDEX_DTYPES:
         return "cross_entropy with class probabilities as targets is not scaffolded (class indices are)"
     if a.get("weight") is not None:
         return "cross_entropy with class weights is not scaffolded"

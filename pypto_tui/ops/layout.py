@@ -200,6 +200,14 @@ def _unfold_patches(n: Any, shape_of: ShapeOf) -> Decomposition | None:
     return Decomposition((view, *_swap_chain(n, view.id, tuple(cur), swaps)))
 
 
+def pad_widths(rank: int, d: int, before: int, after: int) -> tuple[int, ...]:
+    """torch's pad list that widens axis d of a rank-`rank` tensor alone (the inverse of `pad_pairs` for
+    one axis): the last axis's pair first, so axis d's pair ends the list."""
+    widths = [0] * (2 * (rank - d % rank))
+    widths[-2:] = [before, after]
+    return tuple(widths)
+
+
 def pad_pairs(pad: Any, rank: int) -> list[tuple[int, int]]:
     """torch's pad list (the last axis's before and after first, then the axis before it, ...) as one
     (before, after) pair per axis of a rank-`rank` tensor; OpError when it is not such a list."""
@@ -256,9 +264,7 @@ def _pad_axes(n: Any, shape_of: ShapeOf) -> Decomposition | None:
             attrs: dict[str, Any] = {"dim": d, "start": a, "length": b}
         else:
             cur[d] += a + b
-            one = [0] * (2 * (len(shape) - d))
-            one[-2:] = [a, b]
-            attrs = {"pad": tuple(one), "value": n.attrs.get("value", 0.0)}
+            attrs = {"pad": pad_widths(len(shape), d, a, b), "value": n.attrs.get("value", 0.0)}
         node = part(n, "" if last else f"p{k}", op, "layout", (src,), attrs, tuple(cur))
         parts.append(node)
         src = node.id
@@ -351,16 +357,18 @@ def _gather(x: np.ndarray, index: np.ndarray, dim: int = 0, **_: Any) -> np.ndar
                               index.astype(np.int64), axis=a)
 
 
+def _module_table(attrs: Mapping[str, Any]) -> Shape:
+    """nn.Embedding's table, (num_embeddings, embedding_dim), from the module's arguments."""
+    n, d = attrs.get("num_embeddings"), attrs.get("embedding_dim")
+    if not isinstance(n, int) or not isinstance(d, int):
+        raise OpError("nn.Embedding's num_embeddings and embedding_dim must be constants")
+    return (n, d)
+
+
 def _embedding_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
     """Each position of the index picks a row of the table: the index's shape, then the row's."""
     index = tuple(shapes[0])
-    if len(shapes) > 1:
-        table = tuple(shapes[1])
-    else:
-        n, d = attrs.get("num_embeddings"), attrs.get("embedding_dim")
-        if not isinstance(n, int) or not isinstance(d, int):
-            raise OpError("nn.Embedding's num_embeddings and embedding_dim must be constants")
-        table = (n, d)
+    table = tuple(shapes[1]) if len(shapes) > 1 else _module_table(attrs)
     if len(table) < 2:
         raise OpError(f"an embedding table has rows: {table} has rank {len(table)}")
     return (*index, *table[1:])
@@ -371,13 +379,11 @@ def _embedding(index: np.ndarray, table: np.ndarray, **_: Any) -> np.ndarray:
 
 
 def _embedding_weights(attrs: Mapping[str, Any]) -> dict[str, Shape]:
-    n, d = attrs.get("num_embeddings"), attrs.get("embedding_dim")
-    if not isinstance(n, int) or not isinstance(d, int):
-        raise OpError("nn.Embedding's num_embeddings and embedding_dim must be constants")
+    table = _module_table(attrs)
     if attrs.get("max_norm") is not None:
         raise OpError("nn.Embedding with max_norm renormalises its table in place on every call: no kernel "
                       "writes that; drop max_norm")
-    return {"weight": (n, d)}
+    return {"weight": table}
 
 
 MORE_KINDS = (

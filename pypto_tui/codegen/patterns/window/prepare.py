@@ -133,7 +133,7 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
     inner = product(given_sizes(plan, nm, after=i)[i + 1:])
     rows = product(["n", "c", *nm.sizes[:i + 1]])
     wide = f"STRIDE[{i}] * {inner}"
-    zeroed = b.ctx.out_param  # the inserted rows are zeros: forward's allocation (CONV.zeros-allocated)
+    zeroed = prefilled(b)  # the inserted rows are zeros: forward's allocation
 
     def chunk(size: str, off: str, suffix: str) -> Stmts:
         data = f"rows_{suffix}"
@@ -203,14 +203,14 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
     dt = b.pdtype()
     lead, at0 = (["1"], ["0"]) if nd == 1 else ([], [])  # a 1-D signal's planes are (N*C, 1, L)
     sizes = given_sizes(plan, nm)
-    zeroed = zeros_allocated(b, plan)
+    filled = prefilled(b)
 
     def block(size: str, off: str, suffix: str) -> Stmts:
         data = f"planes_{suffix}"
         view = b.view(data, planes, [size, *[1] * len(lead), *sizes], [off, *[0] * (len(at0) + nd)])
         steps = b.tmpl("copy_block", views=view, part=name(data), offsets=expr_list([off, *at0, *nm.lo]),
                        out=name("out"))
-        for i in range(0 if zeroed else nd):
+        for i in range(0 if filled else nd):
             # axis i's borders: the data's extent on the axes before it, the whole prepared extent after it
             before, after = list(sizes[:i]), list(nm.q[i + 1:])
             at_before = list(nm.lo[:i])
@@ -220,31 +220,28 @@ def pad_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: An
                 steps += b.tmpl("window_fill_slab", width=name(width), shape=shape, at=where, dt=dt, out=name("out"))
         return steps
 
-    if zeroed:
-        return block_prepare_kernel(
-            b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
-            ("CONV.pad-blocks", "pads", f", the data assembled at its offset in planes forward allocates holding "
-                                       f"{fill_word(plan)}s"),
-            f"blocks of (image, channel) planes, each assembled at its offset in planes forward allocates holding "
-            f"{fill_word(plan)}s, so the borders need no write (CONV.pad-blocks, CONV.zeros-allocated).", zeroed=True)
-    return block_prepare_kernel(
-        b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
-        ("CONV.pad-blocks", "pads", ", the data assembled at its offset and each border one fill slab"),
-        f"blocks of (image, channel) planes, each assembled at its offset and framed by {fill_word(plan)} slabs "
-        "(CONV.pad-blocks, POOL.max-pad-inf).")
+    held = f"in planes forward allocates holding {fill_word(plan)}s"
+    how = f", the data assembled at its offset {held}" if filled else \
+        ", the data assembled at its offset and each border one fill slab"
+    doc = (f"blocks of (image, channel) planes, each assembled at its offset {held}, so the borders need no "
+           "write (CONV.pad-blocks, CONV.zeros-allocated)." if filled else
+           f"blocks of (image, channel) planes, each assembled at its offset and framed by {fill_word(plan)} slabs "
+           "(CONV.pad-blocks, POOL.max-pad-inf).")
+    return block_prepare_kernel(b, plan, nm, op, tile, planes, unpack, block, list(nm.q), [], [],
+                                ("CONV.pad-blocks", "pads", how), doc, prefilled=filled)
 
 
 @cites("CONV.zeros-allocated")
-def zeros_allocated(b: Builder, plan: WindowPlan) -> bool:
-    """Whether a pre kernel's fill (zeros, or a max pool's -inf) is what forward's allocation holds
-    (torch.zeros, torch.full: allocations verify allows), so the kernel writes the data alone: a flavour
-    whose kernels take their output as a parameter."""
+def prefilled(b: Builder) -> bool:
+    """Whether a pre kernel leaves its fill (zeros, a max pool's -inf, a transposed conv's inserted zeros) to
+    forward's allocation (torch.zeros, torch.full: allocations verify allows) and writes its data alone: a
+    flavour whose kernels take their output as a parameter."""
     return b.ctx.out_param
 
 
 def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, planes: str, unpack: Stmts,
                           block: Callable[[str, str, str], Stmts], prepared: list[str], prelude: Stmts,
-                          setup: Stmts, rule: tuple[str, str, str], doc: str, zeroed: bool = False) -> str:
+                          setup: Stmts, rule: tuple[str, str, str], doc: str, prefilled: bool = False) -> str:
     """A pre kernel over blocks of PREP_PLANES planes with a tail block (CONV.pad-blocks and
     POOL.phase-split share it): `block(size, offset, suffix)` writes one block; `setup` runs before
     the loop; forward allocates the prepared planes, of extents `prepared`. `rule`: the rule, the
@@ -267,7 +264,7 @@ def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile:
         doc=f"The prepared input of {op}: {doc}",
     )
     b.add_kernel(spec)
-    b.call_kernel(spec, [planes], out="prepared", filled=plan.fill if zeroed else None)
+    b.call_kernel(spec, [planes], out="prepared", filled=plan.fill if prefilled else None)
     return "prepared"
 
 
@@ -287,7 +284,7 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
                 f"{nm.step(i) if nm.phase[i] else 1}, {nm.p[i] if nm.phase[i] else nm.q[i]})"
                 for i, a in enumerate(nm.L)]
     prepared = nm.prepared()
-    zeroed = zeros_allocated(b, plan)
+    filled = prefilled(b)
 
     def nest(loops: list[tuple[str, str]], inner: list[str]) -> list[str]:
         """`for index in range(len(items))` for each (index, items), nested, around `inner`; pypto's
@@ -303,7 +300,7 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         data = f"planes_{suffix}"
         L, lo = nm.L, letters
         lines: list[str] = []
-        for i in range(0 if zeroed else nd):  # axis i's fill: the data's segments before it, its fill, the rest
+        for i in range(0 if filled else nd):  # axis i's fill: the data's segments before it, its fill, the rest
             loops = [(f"j_{lo[j]}", f"COUNT_{L[j]}") for j in range(i)] + [(f"k_{lo[i]}", f"FILL_AT_{L[i]}")]
             shape = [size, *(f"COUNT_{L[j]}[j_{lo[j]}]" for j in range(i)), f"FILL_WIDTH_{L[i]}[k_{lo[i]}]",
                      *prepared[i + 1:]]
@@ -332,11 +329,11 @@ def phase_blocks_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: 
         [cst.parse_statement(line + "\n") for line in segments], list(cst.parse_module("\n".join(keeps) + "\n").body),
         ("POOL.phase-split", "stores",
          " by stride phase, each phase gathered once" + (f" into planes forward allocates holding {fill_word(plan)}s"
-                                                          if zeroed else " and each position no data reaches one fill "
+                                                          if filled else " and each position no data reaches one fill "
                                                           "slab")),
         "blocks of (image, channel) planes stored by stride phase, each phase gathered once and the rest "
-        + (f"left as the {fill_word(plan)}s forward allocates (POOL.phase-split, CONV.zeros-allocated)." if zeroed else
-           f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf)."), zeroed=zeroed)
+        + (f"left as the {fill_word(plan)}s forward allocates (POOL.phase-split, CONV.zeros-allocated)." if filled else
+           f"{fill_word(plan)} slabs (POOL.phase-split, POOL.max-pad-inf)."), prefilled=filled)
 
 
 @cites("CONV.flat-phases")
