@@ -148,7 +148,7 @@ def insert_rows_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, i: int,
 
     count = f"ceil_div({rows} * {wide}, {plan.insert_chunk_elements})"
     loop_sizes, loop = block_loop(b, f"INSERT_{letter}", rows, count, chunk)
-    body = [*b.tmpl("window_fill", fill=literal(0.0), tile=tile), *loop]
+    body = [*fill_setup(b, literal(0.0), tile, zeroed), *loop]
     spec = KernelSpec(
         factory=f"create_{op}_insert_{letter.lower()}_kernel", kernel=f"{op}_insert_{letter.lower()}_kernel",
         dims=dim_names(plan.nd), scalars=[], inputs=[TensorParam("x_rows", (expr(rows), expr(inner)), b.ctx.dtype)],
@@ -239,6 +239,12 @@ def prefilled(b: Builder) -> bool:
     return b.ctx.out_param
 
 
+def fill_setup(b: Builder, fill: Any, tile: Any, prefilled: bool) -> Stmts:
+    """A block pre kernel's opening: its vec tile, and FILL only where the kernel writes fill slabs itself;
+    a kernel whose fill is forward's allocation names no fill value it never uses."""
+    return b.tmpl("vec_setup", tile=tile) if prefilled else b.tmpl("window_fill", fill=fill, tile=tile)
+
+
 def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile: Any, planes: str, unpack: Stmts,
                           block: Callable[[str, str, str], Stmts], prepared: list[str], prelude: Stmts,
                           setup: Stmts, rule: tuple[str, str, str], doc: str, prefilled: bool = False) -> str:
@@ -253,7 +259,7 @@ def block_prepare_kernel(b: Builder, plan: WindowPlan, nm: Names, op: str, tile:
         [f"PREP_PLANES: the pre kernel {verb} {plan.prepare_planes} plane(s) per iteration{how} ({rule_id})."],
         (rule_id,), {}))
     loop_sizes, loop = block_loop(b, "PREPARE", "n * c", "ceil_div(n * c, PREP_PLANES)", block)
-    body = [*b.tmpl("window_fill", fill=fill, tile=tile), *setup, *loop]
+    body = [*fill_setup(b, fill, tile, prefilled), *setup, *loop]
     in_shape = tuple(expr(v) for v in nm.planes_shape(given_sizes(plan, nm)))
     out_shape = tuple(expr(v) for v in nm.planes_shape(prepared))
     spec = KernelSpec(
