@@ -138,6 +138,31 @@ def walk(node: cst.CSTNode, enter: Callable[[cst.CSTNode], bool] | None = None) 
         stack.extend(reversed(children))
 
 
+def holders(node: cst.CSTNode, holds: Callable[[cst.CSTNode], bool]) -> frozenset[int]:
+    """The ids of the nodes under `node` (itself included) whose subtree has a node `holds` accepts: the
+    only nodes a rewrite whose hooks act on such nodes alone must walk (`transform`'s `whole` returns
+    every other node as it is). Ids, so the caller keeps `node` alive as long as the set."""
+    found: set[int] = set()
+
+    def visit(n: cst.CSTNode) -> bool:
+        held = holds(n)
+        for field in _fields(type(n)):
+            value = getattr(n, field)
+            kind = type(value)
+            if kind is tuple or kind is list:
+                for v in value:
+                    if _walked(type(v)) and visit(v):
+                        held = True
+            elif _walked(kind) and visit(value):
+                held = True
+        if held:
+            found.add(id(n))
+        return held
+
+    visit(node)
+    return frozenset(found)
+
+
 class _PlainState(CodegenState):
     """libcst's code generation state without its position bookkeeping: `Module.code` enters a fresh
     context manager per node (1.5 million for DenseNet-201's module) only so that a metadata provider can

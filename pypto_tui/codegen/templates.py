@@ -28,7 +28,7 @@ from typing import Any
 
 import libcst as cst
 
-from pypto_tui.codegen.rewrite import hooks_of
+from pypto_tui.codegen.rewrite import holders, hooks_of
 from pypto_tui.codegen.rewrite import transform as rewrite
 from pypto_tui.errors import InputError
 from pypto_tui.fileio import read_text
@@ -114,16 +114,51 @@ def _mangle(text: str, names: frozenset[str]) -> str:
     return out
 
 
+def line_rewrite(line: cst.SimpleStatementLine, hooks: Mapping[type, Any]) -> Any:
+    """`line.visit(transformer)` for a transformer given as its hooks: a transformer that only rewrites
+    statement lines (WRITE's expansion) runs its hook once, since a statement line holds no other; any
+    other is walked as libcst would."""
+    if set(hooks) <= {cst.SimpleStatementLine}:
+        hook = hooks.get(cst.SimpleStatementLine)
+        return hook(line, line) if hook is not None else line
+    return rewrite(line, hooks)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A template's tree and, by node id, the nodes a fill must walk: those holding a placeholder
+    (`marked`), and those holding a placeholder or a statement line (`lines`, when a transform runs on
+    each line). Every other subtree comes out of the fill as the same object, so it is not walked: most
+    of a template (module paths, calls, literals) holds no placeholder."""
+
+    tree: cst.CSTNode
+    marked: frozenset[int]
+    lines: frozenset[int]
+
+    def skip(self, transform: object | None) -> Any:
+        walk = self.marked if transform is None else self.lines
+        return lambda n: None if id(n) in walk else n
+
+
+def _is_marker(n: cst.CSTNode) -> bool:
+    return type(n) is cst.Name and n.value.startswith("__tmpl_")
+
+
+def _parsed(tree: cst.CSTNode) -> _Parsed:
+    return _Parsed(tree, holders(tree, _is_marker),
+                   holders(tree, lambda n: _is_marker(n) or type(n) is cst.SimpleStatementLine))
+
+
 @lru_cache(maxsize=512)
-def _parsed_module(text: str, names: frozenset[str]) -> cst.Module:
+def _parsed_module(text: str, names: frozenset[str]) -> _Parsed:
     source = _mangle(text, names)
     check_source(source, "a kernel template")  # a pack's template is input: bounded before libcst
-    return cst.parse_module(source)
+    return _parsed(cst.parse_module(source))
 
 
 @lru_cache(maxsize=512)
-def _parsed_expression(text: str, names: frozenset[str]) -> cst.BaseExpression:
-    return cst.parse_expression(_mangle(text, names))
+def _parsed_expression(text: str, names: frozenset[str]) -> _Parsed:
+    return _parsed(cst.parse_expression(_mangle(text, names)))
 
 
 class _Fill:
@@ -161,6 +196,7 @@ class _Fill:
             else:
                 raise TypeError(f"template replacement {key}={value!r} is not a syntax-tree node")
         self.transform = transform
+        self.line_hooks = hooks_of(transform) if transform is not None else {}
         self.hooks = hooks_of(self)  # run by codegen.rewrite.transform: libcst's visitor rebuilds every node
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> Any:
@@ -207,7 +243,7 @@ class _Fill:
                     out[0] = first.with_changes(leading_lines=(*updated.leading_lines, *first.leading_lines))
                 return cst.FlattenSentinel(out)
         if self.transform is not None:
-            return updated.visit(self.transform)
+            return line_rewrite(updated, self.line_hooks)
         return updated
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -224,9 +260,9 @@ def fill_module(text: str, transform: cst.CSTTransformer | None = None, **replac
     never on the statement lists being spliced, so nested bodies are not walked again.
     """
     used = _used(text, replacements)
-    tree = _parsed_module(text, frozenset(used))
+    parsed = _parsed_module(text, frozenset(used))
     fill = _Fill(used, transform)
-    out = rewrite(tree, fill.hooks)
+    out = rewrite(parsed.tree, fill.hooks, parsed.skip(transform))
     assert isinstance(out, cst.Module)
     return out
 
@@ -250,7 +286,8 @@ def fill_expression(text: str, **replacements: Replacement) -> cst.BaseExpressio
     if any(isinstance(v, cst.BaseStatement | cst.BaseSmallStatement) for v in used.values()):
         raise ValueError("an expression template takes no statement placeholders")
     fill = _Fill(used, None)
-    out = rewrite(_parsed_expression(text, frozenset(used)), fill.hooks)
+    parsed = _parsed_expression(text, frozenset(used))
+    out = rewrite(parsed.tree, fill.hooks, parsed.skip(None))
     assert isinstance(out, cst.BaseExpression)
     return out
 

@@ -4,6 +4,7 @@ shapes, offsets), the expression helpers and the tap window views the conv and p
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -31,7 +32,10 @@ def dim_names(nd: int) -> list[str]:
     return ["n", "c", *({1: ["length"], 2: ["h", "w"], 3: ["d", "h", "w"]}[nd])]
 
 
+@lru_cache(maxsize=4096)
 def expr(text: str) -> cst.BaseExpression:
+    """Parsed once per text and shared (libcst nodes are immutable): a conv or pool's kernels repeat the
+    same extents and offsets, and a model repeats the same module constructor, hundreds of times."""
     return cst.parse_expression(text)
 
 
