@@ -9,7 +9,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from pypto_tui.codegen.rewrite import code_of, hooks_of, renamed, transform, walk
+from pypto_tui.codegen.builder import _ExpandWrite, name
+from pypto_tui.codegen.rewrite import code_of, holders, hooks_of, renamed, transform, walk
+from pypto_tui.codegen.templates import fill_statements
 from pypto_tui.design import Design, Pipeline, kernel_of
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -104,3 +106,24 @@ def test_code_of_writes_what_libcst_writes(module) -> None:
     assert code_of(factory) == cst.Module([]).code_for_node(factory)
     odd = cst.parse_module("def f(x):\r\n\tif x:\r\n\t\treturn (x + 1) * 2\r\n")
     assert code_of(odd, odd) == odd.code == "def f(x):\r\n\tif x:\r\n\t\treturn (x + 1) * 2\r\n"
+
+
+def test_holders_are_the_nodes_over_a_match_and_nothing_else() -> None:
+    tree = cst.parse_expression("g(h(x), k(y))")
+    held = holders(tree, lambda n: isinstance(n, cst.Name) and n.value == "x")
+    call = tree.args[0].value
+    assert {id(tree), id(tree.args[0]), id(call), id(call.args[0]), id(call.args[0].value)} == held
+    assert id(tree.args[1].value) not in held and holders(tree, lambda n: False) == frozenset()
+
+
+def test_a_filled_template_keeps_its_unmarked_lines_and_expands_every_write() -> None:
+    """The fill walks only what holds a placeholder (and, with WRITE, each line): a line without one is
+    the parsed template's own object in every fill, and WRITE is expanded wherever it stands."""
+    text = "pypto.set_vec_tile_shapes(8, 128)\nWRITE({out}, {v})\ny = pypto.exp({v})\n"
+    one = fill_statements(text, None, out=name("a"), v=name("b"))
+    two = fill_statements(text, None, out=name("c"), v=name("d"))
+    assert one[0] is two[0] and one[1] is not two[1]
+    assert [cst.Module([]).code_for_node(s).strip() for s in two[1:]] == ["WRITE(c, d)", "y = pypto.exp(d)"]
+    out = fill_statements(text, _ExpandWrite("pypto.assemble({value}, [0, 0], {dst})"), out=name("o"), v=name("x"))
+    assert [cst.Module([]).code_for_node(s).strip() for s in out] == [
+        "pypto.set_vec_tile_shapes(8, 128)", "pypto.assemble(x, [0, 0], o)", "y = pypto.exp(x)"]
