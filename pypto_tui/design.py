@@ -522,7 +522,13 @@ def kernel_of(pipeline: Pipeline) -> GeneratedKernel:
     if pipeline.contract().supported and split_by_graph(pipeline) is None:
         return single  # a task the level-1 reader takes keeps the level-1 answer, refusals included
     module = pipeline._memo("module_kernel", (plan, _kernel_decisions(pipeline)), lambda: module_kernel(pipeline))
-    return module if module is not None else single
+    if module is not None:
+        return module
+    if not single.supported:
+        reason = static_refusal(pipeline, single.reason)
+        if reason != single.reason:
+            return pipeline._memo("refusal", (plan, reason), lambda: replace(single, reason=reason))
+    return single
 
 
 class _StagePipeline(Pipeline):
@@ -815,6 +821,23 @@ def static_stop(pipeline: Pipeline) -> str:
     return str(problems[0]).removeprefix("forward could not be read here: ") if problems else ""
 
 
+TRACE_HINT = "--front-end traced reads it by running it"
+"""What a refusal of the static reader adds when it stopped following forward: the traced front end runs
+forward, so the Python it stopped at (a submodule, nn.Sequential, a loop, an `if`) is no obstacle there."""
+
+
+def static_refusal(pipeline: Pipeline, reason: str) -> str:
+    """A task's refusal as every command gives it. Where the static reader stopped following forward,
+    that is the cause to name, with the front end that reads such a model: when the root still read as
+    one operator (ResNet's final nn.Linear) the root's own complaint would hide where reading stopped."""
+    where = static_stop(pipeline)
+    if not where:
+        return reason
+    if pipeline.contract().family != "unknown":
+        return f"forward could not be read into an operator graph: {where} ({TRACE_HINT})"
+    return f"{reason} ({TRACE_HINT})"
+
+
 def task_kernels(pipeline: Pipeline) -> TaskKernels:
     """The task's kernels, from its operator graph: one kernel when the whole graph is one operator
     pattern, else the module plan's kernels (each designed from its group of the graph)."""
@@ -829,13 +852,7 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
         return TaskKernels((one,), False, "" if k.supported else k.reason)
     designed = module_stages(pipeline)
     if designed is None:
-        where = static_stop(pipeline)
-        if where and c.family != "unknown":
-            # the root read as one operator (an nn.Linear at the end) while the graph stopped earlier:
-            # the root's verdict would hide where the reading stopped
-            return TaskKernels((), False, f"forward could not be read into an operator graph: {where} "
-                                          "(--front-end traced reads it by running it)")
-        return TaskKernels((), False, c.reason or kernel_of(pipeline).reason)
+        return TaskKernels((), False, static_refusal(pipeline, c.reason or kernel_of(pipeline).reason))
     if designed.refused:
         return TaskKernels((), True, designed.refused)
     k = kernel_of(pipeline)

@@ -120,6 +120,20 @@ def test_a_static_refusal_names_where_the_graph_stopped_not_the_last_operator():
     assert not doc["supported"]
     assert doc["reason"].startswith("forward could not be read into an operator graph: 'math.sqrt(...)'")
     assert "--front-end traced" in doc["reason"] and "learned weights" not in doc["reason"]
+    # scaffold gives the same refusal, not the final nn.Linear's
+    r = run("scaffold", str(TRACED / "causal_heads.py"), "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["reason"] == doc["reason"]
+
+
+def test_every_command_refusing_a_model_the_static_reader_stopped_in_offers_the_traced_front_end():
+    """A submodule (self.net, an nn.Sequential) stops the static reader: contract and scaffold say where,
+    in one line, with the remedy."""
+    doc = json.loads(run("contract", str(TRACED / "sequential_mlp.py"), "--json").stdout)
+    assert not doc["supported"] and "self.net(...)" in doc["reason"]
+    assert doc["reason"].endswith("(--front-end traced reads it by running it)")
+    r = run("scaffold", str(TRACED / "sequential_mlp.py"))
+    assert r.exit_code == 1 and "self.net(...)" in r.output and "--front-end traced" in r.output
+    assert len(r.output.strip().splitlines()) == 1
 
 
 def test_a_fill_block_in_a_concatenation_is_a_pad_of_its_neighbour(cache):
