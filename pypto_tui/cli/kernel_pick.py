@@ -68,7 +68,7 @@ def task_pipelines(task: Path, kb: Any, kernel_index: int | None, submodule: str
     """[(kernel, pipeline)] for a task: its one kernel (kernel None), or its module's kernels (those the
     options pick)."""
     from pypto_tui.contract.submodule import pick_submodule
-    from pypto_tui.design import Design, Pipeline, split_by_graph, task_kernels, task_submodule
+    from pypto_tui.design import Design, Pipeline, split_by_graph, static_stop, task_kernels, task_submodule
 
     check_pick(kernel_index, submodule)
     p = Pipeline(kb, Design(task=str(task), front_end=front_end))
@@ -81,7 +81,8 @@ def task_pipelines(task: Path, kb: Any, kernel_index: int | None, submodule: str
         return [(None, p)]
     found = task_kernels(p)
     if not found.kernels:
-        p.geometry()  # says why there is no kernel shape
+        if not static_stop(p):  # a model the reader stopped in has no shapes to ask for: say where it stopped
+            p.geometry()  # says why there is no kernel shape
         raise InputError(f"{task.name}: {found.reason}")
     return [(Shown(k.index, k.ops, k.submodule), k.pipeline)
             for k in pick(found.kernels, task.name, kernel_index, submodule)]

@@ -520,7 +520,8 @@ def _show_verify(task: Path, report: Any) -> None:
     if report.criterion:
         tol = ", ".join(f"{d} atol {a:g} rtol {r:g}" for d, (a, r) in report.tolerances.items())
         rows.append(("criterion", f"{report.criterion}: every element ({tol}); {report.trials} trial(s)"))
-    rows.append(("design kept", "yes" if report.design_kept else Text("no (see notes)", style="yellow")))
+    rows.append(("design kept", "-" if not report.supported else "yes" if report.design_kept
+                 else Text("no (see notes)", style="yellow")))
     rows += [("changed", Text(c, style="yellow")) for c in report.changes]
     rows += [("note", Text(n, style="dim")) for n in report.notes]
     console.print(kv_table(rows, title=f"verify {task}"))

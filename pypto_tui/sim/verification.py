@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pypto_tui.design import Pipeline, split_by_graph
+from pypto_tui.design import Pipeline, split_by_graph, static_refusal
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
 from pypto_tui.sim import jobs as J
@@ -210,7 +210,8 @@ def prepare_verify(pipeline: Pipeline, *, scale: str = "small", memory_limit_mb:
     c = pipeline.contract()
     if not c.supported or split_by_graph(pipeline) is not None:  # a module of kernels, as task_kernels says
         module = _prepare_module_verify(pipeline, scale, memory_limit_mb, criterion, wiring)
-        return module or PreparedVerify(None, VerifyReport(False, False, c.reason or "this task cannot be scaffolded"))
+        why = static_refusal(pipeline, c.reason or "this task cannot be scaffolded")  # as contract and scaffold say
+        return module or PreparedVerify(None, VerifyReport(False, False, why))
     report = VerifyReport(False, False, "", scale=scale)
     try:
         full_gen = generated_kernel(pipeline)

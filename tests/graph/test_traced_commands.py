@@ -134,6 +134,10 @@ def test_every_command_refusing_a_model_the_static_reader_stopped_in_offers_the_
     r = run("scaffold", str(TRACED / "sequential_mlp.py"))
     assert r.exit_code == 1 and "self.net(...)" in r.output and "--front-end traced" in r.output
     assert len(r.output.strip().splitlines()) == 1
+    r = run("tile", str(TRACED / "sequential_mlp.py"))
+    assert r.exit_code == 2 and doc["reason"] in r.output and "no kernel shape" not in r.output
+    r = run("verify", str(TRACED / "sequential_mlp.py"), "--json")
+    assert r.exit_code == 1 and json.loads(r.stdout)["reason"] == doc["reason"]
 
 
 def test_a_fill_block_in_a_concatenation_is_a_pad_of_its_neighbour(cache):
