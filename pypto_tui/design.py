@@ -852,7 +852,8 @@ def task_kernels(pipeline: Pipeline) -> TaskKernels:
         return TaskKernels((one,), False, "" if k.supported else k.reason)
     designed = module_stages(pipeline)
     if designed is None:
-        return TaskKernels((), False, static_refusal(pipeline, c.reason or kernel_of(pipeline).reason))
+        # kernel_of's refusal already names where the static reader stopped: not wrapped twice
+        return TaskKernels((), False, static_refusal(pipeline, c.reason) if c.reason else kernel_of(pipeline).reason)
     if designed.refused:
         return TaskKernels((), True, designed.refused)
     k = kernel_of(pipeline)

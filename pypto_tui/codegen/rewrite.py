@@ -127,15 +127,20 @@ def walk(node: cst.CSTNode, enter: Callable[[cst.CSTNode], bool] | None = None) 
         yield n
         if enter is not None and not enter(n):
             continue
-        children: list[cst.CSTNode] = []
-        for field in _fields(type(n)):
-            value = getattr(n, field)
-            kind = type(value)
-            if kind is tuple or kind is list:
-                children += [v for v in value if _walked(type(v))]
-            elif _walked(kind):
-                children.append(value)
-        stack.extend(reversed(children))
+        stack.extend(reversed(_children(n)))
+
+
+def _children(n: cst.CSTNode) -> list[cst.CSTNode]:
+    """n's child nodes in field order, layout trivia left out: what `walk` and `holders` descend into."""
+    children: list[cst.CSTNode] = []
+    for field in _fields(type(n)):
+        value = getattr(n, field)
+        kind = type(value)
+        if kind is tuple or kind is list:
+            children += [v for v in value if _walked(type(v))]
+        elif _walked(kind):
+            children.append(value)
+    return children
 
 
 def holders(node: cst.CSTNode, holds: Callable[[cst.CSTNode], bool]) -> frozenset[int]:
@@ -146,15 +151,8 @@ def holders(node: cst.CSTNode, holds: Callable[[cst.CSTNode], bool]) -> frozense
 
     def visit(n: cst.CSTNode) -> bool:
         held = holds(n)
-        for field in _fields(type(n)):
-            value = getattr(n, field)
-            kind = type(value)
-            if kind is tuple or kind is list:
-                for v in value:
-                    if _walked(type(v)) and visit(v):
-                        held = True
-            elif _walked(kind) and visit(value):
-                held = True
+        for child in _children(n):
+            held = visit(child) or held  # every child is visited: each marks its own holders
         if held:
             found.add(id(n))
         return held
