@@ -240,87 +240,49 @@ def _kind_shape(kind: Any, shapes: list[tuple[int, ...]], attrs: Mapping[str, An
         raise _Missing("output_shape", str(exc)) from None
 
 
-def _copied(out: _Out, x: Input, shape: tuple[int, ...], formula: str) -> None:
-    """A copy of one input's data (a transpose, a narrow, a pad): its shape, its dtype, and no operand
-    order to get wrong."""
-    out.output_shape = shape
-    out.output_dtype = x.dtype
-    out.formula = formula
-    out.asymmetric = False
-
-
 def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
-    """A concatenation: its shape is the registry's; which part lands where depends on the order, so
-    swapping the inputs changes the result."""
+    """A copy of data into a new arrangement (a transpose, a pad, a gather, a concatenation): the shape is
+    the registry's, the formula and the operands' parts its entry's text; the operands' order matters
+    whenever there is more than one."""
     kind = registry.kind(c.op or "")
-    if kind is not None and c.op == "transpose":
-        shape = _need_shape(ops[0])
-        d0, d1 = c.op_args.get("dim0"), c.op_args.get("dim1")
-        if not (isinstance(d0, int) and isinstance(d1, int) and 0 <= d0 < d1 < len(shape)):
-            raise _Missing("output_shape", f"transpose({d0}, {d1}) of a rank-{len(shape)} input")
-        swapped = tuple(kind.shape([shape], {"dim0": d0, "dim1": d1}))
-        _copied(out, ops[0], swapped, f"out = {ops[0].name}.transpose({d0}, {d1})  (axes {d0} and {d1} swapped, "
-                                      f"{swapped})")
-        return
-    if kind is not None and c.op == "pad":
-        shape = _need_shape(ops[0])
-        pad, value = c.op_args.get("pad"), c.op_args.get("value", 0.0)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise _Missing("op_args.value", f"the fill value {value!r} is not a constant number")
-        padded = _kind_shape(kind, [shape], {"pad": pad})
-        _copied(out, ops[0], padded, f"out = F.pad({ops[0].name}, {list(pad or ())}, value={float(value)})  (borders "
-                                     f"of {float(value)} around {ops[0].name}, {padded})")
-        return
-    if kind is not None and c.op == "gather" and len(ops) == 2:
-        d = norm_axes(c.op_args.get("dim", 0), len(_need_shape(ops[0])))
-        if d is None:
-            raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of {ops[0].name}")
-        picked = _kind_shape(kind, [_need_shape(o) for o in ops], {"dim": d[0]})
-        if ops[1].dtype not in INDEX_DTYPES:
-            out.supported = False
-            out.reason = f"gather's index {ops[1].name} is {ops[1].dtype}: torch takes int64 positions"
-        _copied(out, ops[0], picked, f"out = gather({ops[0].name}, {d[0]}, {ops[1].name})  (the values of "
-                                     f"{ops[0].name} at {ops[1].name}'s positions along axis {d[0]}, {picked})")
-        out.asymmetric = True
-        out.direction = f"{ops[0].name} holds the values, {ops[1].name} their positions"
-        return
-    if kind is not None and c.op == "embedding" and len(ops) == 2:
-        index, table = ops
-        if c.op_args.get("max_norm") is not None:
-            out.supported = False
-            out.reason = "embedding with max_norm renormalises its table in place on every call: drop max_norm"
-        if index.dtype not in INDEX_DTYPES:
-            out.supported = False
-            out.reason = f"embedding's index {index.name} is {index.dtype}: torch takes int64 positions"
-        picked = _kind_shape(kind, [_need_shape(index), _need_shape(table)], {})
-        _copied(out, table, picked, f"out = {table.name}[{index.name}]  (row {index.name}[i] of {table.name} at each "
-                                    f"position i of the index, {picked})")
-        out.asymmetric = True
-        out.direction = f"{table.name} holds the rows, {index.name} which row goes where"
-        return
-    if kind is not None and c.op == "narrow":
-        shape = _need_shape(ops[0])
-        d = norm_axes(c.op_args.get("dim", 0), len(shape))
-        start, length = c.op_args.get("start"), c.op_args.get("length")
-        if d is None or not isinstance(start, int) or not isinstance(length, int):
-            raise _Missing("output_shape", f"narrow({c.op_args.get('dim')}, {start}, {length}) of a rank-{len(shape)} "
-                                           "input")
-        part = _kind_shape(kind, [shape], {"dim": d[0], "start": start, "length": length})
-        _copied(out, ops[0], part, f"out = {ops[0].name}.narrow({d[0]}, {start}, {length})  (positions {start} to "
-                                   f"{start + length - 1} of axis {d[0]} copied out, {part})")
-        return
-    if kind is None or c.op != "cat":
+    if kind is None or not kind.formula:
         raise _Missing("formula", f"'{c.op}' is a layout operator with no contract of its own")
-    shape = _kind_shape(kind, [_need_shape(o) for o in ops], {"dim": c.op_args.get("dim", 0)})
-    d = norm_axes(c.op_args.get("dim", 0), len(shape))
-    if d is None:
-        raise _Missing("output_shape", f"dim={c.op_args.get('dim')!r} is not an axis of a rank-{len(shape)} input")
+    shapes = [_need_shape(o) for o in ops]
+    attrs = _layout_attrs(kind, c.op_args, len(shapes[0]))
+    shape = _kind_shape(kind, shapes, attrs)
+    values = [o for i, o in enumerate(ops) if i not in kind.index_inputs]
+    names = [o.name for o in ops]
+    shown = {**{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()},
+             "x": names[0], "y": names[-1], "parts": ", ".join(names), "shape": shape}
     out.output_shape = shape
-    out.output_dtype = _promote_all([o.dtype for o in ops])
-    parts = ", ".join(o.name for o in ops)
-    out.formula = f"out = cat(({parts}), dim={d[0]})  (each part copied to its offset along axis {d[0]}, {shape})"
-    out.asymmetric = True
-    out.direction = f"the parts land along axis {d[0]} in the order {parts}"
+    out.output_dtype = _promote_all([o.dtype for o in values])
+    out.formula = kind.formula.format(**shown)
+    out.asymmetric = len(ops) > 1 or kind.arity != 1
+    out.direction = kind.direction.format(**shown) if kind.direction else None
+    for param, why in kind.refuses:
+        if c.op_args.get(param) is not None:
+            out.supported, out.reason = False, why
+    for i in kind.index_inputs:
+        if i < len(ops) and ops[i].dtype not in INDEX_DTYPES:
+            out.supported = False
+            out.reason = f"{c.op}'s index {ops[i].name} is {ops[i].dtype}: torch takes int64 positions"
+
+
+def _layout_attrs(kind: Any, args: Mapping[str, Any], rank: int) -> dict[str, Any]:
+    """The parameters a layout formula shows: each axis (`dim`, `dim0`, ...) counted from 0, each number
+    of the type of its default (a fill value of 0 is `0.0`)."""
+    attrs = {p: args.get(p, kind.defaults.get(p)) for p in kind.params if p in args or p in kind.defaults}
+    for p, v in attrs.items():
+        if p.startswith("dim") and isinstance(v, int):
+            axes = norm_axes(v, rank)
+            if axes is None:
+                raise _Missing("output_shape", f"{p}={v!r} is not an axis of a rank-{rank} input")
+            attrs[p] = axes[0]
+        elif isinstance(kind.defaults.get(p), float):
+            if not isinstance(v, int | float) or isinstance(v, bool):
+                raise _Missing(f"op_args.{p}", f"{p}={v!r} is not a constant number")
+            attrs[p] = float(v)
+    return attrs
 
 
 def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:

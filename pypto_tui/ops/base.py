@@ -86,7 +86,12 @@ class OpKind:
     - `spelled_as`: the kind a kernel's contract reads it as, when not its own (`torch.max(x, d)[0]`,
       max_dim, is amax over d).
     - `formula`: the text the app and `contract` show for the kind (`{x}`, `{y}` for a second operand,
-      and the parameters as placeholders), "" when the role's own wording says it.
+      and the parameters as placeholders; a layout kind's also `{parts}`, every operand, and `{shape}`,
+      the result's), "" when the role's own wording says it (a layout kind without one has no contract).
+    - `direction`: for a kind whose operands play different parts (gather's values and positions), the
+      words that say which is which, with the formula's placeholders.
+    - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
+      kernel (an embedding's max_norm rewrites its table on every call).
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
       leaves it out).
     - `module_signature`: the `nn.Module` constructor's parameters with defaults, in torch's order
@@ -138,6 +143,8 @@ class OpKind:
     inputs: tuple[str, ...] = ("input",)
     returns: tuple[str, ...] = ()
     dtype: str | None = None
+    direction: str = ""
+    refuses: tuple[tuple[str, str], ...] = ()
     index_inputs: tuple[int, ...] = ()
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()
     """((operand, axis), (operand, axis), k): the first axis is k times the second (an LSTM's weights

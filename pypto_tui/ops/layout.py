@@ -138,10 +138,13 @@ def _swap_chain(n: Any, src: str, shape: Shape, swaps: Sequence[int]) -> list[An
 BASE_KINDS = (
     OpKind("cat", "layout", _cat_shape, lambda *xs, dim=0, **_: np.concatenate(xs, axis=dim),
            functions=("cat", "concat", "concatenate"), params=("dim",), arity=-1, aten=("aten.cat.default",),
-           inputs=("tensors",), defaults={"dim": 0}, pattern="cat"),
+           inputs=("tensors",), defaults={"dim": 0}, pattern="cat",
+           formula="out = cat(({parts}), dim={dim})  (each part copied to its offset along axis {dim}, {shape})",
+           direction="the parts land along axis {dim} in the order {parts}"),
     OpKind("transpose", "layout", _transpose_shape, _transpose, functions=("transpose", "t"),
            methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default"),
-           decompose=_far_swap),
+           decompose=_far_swap,
+           formula="out = {x}.transpose({dim0}, {dim1})  (axes {dim0} and {dim1} swapped, {shape})"),
     OpKind("permute", "layout", _permute_shape, lambda x, dims=(), **_: np.transpose(x, dims),
            functions=("permute",), methods=("permute",), params=("dims",), aten=("aten.permute.default",),
            decompose=_permute_swaps),
@@ -325,6 +328,8 @@ SLICE_KINDS = (
     # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
     # no spelling of its own, the graph makes it from a view.
     OpKind("narrow", "layout", _narrow_shape, _narrow, params=("dim", "start", "length"), pattern="slice",
+           formula="out = {x}.narrow({dim}, {start}, {length})  ({length} positions from {start} of axis {dim} "
+                   "copied out, {shape})",
            note="part of one axis copied out: x.narrow(dim, start, length) made contiguous"),
     OpKind("unfold", "layout", _unfold_shape, _unfold, methods=("unfold",), params=("dimension", "size", "step"),
            aten=("aten.unfold.default",), decompose=_unfold_patches,
@@ -335,6 +340,7 @@ SLICE_KINDS = (
     OpKind("pad", "layout", _pad_shape, _pad, functions=("pad",), params=("pad", "mode", "value"),
            aten=("aten.constant_pad_nd.default",), defaults={"mode": "constant", "value": 0.0}, pattern="pad",
            decompose=_pad_axes,
+           formula="out = F.pad({x}, {pad}, value={value})  (borders of {value} around {x}, {shape})",
            note="F.pad(x, pad, value=v): each axis widened by a border of v (negative widths crop), one axis a kernel"),
 )
 
@@ -393,12 +399,17 @@ MORE_KINDS = (
            module_signature=(("num_embeddings", REQUIRED), ("embedding_dim", REQUIRED), ("padding_idx", None),
                              ("max_norm", None)),
            defaults={"padding_idx": None, "max_norm": None},
-           formula="out = {y}[{x}]", inputs=("input",),
+           formula="out = {y}[{x}]  (row {x}[i] of {y} at each position i of the index, {shape})",
+           direction="{y} holds the rows, {x} which row goes where", inputs=("input",),
+           refuses=(("max_norm", "embedding with max_norm renormalises its table in place on every call: "
+                                  "drop max_norm"),),
            note="F.embedding(index, table) / nn.Embedding / table[index]: each position of the integer index "
                 "picks a row of the table (TAKE.index-select)"),
     OpKind("gather", "layout", _gather_shape, _gather, functions=("gather",), methods=("gather",),
            params=("dim", "index"), arity=2, aten=("aten.gather.default",), pattern="gather", index_inputs=(1,),
-           formula="out = {x}[... index along {dim} ...]",
+           formula="out = gather({x}, {dim}, {y})  (the values of {x} at {y}'s positions along axis {dim}, "
+                   "{shape})",
+           direction="{x} holds the values, {y} their positions",
            note="torch.gather(x, dim, index): the values of x at the index's positions along dim (GATHER.take-along)"),
     OpKind("flip", "layout", _same, lambda x, dims=(), **_: np.flip(x, dims), functions=("flip",),
            methods=("flip",), params=("dims",), aten=("aten.flip.default",)),
