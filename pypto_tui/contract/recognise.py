@@ -17,6 +17,7 @@ from pypto_tui.contract import ir, views
 from pypto_tui.contract.ir import Node
 from pypto_tui.contract.model import Input
 from pypto_tui.contract.signatures import FUNC_DEFAULTS, FUNC_SIGS, bind
+from pypto_tui.ops import idiom
 from pypto_tui.ops import norm as ops_norm
 from pypto_tui.ops.registry import REGISTRY, by_module, by_spelling, element_of
 
@@ -30,6 +31,10 @@ ELEMENTWISE_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise}
 # The binary ones: a call of one on two inputs (`torch.maximum(a, b)`) is that named op.
 BINARY_FUNCS = {k.name for k in REGISTRY.values() if k.is_elementwise and k.arity == 2}
 _ANCHORS = [k for k in REGISTRY.values() if k.is_anchor]
+# The kinds with forms written out by hand (their entries' idioms), anchors apart from elementwise ones:
+# an anchor's form is the whole expression, an elementwise one's a named shape of a small expression.
+_WRITTEN_ANCHORS = [k for k in _ANCHORS if k.idioms]
+_WRITTEN_ELEMENTWISE = [k for k in REGISTRY.values() if k.is_elementwise and k.idioms]
 # The reductions over `dim` a call names: the kinds the reduction patterns (or a pattern of the kind's own,
 # topk's) take, by name and spelling (a kind another one spells, max_dim, is read through torch.max);
 # torch.max / torch.min are also the elementwise maximum and minimum: the matcher tells them apart by their
@@ -71,6 +76,11 @@ class Ctx:
     def is_tensor(self, n: Node) -> bool:
         return n.kind == "in" and n.name in self.inputs and self.inputs[n.name].is_tensor
 
+    def constants(self, call: Node, names: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, str]]:
+        """A call's named parameters that are constants, and why each other one is not (ops/idiom.py)."""
+        rec = Recognition("unknown", None)
+        return _params(call, names, rec), rec.unknown
+
     def is_scalar(self, n: Node) -> bool:
         return n.kind == "in" and n.name in self.inputs and not self.inputs[n.name].is_tensor
 
@@ -111,34 +121,6 @@ def _params(call: Node, names: tuple[str, ...], rec: Recognition, prefix: str = 
 
 def _is_call(n: Node, *names: str) -> bool:
     return n.kind == "call" and n.name in names
-
-
-def _square_of(n: Node) -> Node | None:
-    """x ** 2, x * x, x.pow(2), torch.pow(x, 2), torch.square(x) -> x."""
-    if n.kind == "bin" and n.name == "pow" and n.args[1].is_const and n.args[1].value == 2:
-        return n.args[0]
-    if n.kind == "bin" and n.name == "mul" and n.args[0] == n.args[1]:
-        return n.args[0]
-    if _is_call(n, "square"):
-        return n.args[0]
-    if _is_call(n, "pow") and len(n.args) == 2 and n.args[1].is_const and n.args[1].value == 2:
-        return n.args[0]
-    return None
-
-
-def _abs_of(n: Node) -> Node | None:
-    return n.args[0] if _is_call(n, "abs") and n.args else None
-
-
-def _plus_eps(n: Node) -> tuple[Node, Any]:
-    """S + eps -> (S, eps); S -> (S, None)."""
-    if n.kind == "bin" and n.name == "add":
-        a, b = n.args
-        if b.is_const:
-            return a, b.value
-        if a.is_const:
-            return b, a.value
-    return n, None
 
 
 # ================================================================================= matchers
@@ -283,7 +265,7 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
     if kind is not None and kind.role == "softmax" and n.args:
         args = _params(n, ("dim",), rec)
         return _finish(rec, "softmax", kind.name, args, [n.args[0]], ctx.is_tensor(n.args[0]), n)
-    if (kind is not None and kind.role == "norm" and kind.name == name) or name == "normalize":
+    if kind is not None and kind.role == "norm" and kind.name == name:
         return _functional_norm(n, ctx, rec)
     if kind is not None and kind.role == "attention":
         return _sdpa(n, ctx, rec)
@@ -367,11 +349,6 @@ def _window_call(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
 def _functional_norm(n: Node, ctx: Ctx, rec: Recognition) -> Recognition:
     name = n.name
     first = n.args[0]
-    if name == "normalize":
-        args = _params(n, ("p", "dim", "eps"), rec)
-        op = "l1_norm" if args.get("p") == 1 else "l2_norm" if args.get("p") in (2, 2.0) else "lp_norm"
-        args.update({"keepdim": True, "clamp_eps": True})
-        return _finish(rec, "norm", op, args, [first], ctx.is_tensor(first), n)
     kind = by_spelling(name)
     assert kind is not None
     args = _params(n, tuple(p for p in kind.params if p not in (*ops_norm.TENSOR_PARAMS, *ops_norm.STATE_PARAMS)),
@@ -435,128 +412,13 @@ def _reduction_call(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
-def _norm_expression(n: Node, ctx: Ctx) -> Recognition | None:
-    """x / statistic(x) and x * rsqrt(...): rms, frobenius, l1 and l2 norms written out."""
-    if n.kind != "bin" or n.name not in ("div", "mul"):
+def _written_out(n: Node, ctx: Ctx) -> Recognition | None:
+    """An anchor written out by hand (`x * rsqrt(mean(x ** 2, -1) + eps)`, `mean((a - b) ** 2)`): the
+    idioms of its registry entry."""
+    found = idiom.find(_WRITTEN_ANCHORS, n, ctx)
+    if found is None:
         return None
-    x, d = n.args
-    if not ctx.is_tensor(x):
-        return None
-    rec = Recognition("norm", None)
-    if n.name == "mul":
-        if not _is_call(d, "rsqrt"):
-            return None
-        inner, eps = _plus_eps(d.args[0])
-        if _is_call(inner, "mean") and inner.args and _square_of(inner.args[0]) == x:
-            rec.op = "rms_norm"
-            rec.op_args.update({**_params(inner, ("dim", "keepdim"), rec), "eps": eps or 0.0})
-            rec.op_args["operands"] = (x.name,)
-            return rec
-        return None
-    # division: d is a statistic of x
-    stat, eps_out = _plus_eps(d)
-    if _is_call(stat, "sqrt"):
-        inner, eps = _plus_eps(stat.args[0])
-        if _is_call(inner, "mean", "sum") and inner.args and _square_of(inner.args[0]) == x:
-            args = _params(inner, ("dim", "keepdim"), rec)
-            if inner.name == "mean":
-                rec.op = "rms_norm"
-                args["eps"] = eps or 0.0
-            elif args.get("dim") is None:
-                rec.op = "frobenius_norm"
-                args = {"eps": eps} if eps else {}
-            else:
-                rec.op = "l2_norm"
-                args["eps"] = eps or 0.0
-            rec.op_args.update(args)
-            rec.op_args["operands"] = (x.name,)
-            return rec
-        return None
-    if _is_call(stat, "norm", "linalg.norm", "linalg.vector_norm") and stat.args and stat.args[0] == x:
-        pname = "p" if stat.name == "norm" else "ord"
-        args = _params(stat, (pname, "dim", "keepdim"), rec)
-        p = args.pop(pname, None)
-        if p in (None, "fro", 2, 2.0) and args.get("dim") is None:
-            rec.op, rec.op_args = "frobenius_norm", ({"eps": eps_out} if eps_out else {})
-        elif p in (None, "fro", 2, 2.0):
-            rec.op = "l2_norm"
-            rec.op_args.update({**args, "eps": eps_out or 0.0})
-        elif p in (1, 1.0):
-            rec.op = "l1_norm"
-            rec.op_args.update({**args, "eps": eps_out or 0.0})
-        else:
-            return None
-        rec.op_args["operands"] = (x.name,)
-        return rec
-    if _is_call(stat, "sum", "mean") and stat.args and _abs_of(stat.args[0]) == x:
-        rec.op = "l1_norm"
-        rec.op_args.update({**_params(stat, ("dim", "keepdim"), rec), "eps": eps_out or 0.0})
-        if stat.name == "mean":
-            rec.op_args["mean"] = True
-        rec.op_args["operands"] = (x.name,)
-        return rec
-    return None
-
-
-def _loss_expression(n: Node, ctx: Ctx) -> Recognition | None:
-    """mean((a - b) ** 2), mean(|a - b|), mean(clamp(1 - a * b, min=0)), mean(1 - cos(a, b))."""
-    if not (_is_call(n, "mean", "sum") and n.args):
-        return None
-    b = _bound(n)
-    if not (b.get("dim") is None or (isinstance(b.get("dim"), Node) and b["dim"].is_const and b["dim"].value is None)):
-        return None
-    reduction = n.name
-    body = n.args[0]
-    rec = Recognition("loss", None)
-    sq = _square_of(body)
-    if sq is not None and sq.kind == "bin" and sq.name == "sub" and all(ctx.is_tensor(a) for a in sq.args):
-        rec.op = "mse_loss"
-        rec.op_args = {"reduction": reduction, "operands": tuple(a.name for a in sq.args)}
-        return rec
-    ab = _abs_of(body)
-    if ab is not None and ab.kind == "bin" and ab.name == "sub" and all(ctx.is_tensor(a) for a in ab.args):
-        rec.op = "l1_loss"
-        rec.op_args = {"reduction": reduction, "operands": tuple(a.name for a in ab.args)}
-        return rec
-    hinge = _hinge(body, ctx)
-    if hinge is not None:
-        rec.op = "hinge_loss"
-        rec.op_args = {"reduction": reduction, "margin": hinge[0], "operands": hinge[1]}
-        return rec
-    if (body.kind == "bin" and body.name == "sub" and body.args[0].is_const
-            and _is_call(body.args[1], "cosine_similarity")):
-        cos = body.args[1]
-        inner = Recognition("loss", None)
-        args = _params(cos, ("dim", "eps"), inner)
-        tensors = [a for a in cos.args[:2] if ctx.is_tensor(a)]
-        if len(tensors) == 2:
-            rec.op = "cosine_similarity"
-            rec.op_args = {**args, "form": f"{reduction}({body.args[0].value} - cos)",
-                           "reduction": reduction, "offset": body.args[0].value,
-                           "operands": tuple(t.name for t in tensors)}
-            rec.unknown.update(inner.unknown)
-            return rec
-    return None
-
-
-def _hinge(body: Node, ctx: Ctx) -> tuple[Any, tuple[str, ...]] | None:
-    """clamp(m - a * b, min=0) | relu(m - a * b) | clamp_min(m - a * b, 0) -> (m, (a, b))."""
-    inner = None
-    if _is_call(body, "clamp", "clamp_min") and body.args:
-        b = _bound(body)
-        lo = b.get("min")
-        if isinstance(lo, Node) and lo.is_const and lo.value == 0 and (
-            body.name == "clamp_min" or not isinstance(b.get("max"), Node) or b["max"].value is None
-        ):
-            inner = body.args[0]
-    elif _is_call(body, "relu") and body.args:
-        inner = body.args[0]
-    if inner is None or inner.kind != "bin" or inner.name != "sub" or not inner.args[0].is_const:
-        return None
-    prod = inner.args[1]
-    if prod.kind == "bin" and prod.name == "mul" and all(ctx.is_tensor(a) for a in prod.args):
-        return inner.args[0].value, tuple(a.name for a in prod.args)
-    return None
+    return Recognition(found.family, found.kind, found.op_args, unknown=found.unknown)
 
 
 def _matmul(n: Node, ctx: Ctx) -> Recognition | None:
@@ -782,16 +644,10 @@ def _elementwise(n: Node, ctx: Ctx) -> Recognition | None:
             rec.op = n.name
             rec.op_args["operands"] = (a.name, b.name)
             return rec
-        if n.name == "mul" and ctx.is_tensor(a) and _is_call(b, "sigmoid") and b.args[0] == a:
-            rec.op = "swish"
-            return rec
-        if n.name == "mul" and ctx.is_tensor(b) and _is_call(a, "sigmoid") and a.args[0] == b:
-            rec.op = "swish"
-            return rec
-        if (n.name == "div" and ctx.is_tensor(a) and b.kind == "bin" and b.name == "add"
-                and b.args[0].is_const and b.args[0].value == 1 and _abs_of(b.args[1]) == a):
-            rec.op = "softsign"
-            return rec
+    found = idiom.find(_WRITTEN_ELEMENTWISE, n, ctx)  # `x * sigmoid(x)`: a swish
+    if found is not None:
+        rec.op = found.kind
+        return rec
     if n.kind == "call" and n.name in BINARY_FUNCS and len(n.args) == 2 and all(ctx.is_tensor(a) for a in n.args):
         rec.op = n.name
         rec.op_args["operands"] = tuple(a.name for a in n.args)
@@ -1104,7 +960,7 @@ def _indexed(n: Node, ctx: Ctx) -> Recognition | None:
 
 
 MATCHERS: tuple[Callable[[Node, Ctx], Recognition | None], ...] = (
-    _module, _loss_expression, _norm_expression, _functional, _reduction_call, _matmul, _scan,
+    _module, _written_out, _functional, _reduction_call, _matmul, _scan,
     _nested_unsupported, _matmul_epilogue, _concat, _swap_axes, _slice_copy, _pad_copy, _recurrent, _indexed,
     _elementwise,
 )

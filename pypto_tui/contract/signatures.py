@@ -92,7 +92,6 @@ FUNC_SIGS: dict[str, tuple[str, ...]] = {
     "linalg.vector_norm": ("input", "ord", "dim", "keepdim"),
     "narrow": ("input", "dim", "start", "length"), "select": ("input", "dim", "index"),
     "unsqueeze": ("input", "dim"), "squeeze": ("input", "dim"), "expand": ("input", "size"),
-    "normalize": ("input", "p", "dim", "eps"),  # F.normalize: the contract's l1 / l2 norms
     # one kind, several spellings whose second operand torch names differently
     "matmul": ("input", "other"), "mm": ("input", "mat2"), "bmm": ("input", "mat2"),
     "mv": ("input", "vec"),
@@ -107,7 +106,6 @@ FUNC_SIGS: dict[str, tuple[str, ...]] = {
 FUNC_DEFAULTS: dict[str, dict[str, Any]] = {
     **_ANCHOR_DEFAULTS,
     **_ELEMENTWISE_DEFAULTS,
-    "normalize": {"p": 2.0, "dim": 1, "eps": 1e-12},
     "max": {"dim": None, "keepdim": False}, "min": {"dim": None, "keepdim": False},
     "norm": {"p": "fro", "dim": None, "keepdim": False},
     "linalg.norm": {"ord": None, "dim": None, "keepdim": False},

@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pypto_tui.ops.idiom import Idiom
+
 Shape = tuple[int, ...]
 ShapeFn = Callable[[Sequence[Shape], Mapping[str, Any]], Shape]
 Reference = Callable[..., Any]
@@ -90,6 +92,8 @@ class OpKind:
       the result's), "" when the role's own wording says it (a layout kind without one has no contract).
     - `direction`: for a kind whose operands play different parts (gather's values and positions), the
       words that say which is which, with the formula's placeholders.
+    - `idioms`: the forms a task writes the kind out in by hand (`x * sigmoid(x)` is a swish), each a row
+      the static reader matches (ops/idiom.py).
     - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
       kernel (an embedding's max_norm rewrites its table on every call).
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
@@ -144,6 +148,7 @@ class OpKind:
     returns: tuple[str, ...] = ()
     dtype: str | None = None
     direction: str = ""
+    idioms: tuple[Idiom, ...] = ()
     refuses: tuple[tuple[str, str], ...] = ()
     index_inputs: tuple[int, ...] = ()
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()

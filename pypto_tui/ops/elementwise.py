@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pypto_tui.ops.base import KernelOps, OpError, OpKind, Render, Shape, broadcast, same_shape
+from pypto_tui.ops.idiom import Call, Const, Either, Idiom, Tensor
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -115,17 +116,23 @@ def _k_same(x: Any, p: Mapping[str, Any], ops: KernelOps) -> Any:
 
 
 # ------------------------------------------------------------------ entries
+# Written-out forms of a kind (ops/idiom.py): `x * sigmoid(x)` is a swish, `x / (1 + |x|)` a softsign.
+_X = Tensor("x")
+_ABS_X = Call(("abs",), (_X,))
+_SIGMOID_X = Call(("sigmoid",), (_X,))
+
+
 def _unary(name: str, ref: Callable[..., Any], params: tuple[str, ...] = (), modules: tuple[str, ...] = (),
            methods: bool = True, functions: tuple[str, ...] | None = None, identity: bool = False, *,
            render: Render | None = None, formula: str = "", defaults: Mapping[str, Any] | None = None,
            signature: tuple[tuple[str, Any], ...] = (), kernel_params: tuple[str, ...] = (),
-           unsupported: str = "", dtype: str | None = None) -> OpKind:
+           unsupported: str = "", dtype: str | None = None, idioms: tuple[Idiom, ...] = ()) -> OpKind:
     """A unary kind; `signature` is its module's constructor (torch's defaults), `kernel_params` the
     leading `params` its render reads."""
     return OpKind(name, "elementwise", same_shape, ref, functions=(name,) if functions is None else functions,
                   methods=(name,) if methods else (), modules=modules, params=params, identity=identity,
                   render=render, formula=formula, defaults=dict(defaults or {}), module_signature=signature,
-                  kernel_params=kernel_params, unsupported=unsupported, dtype=dtype)
+                  kernel_params=kernel_params, unsupported=unsupported, dtype=dtype, idioms=idioms)
 
 
 def _binary(name: str, ref: Callable[[Any, Any], Any], functions: tuple[str, ...] = (), *,
@@ -197,7 +204,9 @@ UNARY_KINDS: tuple[OpKind, ...] = (
            formula="log(1 + exp({beta} * {x})) / {beta}  ({x} where {beta} * {x} > {threshold})",
            render=lambda x, p, ops: _k_softplus(x, ops, p.get("beta"))),
     _unary("softsign", lambda x: x / (1.0 + np.abs(x)), modules=("Softsign",), formula="{x} / (1 + |{x}|)",
-           render=lambda x, p, ops: x / (ops.call("abs", x) + 1.0)),
+           render=lambda x, p, ops: x / (ops.call("abs", x) + 1.0),
+           idioms=(Idiom(Call(("div",), (_X, Either((Call(("add",), (Const(equals=1), _ABS_X)),
+                                                     Call(("add",), (_ABS_X, Const(equals=1)))))))),)),
     _unary("hardtanh", lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val),
            ("min_val", "max_val", "inplace"), ("Hardtanh",),
            defaults={"min_val": -1.0, "max_val": 1.0, **dict(_INPLACE)},
@@ -212,7 +221,8 @@ UNARY_KINDS: tuple[OpKind, ...] = (
            render=lambda x, p, ops: x * _k_hardsigmoid(x, ops)),
     _unary("swish", lambda x: x * _sigmoid(x), ("inplace",), ("SiLU",), functions=("swish", "silu"),
            defaults=dict(_INPLACE), signature=_INPLACE, formula="{x} * sigmoid({x})",
-           render=lambda x, p, ops: x * ops.call("sigmoid", x)),
+           render=lambda x, p, ops: x * ops.call("sigmoid", x),
+           idioms=(Idiom(Either((Call(("mul",), (_X, _SIGMOID_X)), Call(("mul",), (_SIGMOID_X, _X))))),)),
     _unary("mish", lambda x: x * np.tanh(np.logaddexp(0.0, x)), ("inplace",), ("Mish",), defaults=dict(_INPLACE),
            signature=_INPLACE, formula="{x} * tanh(log(1 + exp({x})))",
            render=lambda x, p, ops: x * _k_tanh(_k_softplus(x, ops), ops)),

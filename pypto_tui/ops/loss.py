@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from pypto_tui.ops.base import OpError, OpKind, Reference, Shape, axis, broadcast
+from pypto_tui.ops.idiom import Call, Const, Either, Form, Idiom, Match, Tensor, square
 
 
 def _reduced(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -126,20 +127,62 @@ _TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
 """The loss modules' last parameters, with torch's defaults."""
 
 
+# ------------------------------------------------------------------ written-out forms (ops/idiom.py)
+_A, _B = Tensor("a"), Tensor("b")
+_MARGIN = Call(("sub",), (Const("margin"), Call(("mul",), (_A, _B))))
+
+
+def _averaged(body: Form) -> Call:
+    """mean(body) or sum(body) over every axis: the loss's reduction is the call's name."""
+    return Call(("mean", "sum"), (body,), "reduce")
+
+
+def _reduced_as(m: Match, **more: Any) -> dict[str, Any] | None:
+    return {"reduction": m.name("reduce"), **more} if m.whole("reduce") else None
+
+
+def _at_zero(m: Match) -> bool:
+    """clamp(.., min=0) with no max, clamp_min(.., 0), or relu: the hinge's floor."""
+    if "clamp" not in m.calls:
+        return True
+    bounds = m.params("clamp", "min", "max")
+    return bounds.get("min") == 0 and bounds.get("max") is None and "op_args.max" not in m.unknown
+
+
+def _one_minus_cosine(m: Match) -> dict[str, Any] | None:
+    if not m.whole("reduce"):
+        return None
+    red, offset = m.name("reduce"), m.consts["offset"]
+    return {**m.params("cos", "dim", "eps"), "form": f"{red}({offset} - cos)", "reduction": red, "offset": offset}
+
+
+_PAIR = ("a", "b")
+_MSE = (Idiom(_averaged(square(Call(("sub",), (_A, _B)))), _reduced_as, _PAIR),)  # mean((a - b) ** 2)
+_L1 = (Idiom(_averaged(Call(("abs",), (Call(("sub",), (_A, _B)),))), _reduced_as, _PAIR),)  # mean(|a - b|)
+_HINGE = (  # mean(clamp(margin - a * b, min=0)), mean(relu(margin - a * b))
+    Idiom(_averaged(Either((Call(("clamp", "clamp_min"), (_MARGIN,), "clamp"), Call(("relu",), (_MARGIN,))))),
+          lambda m: _reduced_as(m, margin=m.consts["margin"]) if _at_zero(m) else None, _PAIR),
+)
+_COSINE = (  # mean(1 - cosine_similarity(a, b, dim, eps)): a loss
+    Idiom(_averaged(Call(("sub",), (Const("offset"), Call(("cosine_similarity",), (_A, _B), "cos")))),
+          _one_minus_cosine, _PAIR, family="loss"),
+)
+
+
 def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = _LEGACY,
           arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None,
           signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
-          defaults: Mapping[str, Any] | None = None, formula: str = "") -> OpKind:
+          defaults: Mapping[str, Any] | None = None, formula: str = "", idioms: tuple[Idiom, ...] = ()) -> OpKind:
     return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
                   modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
-                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula)
+                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula, idioms=idioms)
 
 
 KINDS = (
     _loss("mse_loss", _reduced, ("MSELoss",), reference=_pointwise(lambda p, t, **_: (p - t) ** 2), signature=_TAIL,
-          formula="({x} - {y})^2"),
+          formula="({x} - {y})^2", idioms=_MSE),
     _loss("l1_loss", _reduced, ("L1Loss",), reference=_pointwise(lambda p, t, **_: np.abs(p - t)), signature=_TAIL,
-          formula="|{x} - {y}|"),
+          formula="|{x} - {y}|", idioms=_L1),
     _loss("smooth_l1_loss", _reduced, ("SmoothL1Loss",), (*_LEGACY, "beta"), reference=_pointwise(_smooth_l1),
           signature=(*_TAIL, ("beta", 1.0)), defaults={"beta": 1.0}, formula="smooth_l1({x} - {y}; beta={beta})"),
     _loss("huber_loss", _reduced, ("HuberLoss",), ("reduction", "delta"), reference=_pointwise(_huber),
@@ -159,7 +202,7 @@ KINDS = (
     # no torch spelling (F.hinge_embedding_loss is another loss)
     _loss("hinge_loss", _reduced, (), ("margin", *_LEGACY), functions=(), defaults={"margin": 1.0},
           reference=_pointwise(lambda p, t, margin=1.0, **_: np.maximum(margin - p * t, 0.0)),
-          formula="max({margin} - {x} * {y}, 0)"),
+          formula="max({margin} - {x} * {y}, 0)", idioms=_HINGE),
     _loss("cosine_embedding_loss", _triplet, ("CosineEmbeddingLoss",), ("margin", *_LEGACY), 3,
           signature=(("margin", 0.0), *_TAIL), inputs=("input1", "input2", "target"), defaults={"margin": 0.0}),
     _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", *_LEGACY), 3,
@@ -170,7 +213,7 @@ KINDS = (
     OpKind("cosine_similarity", "reduction", _cosine_similarity, _cosine_similarity_ref,
            functions=("cosine_similarity",), modules=("CosineSimilarity",), params=("dim", "eps"), arity=2,
            pattern="D", module_signature=(("dim", 1), ("eps", 1e-8)), inputs=("x1", "x2"),
-           defaults={"dim": 1, "eps": 1e-8}),
+           defaults={"dim": 1, "eps": 1e-8}, idioms=_COSINE),
     OpKind("pairwise_distance", "reduction", _pairwise, None, functions=("pairwise_distance",),
            modules=("PairwiseDistance",), params=("p", "eps", "keepdim"), arity=2, inputs=("x1", "x2")),
 )

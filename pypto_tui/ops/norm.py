@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part, same_shape
+from pypto_tui.ops.idiom import Args, Call, Idiom, Match, PlusConst, Tensor, square
 
 
 def _affine(y: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, axis: int) -> np.ndarray:
@@ -258,6 +259,74 @@ TENSOR_PARAMS = ("weight", "bias", "running_mean", "running_var")
 STATE_PARAMS = ("momentum",)
 """Parameters that update the module's running statistics only: not what forward returns."""
 
+# ------------------------------------------------------------------ written-out forms (ops/idiom.py)
+_X = Tensor("x")
+
+
+def _sqrt_of(reduce: tuple[str, ...]) -> Call:
+    """sqrt(reduce(x ** 2, dim, keepdim) + eps), the reduction named `stat`."""
+    return Call(("sqrt",), (PlusConst(Call(reduce, (square(_X),), "stat"), "eps"),))
+
+
+def _eps(m: Match, *params: str) -> dict[str, Any]:
+    """The statistic's parameters, then eps (0 when the form adds none)."""
+    return {**m.params("stat", *params), "eps": m.consts.get("eps") or 0.0}
+
+
+def _frobenius_eps(m: Match) -> dict[str, Any]:
+    return {"eps": m.consts["eps"]} if m.consts.get("eps") else {}
+
+
+def _by_norm(*orders: Any, whole: bool | None = None) -> Args:
+    """The op_args of x / (torch.norm(x, p, dim, keepdim) + eps) when p (linalg's ord) is one of `orders`
+    and the call reduces every axis (`whole`) or not (None: either); else None."""
+    def args(m: Match) -> dict[str, Any] | None:
+        order = "p" if m.name("stat") == "norm" else "ord"
+        values = m.params("stat", order, "dim", "keepdim")
+        if values.pop(order, None) not in orders or (whole is not None and (values.get("dim") is None) != whole):
+            return None
+        return _frobenius_eps(m) if whole else {**values, "eps": m.consts.get("eps") or 0.0}
+    return args
+
+
+def _by_normalize(*orders: Any) -> Args:
+    """The op_args of F.normalize(x, p, dim, eps) when p is one of `orders`: x over its p-norm along dim,
+    the norm clamped below at eps."""
+    def args(m: Match) -> dict[str, Any] | None:
+        values = m.params("stat", "p", "dim", "eps")
+        return {**values, "keepdim": True, "clamp_eps": True} if values.get("p") in orders else None
+    return args
+
+
+_NORMALIZE = Call(("normalize",), (_X,), "stat")
+_TWO = (None, "fro", 2, 2.0)
+_BY_NORM = Call(("div",), (_X, PlusConst(Call(("norm", "linalg.norm", "linalg.vector_norm"), (_X,), "stat"), "eps")))
+_BY_SUM_SQUARE = Call(("div",), (_X, _sqrt_of(("sum",))))
+_RMS = (
+    # x * rsqrt(mean(x ** 2, dim, keepdim) + eps), x / sqrt(mean(x ** 2, dim, keepdim) + eps)
+    Idiom(Call(("mul",), (_X, Call(("rsqrt",), (PlusConst(Call(("mean",), (square(_X),), "stat"), "eps"),)))),
+          lambda m: _eps(m, "dim", "keepdim")),
+    Idiom(Call(("div",), (_X, _sqrt_of(("mean",)))), lambda m: _eps(m, "dim", "keepdim")),
+)
+_FROBENIUS = (
+    # x / sqrt(sum(x ** 2) + eps), x / (torch.norm(x) + eps)
+    Idiom(_BY_SUM_SQUARE, lambda m: _frobenius_eps(m) if m.whole("stat") else None),
+    Idiom(_BY_NORM, _by_norm(*_TWO, whole=True)),
+)
+_L2 = (
+    # x / sqrt(sum(x ** 2, dim, keepdim) + eps), x / (torch.norm(x, 2, dim, keepdim) + eps)
+    Idiom(_BY_SUM_SQUARE, lambda m: None if m.whole("stat") else _eps(m, "dim", "keepdim")),
+    Idiom(_BY_NORM, _by_norm(*_TWO, whole=False)),
+    Idiom(_NORMALIZE, _by_normalize(2, 2.0)),
+)
+_L1 = (
+    # x / (torch.norm(x, 1, dim, keepdim) + eps), x / (sum|mean(|x|, dim, keepdim) + eps)
+    Idiom(_BY_NORM, _by_norm(1, 1.0)),
+    Idiom(_NORMALIZE, _by_normalize(1)),
+    Idiom(Call(("div",), (_X, PlusConst(Call(("sum", "mean"), (Call(("abs",), (_X,)),), "stat"), "eps"))),
+          lambda m: {**_eps(m, "dim", "keepdim"), **({"mean": True} if m.name("stat") == "mean" else {})}),
+)
+
 KINDS: tuple[OpKind, ...] = (
     OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
            modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
@@ -287,15 +356,17 @@ KINDS: tuple[OpKind, ...] = (
            module_signature=(("num_groups", REQUIRED), ("num_channels", REQUIRED), ("eps", 1e-5), ("affine", True))),
     OpKind("rms_norm", "norm", _checked("rms_norm"), _rms_norm, functions=("rms_norm",), modules=("RMSNorm",),
            params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights, defaults={"eps": None},
-           aten=("aten.rms_norm.default",),
+           aten=("aten.rms_norm.default",), idioms=_RMS,
            module_signature=(("normalized_shape", REQUIRED), ("eps", None), ("elementwise_affine", True))),
 )
 # Normalisations the contract reads from their written-out forms (and F.normalize): no spelling of
 # their own, so the graph reader keeps such a forward as its elementwise nodes and reductions.
 WRITTEN_KINDS = (
-    OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, params=("eps",), pattern="C"),
-    OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), params=("dim", "keepdim", "eps"), pattern="C"),
-    OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), params=("dim", "keepdim", "eps"), pattern="C"),
+    OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, params=("eps",), pattern="C", idioms=_FROBENIUS),
+    OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), params=("dim", "keepdim", "eps"), pattern="C",
+           idioms=_L1),
+    OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), params=("dim", "keepdim", "eps"), pattern="C",
+           idioms=_L2),
     # F.normalize inside a chain: its parts (a norm, a clamp, a divide); alone, the contract's l1/l2_norm
     OpKind("normalize", "norm", same_shape, _normalize, functions=("normalize",), params=("p", "dim", "eps"),
            decompose=_normalize_parts, defaults={"p": 2.0, "dim": 1, "eps": 1e-12}),
