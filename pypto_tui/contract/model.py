@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pypto_tui.errors import InputError
 from pypto_tui.findings import Finding
+from pypto_tui.ops.base import axes_of
 from pypto_tui.vocabulary import FAMILIES
 
 Kind = Literal["tensor", "scalar"]
@@ -388,12 +389,4 @@ class Contract:
 
 def norm_axes(dim: Any, rank: int) -> tuple[int, ...] | None:
     """Non-negative, sorted axes for dim=int | tuple | None (None: all axes)."""
-    if dim is None:
-        return tuple(range(rank))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
-            return None
-        out.append(d % rank if rank else 0)
-    return tuple(sorted(set(out)))
+    return axes_of(dim, rank)

@@ -18,7 +18,7 @@ from pypto_tui.contract import ir
 from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 from pypto_tui.ops import registry
-from pypto_tui.ops.base import OpError
+from pypto_tui.ops.base import OpError, shown
 from pypto_tui.ops.reduce import reduced_shape
 from pypto_tui.ops.registry import REGISTRY
 from pypto_tui.vocabulary import INDEX_DTYPES
@@ -368,120 +368,34 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
 
 
 def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
+    """A normalisation: what it divides by is its registry entry's statistic."""
     x = ops[0]
     shape = _need_shape(x)
-    rank = len(shape)
-    op = c.op or ""
     a = c.op_args
-    eps = a.get("eps")
-    n = x.name
     out.output_shape = shape
     out.asymmetric = False
-    if op == "batch_norm":
-        if rank < 2:
-            raise _Missing("reduction", "BatchNorm needs at least (N, C)")
-        axes = (0, *range(2, rank))
-        count = math.prod(shape[i] for i in axes)
-        out.reduction = Reduction("mean_var", axes, True, "mean", count)
-        mode = "batch statistics (training mode)" if a.get("training", True) else "running statistics"
-        out.formula = (f"out = ({n} - mean_c) / sqrt(var_c + {_fmt(eps)}), mean/var per channel c over "
-                       f"(N, {', '.join('HWD'[: rank - 2]) or '-'}) = {count} values, biased var, {mode}"
-                       + _affine_note(a))
-        _check_channels(a, shape, "num_features", out)
-        if not a.get("training", True):
-            out.supported = False
-            out.reason = "normalising with running statistics: their values are not in the task file"
-    elif op == "instance_norm":
-        axes = tuple(range(2, rank))
-        count = math.prod(shape[i] for i in axes) if axes else 1
-        out.reduction = Reduction("mean_var", axes, True, "mean", count)
-        out.formula = (f"out = ({n} - mean_nc) / sqrt(var_nc + {_fmt(eps)}), per (n, c) over the "
-                       f"{count} spatial values, biased var" + _affine_note(a))
-        if a.get("track_running_stats"):
-            out.unknown["formula"] = "track_running_stats=True: in training mode batch statistics are used"
-    elif op == "group_norm":
-        g = a.get("num_groups")
-        if not isinstance(g, int) or g <= 0:
-            raise _Missing("reduction", "num_groups is not known")
-        if rank < 2 or shape[1] % g:
-            raise _Missing("reduction", f"{shape[1] if rank > 1 else '?'} channels do not split into {g} groups")
-        _check_channels(a, shape, "num_channels", out)
-        axes = tuple(range(1, rank))
-        count = shape[1] // g * math.prod(shape[2:])
-        out.reduction = Reduction("mean_var", axes, True, "mean", count)
-        out.formula = (f"out = ({n} - mean_ng) / sqrt(var_ng + {_fmt(eps)}), per sample n and group g over "
-                       f"(C/G={shape[1] // g}{''.join(', ' + str(s) for s in shape[2:])}) = {count} values, "
-                       f"G = {g}, biased var" + _affine_note(a))
-    elif op in ("layer_norm", "rms_norm") and "normalized_shape" in a:
-        ns = a["normalized_shape"]
-        ns = (ns,) if isinstance(ns, int) else tuple(ns or ())
-        if tuple(shape[rank - len(ns):]) != ns:
-            raise _Missing("reduction", f"normalized_shape {ns} does not match the trailing dims of {shape}")
-        axes = tuple(range(rank - len(ns), rank))
-        count = math.prod(ns)
-        if op == "layer_norm":
-            out.reduction = Reduction("mean_var", axes, True, "mean", count)
-            out.formula = (f"out = ({n} - mean) / sqrt(var + {_fmt(eps)}), over the last {len(ns)} axes "
-                           f"({count} values), biased var" + _affine_note(a, "elementwise_affine"))
-        else:
-            out.reduction = Reduction("mean_square", axes, True, "mean", count)
-            e = "machine eps" if eps is None else _fmt(eps)
-            out.formula = f"out = {n} / sqrt(mean({n}^2 over axes {list(axes)}) + {e})"
-    elif op == "rms_norm":
-        axes = _dim(c, rank)
-        count = math.prod(shape[i] for i in axes)
-        out.reduction = Reduction("mean_square", axes, bool(a.get("keepdim", False)), "mean", count)
-        L = _ix(rank)
-        red = ",".join(L[i] for i in axes)
-        out.formula = f"out = {n} / sqrt(sum_{{{red}}} {_at(n, L)}^2 / {count} + {_fmt(eps)})  (over axis {list(axes)})"
-        _need_keepdim(a, axes, rank, out)
-    elif op == "frobenius_norm":
-        axes = tuple(range(rank))
-        out.reduction = Reduction("sum_square", axes, True, "sum")
-        e = f" + {_fmt(eps)}" if eps else ""
-        out.formula = f"out = {n} / sqrt(sum over all {math.prod(shape)} elements of {n}^2{e})"
-    elif op in ("l1_norm", "l2_norm"):
-        axes = _dim(c, rank)
-        mean = bool(a.get("mean"))
-        count = math.prod(shape[i] for i in axes)
-        kind = "sum_abs" if op == "l1_norm" else "sum_square"
-        out.reduction = Reduction(kind, axes, bool(a.get("keepdim", False)), "mean" if mean else "sum",
-                                  count if mean else None)
-        stat = f"sum |{n}|" if op == "l1_norm" else f"sqrt(sum {n}^2)"
-        if mean:
-            stat = f"mean |{n}|"
-        if a.get("clamp_eps"):
-            out.formula = f"out = {n} / max({stat} over axis {list(axes)}, {_fmt(eps)})"
-        else:
-            e = f" + {_fmt(eps)}" if eps else ""
-            out.formula = f"out = {n} / ({stat} over axis {list(axes)}{e})"
-        if not a.get("clamp_eps"):
-            _need_keepdim(a, axes, rank, out)
-    else:
+    kind = registry.kind(c.op or "")
+    if "op_args.dim" in c.unknown and kind is not None and "dim" in kind.params:
+        raise _Missing("reduction", c.unknown["op_args.dim"])
+    try:
+        stat = kind.statistic(shape, a, x.name) if kind is not None and kind.statistic is not None else None
+    except OpError as exc:
+        raise _Missing("reduction", str(exc)) from None
+    if stat is None:
         out.supported = False
-        out.reason = f"{op} is not a norm pypto-tui knows"
+        out.reason = f"{c.op or ''} is not a norm pypto-tui knows"
         out.unknown["formula"] = out.reason
         return
+    out.reduction = Reduction(stat.kind, stat.axes, stat.keepdim, cast(Scaling, stat.scaling), stat.count)
+    out.formula = stat.formula
+    out.unknown.update(stat.unknown)
+    if stat.refused:
+        out.supported = False
+        out.reason = stat.refused
     for p in ("running_mean", "running_var", "weight", "bias"):
         if isinstance(a.get(p), str):  # a tensor passed to F.*_norm (module flags are bools)
             out.supported = False
             out.reason = f"the norm takes {p}={a[p]}, a tensor the contract does not model"
-
-
-def _affine_note(a: Mapping[str, Any], key: str = "affine") -> str:
-    return "; affine weight=1, bias=0 at init" if a.get(key) else ""
-
-
-def _check_channels(a: Mapping[str, Any], shape: tuple[int, ...], key: str, out: _Out) -> None:
-    want = a.get(key)
-    if isinstance(want, int) and len(shape) > 1 and shape[1] != want:
-        out.unknown["output_shape"] = f"{key}={want} but the input has {shape[1]} channels: the baseline fails"
-
-
-def _need_keepdim(a: Mapping[str, Any], axes: tuple[int, ...], rank: int, out: _Out) -> None:
-    if not a.get("keepdim") and any(i != rank - 1 for i in axes):
-        out.unknown["formula"] = ("the statistic is not kept (keepdim=False), so dividing broadcasts it "
-                                  "against other axes; check the baseline")
 
 
 def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
@@ -873,13 +787,7 @@ def _promote_all(dtypes: Sequence[str | None]) -> str | None:
     return res
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:g}"
-    if isinstance(v, tuple | list):
-        return "(" + ", ".join(_fmt(x) for x in v) + ")"
-    return str(v)
-
+_fmt = shown
 
 def _unfreeze(v: Any) -> Any:
     if isinstance(v, tuple):

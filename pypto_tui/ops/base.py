@@ -94,6 +94,8 @@ class OpKind:
       words that say which is which, with the formula's placeholders.
     - `idioms`: the forms a task writes the kind out in by hand (`x * sigmoid(x)` is a swish), each a row
       the static reader matches (ops/idiom.py).
+    - `statistic(shape, args, name)`: a normalisation's statistic (`Statistic`): what the contract's
+      reduction and formula say it divides by.
     - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
       kernel (an embedding's max_norm rewrites its table on every call).
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
@@ -149,6 +151,7 @@ class OpKind:
     dtype: str | None = None
     direction: str = ""
     idioms: tuple[Idiom, ...] = ()
+    statistic: StatisticOf | None = None
     refuses: tuple[tuple[str, str], ...] = ()
     index_inputs: tuple[int, ...] = ()
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()
@@ -190,6 +193,50 @@ def broadcast(shapes: Sequence[Shape], attrs: Mapping[str, Any] | None = None) -
                 continue
             raise OpError(f"shapes {[tuple(x) for x in shapes]} do not broadcast (axis {i}: {out[i]} vs {d})")
     return tuple(out)
+
+
+def axes_of(dim: Any, rank: int) -> tuple[int, ...] | None:
+    """Non-negative, sorted axes for a torch dim (an int, a tuple of them, or None: every axis); None when
+    one is not an axis of a rank-`rank` tensor."""
+    if dim is None:
+        return tuple(range(rank))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or not -rank <= d < max(rank, 1):
+            return None
+        out.append(d % rank if rank else 0)
+    return tuple(sorted(set(out)))
+
+
+def shown(v: Any) -> str:
+    """A parameter as a formula shows it: a float in its shortest form, a sequence in parentheses."""
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, tuple | list):
+        return "(" + ", ".join(shown(x) for x in v) + ")"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """What a normalisation divides by, from its input's shape and its arguments: the contract's reduction
+    (`kind`, `axes`, `keepdim`, `scaling`, `count`) and formula, what the user must confirm (`unknown`:
+    contract field -> why) and why no kernel takes it (`refused`, "" when one does)."""
+
+    kind: str
+    axes: tuple[int, ...]
+    keepdim: bool
+    scaling: str
+    count: int | None
+    formula: str
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    refused: str = ""
+
+
+StatisticOf = Callable[[Shape, Mapping[str, Any], str], "Statistic | None"]
+"""(the input's shape, the call's arguments, the input's name) -> the statistic, None when the arguments
+do not say it (a layer norm without its normalized_shape); OpError when they contradict the shape."""
 
 
 def axis(dim: Any, rank: int) -> int:

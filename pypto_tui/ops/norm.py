@@ -8,13 +8,28 @@ inputs of the node when the module has them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import REQUIRED, Decomposition, OpError, OpKind, Shape, ShapeOf, axis, part, same_shape
+from pypto_tui.ops.base import (
+    REQUIRED,
+    Decomposition,
+    OpError,
+    OpKind,
+    Shape,
+    ShapeOf,
+    Statistic,
+    StatisticOf,
+    axes_of,
+    axis,
+    part,
+    same_shape,
+    shown,
+)
 from pypto_tui.ops.idiom import Args, Call, Idiom, Match, PlusConst, Tensor, square
 
 
@@ -259,6 +274,141 @@ TENSOR_PARAMS = ("weight", "bias", "running_mean", "running_var")
 STATE_PARAMS = ("momentum",)
 """Parameters that update the module's running statistics only: not what forward returns."""
 
+# ------------------------------------------------------------------ the contract's statistic
+_LETTERS = "ijklmnopq"
+
+
+def _affine_note(a: Mapping[str, Any], key: str = "affine") -> str:
+    return "; affine weight=1, bias=0 at init" if a.get(key) else ""
+
+
+def _channels_differ(a: Mapping[str, Any], shape: Shape, key: str) -> dict[str, str]:
+    want = a.get(key)
+    if isinstance(want, int) and len(shape) > 1 and shape[1] != want:
+        return {"output_shape": f"{key}={want} but the input has {shape[1]} channels: the baseline fails"}
+    return {}
+
+
+def _unkept(a: Mapping[str, Any], axes: tuple[int, ...], rank: int) -> dict[str, str]:
+    """A statistic over an axis other than the last, not kept: dividing broadcasts it elsewhere."""
+    if not a.get("keepdim") and any(i != rank - 1 for i in axes):
+        return {"formula": "the statistic is not kept (keepdim=False), so dividing broadcasts it against other "
+                           "axes; check the baseline"}
+    return {}
+
+
+def _dim_axes(a: Mapping[str, Any], rank: int, op: str) -> tuple[int, ...]:
+    if "dim" not in a:
+        raise OpError(f"'dim' of {op} is not known")
+    axes = axes_of(a["dim"], rank)
+    if axes is None:
+        raise OpError(f"dim={a['dim']!r} is not an axis of a rank-{rank} input")
+    return axes
+
+
+def _trailing(shape: Shape, a: Mapping[str, Any]) -> tuple[tuple[int, ...], int] | None:
+    """The last len(normalized_shape) axes and their count; None when the call gives no normalized_shape."""
+    if "normalized_shape" not in a:
+        return None
+    ns = a["normalized_shape"]
+    ns = (ns,) if isinstance(ns, int) else tuple(ns or ())
+    rank = len(shape)
+    if tuple(shape[rank - len(ns):]) != ns:
+        raise OpError(f"normalized_shape {ns} does not match the trailing dims of {shape}")
+    return tuple(range(rank - len(ns), rank)), math.prod(ns)
+
+
+def _batch_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    rank = len(shape)
+    if rank < 2:
+        raise OpError("BatchNorm needs at least (N, C)")
+    axes = (0, *range(2, rank))
+    count = math.prod(shape[i] for i in axes)
+    training = a.get("training", True)
+    mode = "batch statistics (training mode)" if training else "running statistics"
+    return Statistic("mean_var", axes, True, "mean", count,
+                     f"out = ({n} - mean_c) / sqrt(var_c + {shown(a.get('eps'))}), mean/var per channel c over "
+                     f"(N, {', '.join('HWD'[: rank - 2]) or '-'}) = {count} values, biased var, {mode}"
+                     + _affine_note(a), _channels_differ(a, shape, "num_features"),
+                     "" if training else "normalising with running statistics: their values are not in the task file")
+
+
+def _instance_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    axes = tuple(range(2, len(shape)))
+    count = math.prod(shape[i] for i in axes) if axes else 1
+    unknown = ({"formula": "track_running_stats=True: in training mode batch statistics are used"}
+               if a.get("track_running_stats") else {})
+    return Statistic("mean_var", axes, True, "mean", count,
+                     f"out = ({n} - mean_nc) / sqrt(var_nc + {shown(a.get('eps'))}), per (n, c) over the {count} "
+                     "spatial values, biased var" + _affine_note(a), unknown)
+
+
+def _group_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    g, rank = a.get("num_groups"), len(shape)
+    if not isinstance(g, int) or g <= 0:
+        raise OpError("num_groups is not known")
+    if rank < 2 or shape[1] % g:
+        raise OpError(f"{shape[1] if rank > 1 else '?'} channels do not split into {g} groups")
+    count = shape[1] // g * math.prod(shape[2:])
+    return Statistic("mean_var", tuple(range(1, rank)), True, "mean", count,
+                     f"out = ({n} - mean_ng) / sqrt(var_ng + {shown(a.get('eps'))}), per sample n and group g over "
+                     f"(C/G={shape[1] // g}{''.join(', ' + str(s) for s in shape[2:])}) = {count} values, "
+                     f"G = {g}, biased var" + _affine_note(a), _channels_differ(a, shape, "num_channels"))
+
+
+def _layer_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic | None:
+    trailing = _trailing(shape, a)
+    if trailing is None:
+        return None
+    axes, count = trailing
+    return Statistic("mean_var", axes, True, "mean", count,
+                     f"out = ({n} - mean) / sqrt(var + {shown(a.get('eps'))}), over the last {len(axes)} axes "
+                     f"({count} values), biased var" + _affine_note(a, "elementwise_affine"))
+
+
+def _rms_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    """Over normalized_shape's trailing axes (RMSNorm, F.rms_norm) or a written-out form's dim."""
+    eps, rank = a.get("eps"), len(shape)
+    trailing = _trailing(shape, a)
+    if trailing is not None:
+        axes, count = trailing
+        e = "machine eps" if eps is None else shown(eps)
+        return Statistic("mean_square", axes, True, "mean", count,
+                         f"out = {n} / sqrt(mean({n}^2 over axes {list(axes)}) + {e})")
+    axes = _dim_axes(a, rank, "rms_norm")
+    count = math.prod(shape[i] for i in axes)
+    letters = list(_LETTERS[:rank])
+    at = f"{n}[{', '.join(letters)}]" if letters else n
+    return Statistic("mean_square", axes, bool(a.get("keepdim", False)), "mean", count,
+                     f"out = {n} / sqrt(sum_{{{','.join(letters[i] for i in axes)}}} {at}^2 / {count} + {shown(eps)})"
+                     f"  (over axis {list(axes)})", _unkept(a, axes, rank))
+
+
+def _frobenius_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    eps = a.get("eps")
+    e = f" + {shown(eps)}" if eps else ""
+    return Statistic("sum_square", tuple(range(len(shape))), True, "sum", None,
+                     f"out = {n} / sqrt(sum over all {math.prod(shape)} elements of {n}^2{e})")
+
+
+def _lp_statistic(p: int) -> StatisticOf:
+    """x over its p-norm (1 or 2) along dim, or its mean absolute value (`mean`); F.normalize's norm is
+    clamped below at eps (`clamp_eps`), a written-out one has eps added."""
+    def statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+        rank, eps, mean = len(shape), a.get("eps"), bool(a.get("mean"))
+        axes = _dim_axes(a, rank, f"l{p}_norm")
+        count = math.prod(shape[i] for i in axes)
+        stat = f"mean |{n}|" if mean else f"sum |{n}|" if p == 1 else f"sqrt(sum {n}^2)"
+        if a.get("clamp_eps"):
+            formula, unknown = f"out = {n} / max({stat} over axis {list(axes)}, {shown(eps)})", {}
+        else:
+            e = f" + {shown(eps)}" if eps else ""
+            formula, unknown = f"out = {n} / ({stat} over axis {list(axes)}{e})", _unkept(a, axes, rank)
+        return Statistic("sum_abs" if p == 1 else "sum_square", axes, bool(a.get("keepdim", False)),
+                         "mean" if mean else "sum", count if mean else None, formula, unknown)
+    return statistic
+
+
 # ------------------------------------------------------------------ written-out forms (ops/idiom.py)
 _X = Tensor("x")
 
@@ -328,7 +478,8 @@ _L1 = (
 )
 
 KINDS: tuple[OpKind, ...] = (
-    OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, functions=("batch_norm",),
+    OpKind("batch_norm", "norm", _checked("batch_norm"), _batch_norm, statistic=_batch_statistic,
+           functions=("batch_norm",),
            modules=("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"), params=("running_mean", "running_var", "weight",
                                                                           "bias", "training", "momentum", "eps"),
            defaults={"training": False, "momentum": 0.1, "eps": 1e-5},
@@ -336,25 +487,29 @@ KINDS: tuple[OpKind, ...] = (
            decompose=_batch_norm_rows, aten=("aten._native_batch_norm_legit_no_training.default",),
            module_signature=(("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", True),
                              ("track_running_stats", True))),
-    OpKind("instance_norm", "norm", _checked("instance_norm"), _instance_norm, functions=("instance_norm",),
+    OpKind("instance_norm", "norm", _checked("instance_norm"), _instance_norm, statistic=_instance_statistic,
+           functions=("instance_norm",),
            modules=("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"), pattern="C", weights=_in_weights,
            params=("running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps"),
            defaults={"use_input_stats": True, "momentum": 0.1, "eps": 1e-5},
            aten=("aten.instance_norm.default",),
            module_signature=(("num_features", REQUIRED), ("eps", 1e-5), ("momentum", 0.1), ("affine", False),
                              ("track_running_stats", False))),
-    OpKind("layer_norm", "norm", _checked("layer_norm"), _layer_norm, functions=("layer_norm",),
+    OpKind("layer_norm", "norm", _checked("layer_norm"), _layer_norm, statistic=_layer_statistic,
+           functions=("layer_norm",),
            modules=("LayerNorm",), params=("normalized_shape", "weight", "bias", "eps"), pattern="C",
            defaults={"eps": 1e-5},
            weights=_ln_weights, aten=("aten.layer_norm.default", "aten.native_layer_norm.default"),
            module_signature=(("normalized_shape", REQUIRED), ("eps", 1e-5), ("elementwise_affine", True),
                              ("bias", True))),
-    OpKind("group_norm", "norm", _checked("group_norm"), _group_norm, functions=("group_norm",),
+    OpKind("group_norm", "norm", _checked("group_norm"), _group_norm, statistic=_group_statistic,
+           functions=("group_norm",),
            modules=("GroupNorm",), params=("num_groups", "weight", "bias", "eps"), pattern="C", weights=_gn_weights,
            defaults={"eps": 1e-5},
            aten=("aten.group_norm.default", "aten.native_group_norm.default"),
            module_signature=(("num_groups", REQUIRED), ("num_channels", REQUIRED), ("eps", 1e-5), ("affine", True))),
-    OpKind("rms_norm", "norm", _checked("rms_norm"), _rms_norm, functions=("rms_norm",), modules=("RMSNorm",),
+    OpKind("rms_norm", "norm", _checked("rms_norm"), _rms_norm, statistic=_rms_statistic,
+           functions=("rms_norm",), modules=("RMSNorm",),
            params=("normalized_shape", "weight", "eps"), pattern="C", weights=_rms_weights, defaults={"eps": None},
            aten=("aten.rms_norm.default",), idioms=_RMS,
            module_signature=(("normalized_shape", REQUIRED), ("eps", None), ("elementwise_affine", True))),
@@ -362,10 +517,13 @@ KINDS: tuple[OpKind, ...] = (
 # Normalisations the contract reads from their written-out forms (and F.normalize): no spelling of
 # their own, so the graph reader keeps such a forward as its elementwise nodes and reductions.
 WRITTEN_KINDS = (
-    OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, params=("eps",), pattern="C", idioms=_FROBENIUS),
-    OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), params=("dim", "keepdim", "eps"), pattern="C",
+    OpKind("frobenius_norm", "norm", same_shape, _frobenius_norm, statistic=_frobenius_statistic,
+           params=("eps",), pattern="C", idioms=_FROBENIUS),
+    OpKind("l1_norm", "norm", same_shape, _lp_normalise(1), statistic=_lp_statistic(1),
+           params=("dim", "keepdim", "eps"), pattern="C",
            idioms=_L1),
-    OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), params=("dim", "keepdim", "eps"), pattern="C",
+    OpKind("l2_norm", "norm", same_shape, _lp_normalise(2), statistic=_lp_statistic(2),
+           params=("dim", "keepdim", "eps"), pattern="C",
            idioms=_L2),
     # F.normalize inside a chain: its parts (a norm, a clamp, a divide); alone, the contract's l1/l2_norm
     OpKind("normalize", "norm", same_shape, _normalize, functions=("normalize",), params=("p", "dim", "eps"),
