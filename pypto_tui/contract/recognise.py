@@ -34,6 +34,8 @@ _ANCHORS = [k for k in REGISTRY.values() if k.is_anchor]
 # The kinds with forms written out by hand (their entries' idioms), anchors apart from elementwise ones:
 # an anchor's form is the whole expression, an elementwise one's a named shape of a small expression.
 _WRITTEN_ANCHORS = [k for k in _ANCHORS if k.idioms]
+# What a loss may take its first input through and still have a kernel (its entry says which).
+_TRANSFORMS = frozenset(t for k in REGISTRY.values() for t in k.input_transforms)
 _WRITTEN_ELEMENTWISE = [k for k in REGISTRY.values() if k.is_elementwise and k.idioms]
 # The reductions over `dim` a call names: the kinds the reduction patterns (or a pattern of the kind's own,
 # topk's) take, by name and spelling (a kind another one spells, max_dim, is read through torch.max);
@@ -191,15 +193,16 @@ def _finish(rec: Recognition, family: str, op: str, op_args: dict[str, Any], ope
 
 
 def _transform(n: Node, ctx: Ctx) -> tuple[Node | None, str | None, dict[str, Any]]:
-    """An input, possibly under log / log_softmax / softmax / exp: (input, transform, args)."""
+    """An input, possibly under a kind some loss takes as a transform of its input (`log`, `log_softmax`
+    over dim: the registry's `input_transforms`): (input, transform, args)."""
     if ctx.is_tensor(n):
         return n, None, {}
-    if _is_call(n, "log", "exp", "sigmoid") and n.args and ctx.is_tensor(n.args[0]):
-        return n.args[0], n.name, {}
-    if _is_call(n, "log_softmax", "softmax") and n.args and ctx.is_tensor(n.args[0]):
-        b = _bound(n)
+    if n.kind == "call" and n.name in _TRANSFORMS and n.args and ctx.is_tensor(n.args[0]):
+        kind = REGISTRY.get(n.name)
+        if kind is None or "dim" not in kind.params:
+            return n.args[0], n.name, {}
         try:
-            dim = _val(b.get("dim"))
+            dim = _val(_bound(n).get("dim"))
         except _NotConst:
             dim = None
         return n.args[0], n.name, {"transform_dim": dim}
@@ -216,6 +219,7 @@ def _loss_from_args(rec: Recognition, op: str, params: dict[str, Any], args: lis
             rec.unknown["op_args.reduction"] = f"the legacy '{legacy}=' argument is set; use reduction="
     operands: list[str] = []
     fused = False
+    transforms = REGISTRY[op].input_transforms if op in REGISTRY else ()
     for i, a in enumerate(args):
         base, tf, extra = _transform(a, ctx)
         if base is None:
@@ -225,12 +229,12 @@ def _loss_from_args(rec: Recognition, op: str, params: dict[str, Any], args: lis
             continue
         operands.append(base.name)
         if tf is not None:
-            if op == "kl_div" and i == 0:
+            if tf in transforms and i == 0:
                 rec.op_args["input_transform"] = tf
                 rec.op_args.update(extra)
             else:
                 fused = True
-    if op == "kl_div":
+    if transforms:
         rec.op_args.setdefault("input_transform", None)
     rec.op_args["operands"] = tuple(operands)
     if fused:

@@ -96,6 +96,8 @@ class OpKind:
       the static reader matches (ops/idiom.py).
     - `statistic(shape, args, name)`: a normalisation's statistic (`Statistic`): what the contract's
       reduction and formula say it divides by.
+    - `input_transforms`: the kinds whose result the kind may take as its first input and still have a
+      kernel, the transform recorded in its contract (kl_div of `log(p)` or `log_softmax(p, dim)`).
     - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
       kernel (an embedding's max_norm rewrites its table on every call).
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
@@ -152,6 +154,7 @@ class OpKind:
     direction: str = ""
     idioms: tuple[Idiom, ...] = ()
     statistic: StatisticOf | None = None
+    input_transforms: tuple[str, ...] = ()
     refuses: tuple[tuple[str, str], ...] = ()
     index_inputs: tuple[int, ...] = ()
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()

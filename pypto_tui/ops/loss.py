@@ -172,10 +172,12 @@ _COSINE = (  # mean(1 - cosine_similarity(a, b, dim, eps)): a loss
 def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[str, ...] = _LEGACY,
           arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None,
           signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
-          defaults: Mapping[str, Any] | None = None, formula: str = "", idioms: tuple[Idiom, ...] = ()) -> OpKind:
+          defaults: Mapping[str, Any] | None = None, formula: str = "", idioms: tuple[Idiom, ...] = (),
+          input_transforms: tuple[str, ...] = ()) -> OpKind:
     return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
                   modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
-                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula, idioms=idioms)
+                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula, idioms=idioms,
+                  input_transforms=input_transforms)
 
 
 KINDS = (
@@ -189,7 +191,8 @@ KINDS = (
           signature=(("reduction", "mean"), ("delta", 1.0)), defaults={"delta": 1.0},
           formula="huber({x} - {y}; delta={delta})"),
     _loss("kl_div", _reduced, ("KLDivLoss",), (*_LEGACY, "log_target"), reference=_pointwise(_kl_div),
-          signature=(*_TAIL, ("log_target", False)), defaults={"log_target": False}),
+          signature=(*_TAIL, ("log_target", False)), defaults={"log_target": False},
+          input_transforms=("log", "exp", "sigmoid", "log_softmax", "softmax")),
     _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",),
           ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"),
           reference=_cross_entropy_ref,
