@@ -251,7 +251,8 @@ def _functional(n: Node, ctx: Ctx) -> Recognition | None:
     if name in FUNC_LOSSES:
         b = _bound(n)
         params = FUNC_SIGS[name]
-        tensor_params = {"input", "target", "anchor", "positive", "negative", "x1", "x2", "input1", "input2"}
+        loss = by_spelling(name)
+        tensor_params = set(loss.inputs if loss is not None else ())  # the entry names its tensors
         tensors = [b[p] for p in params if p in tensor_params and isinstance(b.get(p), Node)]
         consts = _params(n, tuple(p for p in params if p not in tensor_params), rec)
         return _loss_from_args(rec, name, consts, tensors, ctx, n)
