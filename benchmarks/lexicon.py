@@ -38,7 +38,17 @@ def vocabulary() -> set[str]:
     return {w for w in words if len(w) > 1}
 
 
-def lines_naming(path: Path, words: set[str]) -> set[int]:
+def role_words() -> set[str]:
+    """The roles and contract families (conv, norm, softmax, matmul, ...): a kind of kernel, which some kinds
+    share as a name."""
+    from pypto_tui.ops.base import ROLES
+    from pypto_tui.vocabulary import FAMILIES
+
+    return set(ROLES) | set(FAMILIES)
+
+
+def lines_naming(path: Path, words: set[str], named: dict[int, set[str]] | None = None) -> set[int]:
+    """The lines of `path` with a string literal in `words`; `named`, when given, collects each line's."""
     out: set[int] = set()
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline))
@@ -53,6 +63,8 @@ def lines_naming(path: Path, words: set[str]) -> set[int]:
                 text = tok.string.lstrip("rbufRBUF").strip("\"'")
                 if text in words:
                     out.add(tok.start[0])
+                    if named is not None:
+                        named.setdefault(tok.start[0], set()).add(text)
         if tok.type not in (tokenize.NL, tokenize.COMMENT):
             prev_significant = tok.type
     return out
@@ -63,17 +75,22 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--files", action="store_true", help="list the files and their counts")
     args = ap.parse_args()
-    words = vocabulary()
+    words, roles = vocabulary(), role_words()
     counts: Counter[str] = Counter()
+    only_roles = 0
     for path in sorted((ROOT / "pypto_tui").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if any(rel.startswith(e) for e in EXCLUDED):
             continue
-        n = len(lines_naming(path, words))
+        named: dict[int, set[str]] = {}
+        n = len(lines_naming(path, words, named))
+        only_roles += sum(1 for found in named.values() if found <= roles)
         if n:
             counts[rel] = n
     total = sum(counts.values())
     print(f"{total} lines in {len(counts)} files outside pypto_tui/ops and pypto_tui/codegen/patterns name an operator")
+    print(f"  of which {only_roles} name only a role or family that is also a kind's name (conv, norm, softmax, "
+          f"matmul, ...): {total - only_roles} name an operator")
     for rel, n in counts.most_common(args.top if not args.files else None):
         print(f"{n:5d}  {rel}")
     return 0
