@@ -18,7 +18,7 @@ from pypto_tui.contract import ir
 from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 from pypto_tui.ops import registry
-from pypto_tui.ops.base import OpError, shown
+from pypto_tui.ops.base import Operand, OpError, shown
 from pypto_tui.ops.reduce import reduced_shape
 from pypto_tui.ops.registry import REGISTRY
 from pypto_tui.vocabulary import INDEX_DTYPES
@@ -367,35 +367,50 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
         out.reason = f"{op} has {kind.unsupported}" if kind is not None else f"{op} is not supported"
 
 
+def _operands(ops: list[Input]) -> tuple[Operand, ...]:
+    return tuple(Operand(o.name, _need_shape(o), o.dtype) for o in ops)
+
+
 def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
     """A normalisation: what it divides by is its registry entry's statistic."""
-    x = ops[0]
-    shape = _need_shape(x)
-    a = c.op_args
-    out.output_shape = shape
+    out.output_shape = _need_shape(ops[0])
     out.asymmetric = False
     kind = registry.kind(c.op or "")
-    if "op_args.dim" in c.unknown and kind is not None and "dim" in kind.params:
-        raise _Missing("reduction", c.unknown["op_args.dim"])
-    try:
-        stat = kind.statistic(shape, a, x.name) if kind is not None and kind.statistic is not None else None
-    except OpError as exc:
-        raise _Missing("reduction", str(exc)) from None
-    if stat is None:
+    if kind is None or kind.statistic is None or not _apply(c, ops, out, kind):
         out.supported = False
         out.reason = f"{c.op or ''} is not a norm pypto-tui knows"
         out.unknown["formula"] = out.reason
         return
-    out.reduction = Reduction(stat.kind, stat.axes, stat.keepdim, cast(Scaling, stat.scaling), stat.count)
+    for p in ("running_mean", "running_var", "weight", "bias"):
+        if isinstance(c.op_args.get(p), str):  # a tensor passed to F.*_norm (module flags are bools)
+            out.supported = False
+            out.reason = f"the norm takes {p}={c.op_args[p]}, a tensor the contract does not model"
+
+
+def _apply(c: Contract, ops: list[Input], out: _Out, kind: Any) -> bool:
+    """The contract's reduction, formula, output shape and operand roles from the kind's statistic; False
+    when the call's arguments do not say it."""
+    if "op_args.dim" in c.unknown and "dim" in kind.params:
+        raise _Missing("reduction", c.unknown["op_args.dim"])
+    try:
+        stat = kind.statistic(_operands(ops), c.op_args)
+    except OpError as exc:
+        raise _Missing("reduction", str(exc)) from None
+    if stat is None:
+        return False
+    inner_op, inner_axes = stat.inner if stat.inner is not None else (None, ())
+    out.reduction = Reduction(stat.kind, stat.axes, stat.keepdim, cast(Scaling, stat.scaling), stat.count,
+                              inner_op, inner_axes)
     out.formula = stat.formula
+    if stat.output_shape is not None:
+        out.output_shape = stat.output_shape
+    out.asymmetric = stat.asymmetric
+    out.direction = stat.direction
     out.unknown.update(stat.unknown)
     if stat.refused:
         out.supported = False
         out.reason = stat.refused
-    for p in ("running_mean", "running_var", "weight", "bias"):
-        if isinstance(a.get(p), str):  # a tensor passed to F.*_norm (module flags are bools)
-            out.supported = False
-            out.reason = f"the norm takes {p}={a[p]}, a tensor the contract does not model"
+    return True
 
 
 def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
@@ -451,76 +466,8 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
             out.unknown.setdefault("reduction", "kl_div with reduction='mean' divides by the element count, "
                                                 "not the batch (torch warns); confirm it is intended")
         return
-    if op == "triplet_margin_loss":
-        if len(ops) < 3:
-            raise _Missing("reduction", "triplet_margin_loss needs anchor, positive and negative")
-        an, po, ne = names[:3]
-        pnorm, eps, margin = a.get("p", 2.0), a.get("eps", 1e-6), a.get("margin", 1.0)
-        last = rank - 1
-        outer = tuple(range(last))
-        per = f"max(d({an}_i, {po}_i) - d({an}_i, {ne}_i) + {_fmt(margin)}, 0)"
-        dist = f"d(u, v) = ||u - v + {_fmt(eps)}||_{_fmt(pnorm)} over axis {last} (size {shape[last]})"
-        if a.get("swap"):
-            per = per.replace(f"d({an}_i, {ne}_i)", f"min(d({an}_i, {ne}_i), d({po}_i, {ne}_i))")
-        out.asymmetric = True
-        out.direction = (f"'{an}' is the anchor: pulled towards '{po}' (positive) and pushed away from "
-                         f"'{ne}' (negative); swapping '{po}' and '{ne}' changes the loss")
-        count = math.prod(shape[:last]) if outer else 1
-        if red == "mean":
-            out.reduction = Reduction("mean", outer, False, "mean", count, "pairwise_distance", (last,))
-            out.formula = f"sum_i {per} / {count}, {dist}"
-            out.output_shape = ()
-        elif red == "sum":
-            out.reduction = Reduction("sum", outer, False, "sum", None, "pairwise_distance", (last,))
-            out.formula = f"sum_i {per}, {dist}"
-            out.output_shape = ()
-        else:
-            out.reduction = Reduction("pairwise_distance", (last,), False, "none")
-            out.formula = f"out_i = {per}, {dist}"
-            out.output_shape = shape[:last]
-        return
-    if op == "cosine_similarity":
-        if len(ops) < 2:
-            raise _Missing("reduction", "cosine_similarity needs two tensors")
-        axes = _dim(c, rank)
-        (d,) = axes
-        x1, x2 = names[:2]
-        eps = a.get("eps", 1e-8)
-        cos = f"cos_i = sum_d {x1}*{x2} / max(||{x1}|| * ||{x2}||, {_fmt(eps)}) over axis {d}"
-        out.asymmetric = False
-        rest = tuple(i for i in range(rank) if i != d)
-        if a.get("reduction") in ("mean", "sum"):
-            off = a.get("offset", 1)
-            count = math.prod(shape[i] for i in rest) if rest else 1
-            scaling: Scaling = "mean" if a["reduction"] == "mean" else "sum"
-            out.reduction = Reduction(scaling, rest, False, scaling, count if scaling == "mean" else None,
-                                      "cosine_similarity", axes)
-            div = f" / {count}" if scaling == "mean" else ""
-            out.formula = f"sum_i ({_fmt(off)} - cos_i){div}, {cos}"
-            out.output_shape = ()
-        else:
-            out.reduction = Reduction("cosine_similarity", axes, False, "none")
-            out.formula = cos
-            out.output_shape = tuple(s for i, s in enumerate(shape) if i != d)
-        return
-    if op == "cross_entropy":
-        out.asymmetric = True
-        out.direction = f"'{names[0]}' are logits, '{names[1] if len(names) > 1 else 'target'}' class indices"
-        if rank < 2:
-            raise _Missing("reduction", "cross_entropy expects (N, C) logits")
-        rest = tuple(i for i in range(rank) if i != 1)
-        count = math.prod(shape[i] for i in rest)
-        scaling = cast(Scaling, red if red in ("mean", "sum") else "none")
-        out.reduction = Reduction(scaling, rest, False, scaling, count if red == "mean" else None, "log_softmax", (1,))
-        div = f" / {count}" if red == "mean" else ""
-        out.formula = (f"-sum_i log_softmax({names[0]}_i)[{names[1] if len(names) > 1 else 'target'}_i]{div}"
-                       f"  ({shape[1]} classes; targets outside [0, {shape[1]}) such as ignore_index are not "
-                       "excluded)")
-        out.output_shape = () if red != "none" else tuple(shape[i] for i in rest)
-        why = _cross_entropy_limits(a, rank, red, ops)
-        if why:
-            out.supported = False
-            out.reason = why
+    if kind is not None and kind.statistic is not None:  # a loss the registry says the sum of
+        _apply(c, ops, out, kind)
         return
     out.supported = False
     out.reason = c.reason or f"{op} has no contract template"
@@ -528,22 +475,6 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     out.unknown["reduction"] = out.reason
     out.unknown["asymmetric"] = out.reason
     out.unknown["output_shape"] = out.reason
-
-
-def _cross_entropy_limits(a: Mapping[str, Any], rank: int, red: str, ops: list[Input]) -> str:
-    """Why a cross-entropy is not scaffolded ("" when it is): (N, C) logits, class-index targets,
-    no class weights or label smoothing, reduced to one value (LOSS.cross-entropy-gather)."""
-    if rank != 2:
-        return "cross_entropy is scaffolded for (N, C) logits; spatial targets (N, C, d1, ...) are not"
-    if len(ops) > 1 and ops[1].dtype is not None and ops[1].dtype not in INDEX_DTYPES:
-        return "cross_entropy with class probabilities as targets is not scaffolded (class indices are)"
-    if a.get("weight") is not None:
-        return "cross_entropy with class weights is not scaffolded"
-    if a.get("label_smoothing"):
-        return "cross_entropy with label smoothing is not scaffolded"
-    if red not in ("mean", "sum"):
-        return f"cross_entropy with reduction={red!r} returns a tensor; mean and sum are scaffolded"
-    return ""
 
 
 def _loss_broadcast(op: str, shapes: Sequence[tuple[int, ...]], out: _Out) -> tuple[tuple[int, ...], int, int]:

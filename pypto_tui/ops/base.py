@@ -94,8 +94,8 @@ class OpKind:
       words that say which is which, with the formula's placeholders.
     - `idioms`: the forms a task writes the kind out in by hand (`x * sigmoid(x)` is a swish), each a row
       the static reader matches (ops/idiom.py).
-    - `statistic(shape, args, name)`: a normalisation's statistic (`Statistic`): what the contract's
-      reduction and formula say it divides by.
+    - `statistic(operands, args)`: what a norm divides by or a loss sums (`Statistic`): the contract's
+      reduction and formula.
     - `input_transforms`: the kinds whose result the kind may take as its first input and still have a
       kernel, the transform recorded in its contract (kl_div of `log(p)` or `log_softmax(p, dim)`).
     - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
@@ -222,10 +222,22 @@ def shown(v: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Operand:
+    """A tensor a kind reads, as its contract knows it."""
+
+    name: str
+    shape: Shape
+    dtype: str | None = None
+
+
+@dataclass(frozen=True)
 class Statistic:
-    """What a normalisation divides by, from its input's shape and its arguments: the contract's reduction
-    (`kind`, `axes`, `keepdim`, `scaling`, `count`) and formula, what the user must confirm (`unknown`:
-    contract field -> why) and why no kernel takes it (`refused`, "" when one does)."""
+    """What an anchor reduces its input to, from its operands and its arguments (a norm: what it divides
+    by; a loss: what it sums): the contract's reduction (`kind`, `axes`, `keepdim`, `scaling`, `count`, and
+    for a loss per sample first, `inner` (op, axes)) and formula, the output's shape (None: the first
+    operand's), whether the operands' order matters and which plays which part (`asymmetric`,
+    `direction`), what the user must confirm (`unknown`: contract field -> why) and why no kernel takes it
+    (`refused`, "" when one does)."""
 
     kind: str
     axes: tuple[int, ...]
@@ -235,11 +247,15 @@ class Statistic:
     formula: str
     unknown: Mapping[str, str] = field(default_factory=dict)
     refused: str = ""
+    inner: tuple[str, tuple[int, ...]] | None = None
+    output_shape: Shape | None = None
+    asymmetric: bool = False
+    direction: str | None = None
 
 
-StatisticOf = Callable[[Shape, Mapping[str, Any], str], "Statistic | None"]
-"""(the input's shape, the call's arguments, the input's name) -> the statistic, None when the arguments
-do not say it (a layer norm without its normalized_shape); OpError when they contradict the shape."""
+StatisticOf = Callable[[Sequence[Operand], Mapping[str, Any]], "Statistic | None"]
+"""(the operands, the call's arguments) -> the statistic, None when the arguments do not say it (a layer
+norm without its normalized_shape); OpError when they contradict the shapes."""
 
 
 def axis(dim: Any, rank: int) -> int:

@@ -11,8 +11,21 @@ from typing import Any
 
 import numpy as np
 
-from pypto_tui.ops.base import OpError, OpKind, Reference, Shape, axis, broadcast
+from pypto_tui.ops.base import (
+    Operand,
+    OpError,
+    OpKind,
+    Reference,
+    Shape,
+    Statistic,
+    StatisticOf,
+    axes_of,
+    axis,
+    broadcast,
+    shown,
+)
 from pypto_tui.ops.idiom import Call, Const, Either, Form, Idiom, Match, Tensor, square
+from pypto_tui.vocabulary import INDEX_DTYPES
 
 
 def _reduced(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> Shape:
@@ -127,6 +140,94 @@ _TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
 """The loss modules' last parameters, with torch's defaults."""
 
 
+# ------------------------------------------------------------------ the contract's statistic
+def _triplet_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    """Per sample the distance to the positive minus the distance to the negative plus the margin, floored
+    at 0 (the distances over the last axis first), then the reduction over the samples."""
+    if len(ops) < 3:
+        raise OpError("triplet_margin_loss needs anchor, positive and negative")
+    an, po, ne = (o.name for o in ops[:3])
+    shape = ops[0].shape
+    pnorm, eps, margin, red = a.get("p", 2.0), a.get("eps", 1e-6), a.get("margin", 1.0), a.get("reduction", "mean")
+    last = len(shape) - 1
+    outer = tuple(range(last))
+    per = f"max(d({an}_i, {po}_i) - d({an}_i, {ne}_i) + {shown(margin)}, 0)"
+    dist = f"d(u, v) = ||u - v + {shown(eps)}||_{shown(pnorm)} over axis {last} (size {shape[last]})"
+    if a.get("swap"):
+        per = per.replace(f"d({an}_i, {ne}_i)", f"min(d({an}_i, {ne}_i), d({po}_i, {ne}_i))")
+    roles = (f"'{an}' is the anchor: pulled towards '{po}' (positive) and pushed away from '{ne}' (negative); "
+             f"swapping '{po}' and '{ne}' changes the loss")
+    count = math.prod(shape[:last]) if outer else 1
+    if red == "mean":
+        return Statistic("mean", outer, False, "mean", count, f"sum_i {per} / {count}, {dist}",
+                         inner=("pairwise_distance", (last,)), output_shape=(), asymmetric=True, direction=roles)
+    if red == "sum":
+        return Statistic("sum", outer, False, "sum", None, f"sum_i {per}, {dist}",
+                         inner=("pairwise_distance", (last,)), output_shape=(), asymmetric=True, direction=roles)
+    return Statistic("pairwise_distance", (last,), False, "none", None, f"out_i = {per}, {dist}",
+                     output_shape=shape[:last], asymmetric=True, direction=roles)
+
+
+def _cosine_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    """The cosine of the two inputs along dim; one minus it, reduced over the rest, as a loss."""
+    if len(ops) < 2:
+        raise OpError("cosine_similarity needs two tensors")
+    shape = ops[0].shape
+    rank = len(shape)
+    axes = axes_of(a.get("dim", 1), rank)
+    if axes is None or len(axes) != 1:
+        raise OpError(f"dim={a.get('dim')!r} is not an axis of a rank-{rank} input")
+    (d,) = axes
+    x1, x2 = ops[0].name, ops[1].name
+    cos = (f"cos_i = sum_d {x1}*{x2} / max(||{x1}|| * ||{x2}||, {shown(a.get('eps', 1e-8))}) over axis {d}")
+    rest = tuple(i for i in range(rank) if i != d)
+    if a.get("reduction") in ("mean", "sum"):
+        count = math.prod(shape[i] for i in rest) if rest else 1
+        mean = a["reduction"] == "mean"
+        div = f" / {count}" if mean else ""
+        return Statistic("mean" if mean else "sum", rest, False, "mean" if mean else "sum", count if mean else None,
+                         f"sum_i ({shown(a.get('offset', 1))} - cos_i){div}, {cos}", inner=("cosine_similarity", axes),
+                         output_shape=())
+    return Statistic("cosine_similarity", axes, False, "none", None, cos,
+                     output_shape=tuple(s for i, s in enumerate(shape) if i != d))
+
+
+def _cross_entropy_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    """Minus the log-softmax of the logits at each sample's class, reduced over the samples (the classes
+    are axis 1)."""
+    shape, red = ops[0].shape, a.get("reduction", "mean")
+    rank = len(shape)
+    logits, target = ops[0].name, ops[1].name if len(ops) > 1 else "target"
+    if rank < 2:
+        raise OpError("cross_entropy expects (N, C) logits")
+    rest = tuple(i for i in range(rank) if i != 1)
+    count = math.prod(shape[i] for i in rest)
+    scaling = red if red in ("mean", "sum") else "none"
+    div = f" / {count}" if red == "mean" else ""
+    return Statistic(scaling, rest, False, scaling, count if red == "mean" else None,
+                     f"-sum_i log_softmax({logits}_i)[{target}_i]{div}  ({shape[1]} classes; targets outside "
+                     f"[0, {shape[1]}) such as ignore_index are not excluded)", refused=_cross_entropy_limits(ops, a),
+                     inner=("log_softmax", (1,)), output_shape=() if red != "none" else tuple(shape[i] for i in rest),
+                     asymmetric=True, direction=f"'{logits}' are logits, '{target}' class indices")
+
+
+def _cross_entropy_limits(ops: Sequence[Operand], a: Mapping[str, Any]) -> str:
+    """Why a cross-entropy is not scaffolded ("" when it is): (N, C) logits, class-index targets,
+    no class weights or label smoothing, reduced to one value (LOSS.cross-entropy-gather)."""
+    red = a.get("reduction", "mean")
+    if len(ops[0].shape) != 2:
+        return "cross_entropy is scaffolded for (N, C) logits; spatial targets (N, C, d1, ...) are not"
+    if len(ops) > 1 and ops[1].dtype is not None and ops[1].dtype not in INDEX_DTYPES:
+        return "cross_entropy with class probabilities as targets is not scaffolded (class indices are)"
+    if a.get("weight") is not None:
+        return "cross_entropy with class weights is not scaffolded"
+    if a.get("label_smoothing"):
+        return "cross_entropy with label smoothing is not scaffolded"
+    if red not in ("mean", "sum"):
+        return f"cross_entropy with reduction={red!r} returns a tensor; mean and sum are scaffolded"
+    return ""
+
+
 # ------------------------------------------------------------------ written-out forms (ops/idiom.py)
 _A, _B = Tensor("a"), Tensor("b")
 _MARGIN = Call(("sub",), (Const("margin"), Call(("mul",), (_A, _B))))
@@ -173,11 +274,11 @@ def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[st
           arity: int = 2, reference: Reference | None = None, functions: tuple[str, ...] | None = None,
           signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
           defaults: Mapping[str, Any] | None = None, formula: str = "", idioms: tuple[Idiom, ...] = (),
-          input_transforms: tuple[str, ...] = ()) -> OpKind:
+          input_transforms: tuple[str, ...] = (), statistic: StatisticOf | None = None) -> OpKind:
     return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
                   modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
                   inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula, idioms=idioms,
-                  input_transforms=input_transforms)
+                  input_transforms=input_transforms, statistic=statistic)
 
 
 KINDS = (
@@ -198,7 +299,7 @@ KINDS = (
           reference=_cross_entropy_ref,
           signature=(("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
                      ("reduction", "mean"), ("label_smoothing", 0.0)),
-          defaults={"ignore_index": -100, "label_smoothing": 0.0}),
+          defaults={"ignore_index": -100, "label_smoothing": 0.0}, statistic=_cross_entropy_statistic),
     _loss("hinge_embedding_loss", _reduced, ("HingeEmbeddingLoss",), ("margin", *_LEGACY),
           signature=(("margin", 1.0), *_TAIL), defaults={"margin": 1.0}),
     # the broadcast hinge the contract reads written out, mean(clamp(margin - input * target, min=0)):
@@ -211,12 +312,12 @@ KINDS = (
     _loss("triplet_margin_loss", _triplet, ("TripletMarginLoss",), ("margin", "p", "eps", "swap", *_LEGACY), 3,
           reference=_triplet_ref, inputs=("anchor", "positive", "negative"),
           signature=(("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False), *_TAIL),
-          defaults={"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False}),
+          defaults={"margin": 1.0, "p": 2.0, "eps": 1e-6, "swap": False}, statistic=_triplet_statistic),
     # a similarity, not a loss, in a graph; the loss pattern (D) writes it, alone or as mean(1 - cos)
     OpKind("cosine_similarity", "reduction", _cosine_similarity, _cosine_similarity_ref,
            functions=("cosine_similarity",), modules=("CosineSimilarity",), params=("dim", "eps"), arity=2,
            pattern="D", module_signature=(("dim", 1), ("eps", 1e-8)), inputs=("x1", "x2"),
-           defaults={"dim": 1, "eps": 1e-8}, idioms=_COSINE),
+           defaults={"dim": 1, "eps": 1e-8}, idioms=_COSINE, statistic=_cosine_statistic),
     OpKind("pairwise_distance", "reduction", _pairwise, None, functions=("pairwise_distance",),
            modules=("PairwiseDistance",), params=("p", "eps", "keepdim"), arity=2, inputs=("x1", "x2")),
 )

@@ -18,6 +18,7 @@ import numpy as np
 from pypto_tui.ops.base import (
     REQUIRED,
     Decomposition,
+    Operand,
     OpError,
     OpKind,
     Shape,
@@ -318,7 +319,8 @@ def _trailing(shape: Shape, a: Mapping[str, Any]) -> tuple[tuple[int, ...], int]
     return tuple(range(rank - len(ns), rank)), math.prod(ns)
 
 
-def _batch_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+def _batch_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    shape, n = ops[0].shape, ops[0].name
     rank = len(shape)
     if rank < 2:
         raise OpError("BatchNorm needs at least (N, C)")
@@ -333,7 +335,8 @@ def _batch_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
                      "" if training else "normalising with running statistics: their values are not in the task file")
 
 
-def _instance_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+def _instance_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    shape, n = ops[0].shape, ops[0].name
     axes = tuple(range(2, len(shape)))
     count = math.prod(shape[i] for i in axes) if axes else 1
     unknown = ({"formula": "track_running_stats=True: in training mode batch statistics are used"}
@@ -343,7 +346,8 @@ def _instance_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic
                      "spatial values, biased var" + _affine_note(a), unknown)
 
 
-def _group_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+def _group_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    shape, n = ops[0].shape, ops[0].name
     g, rank = a.get("num_groups"), len(shape)
     if not isinstance(g, int) or g <= 0:
         raise OpError("num_groups is not known")
@@ -356,7 +360,8 @@ def _group_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
                      f"G = {g}, biased var" + _affine_note(a), _channels_differ(a, shape, "num_channels"))
 
 
-def _layer_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic | None:
+def _layer_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic | None:
+    shape, n = ops[0].shape, ops[0].name
     trailing = _trailing(shape, a)
     if trailing is None:
         return None
@@ -366,8 +371,9 @@ def _layer_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic | 
                      f"({count} values), biased var" + _affine_note(a, "elementwise_affine"))
 
 
-def _rms_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+def _rms_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
     """Over normalized_shape's trailing axes (RMSNorm, F.rms_norm) or a written-out form's dim."""
+    shape, n = ops[0].shape, ops[0].name
     eps, rank = a.get("eps"), len(shape)
     trailing = _trailing(shape, a)
     if trailing is not None:
@@ -384,7 +390,8 @@ def _rms_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
                      f"  (over axis {list(axes)})", _unkept(a, axes, rank))
 
 
-def _frobenius_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+def _frobenius_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+    shape, n = ops[0].shape, ops[0].name
     eps = a.get("eps")
     e = f" + {shown(eps)}" if eps else ""
     return Statistic("sum_square", tuple(range(len(shape))), True, "sum", None,
@@ -394,7 +401,8 @@ def _frobenius_statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statisti
 def _lp_statistic(p: int) -> StatisticOf:
     """x over its p-norm (1 or 2) along dim, or its mean absolute value (`mean`); F.normalize's norm is
     clamped below at eps (`clamp_eps`), a written-out one has eps added."""
-    def statistic(shape: Shape, a: Mapping[str, Any], n: str) -> Statistic:
+    def statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+        shape, n = ops[0].shape, ops[0].name
         rank, eps, mean = len(shape), a.get("eps"), bool(a.get("mean"))
         axes = _dim_axes(a, rank, f"l{p}_norm")
         count = math.prod(shape[i] for i in axes)
