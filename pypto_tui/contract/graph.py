@@ -245,7 +245,10 @@ class _Builder:
                              if self.dtype(i) is not None and k not in positions]
             dtype = "bool" if op in BOOL_OPS else "int64" if kind is not None and kind.role == "argreduce" else (
                 kind.dtype if kind is not None and kind.dtype else tensor_dtypes[0] if tensor_dtypes else None)
-        nid = f"n{len(self.nodes)}"
+        k = len(self.nodes)
+        while f"n{k}" in self.values:  # a kernel's forward names its inputs by the module graph's ids (n0, ...)
+            k += 1
+        nid = f"n{k}"
         self.nodes.append(OpNode(nid, op, role, tuple(inputs), dict(attrs), shape, dtype, spelling))
         return nid
 

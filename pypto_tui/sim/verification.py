@@ -30,6 +30,7 @@ from pypto_tui.sim.verify_shapes import (
     full_shapes,
     generated_kernel,
     geometry_at,
+    graph_lays_out,
     kernel_constants,
     measure_elements,
     spread_shapes,
@@ -456,7 +457,9 @@ def _at_smaller_sizes(pipeline: Pipeline, full_keep: scaled.DesignToKeep
         return None
     base, sizes = found
     shapes, keep, notes = small_shapes(base, full_keep)
-    return (base, sizes, (shapes, keep, notes)) if keep == full_keep else None
+    if keep != full_keep or not graph_lays_out(base, shapes):  # a view's constant offsets pin the old sizes
+        return None
+    return base, sizes, (shapes, keep, notes)
 
 
 def module_differences(delivered: str, checked: str, why: str) -> list[str]:

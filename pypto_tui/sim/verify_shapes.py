@@ -146,16 +146,36 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
             return g is not None
         return not scaled.kept_problems(keep, g.shape, g.matmul, tile_tensor_at(pipeline, keep, shapes))
 
+    def lays_out(shapes: scaled.Shapes) -> bool:
+        return graph_lays_out(pipeline, shapes) and (keep is None or accept(shapes))
+
+    graph = pipeline.contract().graph is not None
     keep_values, positions = _channels_by_position(pipeline, keep_values)
     positions |= _offset_axes(pipeline)
     start = _window_batch(pipeline, full_shapes(pipeline))
     if keep is not None and start != full_shapes(pipeline) and not accept(start):
         start = full_shapes(pipeline)  # the design's loop runs over the images: shrink them only as far as it allows
-    return scaled.reduce_shapes(start, keep_values=keep_values,
-                                groups=groups, budget=budget, accept=accept if keep is not None else None,
+    return scaled.reduce_shapes(start, keep_values=keep_values, groups=groups, budget=budget,
+                                accept=lays_out if graph else accept if keep is not None else None,
                                 min_sizes=_window_floors(pipeline), measure=measure_elements(pipeline),
                                 keep_positions=positions, by_position=_elementwise_operands(pipeline),
                                 ties=_size_ties(pipeline), fixed=_whole_axes(pipeline))
+
+
+def graph_lays_out(pipeline: Pipeline, shapes: scaled.Shapes) -> bool:
+    """A module's graph still holds together at these shapes: a view at constant offsets (a traced
+    `split(n_embd, dim=2)`, a narrow at 768 of 2304) pins the axis it cuts, which a smaller test axis would
+    put outside the tensor, and a reshape to constant sizes pins what it reshapes."""
+    from pypto_tui.contract.graph import OpGraph
+    from pypto_tui.plan import decompose
+
+    try:
+        graph = with_shapes(pipeline, shapes).contract().graph
+        if graph is not None:
+            decompose(OpGraph.from_data(graph))
+    except (InputError, ValueError):  # an OpError is a ValueError: the graph does not hold at these shapes
+        return False
+    return True
 
 
 def _kind(pipeline: Pipeline) -> OpKind | None:
@@ -167,15 +187,16 @@ def _kind(pipeline: Pipeline) -> OpKind | None:
 
 
 def _offset_axes(pipeline: Pipeline) -> set[tuple[str, int]]:
-    """The axis a slice starts into at a fixed offset keeps its size: a traced `out[:, -1, :]` is a
-    narrow at start T - 1 of T steps, which a shorter test axis would put outside the tensor."""
+    """The axis a slice cuts at constant positions keeps its size: a traced `out[:, -1, :]` is a narrow at
+    start T - 1 of T steps, and a traced `split(768, dim=2)` of a 2304-wide value three narrows of length
+    768, which a shorter test axis would put outside the tensor."""
     c = pipeline.contract()
     kind = _kind(pipeline)
     x = c.operands[0] if c.operands else None
     start, dim = c.op_args.get("start"), c.op_args.get("dim")
     if kind is None or "start" not in kind.params or x is None or not x.shape or not isinstance(dim, int):
         return set()
-    return {(x.name, dim % len(x.shape))} if isinstance(start, int) and start > 0 else set()
+    return {(x.name, dim % len(x.shape))} if isinstance(start, int) else set()
 
 
 def _operand_axis(pipeline: Pipeline, operand: int, axis: int) -> tuple[str, int] | None:
@@ -397,10 +418,12 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
     def apply(v: dict[Any, int]) -> scaled.Shapes:
         return {n: tuple(v[cls[(n, ax)]] for ax in range(len(s))) for n, s in shapes.items()}
 
+    graph = pipeline.contract().graph is not None
+
     def probe(v: dict[Any, int]) -> scaled.Probe | None:
         s = apply(v)
         g = geometry_at(pipeline, s)
-        if g is None:
+        if g is None or (graph and not graph_lays_out(pipeline, s)):
             return None
         own = tile_tensor_at(pipeline, keep, s)
         size = measure(s)

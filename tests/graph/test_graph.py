@@ -82,3 +82,18 @@ def test_contract_json_has_the_graph_and_the_text_shows_it():
     assert {"from": "x", "to": "n0", "port": 0} in graph["edges"]
     text = subprocess.run(cli, capture_output=True, text=True, check=False, env={"COLUMNS": "200", "PATH": ""}).stdout
     assert "graph: 7 node(s), output n6" in text and "gemm.weight (32, 64)" in text
+
+
+def test_a_node_never_takes_the_id_of_an_input():
+    """A kernel's forward names its inputs by the module graph's value ids (n0, n3): its own graph's nodes
+    must not reuse them, or a node's shape would stand for its input's."""
+    from pypto_tui.contract import ir
+    from pypto_tui.contract.graph import build_graph
+    from pypto_tui.contract.model import Input
+
+    n0, n1 = ir.Node("in", "n0", value=0), ir.Node("in", "n1", value=1)
+    root = ir.Node("bin", "add", (ir.Node("bin", "mul", (n0, n1)), n0))
+    inputs = [Input(name=n, kind="tensor", shape=(4, 8), dtype="fp32") for n in ("n0", "n1")]
+    g = build_graph(root, inputs)
+    assert len(g.nodes) == 2 and not {n.id for n in g.nodes} & {"n0", "n1"}
+    assert g.nodes[1].inputs == (g.nodes[0].id, "n0") and g.output == g.nodes[1].id

@@ -56,8 +56,12 @@ def test_each_kernel_of_a_traced_lstm_shrinks_to_shapes_its_contract_accepts(cac
     assert {"lstm", "narrow at 7"} <= seen, seen
 
 
-@pytest.mark.parametrize(("start", "kept"), [(0, False), (7, True)])
-def test_only_a_slice_at_an_offset_keeps_its_axis(start: int, kept: bool) -> None:
+@pytest.mark.parametrize("start", [0, 7])
+def test_a_slice_keeps_the_axis_it_cuts(start: int) -> None:
+    """The start and the length are constants of the design: a shorter axis could put the part outside it
+    (the parts of a split at 64 and 128 of 192), or make the part the whole axis, where no offset bug shows."""
     x = SimpleNamespace(name="seq", shape=(4, 8, 64))
     contract = SimpleNamespace(op="narrow", operands=[x], op_args={"dim": -2, "start": start, "length": 1})
-    assert VS._offset_axes(SimpleNamespace(contract=lambda: contract)) == ({("seq", 1)} if kept else set())
+    assert VS._offset_axes(SimpleNamespace(contract=lambda: contract)) == {("seq", 1)}
+    cast = SimpleNamespace(op="relu", operands=[x], op_args={})
+    assert VS._offset_axes(SimpleNamespace(contract=lambda: cast)) == set()

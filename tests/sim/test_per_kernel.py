@@ -146,3 +146,40 @@ def test_a_bug_planted_in_kernel_1_fails_naming_kernel_1(kb) -> None:
     assert r.reason.startswith("kernel 1 (group_norm) fails on its own"), r.reason
     assert "elements outside" in r.reason or "outside atol" in r.reason, r.reason
     assert [v["verdict"] for v in r.kernel_verdicts] == ["pass", "fail", "pass"]
+
+
+SPLIT_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        a, b, c = (x * 2.0).split(64, dim=2)
+        return a * b + c
+
+
+def get_inputs():
+    return [torch.randn(16, 512, 192)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_split_of_a_kernels_output_keeps_its_parts_at_their_offsets(kb, tmp_path: Path) -> None:
+    """Each part of `split` is a narrow kernel at a constant offset into an earlier kernel's output (named n0
+    in its own forward): its graph keeps the part's source apart from the part (they once shared the id n0,
+    so the part at 64 was cut from the part at 0 and planning stopped), and its test shapes keep the cut axis
+    whole, where the start, the length or both would fall outside a narrower one."""
+    task = tmp_path / "split3.py"
+    task.write_text(SPLIT_TASK)
+    planned = plan_kernel_jobs(Pipeline(kb, Design(task=str(task))))
+    assert [k.ops for k in planned] == ["mul", "narrow", "narrow", "narrow", "mul, add"]
+    for k in planned[1:4]:
+        assert k.prepared.job is not None, k.prepared.report.reason
+        (shape,) = k.prepared.report.shapes.values()
+        assert shape[2] == 192
