@@ -621,7 +621,8 @@ def _name_first_diverging(torch: Any, job: J.SimJob, model: Any, inputs: list[An
 
 def _out_of_memory(job: J.SimJob, result: J.SimResult) -> None:
     result.status = J.CRASHED
-    result.error = f"out of memory under the worker's limit of {job.memory_limit_mb} MB"
+    result.error = (f"out of memory under the worker's limit of {job.memory_limit_mb} MB (pass-verify's memory grows "
+                    "with the loop's iterations; --memory-mb raises the cap)")
     result.reason = _in_trial(job, result, result.error)
 
 

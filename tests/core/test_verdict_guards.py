@@ -126,3 +126,16 @@ def test_the_stem_pool_is_scaffolded_without_a_finding_of_our_own_lint(kb) -> No
     assert k.supported, k.reason
     assert "TILE = (8, 16, 56)" in k.source
     assert lint_source(k.source, "stem_pool.py", kb=kb, task_signature=p.contract().signature) == []
+
+
+def test_running_out_of_memory_says_how_to_raise_the_cap() -> None:
+    from pypto_tui.sim import jobs as J
+    from pypto_tui.sim.worker import _out_of_memory
+
+    job = J.SimJob(kind="verify", kernel_source="", inputs=(), label="t", task_file="task.py", trials=1,
+                   memory_limit_mb=4096)
+    result = J.SimResult(kind="verify", status="", label="t")
+    _out_of_memory(job, result)
+    assert result.status == J.CRASHED and result.error is not None
+    assert result.error.startswith("out of memory under the worker's limit of 4096 MB")
+    assert "--memory-mb raises the cap" in result.error
