@@ -378,7 +378,9 @@ def _norm(c: Contract, ops: list[Input], out: _Out) -> None:
     kind = registry.kind(c.op or "")
     if kind is None or kind.statistic is None or not _apply(c, ops, out, kind):
         out.supported = False
-        out.reason = f"{c.op or ''} is not a norm pypto-tui knows"
+        fused = c.op_args.get("fused") and c.reason  # applied to an expression: the reader said so
+        out.reason = fused or (kind.unsupported if kind is not None and kind.unsupported else
+                               f"{c.op or ''} is not a norm pypto-tui knows")
         out.unknown["formula"] = out.reason
         return
     for p in ("running_mean", "running_var", "weight", "bias"):

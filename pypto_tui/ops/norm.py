@@ -535,7 +535,9 @@ WRITTEN_KINDS = (
            idioms=_L2),
     # F.normalize inside a chain: its parts (a norm, a clamp, a divide); alone, the contract's l1/l2_norm
     OpKind("normalize", "norm", same_shape, _normalize, functions=("normalize",), params=("p", "dim", "eps"),
-           decompose=_normalize_parts, defaults={"p": 2.0, "dim": 1, "eps": 1e-12}),
+           decompose=_normalize_parts, defaults={"p": 2.0, "dim": 1, "eps": 1e-12},
+           unsupported="F.normalize is scaffolded for p=1 and p=2 (the l1 and l2 norms); "
+                       "another p has no kernel"),
 )
 KINDS = KINDS + WRITTEN_KINDS
 

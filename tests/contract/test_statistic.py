@@ -48,10 +48,11 @@ def test_a_written_out_norm_warns_when_its_statistic_is_not_kept():
     assert "formula" not in _norm("l2_norm", {"dim": 1, "keepdim": False, "eps": 0.0}, (4, 8)).unknown
 
 
-@pytest.mark.parametrize("op", ["layer_norm", "normalize"])
-def test_a_norm_without_its_statistic_is_not_scaffolded(op):
-    c = _norm(op, {"eps": 1e-5}, (4, 8))
-    assert not c.supported and c.reason == f"{op} is not a norm pypto-tui knows"
+def test_a_norm_without_its_statistic_is_not_scaffolded_and_says_why():
+    c = _norm("layer_norm", {"eps": 1e-5}, (4, 8))
+    assert not c.supported and c.reason == "layer_norm is not a norm pypto-tui knows"
+    p3 = _norm("normalize", {"p": 3.0, "dim": 1, "eps": 1e-12}, (4, 8))  # the entry's own words
+    assert not p3.supported and p3.reason.startswith("F.normalize is scaffolded for p=1 and p=2")
 
 
 def test_a_new_norm_entry_is_read_with_no_other_change(monkeypatch: pytest.MonkeyPatch):
