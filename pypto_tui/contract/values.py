@@ -20,7 +20,7 @@ from pypto_tui.contract import budget
 from pypto_tui.contract.budget import Budget, OutOfBudget
 from pypto_tui.contract.signatures import bind, bind_module
 from pypto_tui.ops import registry
-from pypto_tui.ops.base import OpKind
+from pypto_tui.ops.base import OpError, OpKind
 
 TORCH_DTYPES = {
     "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
@@ -778,47 +778,26 @@ def _promote(a: str, b: str, op: str) -> str:
 
 
 def _reshape_op(shape: tuple[int, ...], name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    rank = len(shape)
+    """The shape after a view or an axis move on a built input: the registry's view steps (ops/views.py) or
+    its layout kind's shape function (a transpose, a permute); `repeat`, which no kind computes, here."""
+    from pypto_tui.ops.views import VIEW_NAMES, out_shape, read_view
+
     try:
-        if name == "t":
-            return tuple(reversed(shape)) if rank == 2 else shape
-        if name == "transpose":
-            d0, d1 = (args[0], args[1]) if len(args) >= 2 else (kwargs["dim0"], kwargs["dim1"])
-            s = list(shape)
-            s[d0], s[d1] = s[d1], s[d0]
-            return tuple(s)
-        if name == "permute":
-            dims = args[0] if len(args) == 1 and isinstance(args[0], list | tuple) else args
-            return tuple(shape[d] for d in dims)
-        if name == "unsqueeze":
-            d = args[0] if args else kwargs["dim"]
-            d = d + rank + 1 if d < 0 else d
-            return (*shape[:d], 1, *shape[d:])
-        if name == "squeeze":
-            if not args and "dim" not in kwargs:
-                return tuple(s for s in shape if s != 1)
-            d = args[0] if args else kwargs["dim"]
-            d = d + rank if d < 0 else d
-            return tuple(s for i, s in enumerate(shape) if not (i == d and s == 1))
-        if name in ("view", "reshape", "expand", "repeat"):
+        if name in VIEW_NAMES:
+            cur = tuple(shape)
+            for step in read_view(name, cur, args, kwargs):
+                cur = out_shape(step, cur)
+            return cur
+        if name == "repeat":
             dims = list(args[0]) if len(args) == 1 and isinstance(args[0], list | tuple) else list(args)
-            if name == "repeat":
-                return tuple(a * b for a, b in zip(dims, (1,) * (len(dims) - rank) + shape, strict=True))
-            if name == "expand":
-                pad = (1,) * (len(dims) - rank) + shape
-                return tuple(p if d == -1 else d for d, p in zip(dims, pad, strict=True))
-            total = math.prod(shape)
-            if dims.count(-1) == 1:
-                known = math.prod(d for d in dims if d != -1)
-                dims[dims.index(-1)] = total // known if known else 0
-            if math.prod(dims) != total:
-                return Unknown(f"reshape {tuple(dims)} does not fit {shape}")
-            return tuple(dims)
-        if name == "flatten":
-            start = args[0] if args else kwargs.get("start_dim", 0)
-            end = args[1] if len(args) > 1 else kwargs.get("end_dim", -1)
-            start, end = start % max(rank, 1), end % max(rank, 1)
-            return (*shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
+            return tuple(a * b for a, b in zip(dims, (1,) * (len(dims) - len(shape)) + shape, strict=True))
+        kind = registry.by_spelling(name, "method")
+        if kind is not None and kind.role == "layout" and kind.arity == 1:
+            many = len(kind.params) == 1 and len(args) > 1  # x.permute(0, 2, 1): the one parameter, spread
+            attrs = {kind.params[0]: tuple(args)} if many else dict(zip(kind.params, args, strict=False))
+            return tuple(kind.shape([shape], {**attrs, **kwargs}))
+    except OpError as exc:  # the registry's words: a reshape that does not fit, an axis out of range
+        return Unknown(f"cannot follow '.{name}(...)' statically: {exc}")
     except (KeyError, IndexError, TypeError, ValueError):
         pass
     return Unknown(f"cannot follow '.{name}(...)' statically")
