@@ -18,12 +18,10 @@ from pypto_tui.contract import ir
 from pypto_tui.contract.conv import derive_window
 from pypto_tui.contract.model import DERIVED, Contract, Input, Reduction, Scaling, norm_axes
 from pypto_tui.ops import registry
-from pypto_tui.ops.base import Operand, OpError, shown
+from pypto_tui.ops.base import Operand, OpError, commutes, index_letters, shown
 from pypto_tui.ops.reduce import reduced_shape
 from pypto_tui.ops.registry import REGISTRY
 from pypto_tui.vocabulary import INDEX_DTYPES
-
-IDX = "ijklmnopq"
 
 # Functions a generic elementwise expression may use and still be scaffolded: the elementwise kinds
 # whose registry entry has a kernel form, and those the kernel reads whole along the last axis
@@ -93,8 +91,7 @@ def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> 
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def _ix(rank: int) -> list[str]:
-    return list(IDX[:rank])
+_ix = index_letters
 
 
 def _at(name: str, letters: Sequence[str]) -> str:
@@ -221,15 +218,11 @@ def _infix(op: str, lhs: str, rhs: str) -> str:
 @functools.cache
 def _commutes(op: str) -> bool | None:
     """Whether swapping the two operands of a binary elementwise kind or a two-tensor loss leaves its
-    value unchanged (its registry reference on fixed random data: add, maximum, mse_loss do; sub, pow do
-    not); None for any other op."""
+    value unchanged (ops.base.commutes); None for any other op."""
     k = registry.kind(op)
-    if k is None or not (k.is_elementwise or k.role == "loss") or k.arity != 2 or k.reference is None:
+    if k is None or not (k.is_elementwise or k.role == "loss"):
         return None
-    import numpy as np
-
-    a, b = np.random.default_rng(1).uniform(0.5, 2.0, size=(2, 3, 5))
-    return bool(np.allclose(k.reference(a, b), k.reference(b, a), rtol=1e-9, atol=1e-12, equal_nan=True))
+    return commutes(k)
 
 
 def _kind_shape(kind: Any, shapes: list[tuple[int, ...]], attrs: Mapping[str, Any]) -> tuple[int, ...]:
@@ -402,7 +395,7 @@ def _apply(c: Contract, ops: list[Input], out: _Out, kind: Any) -> bool:
         return False
     inner_op, inner_axes = stat.inner if stat.inner is not None else (None, ())
     out.reduction = Reduction(stat.kind, stat.axes, stat.keepdim, cast(Scaling, stat.scaling), stat.count,
-                              inner_op, inner_axes)
+                              inner_op, inner_axes) if stat.kind else None  # a loss with no reduction
     out.formula = stat.formula
     if stat.output_shape is not None:
         out.output_shape = stat.output_shape
@@ -416,58 +409,13 @@ def _apply(c: Contract, ops: list[Input], out: _Out, kind: Any) -> bool:
 
 
 def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
+    """A loss: what it sums is its registry entry's statistic (a pointwise term and a reduction, or a
+    per-sample statistic first)."""
     op = c.op or ""
-    a = c.op_args
-    names = [o.name for o in ops]
-    shapes = [_need_shape(o) for o in ops]
-    shape = shapes[0]
-    rank = len(shape)
-    numel = math.prod(shape)
-    red = a.get("reduction", "mean")
+    for o in ops:
+        _need_shape(o)
     out.output_dtype = _promote_all([o.dtype for o in ops if o.dtype not in INDEX_DTYPES]) or ops[0].dtype
-    all_axes = tuple(range(rank))
     kind = registry.kind(op)
-    termwise = kind is not None and kind.role == "loss" and kind.arity == 2 and bool(kind.formula)
-    if op == "kl_div" or termwise:
-        if len(ops) < 2:
-            raise _Missing("reduction", f"{op} needs two tensors")
-        if shapes[0] != shapes[1]:
-            shape, rank, numel = _loss_broadcast(op, shapes, out)
-        L = _ix(rank)
-        sub = "".join(L)
-        # a broadcast operand is indexed by the trailing letters it has
-        p, t = (f"{n}_{''.join(L[rank - len(sh):])}" if sh else n for n, sh in zip(names[:2], shapes[:2], strict=True))
-        if op == "kl_div":  # its term depends on log_target and its direction is part of the contract
-            term, _ = _kl_terms(a, p, t)
-            _, out.direction = _kl_terms(a, names[0], names[1])
-            out.asymmetric = True
-        else:
-            assert kind is not None
-            given = {k: _fmt(v) for k, v in {**kind.defaults, **a}.items() if v is not None}
-            term = kind.formula.format(**{**given, "x": p, "y": t})
-            out.asymmetric = not _commutes(op)
-        if red == "batchmean":
-            out.reduction = Reduction("sum", all_axes, False, "batchmean", shape[0] if rank else 1)
-            out.formula = f"sum_{sub} {term} / {shape[0] if rank else 1}  (batchmean: divided by the batch size)"
-            out.output_shape = ()
-        elif red == "mean":
-            out.reduction = Reduction("mean", all_axes, False, "mean", numel)
-            out.formula = f"sum_{sub} {term} / {numel}  (mean over all {numel} elements)"
-            out.output_shape = ()
-        elif red == "sum":
-            out.reduction = Reduction("sum", all_axes, False, "sum")
-            out.formula = f"sum_{sub} {term}"
-            out.output_shape = ()
-        elif red == "none":
-            out.reduction = None
-            out.formula = f"out_{sub} = {term}  (no reduction)"
-            out.output_shape = shape
-        else:
-            raise _Missing("reduction", f"reduction={red!r} is not one of mean, sum, batchmean, none")
-        if op == "kl_div" and red == "mean":
-            out.unknown.setdefault("reduction", "kl_div with reduction='mean' divides by the element count, "
-                                                "not the batch (torch warns); confirm it is intended")
-        return
     if kind is not None and kind.statistic is not None:  # a loss the registry says the sum of
         _apply(c, ops, out, kind)
         return
@@ -477,36 +425,6 @@ def _loss(c: Contract, ops: list[Input], out: _Out) -> None:
     out.unknown["reduction"] = out.reason
     out.unknown["asymmetric"] = out.reason
     out.unknown["output_shape"] = out.reason
-
-
-def _loss_broadcast(op: str, shapes: Sequence[tuple[int, ...]], out: _Out) -> tuple[tuple[int, ...], int, int]:
-    """The shape a loss term is computed over when its inputs differ: the hinge expression
-    `mean(clamp(1 - p * t, min=0))` broadcasts by the ordinary rules, so its count is the broadcast
-    shape's; a torch loss function given different shapes warns and is left for the user to confirm."""
-    from pypto_tui.contract.values import broadcast
-
-    b = broadcast(shapes[0], shapes[1])
-    if op != "hinge_loss" or b is None or any(d is None for d in b):
-        out.unknown["output_shape"] = f"{op} of shapes {shapes[0]} and {shapes[1]} broadcasts"
-        return shapes[0], len(shapes[0]), math.prod(shapes[0])
-    known = tuple(int(d) for d in b if d is not None)
-    return known, len(known), math.prod(known)
-
-
-def _kl_terms(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str]:
-    """The pointwise term of kl_div and the direction in words. `p` is the first argument's input."""
-    tf = a.get("input_transform")
-    if tf == "log":
-        q, qlog = p, f"log {p}"
-    elif tf == "log_softmax":
-        q, qlog = f"softmax({p})", f"log_softmax({p})"
-    elif tf is None:
-        q, qlog = f"exp({p})", p
-    else:
-        q, qlog = f"{tf}({p})", f"log {tf}({p})"
-    if a.get("log_target"):
-        return f"exp({t}) * ({t} - {qlog})", f"KL(exp({t}) || {q})"
-    return f"{t} * (log {t} - {qlog})", f"KL({t} || {q})"
 
 
 def _matmul(c: Contract, ops: list[Input], out: _Out) -> None:

@@ -212,6 +212,22 @@ def axes_of(dim: Any, rank: int) -> tuple[int, ...] | None:
     return tuple(sorted(set(out)))
 
 
+def index_letters(rank: int) -> list[str]:
+    """The index letters a formula writes a rank-`rank` tensor's axes with (i, j, k, ...)."""
+    return list("ijklmnopq"[:rank])
+
+
+def commutes(kind: OpKind) -> bool | None:
+    """Whether swapping a two-operand kind's operands leaves its value unchanged (its numpy reference on
+    fixed random data: add, maximum, mse_loss do; sub, pow, kl_div do not); None without a reference."""
+    if kind.arity != 2 or kind.reference is None:
+        return None
+    import numpy as np
+
+    a, b = np.random.default_rng(1).uniform(0.5, 2.0, size=(2, 3, 5))
+    return bool(np.allclose(kind.reference(a, b), kind.reference(b, a), rtol=1e-9, atol=1e-12, equal_nan=True))
+
+
 def shown(v: Any) -> str:
     """A parameter as a formula shows it: a float in its shortest form, a sequence in parentheses."""
     if isinstance(v, float):

@@ -6,7 +6,8 @@ averaged, is a graph of elementwise nodes and a reduction, not an entry here).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,8 @@ from pypto_tui.ops.base import (
     axes_of,
     axis,
     broadcast,
+    commutes,
+    index_letters,
     shown,
 )
 from pypto_tui.ops.idiom import Call, Const, Either, Form, Idiom, Match, Tensor, square
@@ -138,6 +141,91 @@ _LEGACY = ("size_average", "reduce", "reduction")
 """A loss function's last parameters: the legacy size_average / reduce flags, then reduction."""
 _TAIL = (("size_average", None), ("reduce", None), ("reduction", "mean"))
 """The loss modules' last parameters, with torch's defaults."""
+
+
+def _kl_terms(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str]:
+    """kl_div's pointwise term and its direction in words (`p` names the first argument's input): both
+    depend on the transform the input came through and on log_target."""
+    tf = a.get("input_transform")
+    if tf == "log":
+        q, qlog = p, f"log {p}"
+    elif tf == "log_softmax":
+        q, qlog = f"softmax({p})", f"log_softmax({p})"
+    elif tf is None:
+        q, qlog = f"exp({p})", p
+    else:
+        q, qlog = f"{tf}({p})", f"log {tf}({p})"
+    if a.get("log_target"):
+        return f"exp({t}) * ({t} - {qlog})", f"KL(exp({t}) || {q})"
+    return f"{t} * (log {t} - {qlog})", f"KL({t} || {q})"
+
+
+Term = Callable[[Mapping[str, Any], str, str], tuple[str, "str | None"]]
+"""(the call's arguments, the first operand as indexed, the second) -> the loss's pointwise term, and which
+operand plays which part in words (None: the formula says it)."""
+
+
+def _termwise(name: str, term: Term, asymmetric: Callable[[], bool], broadcasts: bool = False,
+              mean_note: str = "") -> StatisticOf:
+    """A loss that sums a pointwise term of its two inputs, then scales the sum by its reduction (mean,
+    sum, batchmean) or keeps every term (none). `broadcasts`: inputs of different shapes broadcast by the
+    ordinary rules (a hinge written out); else torch warns, and the contract asks the user to confirm."""
+    def statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
+        if len(ops) < 2:
+            raise OpError(f"{name} needs two tensors")
+        (x, sx), (y, sy) = ((o.name, o.shape) for o in ops[:2])
+        shape, unknown = sx, {}
+        if sx != sy:
+            joint = _joint_shape(sx, sy) if broadcasts else None
+            if joint is None:
+                unknown["output_shape"] = f"{name} of shapes {sx} and {sy} broadcasts"
+            else:
+                shape = joint
+        rank, numel = len(shape), math.prod(shape)
+        letters = index_letters(rank)
+        sub = "".join(letters)
+        # a broadcast operand is indexed by the trailing letters it has
+        p, t = (f"{n}_{''.join(letters[rank - len(sh):])}" if sh else n for n, sh in ((x, sx), (y, sy)))
+        body, direction = term(a, p, t)
+        if direction is not None:  # said with the operands' own names
+            direction = term(a, x, y)[1]
+        red = a.get("reduction", "mean")
+        everything = tuple(range(rank))
+        roles: dict[str, Any] = {"asymmetric": direction is not None or asymmetric(), "direction": direction}
+        if red == "mean" and mean_note:
+            unknown.setdefault("reduction", mean_note)
+        if red == "batchmean":
+            batch = shape[0] if rank else 1
+            return Statistic("sum", everything, False, "batchmean", batch,
+                             f"sum_{sub} {body} / {batch}  (batchmean: divided by the batch size)", unknown,
+                             output_shape=(), **roles)
+        if red == "mean":
+            return Statistic("mean", everything, False, "mean", numel,
+                             f"sum_{sub} {body} / {numel}  (mean over all {numel} elements)", unknown,
+                             output_shape=(), **roles)
+        if red == "sum":
+            return Statistic("sum", everything, False, "sum", None, f"sum_{sub} {body}", unknown,
+                             output_shape=(), **roles)
+        if red == "none":
+            return Statistic("", everything, False, "none", None, f"out_{sub} = {body}  (no reduction)", unknown,
+                             output_shape=shape, **roles)
+        raise OpError(f"reduction={red!r} is not one of mean, sum, batchmean, none")
+    return statistic
+
+
+def _joint_shape(a: Shape, b: Shape) -> Shape | None:
+    try:
+        return broadcast([a, b])
+    except OpError:
+        return None
+
+
+def _formula_term(formula: str, defaults: Mapping[str, Any]) -> Term:
+    """The term an entry's formula writes (`({x} - {y})^2`), its parameters filled in."""
+    def term(a: Mapping[str, Any], p: str, t: str) -> tuple[str, str | None]:
+        given = {k: shown(v) for k, v in {**defaults, **a}.items() if v is not None}
+        return formula.format(**{**given, "x": p, "y": t}), None
+    return term
 
 
 # ------------------------------------------------------------------ the contract's statistic
@@ -275,10 +363,15 @@ def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[st
           signature: tuple[tuple[str, Any], ...] = (), inputs: tuple[str, ...] = ("input", "target"),
           defaults: Mapping[str, Any] | None = None, formula: str = "", idioms: tuple[Idiom, ...] = (),
           input_transforms: tuple[str, ...] = (), statistic: StatisticOf | None = None) -> OpKind:
-    return OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
+    given = {"reduction": "mean", **(defaults or {})}
+    kind = OpKind(name, "loss", shape, reference, functions=(name,) if functions is None else functions,
                   modules=modules, params=params, arity=arity, pattern="D", module_signature=signature,
-                  inputs=inputs, defaults={"reduction": "mean", **(defaults or {})}, formula=formula, idioms=idioms,
+                  inputs=inputs, defaults=given, formula=formula, idioms=idioms,
                   input_transforms=input_transforms, statistic=statistic)
+    if statistic is None and formula and arity == 2:  # a sum of the formula's term
+        kind = replace(kind, statistic=_termwise(name, _formula_term(formula, given), lambda: not commutes(kind),
+                                                 broadcasts=not kind.functions))
+    return kind
 
 
 KINDS = (
@@ -293,7 +386,10 @@ KINDS = (
           formula="huber({x} - {y}; delta={delta})"),
     _loss("kl_div", _reduced, ("KLDivLoss",), (*_LEGACY, "log_target"), reference=_pointwise(_kl_div),
           signature=(*_TAIL, ("log_target", False)), defaults={"log_target": False},
-          input_transforms=("log", "exp", "sigmoid", "log_softmax", "softmax")),
+          input_transforms=("log", "exp", "sigmoid", "log_softmax", "softmax"),
+          statistic=_termwise("kl_div", _kl_terms, lambda: True,
+                              mean_note="kl_div with reduction='mean' divides by the element count, not the batch "
+                                        "(torch warns); confirm it is intended")),
     _loss("cross_entropy", _cross_entropy, ("CrossEntropyLoss",),
           ("weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing"),
           reference=_cross_entropy_ref,

@@ -27,6 +27,7 @@ from pypto_tui.ops.base import (
     StatisticOf,
     axes_of,
     axis,
+    index_letters,
     part,
     same_shape,
     shown,
@@ -276,9 +277,6 @@ STATE_PARAMS = ("momentum",)
 """Parameters that update the module's running statistics only: not what forward returns."""
 
 # ------------------------------------------------------------------ the contract's statistic
-_LETTERS = "ijklmnopq"
-
-
 def _affine_note(a: Mapping[str, Any], key: str = "affine") -> str:
     return "; affine weight=1, bias=0 at init" if a.get(key) else ""
 
@@ -383,7 +381,7 @@ def _rms_statistic(ops: Sequence[Operand], a: Mapping[str, Any]) -> Statistic:
                          f"out = {n} / sqrt(mean({n}^2 over axes {list(axes)}) + {e})")
     axes = _dim_axes(a, rank, "rms_norm")
     count = math.prod(shape[i] for i in axes)
-    letters = list(_LETTERS[:rank])
+    letters = index_letters(rank)
     at = f"{n}[{', '.join(letters)}]" if letters else n
     return Statistic("mean_square", axes, bool(a.get("keepdim", False)), "mean", count,
                      f"out = {n} / sqrt(sum_{{{','.join(letters[i] for i in axes)}}} {at}^2 / {count} + {shown(eps)})"

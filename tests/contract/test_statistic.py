@@ -99,3 +99,34 @@ def test_a_new_loss_entry_is_read_with_no_other_change(monkeypatch: pytest.Monke
     monkeypatch.setattr(registry, "kind", lambda name: worst if name == "worst_pair_loss" else REGISTRY.get(name))
     c = _derived("loss", "worst_pair_loss", {}, ("a", (6, 5), "fp32"), ("b", (6, 5), "fp32"))
     assert c.supported and c.formula == "max_i |a_i - b_i|" and c.output_shape == ()
+
+
+def test_a_pointwise_loss_sums_its_entrys_term_by_its_reduction():
+    mse = _derived("loss", "mse_loss", {"reduction": "mean"}, ("p", (4, 8), "fp32"), ("t", (4, 8), "fp32"))
+    assert mse.reduction is not None and (mse.reduction.op, mse.reduction.count) == ("mean", 32)
+    assert mse.formula == "sum_ij (p_ij - t_ij)^2 / 32  (mean over all 32 elements)" and mse.asymmetric is False
+    each = _derived("loss", "smooth_l1_loss", {"reduction": "none", "beta": 0.5}, ("p", (4, 8), "fp32"),
+                    ("t", (4, 8), "fp32"))
+    assert each.reduction is None and each.output_shape == (4, 8) and "beta=0.5" in (each.formula or "")
+    bad = _derived("loss", "l1_loss", {"reduction": "max"}, ("p", (4, 8), "fp32"), ("t", (4, 8), "fp32"))
+    assert "reduction='max' is not one of mean, sum, batchmean, none" in bad.unknown["reduction"]
+
+
+def test_kl_div_names_its_direction_and_asks_about_a_mean():
+    c = _derived("loss", "kl_div", {"reduction": "mean", "input_transform": "log", "log_target": False},
+                 ("q", (4, 8), "fp32"), ("p", (4, 8), "fp32"))
+    assert c.asymmetric is True and c.direction == "KL(p || q)"
+    assert "divides by the element count" in c.unknown["reduction"]
+    batch = _derived("loss", "kl_div", {"reduction": "batchmean", "input_transform": "log", "log_target": False},
+                     ("q", (4, 8), "fp32"), ("p", (4, 8), "fp32"))
+    assert batch.reduction is not None and (batch.reduction.scaling, batch.reduction.count) == ("batchmean", 4)
+    assert "reduction" not in batch.unknown
+
+
+def test_only_a_written_out_hinge_broadcasts_its_inputs():
+    hinge = _derived("loss", "hinge_loss", {"reduction": "mean", "margin": 1.0}, ("p", (4, 8), "fp32"),
+                     ("t", (8,), "fp32"))
+    assert hinge.reduction is not None and hinge.reduction.count == 32 and "output_shape" not in hinge.unknown
+    assert "t_j" in (hinge.formula or "")  # the broadcast operand indexed by the letters it has
+    mse = _derived("loss", "mse_loss", {"reduction": "mean"}, ("p", (4, 8), "fp32"), ("t", (8,), "fp32"))
+    assert mse.unknown["output_shape"] == "mse_loss of shapes (4, 8) and (8,) broadcasts"
