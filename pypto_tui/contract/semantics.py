@@ -548,12 +548,11 @@ def _scan(c: Contract, ops: list[Input], out: _Out) -> None:
     x = ops[0].name
     (d,) = axes
     op = c.op or ""
-    base = op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", "")
-    body = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
-            "logcumsumexp": "logsumexp"}.get(base, "scan")
+    base = registry.kind(op.replace("reverse_", "").replace("masked_", "").replace("exclusive_", ""))
     rng = "r >= t" if op.startswith("reverse_") else "r < t" if op.startswith("exclusive_") else "r <= t"
     src = f"{x}[.., r, ..]" if len(ops) < 2 else f"({ops[0].name} * {ops[1].name})[.., r, ..]"
-    out.formula = f"out[.., t, ..] = {body}_{{{rng}}} {src}  (along axis {d})"
+    form = base.formula if base is not None and base.formula else "scan_{{{rng}}} {src}"
+    out.formula = f"out[.., t, ..] = {form.format(rng=rng, src=src)}  (along axis {d})"
     if op.startswith("exclusive_"):
         narrow = bool(c.op_args.get("narrow"))
         out.output_shape = exclusive_scan_shape(shape, d, bool(c.op_args.get("trim_last_row")), narrow)

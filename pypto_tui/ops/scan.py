@@ -17,13 +17,18 @@ def _scan(fn: Any) -> Any:
 
 
 KINDS = (
-    OpKind("cumsum", "scan", same_shape, _scan(np.cumsum), functions=("cumsum",), methods=("cumsum",),
+    OpKind("cumsum", "scan", same_shape, formula="sum_{{{rng}}} {src}",
+           reference=_scan(np.cumsum), functions=("cumsum",), methods=("cumsum",),
            params=("dim",), pattern="scan"),
-    OpKind("cumprod", "scan", same_shape, _scan(np.cumprod), functions=("cumprod",), methods=("cumprod",),
+    OpKind("cumprod", "scan", same_shape, formula="prod_{{{rng}}} {src}",
+           reference=_scan(np.cumprod), functions=("cumprod",), methods=("cumprod",),
            params=("dim",), pattern="scan"),
     # the contract reads these (torch.cummax / cummin return values and indices; the graph reader does not
     # spell them yet)
-    OpKind("cummax", "scan", same_shape, _scan(np.maximum.accumulate), params=("dim",), pattern="scan"),
-    OpKind("cummin", "scan", same_shape, _scan(np.minimum.accumulate), params=("dim",), pattern="scan"),
-    OpKind("logcumsumexp", "scan", same_shape, _scan(np.logaddexp.accumulate), params=("dim",), pattern="scan"),
+    OpKind("cummax", "scan", same_shape, formula="max_{{{rng}}} {src}",
+           reference=_scan(np.maximum.accumulate), params=("dim",), pattern="scan"),
+    OpKind("cummin", "scan", same_shape, formula="min_{{{rng}}} {src}",
+           reference=_scan(np.minimum.accumulate), params=("dim",), pattern="scan"),
+    OpKind("logcumsumexp", "scan", same_shape, formula="logsumexp_{{{rng}}} {src}",
+           reference=_scan(np.logaddexp.accumulate), params=("dim",), pattern="scan"),
 )

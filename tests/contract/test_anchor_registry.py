@@ -58,3 +58,13 @@ def test_reductions_scale_and_refuse_by_their_entries():
     assert c.supported and c.formula == "out[i] = max_{j} x[i, j]"
     c = contract("torch.var(x, dim=1, unbiased=False)")
     assert c.reduction.scaling == "mean" and c.formula.endswith("(divisor 256 - 0)")
+
+
+def test_a_scans_formula_is_its_entrys_combining_operation():
+    from pypto_tui.ops.registry import REGISTRY as KINDS
+
+    for name, word in (("cumsum", "sum"), ("cumprod", "prod"), ("logcumsumexp", "logsumexp")):
+        assert KINDS[name].formula.startswith(word)
+    c = contract("torch.cumprod(x.flip(1), dim=1).flip(1)")
+    assert c.op == "reverse_cumprod" and c.formula is not None
+    assert c.formula.startswith("out[.., t, ..] = prod_{r >= t} x[.., r, ..]"), c.formula
