@@ -226,6 +226,13 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         lower = Node("index", args=(a[0],), value=("...", {"slice": (None, h, None)}))
         halves = Node("tuple", args=(Node("neg", args=(upper,)), lower))
         return _call("cat", (halves,), "torch", dim=-1)
+    where, how = kind.spelled
+    if how == "keywords":  # torch.narrow(x, dim=..., ...), F.pad(x, pad=...), torch.lstm(x, h0, ..., batch_first=...)
+        return _call(op, a, where, **_present(at, kind.params))
+    if how == "positional":  # x.transpose(0, 1)
+        return _call(op, (*a, *(_const(at.get(p)) for p in kind.params)), where)
+    if how == "spread":  # x.permute(2, 0, 1)
+        return _call(op, (*a, *(_const(d) for d in at.get(kind.params[0], ()))), where)
     if kind.role == "elementwise":
         if op in ir.INFIX:  # written with its operator: (a + b), a ** 2, a < b
             return Node("bin", name=op, args=a)
@@ -236,8 +243,6 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         return _call(op, a, "torch")
     if kind.role == "softmax":
         return _call(op, a, "torch", dim=at.get("dim"))
-    if op == "transpose":
-        return _call("transpose", (a[0], _const(at.get("dim0", -2)), _const(at.get("dim1", -1))), "method")
     if kind.role == "reduction" and kind.params[:2] == ("dim", "keepdim"):
         return _call(kind.spelled_as or op, a, "torch", **_present(at, ("dim",)), keepdim=bool(at.get("keepdim")))
     element_of = registry.tuple_of(kind)
@@ -246,12 +251,6 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
         keys = tuple(k for k in whole.params if k != whole.params[0])
         call = _call(whole.name, (a[0], _const(at.get(whole.params[0]))), "torch", **_present(at, keys))
         return Node("index", args=(call,), value=element)
-    if op == "permute":
-        return _call("permute", (a[0], *(_const(d) for d in at.get("dims", ()))), "method")
-    if op == "narrow":  # the copy a narrow or select view became (views.COPIED_STEPS)
-        return _call("narrow", (a[0],), "torch", **_present(at, kind.params))
-    if kind.role == "recurrent":  # a layer over a sequence: every input a tensor, the options keywords
-        return _call(op, a, "torch", **_present(at, kind.params))
     if kind.index_inputs:  # torch.gather(x, dim, index): a parameter with no constant is the next tensor
         tensors = iter(a)
         args = [next(tensors)]
@@ -263,8 +262,6 @@ def _node(n: OpNode, a: tuple[Node, ...]) -> Node:
             else:
                 break
         return _call(op, tuple(args), "torch")
-    if op == "pad":  # one axis widened by a fill (a pad of several axes is one node per axis)
-        return _call("pad", (a[0],), "F", **_present(at, kind.params))
     if kind.role == "layout" and kind.arity == -1:  # a concatenation of the group's inputs
         return _call(op, (Node("tuple", args=a),), "torch", **_present(at, kind.params))
     if kind.role == "attention":  # F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)

@@ -98,6 +98,10 @@ class OpKind:
       reduction and formula.
     - `input_transforms`: the kinds whose result the kind may take as its first input and still have a
       kernel, the transform recorded in its contract (kl_div of `log(p)` or `log_softmax(p, dim)`).
+    - `spelled`: how a kernel's contract spells a graph node of the kind as a call the reader reads back:
+      (where: "torch", "F" or "method"; how its parameters are passed: "keywords", "positional" in `params`'
+      order, or "spread", the one parameter's items as arguments: `x.permute(2, 0, 1)`); ("", "") when
+      the role's own spelling serves.
     - `refuses`: (parameter, why) for each parameter that, when the call sets it, keeps the kind from a
       kernel (an embedding's max_norm rewrites its table on every call).
     - `defaults`: torch's default for each parameter in `params` that has one (bound when the call
@@ -155,6 +159,7 @@ class OpKind:
     idioms: tuple[Idiom, ...] = ()
     statistic: StatisticOf | None = None
     input_transforms: tuple[str, ...] = ()
+    spelled: tuple[str, str] = ("", "")
     refuses: tuple[tuple[str, str], ...] = ()
     index_inputs: tuple[int, ...] = ()
     size_ties: tuple[tuple[tuple[int, int], tuple[int, int], int], ...] = ()

@@ -143,11 +143,11 @@ BASE_KINDS = (
            direction="the parts land along axis {dim} in the order {parts}"),
     OpKind("transpose", "layout", _transpose_shape, _transpose, functions=("transpose", "t"),
            methods=("transpose", "t"), params=("dim0", "dim1"), aten=("aten.transpose.int", "aten.t.default"),
-           decompose=_far_swap,
+           decompose=_far_swap, spelled=("method", "positional"),
            formula="out = {x}.transpose({dim0}, {dim1})  (axes {dim0} and {dim1} swapped, {shape})"),
     OpKind("permute", "layout", _permute_shape, lambda x, dims=(), **_: np.transpose(x, dims),
            functions=("permute",), methods=("permute",), params=("dims",), aten=("aten.permute.default",),
-           decompose=_permute_swaps),
+           decompose=_permute_swaps, spelled=("method", "spread")),
 )
 
 
@@ -328,6 +328,7 @@ SLICE_KINDS = (
     # What a narrow or select view becomes when a kernel has to read its result (views.COPIED_STEPS):
     # no spelling of its own, the graph makes it from a view.
     OpKind("narrow", "layout", _narrow_shape, _narrow, params=("dim", "start", "length"), pattern="slice",
+           spelled=("torch", "keywords"),
            formula="out = {x}.narrow({dim}, {start}, {length})  ({length} positions from {start} of axis {dim} "
                    "copied out, {shape})",
            note="part of one axis copied out: x.narrow(dim, start, length) made contiguous"),
@@ -339,7 +340,7 @@ SLICE_KINDS = (
            note="torch.roll(x, shifts, dims): a cyclic shift, per axis the last s positions moved first"),
     OpKind("pad", "layout", _pad_shape, _pad, functions=("pad",), params=("pad", "mode", "value"),
            aten=("aten.constant_pad_nd.default",), defaults={"mode": "constant", "value": 0.0}, pattern="pad",
-           decompose=_pad_axes,
+           decompose=_pad_axes, spelled=("F", "keywords"),
            formula="out = F.pad({x}, {pad}, value={value})  (borders of {value} around {x}, {shape})",
            note="F.pad(x, pad, value=v): each axis widened by a border of v (negative widths crop), one axis a kernel"),
 )

@@ -117,10 +117,12 @@ features, CUBE_K 512, tested at 32 features: 43% of elements off, max abs err 1.
 
 KINDS = (
     OpKind("lstm", "recurrent", _lstm_shape, _lstm, params=tuple(_OPTIONS), inputs=LSTM_INPUTS, arity=7,
+           spelled=("torch", "keywords"),
            pattern="recurrent", aten=("aten.lstm.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 4),),
            whole_axes=_FEATURES,
            note="one LSTM layer over every time step (i, f, g, o gates); a kernel loops over the steps"),
     OpKind("gru", "recurrent", _gru_shape, _gru, params=tuple(_OPTIONS), inputs=GRU_INPUTS, arity=6,
+           spelled=("torch", "keywords"),
            pattern="recurrent", aten=("aten.gru.input",), defaults=_OPTIONS, size_ties=(((2, 0), (2, 1), 3),),
            whole_axes=_FEATURES,
            note="one GRU layer over every time step (r, z, n gates); a kernel loops over the steps"),
