@@ -712,7 +712,7 @@ def _task_path(vid: str, paths: Mapping[str, str]) -> str:
 
 
 def module_kernel(pipeline: Pipeline) -> GeneratedKernel | None:
-    """A module of several kernels for a task whose graph the plan splits (issue 21): each kernel is
+    """A module of several kernels for a task whose graph the plan splits: each kernel is
     designed as a task of its own (`module_stages`), and codegen/compose.py merges them under one
     ModelNew. None when the graph is one kernel (the level-1 answer stands)."""
     designed = module_stages(pipeline)

@@ -509,7 +509,7 @@ def _plain_conv_only(c: Contract, kb: KnowledgeBase) -> _Layout:
     if (c.op or "").startswith("conv_transpose"):
         raise _NotApplicable("a transposed conv needs its zero insertion (conv-transposed-zero-insert)")
     return _window("im2col")(c, kb)
-# ---------------------------------------------------------------- issue 11: more reshapes
+# ---------------------------------------------------------------- more reshapes
 def _broadcast_rows(c: Contract) -> _Layout:
     """Two operands where one is the other's trailing dims (hinge's (N, C) predictions and (C,)
     targets): the large one becomes (rows, cols), the small one (1, cols), which the kernel widens

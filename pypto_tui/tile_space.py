@@ -29,7 +29,7 @@ PYTHON_MAX = 4096
 """Spaces up to this many tiles (an upper bound, before the budget prunes) are ranked without numpy."""
 MAX_AXIS_VALUES = 32
 """Most tile sizes tried on one axis. A highly composite axis (720720 has 240 divisors, about 150 of
-them within the budget) made a 4-D space of 41,937 tiles that took 29-37 ms to rank (issue 15 asks
+them within the budget) made a 4-D space of 41,937 tiles that took 29-37 ms to rank (the aim is
 < 20 ms); beyond this many, the powers of two, the axis itself and divisors spread evenly on a log
 scale are kept, which still offers a size near every power of two."""
 

@@ -159,7 +159,7 @@ class SimRunner:
 
 
 def roofline_summary(pipeline: Any, report: Any) -> list[str]:
-    """The task's roofline (issue 22) and how far the sweep's fastest candidate is from it: the
+    """The task's roofline and how far the sweep's fastest candidate is from it: the
     figure that says whether the best of the candidates is any good."""
     from pypto_tui.roofline import try_roofline
 

@@ -169,7 +169,7 @@ class TilesScreen(SimRunner, StepScreen):
 
     def _documents_pick(self) -> list[tuple[str, str]]:
         """When the estimate decides (ranking = "auto" or "estimate"), the documents' pick beside it:
-        its rules and how much slower the estimate expects it (issue 22)."""
+        its rules and how much slower the estimate expects it."""
         plan = self._plan
         if plan is None or plan.ranking != "estimate" or plan.best_by_rules is None:
             return []

@@ -237,7 +237,7 @@ def _module_roofline(p: Any) -> tuple[Any, list[dict[str, Any]]]:
 
 
 def _add_roofline(doc: dict[str, Any], bound: Any, why_not: str) -> None:
-    """The roofline keys (issue 22): `roofline_us`, `bound` (memory, vector or cube) and `ratio`
+    """The roofline keys: `roofline_us`, `bound` (memory, vector or cube) and `ratio`
     (simulated / roofline) of the simulated kernel, or of each measured candidate of a sweep; the
     work and the three bounds under `roofline`; why there is none under `roofline_note`."""
     if "result" in doc:

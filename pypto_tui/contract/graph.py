@@ -1,4 +1,4 @@
-"""The contract as a graph of operators (issue 21): what `forward` computes, node by node.
+"""The contract as a graph of operators: what `forward` computes, node by node.
 
 `build_graph` turns the expression tree the reader builds (locals inlined, `self.` resolved) into
 an `OpGraph`: the task's tensor inputs, the parameters the model creates in `__init__` (an

@@ -353,7 +353,7 @@ class Contract:
         )
 
     def to_json_dict(self, dims: Any = None) -> dict[str, Any]:
-        """The CLI's JSON (issue 3's keys, then extras). `dims` is a DimPlan or its dict."""
+        """The CLI's JSON (the public contract's keys, then extras). `dims` is a DimPlan or its dict."""
         if dims is not None and hasattr(dims, "to_json_dict"):
             dims = dims.to_json_dict()
         return {

@@ -696,7 +696,7 @@ def _elementwise_views(n: Node, ctx: Ctx) -> Recognition | None:
     return rec
 
 
-# ================================================================================ issue 11: scans, matmul forms
+# ================================================================================ scans, matmul forms
 def _exclusive_scan(n: Node, ctx: Ctx) -> Recognition | None:
     """KernelBench's exclusive scan: `cumsum(cat((zeros_like(x.select(d, 0).unsqueeze(d)), x), dim=d)[:-1], d)`.
 

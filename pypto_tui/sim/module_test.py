@@ -1,5 +1,5 @@
-"""Test sizes for a module of several kernels (a chain of operators, issue 21), chosen as the
-single-kernel test shapes are (issue 20): as small as every kernel's design allows.
+"""Test sizes for a module of several kernels (a chain of operators), chosen as the
+single-kernel test shapes are: as small as every kernel's design allows.
 
 A chain's tensors all follow from the task's size constants, so the test is the task file itself
 with smaller constants (contract/task_sizes.py): the baseline, its weights and every intermediate

@@ -272,7 +272,7 @@ def _second(report: VerifyReport, tile_name: str | None, memory_limit_mb: int | 
 
 def _prepare_module_verify(pipeline: Pipeline, scale: str, memory_limit_mb: int | None,
                            criterion: Criterion, wiring: bool = False) -> PreparedVerify | None:
-    """A chain the planner splits into several kernels (issue 21): the whole module, at the task's
+    """A chain the planner splits into several kernels: the whole module, at the task's
     size constants made as small as every kernel's design allows (sim/module_test.py). None when
     the task is no module."""
     from pypto_tui.design import kernel_of, module_stages

@@ -1,4 +1,4 @@
-"""The shapes a verification runs at, and the design they must keep (issue 20).
+"""The shapes a verification runs at, and the design they must keep.
 
 Reads the design pipeline for what the full-size kernel uses (its tile, loop, cube tiles: the
 generated module's own constants) and searches smaller input shapes that keep it; verification.py
