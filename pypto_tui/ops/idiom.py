@@ -45,7 +45,7 @@ class Reading(Protocol):
 class Form:
     """One position of a written-out form."""
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         """Each way the node matches, as the match extended with this position's captures."""
         raise NotImplementedError
 
@@ -89,7 +89,7 @@ class Tensor(Form):
 
     capture: str
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         seen = m.nodes.get(self.capture)
         if seen is not None:
             if seen == n:
@@ -108,7 +108,7 @@ class Const(Form):
     capture: str = ""
     equals: Any = None
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         if not n.is_const or (self.equals is not None and n.value != self.equals):
             return
         out = m.fork()
@@ -126,7 +126,7 @@ class Call(Form):
     args: tuple[Form, ...] = ()
     capture: str = ""
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         if n.kind not in ("call", "bin") or n.name not in self.ops or len(n.args) < len(self.args):
             return
         start = m.fork()
@@ -141,7 +141,7 @@ class Either(Form):
 
     forms: tuple[Form, ...]
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         for f in self.forms:
             yield from f.bind(n, m)
 
@@ -153,7 +153,7 @@ class PlusConst(Form):
     form: Form
     capture: str
 
-    def bind(self, n: Any, m: Match) -> Iterator[Match]:
+    def bind(self, n: Node, m: Match) -> Iterator[Match]:
         if n.kind == "bin" and n.name == "add":
             a, b = n.args
             if b.is_const or a.is_const:
@@ -165,7 +165,7 @@ class PlusConst(Form):
         yield from self.form.bind(n, m)
 
 
-def _bind_all(forms: Sequence[Form], nodes: Sequence[Any], m: Match) -> Iterator[Match]:
+def _bind_all(forms: Sequence[Form], nodes: Sequence[Node], m: Match) -> Iterator[Match]:
     if not forms:
         yield m
         return
@@ -205,7 +205,7 @@ class Found:
     unknown: dict[str, str]
 
 
-def find(kinds: Sequence[Any], n: Any, reading: Reading) -> Found | None:
+def find(kinds: Sequence[Any], n: Node, reading: Reading) -> Found | None:
     """The first idiom of `kinds` (registry entries, in order) that `n` is written as."""
     for kind in kinds:
         for idiom in kind.idioms:
