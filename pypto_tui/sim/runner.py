@@ -204,7 +204,7 @@ def run_in_subprocess(
             if job.kind == "verify" and job.memory_limit_mb:
                 detail += (
                     f"; if the kernel is large, the worker's address-space cap ({job.memory_limit_mb} MB) "
-                    "may be too low: raise memory_limit_mb or verify a smaller shape"
+                    "may be too low: raise it with --memory-mb or verify a smaller shape"
                 )
         return J.SimResult(
             kind=job.kind, status=J.CRASHED, label=job.label, error=detail,
