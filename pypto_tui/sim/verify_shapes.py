@@ -149,7 +149,7 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
     def lays_out(shapes: scaled.Shapes) -> bool:
         return graph_lays_out(pipeline, shapes) and (keep is None or accept(shapes))
 
-    graph = pipeline.contract().graph is not None
+    graph = has_views(pipeline)
     keep_values, positions = _channels_by_position(pipeline, keep_values)
     positions |= _offset_axes(pipeline)
     start = _window_batch(pipeline, full_shapes(pipeline))
@@ -162,10 +162,18 @@ def reduced_shapes(pipeline: Pipeline, budget: int = scaled.VERIFY_ELEMENTS,
                                 ties=_size_ties(pipeline), fixed=_whole_axes(pipeline))
 
 
+def has_views(pipeline: Pipeline) -> bool:
+    """The contract's graph holds a view: the only nodes whose constants (a narrow's offset, a reshape's
+    sizes) a test shape can contradict, so the only graphs `graph_lays_out` need check (a shape search asks
+    it of every candidate)."""
+    graph = pipeline.contract().graph
+    return graph is not None and any(n.get("op") == "view" for n in graph.get("nodes", ()))
+
+
 def graph_lays_out(pipeline: Pipeline, shapes: scaled.Shapes) -> bool:
     """A module's graph still holds together at these shapes: a view at constant offsets (a traced
     `split(n_embd, dim=2)`, a narrow at 768 of 2304) pins the axis it cuts, which a smaller test axis would
-    put outside the tensor, and a reshape to constant sizes pins what it reshapes."""
+    put outside the tensor."""
     from pypto_tui.contract.graph import OpGraph
     from pypto_tui.plan import decompose
 
@@ -418,7 +426,7 @@ def spread_shapes(pipeline: Pipeline, keep: scaled.DesignToKeep | None, shapes: 
     def apply(v: dict[Any, int]) -> scaled.Shapes:
         return {n: tuple(v[cls[(n, ax)]] for ax in range(len(s))) for n, s in shapes.items()}
 
-    graph = pipeline.contract().graph is not None
+    graph = has_views(pipeline)
 
     def probe(v: dict[Any, int]) -> scaled.Probe | None:
         s = apply(v)
