@@ -91,8 +91,6 @@ def _reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdim: bool) -> 
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-_ix = index_letters
-
 
 def _at(name: str, letters: Sequence[str]) -> str:
     return f"{name}[{', '.join(letters)}]" if letters else name
@@ -165,18 +163,18 @@ def _elementwise(c: Contract, ops: list[Input], out: _Out) -> None:
     kind = registry.kind(op)
     if kind is not None and kind.is_elementwise and kind.formula:
         try:
-            body = kind.formula.format(**{**{k: _fmt(v) for k, v in args.items()}, "x": x, "y": names[-1]})
+            body = kind.formula.format(**{**{k: shown(v) for k, v in args.items()}, "x": x, "y": names[-1]})
         except (KeyError, IndexError):
             body = f"{op}({x})"
         out.formula = f"out = {body}  (elementwise over {shape})"
     elif kind is not None and op in ir.INFIX:  # an operator a task writes with its symbol: `x * 2.0`, `a - b`
         if args.get("scalar_input") or args.get("scalar") is not None:
-            sc = args.get("scalar_input") or _fmt(args.get("scalar"))
+            sc = args.get("scalar_input") or shown(args.get("scalar"))
             lhs, rhs = (x, sc) if args.get("scalar_side", "right") == "right" else (sc, x)
             extra = ""
             sc = c.input(args["scalar_input"]) if args.get("scalar_input") else None
             if sc is not None and sc.value is not None:
-                extra = f", {sc.name} = {_fmt(sc.value)}"
+                extra = f", {sc.name} = {shown(sc.value)}"
             out.formula = f"out = {_infix(op, lhs, rhs)}  (elementwise over {shape}{extra})"
         else:
             out.formula = f"out = {_infix(op, names[0], names[-1])}  (elementwise over {shape})"
@@ -245,13 +243,13 @@ def _layout(c: Contract, ops: list[Input], out: _Out) -> None:
     shape = _kind_shape(kind, shapes, attrs)
     values = [o for i, o in enumerate(ops) if i not in kind.index_inputs]
     names = [o.name for o in ops]
-    shown = {**{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()},
-             "x": names[0], "y": names[-1], "parts": ", ".join(names), "shape": shape}
+    fields = {**{k: list(v) if isinstance(v, tuple) else v for k, v in attrs.items()},
+              "x": names[0], "y": names[-1], "parts": ", ".join(names), "shape": shape}
     out.output_shape = shape
     out.output_dtype = _promote_all([o.dtype for o in values])
-    out.formula = kind.formula.format(**shown)
+    out.formula = kind.formula.format(**fields)
     out.asymmetric = len(ops) > 1 or kind.arity != 1
-    out.direction = kind.direction.format(**shown) if kind.direction else None
+    out.direction = kind.direction.format(**fields) if kind.direction else None
     for param, why in kind.refuses:
         if c.op_args.get(param) is not None:
             out.supported, out.reason = False, why
@@ -293,7 +291,7 @@ def _softmax(c: Contract, ops: list[Input], out: _Out) -> None:
     a = axes[0]
     out.reduction = Reduction(c.op or "softmax", axes, True, "none")
     out.output_shape = shape
-    L = _ix(rank)
+    L = index_letters(rank)
     x = ops[0].name
     sub = L.copy()
     sub[a] = "r"
@@ -336,7 +334,7 @@ def _reduction(c: Contract, ops: list[Input], out: _Out) -> None:
     if arg:
         out.output_dtype = "int64"
     out.asymmetric = False
-    L = _ix(rank)
+    L = index_letters(rank)
     kept = L if own is not None else [("0" if i in axes else letter) for i, letter in enumerate(L)] if keepdim else [
         letter for i, letter in enumerate(L) if i not in axes]
     red = ",".join(L[a] for a in axes)
@@ -584,7 +582,7 @@ def _attention(c: Contract, ops: list[Input], out: _Out) -> None:
         out.output_shape = (*q[:-1], v[-1])
         a = c.op_args
         scale = a.get("scale")
-        sc = f"{_fmt(scale)}" if scale is not None else f"1/sqrt({q[-1]})"
+        sc = f"{shown(scale)}" if scale is not None else f"1/sqrt({q[-1]})"
         out.formula = (f"out = softmax({ops[0].name} @ {ops[1].name}^T * {sc}, over the last axis) @ {ops[2].name}"
                        f"  ({q[-2]} queries, {k[-2]} keys of {q[-1]}, values of {v[-1]}, "
                        f"batch {q[:-2] or '()'})")
@@ -637,7 +635,6 @@ def _promote_all(dtypes: Sequence[str | None]) -> str | None:
     return res
 
 
-_fmt = shown
 
 def _unfreeze(v: Any) -> Any:
     if isinstance(v, tuple):
