@@ -5,6 +5,7 @@ averaged, is a graph of elementwise nodes and a reduction, not an entry here).""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -369,7 +370,8 @@ def _loss(name: str, shape: Any, modules: tuple[str, ...] = (), params: tuple[st
                   inputs=inputs, defaults=given, formula=formula, idioms=idioms,
                   input_transforms=input_transforms, statistic=statistic)
     if statistic is None and formula and arity == 2:  # a sum of the formula's term
-        kind = replace(kind, statistic=_termwise(name, _formula_term(formula, given), lambda: not commutes(kind),
+        swaps = functools.cache(lambda: not commutes(kind))  # numpy on the reference: once per kind, not per edit
+        kind = replace(kind, statistic=_termwise(name, _formula_term(formula, given), swaps,
                                                  broadcasts=not kind.functions))
     return kind
 
