@@ -152,7 +152,10 @@ def geometry_of(contract: Contract, dims: DimPlan) -> Geometry:
         out = tuple(dims.output_kernel_shape or ())
         if len(shapes) >= 2 and shapes[0] and shapes[1] and len(out) >= 2:
             M, N = out[-2], out[-1]
-            K = shapes[0][-1]
+            # The reduced axis as the dimension step read it: A's last axis, or its second last when the
+            # matmul reads A transposed (a_trans), where A's last axis is M.
+            planned_k = (dims.matmul or {}).get("k")
+            K = planned_k if isinstance(planned_k, int) else shapes[0][-1]
             return Geometry(out, dtype, None, "matmul" if len(out) == 2 else "auto", (M, K, N))
     if traits(contract.family).tile_on_output and dims.output_kernel_shape:
         return Geometry(tuple(dims.output_kernel_shape), dtype, None, "auto")

@@ -94,3 +94,24 @@ def test_a_bad_search_depth_is_refused_in_one_line(tmp_path, k_l1):
     with pytest.raises(PackError, match=r"cube\.search\.k_l1") as err:
         load_pack(pack)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("forward", "a", "b"), [
+    ("torch.matmul(A, B)", (512, 2048), (2048, 256)),
+    ("torch.matmul(A.T, B)", (2048, 512), (2048, 256)),      # KernelBench 16 at its bench shape
+    ("torch.matmul(A.T, B.T)", (2048, 512), (256, 2048)),    # KernelBench 18
+])
+def test_a_transposed_operand_is_searched_at_its_own_k(kb, tmp_path, forward, a, b):
+    """A read transposed (a_trans) has M as its last axis: the search must see K = 2048, not 512. With
+    K = 512 it took 4 tasks of 128 x 256 (35.1 us SIM for KernelBench 16); at K = 2048, 16 tasks of
+    64 x 128 as the plain product gets (19.2 us, measured with `sim --kernel`)."""
+    task = tmp_path / "mm.py"
+    task.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    f"    def forward(self, A, B):\n        return {forward}\n\n\n"
+                    f"def get_inputs():\n    return [torch.rand{a}, torch.rand{b}]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    p = Pipeline(kb, Design(task=str(task)))
+    assert p.geometry().matmul == (512, 2048, 256)
+    cube = p.cube_choice()
+    assert cube is not None and (cube.evaluation.m, cube.evaluation.k, cube.evaluation.n) == \
+        ((64, 64), (32, 512), (128, 128))
