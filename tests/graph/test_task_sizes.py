@@ -115,3 +115,21 @@ def test_a_list_of_sizes_is_one_size_per_element():
     assert "layer_sizes = [16384, 1, 64]" in out and "batch = 4" in out and "names = ['a', 'b']" in out
     with pytest.raises(InputError, match="not a size constant"):
         with_sizes(src, {"layer_sizes[1]": 4})
+
+
+def test_a_slice_that_follows_the_sizes_is_the_same_module_at_any_size() -> None:
+    """`q, k, v = qkv.split(n_embd, dim=2)` and a causal mask's `bias[:, :, :T, :T]` slice at offsets and
+    lengths that follow the task's sizes: the graph at a smaller width or sequence is the same module, so
+    the module test may shrink them (it held KernelBench level-3 44 at its full sequence, x (2, 512, 768),
+    where the end-to-end test needed 6.65 GB). A slice of another axis, or another kind of step, is not."""
+    from pypto_tui.sim.module_test import _structure
+
+    def graph(width: int, part: int, dim: int = 2, kind: str = "narrow") -> dict:
+        step = {"kind": kind, "dim": dim, "start": part * width, "length": width}
+        return {"values": [{"id": "x", "kind": "input", "shape": [2, 8, 3 * width]}],
+                "nodes": [{"id": "n0", "op": "view", "inputs": ["x"], "shape": [2, 8, width],
+                           "attrs": {"steps": [step]}}], "output": "n0"}
+
+    assert _structure(graph(768, 1)) == _structure(graph(96, 1))
+    assert _structure(graph(768, 1)) != _structure(graph(96, 1, dim=1))
+    assert _structure(graph(768, 1)) != _structure(graph(96, 1, kind="select"))
