@@ -532,6 +532,24 @@ def _broadcast_rows(c: Contract) -> _Layout:
                    _output_kernel(c, (rows, cols), axis_map, ["reduced"] * len(S)))
 
 
+def _scalar_rows(c: Contract) -> _Layout:
+    """Operands of one shape reduced to one value (a mean squared error): each as (rows, last axis), so
+    the kernel sums every row at once and then the column of row sums (LOSS.scalar-rows), instead of
+    accumulating one flat axis over a loop. A rank-1 operand has no rows: it flattens."""
+    shape = _same_shapes(c)
+    if len(shape) < 2:
+        raise _NotApplicable("a rank-1 input has no rows: flatten it")
+    if c.reduction is not None and len(c.reduction.axes) < len(shape):
+        raise _NotApplicable("the rows reshape for one value needs every axis reduced")
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    kernel = (rows, cols)
+    axis_map = [list(range(len(shape) - 1)), [len(shape) - 1]]
+    fwd: list[Shape | None] = [(kernel if kernel != tuple(shape) else None) if t.is_tensor else None
+                               for t in c.inputs]
+    return _Layout([kernel] * len(c.tensor_inputs), fwd, axis_map, [0, 1], 1,
+                   _output_kernel(c, kernel, axis_map, ["reduced"] * len(shape)))
+
+
 def _matvec(c: Contract, ka: Shape, row: Shape, m: int, k: int) -> _Layout:
     """A matrix times a vector (N = 1): B as one (1, K) row, so the product is a multiply and a sum
     over K per row of A (MM.matvec-reduce), with no cube (N = 1 has no legal cube tiles)."""
@@ -742,6 +760,7 @@ RESHAPERS = {
     "rows": _rows, "merge_reduce": _merge_reduce, "matmul": _matmul, "broadcast_rows": _broadcast_rows,
     "leading_batch": _leading_batch, "concat_rows": _concat_rows, "swap_blocks": _swap_layout,
     "slice_rows": _slice_rows, "pad_rows": _pad_rows, "recurrent_rows": _recurrent_rows, "take_rows": _take_rows,
+    "scalar_rows": _scalar_rows,
 }
 WINDOW_RESHAPERS: dict[str, Callable[[Contract, KnowledgeBase], _Layout]] = {
     # convs and pools (see _window): their blocks are sized by the pack's [window] limits
@@ -841,7 +860,7 @@ def merge_reduce(c: Contract, kb: KnowledgeBase, merged: bool) -> list[Finding]:
     return [rule_finding(kb, "CL.merge-evaluated", f"reduce axes not merged: {reason}", "info")]
 
 
-@cites("P3.rank-strategy")
+@cites("P3.rank-strategy", "LOSS.scalar-rows")
 def plan_dims(contract: Contract, kb: KnowledgeBase | None = None, strategy: str | None = None) -> DimPlan:
     """The dimension plan for `contract`. `strategy` is a strategy id from the pack (the user's pick)."""
     if kb is None:

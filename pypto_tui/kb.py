@@ -45,7 +45,8 @@ RESHAPES = ("flatten", "keep", "groups", "batch_channel_rest", "rows", "merge_re
             "window_im2col", "window_transposed", "window_depthwise", "window_pool",
             "broadcast_rows", "leading_batch", "concat_rows", "swap_blocks",
             "slice_rows", "pad_rows",  # a loss's broadcast operand, attention, cat, a swap of two axes, a narrow
-            "recurrent_rows", "take_rows")  # a pad of one axis, an LSTM or GRU layer, an embedding
+            "recurrent_rows", "take_rows",  # a pad of one axis, an LSTM or GRU layer, an embedding
+            "scalar_rows")  # operands of one shape reduced to one value
 SANE_INT = 1 << 20
 """Largest number a pack's integer limits may hold unless a key says otherwise: every real limit
 (16384 elements, 2048 tiles, 192 KB of unified buffer...) is far below; a larger one is a typo

@@ -262,6 +262,15 @@ def reduce(op: str, x: Ex, dim: int, keepdim: bool) -> Ex:
     return call(op, x, dim, keepdim=keepdim) if keepdim else call(op, x, dim)
 
 
+def column_sum(column: Ex, rows: str) -> Ex:
+    """The sum of a (rows, 1) column as a (1, 1) tensor: the column laid out as one (1, rows) row and
+    summed along it (LOSS.scalar-rows). Summed down the column with the rows' own vec tile it cost
+    KernelBench 94 (MSE at (1024, 1024)) 29.1 us against 18.4, and 95 (cross-entropy at (256, 4096))
+    27.5 against 18.3 (pypto 0.2.0 SIM); both forms verify with every pass row."""
+    row = cst.List([cst.Element(number_node(1)), cst.Element(cst.Name(rows))])
+    return reduce("sum", call("reshape", column, row), 1, True)
+
+
 def mean(x: Ex, dim: int, keepdim: bool, inv_count: Ex) -> Ex:
     """No pypto.mean: sum times the reciprocal of the count (API.single-dim-reduce)."""
     return mul(reduce("sum", x, dim, keepdim), inv_count)

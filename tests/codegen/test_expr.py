@@ -175,3 +175,12 @@ def test_ci_keeps_no_failing_example_between_runs():
     out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "CI": "true"}, capture_output=True,
                          text=True, check=True, timeout=60)
     assert out.stdout.split() == ["None", "True"]
+
+
+def test_a_column_is_summed_as_one_row():
+    """LOSS.scalar-rows: a (rows, 1) column of row sums is laid out as (1, rows) and summed along it (18.4 us
+    for KernelBench 94 against 29.1 summed down the column)."""
+    from pypto_tui.codegen.expr import column_sum
+
+    assert code(column_sum(Ex.name("picked"), "BASIC_BATCH")) == \
+        "pypto.sum(pypto.reshape(picked, [1, BASIC_BATCH]), 1, keepdim=True)"

@@ -71,9 +71,16 @@ def test_a_pack_can_still_choose_the_rules(kb, tmp_path):
 
 
 def test_loop_counts_follow_the_estimate_for_losses(kb, tmp_path):
-    """The loss fit's loop picks measured 1.000x against the documents' 1.767x."""
-    auto = Pipeline(kb, Design(task=str(TASKS / "mse_loss.py"))).loop_plan()
-    rules = Pipeline(load_pack(pack_ranking(tmp_path, kb, "rules")), Design(task=str(TASKS / "mse_loss.py")))
+    """The loss fit's loop picks measured 1.000x against the documents' 1.767x. A loss of 1-D operands
+    still flattens and loops (a 2-D one lays out rows, LOSS.scalar-rows, and needs no loop here)."""
+    task = tmp_path / "mse_1d.py"
+    flat = "torch.randn(batch_size * input_shape[0])"
+    task.write_text((TASKS / "mse_loss.py").read_text().replace("torch.randn(batch_size, *input_shape)", flat))
+    assert flat in task.read_text()
+    assert Pipeline(kb, Design(task=str(task))).dims().strategy == "simple-loss-1d"
+    assert Pipeline(kb, Design(task=str(TASKS / "mse_loss.py"))).dims().strategy == "simple-loss-rows"
+    auto = Pipeline(kb, Design(task=str(task))).loop_plan()
+    rules = Pipeline(load_pack(pack_ranking(tmp_path, kb, "rules")), Design(task=str(task)))
     documents = rules.loop_plan()
     assert auto is not None and documents is not None
     assert documents.ranking == "rules"

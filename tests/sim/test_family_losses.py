@@ -34,8 +34,8 @@ def test_losses_scaffold_lint_clean(kb, name):
 
 def test_huber_reads_delta_from_the_module_and_smooth_l1_its_beta(kb):
     huber = kernel_of(pipe(kb, "huber_delta_module.py")).source
-    assert "create_huber_loss_kernel(flat_size, float(self.delta))" in huber
-    assert "create_smooth_l1_loss_kernel(flat_size, 0.25)" in kernel_of(pipe(kb, "smooth_l1_beta.py")).source
+    assert "create_huber_loss_kernel(rows, cols, float(self.delta))" in huber
+    assert "create_smooth_l1_loss_kernel(rows, cols, 0.25)" in kernel_of(pipe(kb, "smooth_l1_beta.py")).source
 
 
 def test_hinge_targets_broadcast_as_one_row(kb):

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, name
-from pypto_tui.codegen.expr import Ex, reduce
+from pypto_tui.codegen.expr import Ex, column_sum
 from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, TensorParam
 from pypto_tui.errors import Unsupported
@@ -33,7 +33,7 @@ def ce_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Need
     return replace(base, tiles=(replace(base.tiles[0], reduce_dim=1),), loop_axis=0)
 
 
-@cites("LOSS.cross-entropy-gather", "V020.move-after-loop")
+@cites("LOSS.cross-entropy-gather", "V020.move-after-loop", "LOSS.scalar-rows")
 def build_cross_entropy(b: Builder) -> None:
     ctx = b.ctx
     c = ctx.contract
@@ -51,10 +51,9 @@ def build_cross_entropy(b: Builder) -> None:
     prelude = b.fwd("NEG_SCALE = -1.0 / rows") if scaling == "mean" else b.fwd("NEG_SCALE = -1.0")
     scale = Ex.name("NEG_SCALE", tensor=False)
 
-    def terms(xv: Ex, tv: Ex) -> tuple[Stmts, Ex]:
+    def terms(xv: Ex, tv: Ex, rows: str = "rows") -> tuple[Stmts, Ex]:
         stmts = b.tmpl("cross_entropy_terms", x=xv, targets=tv)
-        total = reduce("sum", reduce("sum", Ex.name("picked"), 1, True), 0, True)
-        return stmts, total * scale
+        return stmts, column_sum(Ex.name("picked"), rows) * scale
 
     if loop is None:
         stmts, total = terms(Ex.name(x), Ex.name(t))
@@ -63,7 +62,7 @@ def build_cross_entropy(b: Builder) -> None:
         def step(size: str, off: str, suffix: str) -> Stmts:
             xc, tc = f"{x}_{suffix}", f"{t}_{suffix}"
             views = b.view(xc, x, [size, "classes"], [off, 0]) + b.view(tc, t, [size, 1], [off, 0])
-            stmts, part = terms(Ex.name(xc), Ex.name(tc))
+            stmts, part = terms(Ex.name(xc), Ex.name(tc), size)
             return b.tmpl("loss_step", views=views, terms=stmts, out=name("out"), part=part)
 
         loop_prelude, body = b.chunked_loop("rows", step, setup=b.tmpl(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from pypto_tui.codegen.builder import Builder, Stmts, dims_list, literal, name
-from pypto_tui.codegen.expr import Ex, call, reduce
+from pypto_tui.codegen.expr import Ex, call, column_sum, reduce
 from pypto_tui.codegen.pattern import Pattern, main_tile_needs
 from pypto_tui.codegen.spec import KernelSpec, Scalar, TensorParam
 from pypto_tui.errors import Unsupported
@@ -37,7 +37,7 @@ Terms = Callable[[Mapping[str, Ex]], tuple[list[cst.BaseStatement], Ex]]
 SIMPLE = ("mse_loss", "l1_loss", "kl_div", "hinge_loss", "smooth_l1_loss", "huber_loss")
 
 
-@cites("D.loss-scalar", "D.two-phase")
+@cites("D.loss-scalar", "D.two-phase", "LOSS.scalar-rows")
 def build_loss(b: Builder) -> None:
     c = b.ctx.contract
     if c.op in SIMPLE:
@@ -142,10 +142,13 @@ class _Flat:
     def rows(self) -> bool:
         return len(self.dims) == 2
 
-    def total(self, term: Ex) -> Ex:
-        """The sum of the term: over cols then rows, both kept (a 1-D intermediate takes its tile from
-        the rows' tile axis and fails to compile: F21004 / FC1001, measured), or over the flat axis."""
-        return reduce("sum", reduce("sum", term, 1, True), 0, True) if self.rows else reduce("sum", term, 0, True)
+    def total(self, term: Ex, rows: str = "rows") -> Ex:
+        """The sum of the term: over cols, then the column of row sums (expr.column_sum; a 1-D
+        intermediate takes its tile from the rows' tile axis and fails to compile: F21004 / FC1001,
+        measured), or over the flat axis. `rows`: how many rows the term holds (a loop's chunk)."""
+        if not self.rows:
+            return reduce("sum", term, 0, True)
+        return column_sum(reduce("sum", term, 1, True), rows)
 
     @property
     def out(self) -> tuple[int, ...]:
@@ -154,6 +157,8 @@ class _Flat:
 
 def _flat(b: Builder, ops: list[str]) -> _Flat:
     c = b.ctx.contract
+    if b.ctx.dims.reshape == "scalar_rows":  # LOSS.scalar-rows: every operand (rows, cols)
+        return _Flat(("rows", "cols"), dict.fromkeys(ops, ("rows", "cols")), "(rows * cols)", ops[0])
     if b.ctx.dims.reshape == "broadcast_rows":
         kernel = {t.name: tuple(k) for t, k in zip(c.tensor_inputs, b.ctx.dims.kernel_shapes, strict=False)}
         big = max(ops, key=lambda o: kernel[o][0])
@@ -178,16 +183,17 @@ def _simple(b: Builder) -> None:
     prelude, scale, extra_dim = _scale(b, flat.count)
     loop = ctx.loop_count is not None
     b.pattern = "D"
-    what = ("(rows, cols) and the row it broadcasts" if flat.rows else "the flattened inputs")
+    what = ("the (rows, cols) inputs" if b.ctx.dims.reshape == "scalar_rows" else
+            "(rows, cols) and the row it broadcasts" if flat.rows else "the flattened inputs")
     b.summary = f"Pattern D: {c.op} over {what} to one value"
     if loop:
         b.summary += ", accumulated over a loop"
     assert ctx.main is not None
     tile = b.tile_constant(ctx.main, what, loop_note="handled by the pypto.loop below (LOOP_COUNT)" if loop else None)
 
-    def part(env: Mapping[str, Ex]) -> tuple[list[cst.BaseStatement], Ex]:
+    def part(env: Mapping[str, Ex], rows: str = "rows") -> tuple[list[cst.BaseStatement], Ex]:
         stmts, term = terms(env)
-        total = flat.total(term)
+        total = flat.total(term, rows)
         return stmts, (total * scale if scale is not None else total)
 
     if not loop:
@@ -204,7 +210,7 @@ def _simple(b: Builder) -> None:
                     continue
                 views += b.view(f"{o}_{suffix}", o, b.chunk_shape(shape, 0, size), b.chunk_offsets(len(shape), 0, off))
                 env[o] = Ex.name(f"{o}_{suffix}")
-            stmts, p = part(env)
+            stmts, p = part(env, size)
             return b.tmpl("loss_step", views=views, terms=stmts, out=name("out"), part=p)
 
         loop_prelude, body = b.chunked_loop(flat.dims[0], step, setup=b.tmpl(
@@ -236,6 +242,11 @@ def _flat_forward(b: Builder, ops: list[str], flat: _Flat) -> None:
         b.assert_same_shape(ops[0], ops[1])
         names = [b.prepare(o, [b.expr("-1")], "flat") for o in ops]
         b.unpack_dims(names[0], ["flat_size"])
+        return
+    if b.ctx.dims.reshape == "scalar_rows":
+        b.assert_same_shape(ops[0], ops[1])
+        names = [b.prepare(o, [b.expr("-1"), b.expr("{x}.shape[-1]", x=name(o))], "rows") for o in ops]
+        b.unpack_dims(names[0], ["rows", "cols"])
         return
     small = next(o for o in ops if o != flat.big)
     k = len(shapes[small] or ())
@@ -328,11 +339,11 @@ def loss_needs(c: Contract, dims: DimPlan, g: Geometry, kb: KnowledgeBase) -> Ne
         return replace(base, tiles=(phase1, phase2))
     if len(g.shape) == 1:
         return replace(base, tiles=(replace(main, reduce_dim=0),))
-    if dims.reshape == "broadcast_rows":  # the tile is for the (rows, cols) operand, reduced along cols
+    if dims.reshape in ("broadcast_rows", "scalar_rows"):  # the tile is for a (rows, cols) operand, reduced on cols
         big = max(dims.kernel_shapes, key=lambda s: s[0])
         return replace(base, tiles=(replace(main, shape=tuple(big), reduce_dim=1),), loop_axis=0)
     return base
 
 
-PATTERNS = (Pattern("D", ("loss",), build_loss, ("D.loss-scalar", "D.two-phase", "LOSS.huber-where"),
-                    needs=loss_needs),)
+PATTERNS = (Pattern("D", ("loss",), build_loss,
+                    ("D.loss-scalar", "D.two-phase", "LOSS.huber-where", "LOSS.scalar-rows"), needs=loss_needs),)
