@@ -212,8 +212,9 @@ def test_triplet_has_two_tile_phases(generated):
 
 def test_global_accumulator_never_moved_after_the_loop(generated):
     src = generated("frobenius_scale").source
-    assert "sq_sum = pypto.zeros([1], dtype=pypto.DT_FP32)" in src
-    assert "sq_sum.move(sq_sum + pypto.sum(x_chunk * x_chunk, 0, keepdim=True))" in src
+    assert "sq_sum = pypto.zeros([1, 1], dtype=pypto.DT_FP32)" in src
+    assert ("sq_sum.move(sq_sum + pypto.sum(pypto.reshape(pypto.sum(x_chunk * x_chunk, 1, keepdim=True), "
+            "[1, BASIC_BATCH]), 1, keepdim=True))") in src
     assert "out.move(" not in src
 
 

@@ -16,7 +16,7 @@ EXPECTED = {
                        None, True, (128, 128, 512), 3, (128, 128, 256), None),
     "elu": ("elementwise", "elu", [("x", (16, 16384), "fp32")], None, False, (16, 16384), 1, (262144,), None),
     "frobenius_scale": ("norm", "frobenius_norm", [("x", (16, 64, 256, 256), "fp32")],
-                        ("sum_square", (0, 1, 2, 3), True, "sum"), False, (16, 64, 256, 256), 1, (67108864,), 0),
+                        ("sum_square", (0, 1, 2, 3), True, "sum"), False, (16, 64, 256, 256), 2, (1024, 65536), 1),
     "group_norm": ("norm", "group_norm", [("x", (16, 64, 256, 256), "fp32")],
                    ("mean_var", (1, 2, 3), True, "mean"), False, (16, 64, 256, 256), 2, (128, 524288), 1),
     "kl_div_batchmean": ("loss", "kl_div", [("predictions", (128, 4096), "fp32"), ("targets", (128, 4096), "fp32")],
