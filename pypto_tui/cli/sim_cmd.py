@@ -379,7 +379,8 @@ def verify(
     per_kernel: Annotated[bool, typer.Option("--per-kernel", help="A module of several kernels: verify each "
                                              "kernel on its own first (its own test shapes, random inputs and "
                                              "worker, two at a time, against its part of the task's graph), then "
-                                             "the module end to end.")] = False,
+                                             "the module end to end (a task of one kernel: verified as a "
+                                             "whole).")] = False,
     kb: KbOption = None,
     json_out: JsonOption = False,
     front_end: FrontEndOption = "static",
@@ -411,7 +412,9 @@ def verify(
     judged = Criterion(criterion, trials, sizes)
     p.kb.verify.get(criterion)  # an unknown name is refused before anything runs
     if per_kernel and not _is_module(p):
-        raise InputError("--per-kernel verifies a module of several kernels; this task is one kernel")
+        # its one kernel is the whole: verified as it is, so a folder of tasks takes --per-kernel for every task
+        note(f"--per-kernel: {task.name} is one kernel, verified as a whole")
+        per_kernel = False
     if kernel is not None or p.contract().supported or _is_module(p):
         _require_sim()
         what = f"{task} and {kernel}" if kernel is not None else str(task)

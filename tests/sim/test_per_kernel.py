@@ -8,6 +8,7 @@ kernel 1, the verdict names kernel 1."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import subprocess
 from dataclasses import replace
@@ -106,7 +107,6 @@ def test_one_kernel_tasks_are_refused_in_one_line(kb) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ([str(ROOT / "tasks" / "softmax_rows.py"), "--per-kernel"], "--per-kernel verifies a module of several kernels"),
     ([str(CHAIN), "--per-kernel", "--kernel", str(CHAIN)], "--per-kernel verifies the generated module's kernels"),
 ])
 def test_the_flag_refuses_what_it_cannot_verify_in_one_line(args: list[str], message: str) -> None:
@@ -183,3 +183,18 @@ def test_a_split_of_a_kernels_output_keeps_its_parts_at_their_offsets(kb, tmp_pa
         assert k.prepared.job is not None, k.prepared.report.reason
         (shape,) = k.prepared.report.shapes.values()
         assert shape[2] == 192
+
+
+@pytest.mark.sim
+def test_a_one_kernel_task_under_the_flag_is_verified_as_a_whole(tmp_path: Path) -> None:
+    """So `verify FOLDER --per-kernel` takes every task of a folder: the modules kernel by kernel, a task of
+    one kernel as itself (its one kernel is the whole), with a note saying so."""
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "softmax_rows.py").write_text((ROOT / "tasks" / "softmax_rows.py").read_text())
+    done = subprocess.run([PYPTO_TUI, "verify", str(folder / "softmax_rows.py"), "--per-kernel", "--json",
+                           "--timeout", "600"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "softmax_rows.py is one kernel, verified as a whole" in done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["passed"] and not doc.get("per_kernel") and not doc.get("kernel_verdicts")
