@@ -557,8 +557,9 @@ def _scalar_rows(c: Contract) -> _Layout:
     axis_map = [list(range(first)), list(range(first, len(shape)))]
     fwd: list[Shape | None] = [(kernel if kernel != tuple(shape) else None) if t.is_tensor else None
                                for t in c.inputs]
+    out = _output_kernel(c, kernel, axis_map, ["reduced"] * len(shape))
     return _Layout([kernel] * len(c.tensor_inputs), fwd, axis_map, [0, 1], 1,
-                   _output_kernel(c, kernel, axis_map, ["reduced"] * len(shape)))
+                   (1, 1) if c.output_shape == () else out)  # one value, as the (1, 1) the kernel writes
 
 
 def _matvec(c: Contract, ka: Shape, row: Shape, m: int, k: int) -> _Layout:
