@@ -58,3 +58,17 @@ def test_a_sum_to_one_value_takes_rows_of_at_least_1024(kb, tmp_path: Path, sour
     dims = Pipeline(kb, Design(task=str(task))).dims()
     assert dims.strategy == strategy
     assert dims.kernel_shapes[0] == kernel
+
+
+def test_forward_lays_the_operands_out_as_the_plan_does(kb, tmp_path: Path) -> None:
+    """A row of (8, 30, 64) is its last two axes, (8, 1920): forward must reshape to that, not to rows of the
+    last axis (240, 64), or the kernel runs a layout its tile was not planned for."""
+    from pypto_tui.design import kernel_of
+
+    task = tmp_path / "task.py"
+    task.write_text(MSE.format(shape=(8, 30, 64)))
+    p = Pipeline(kb, Design(task=str(task)))
+    assert p.dims().kernel_shapes[0] == (8, 1920)
+    src = kernel_of(p).source
+    assert "predictions.reshape(-1, predictions.shape[1] * predictions.shape[2])" in src
+    assert "TILE_SHAPE = (8, 1920)" in src
