@@ -696,12 +696,11 @@ def _say_if_ill_conditioned(torch: Any, job: J.SimJob, model: Any, inputs: list[
         with torch.no_grad():
             exact = [e.detach().numpy() for e in _as_list(wide(*widened(inputs, False)))]
             sides = [("its fp32 output", [w for w, _ in wants])]
-            generator_state = torch.random.get_rng_state()
-            torch.manual_seed(job.seed)
-            for _ in range(PERTURBATIONS):
-                moved = [e.detach().numpy() for e in _as_list(wide(*widened(inputs, True)))]
-                sides.append(("its fp64 forward on inputs moved by half an fp32 ulp", moved))
-            torch.random.set_rng_state(generator_state)
+            with torch.random.fork_rng(devices=[]):  # the nudges draw from a generator of their own
+                torch.manual_seed(job.seed)
+                for _ in range(PERTURBATIONS):
+                    moved = [e.detach().numpy() for e in _as_list(wide(*widened(inputs, True)))]
+                    sides.append(("its fp64 forward on inputs moved by half an fp32 ulp", moved))
         for what, arrays in sides:
             for (w_np, w_name), got, ref in zip(wants, arrays, exact, strict=True):
                 verdict = compare(got.astype(w_np.dtype), ref.astype(w_np.dtype), dtype=w_name, actual_dtype=w_name,

@@ -87,8 +87,7 @@ def build_global_norm(b: Builder) -> None:
     b.add_kernel(spec)
     b.assert_rank(x, len(c.operands[0].shape or ()))
     if rows:  # a row is the trailing axes the dimension step merged, read off x's own shape
-        cols = " * ".join(f"{{x}}.shape[{a}]" for a in ctx.dims.axis_map[1])
-        xn = b.prepare(x, [b.expr("-1"), b.expr(cols, x=name(x))], "rows")
+        xn = b.prepare(x, b.reshape_args(x, ctx.dims.axis_map), "rows")
     else:
         xn = b.prepare(x, [b.expr("-1")], "flat")
     b.unpack_dims(xn, dims)

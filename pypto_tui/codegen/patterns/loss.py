@@ -245,8 +245,7 @@ def _flat_forward(b: Builder, ops: list[str], flat: _Flat) -> None:
         return
     if b.ctx.dims.reshape == "scalar_rows":  # a row is the trailing axes the dimension step merged
         b.assert_same_shape(ops[0], ops[1])
-        row = " * ".join(f"{{x}}.shape[{a}]" for a in b.ctx.dims.axis_map[1])
-        names = [b.prepare(o, [b.expr("-1"), b.expr(row, x=name(o))], "rows") for o in ops]
+        names = [b.prepare(o, b.reshape_args(o, b.ctx.dims.axis_map), "rows") for o in ops]
         b.unpack_dims(names[0], ["rows", "cols"])
         return
     small = next(o for o in ops if o != flat.big)

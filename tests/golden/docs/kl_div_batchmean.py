@@ -84,8 +84,8 @@ class ModelNew(nn.Module):
         assert predictions.dim() == 2, "predictions: expected a rank-2 tensor"
         assert targets.dim() == 2, "targets: expected a rank-2 tensor"
         assert predictions.shape == targets.shape, "targets must have the shape of predictions"
-        predictions_rows = predictions.reshape(-1, predictions.shape[1]).contiguous()
-        targets_rows = targets.reshape(-1, targets.shape[1]).contiguous()
+        predictions_rows = predictions.reshape(predictions.shape[0], predictions.shape[1]).contiguous()
+        targets_rows = targets.reshape(targets.shape[0], targets.shape[1]).contiguous()
         rows, cols = predictions_rows.shape
         batch = predictions.shape[0]
         kernel = create_kl_div_kernel(rows, cols, batch)
